@@ -1,0 +1,4 @@
+fn main() {
+    eprintln!("bench-detailed: not yet implemented");
+    std::process::exit(2);
+}

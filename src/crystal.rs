@@ -1,0 +1,312 @@
+//! The crystal: unit cell from `-cell` or a MOSFLM `-mat` file, missetting (angles or random),
+//! real and reciprocal lattice vectors, and the number of cells from `-N` or the crystal size.
+//! nanoBragg.c L1791-L2047.
+
+use crate::cfmt::{cf, g};
+use crate::config::{CellInput, Misset};
+use crate::report::Log;
+use crate::rng::{mosaic_rotation_umat, umat2misset, NrRandom};
+use crate::vec3::{cross, dot, magnitude, rescale, rotate, scale, V3};
+use crate::{Error, Result};
+use std::path::Path;
+
+/// Degrees per radian as the C computes it.
+pub const RTD: f64 = 180.0 * std::f64::consts::FRAC_1_PI;
+
+/// Real-space (metres) and reciprocal-space (1/Angstrom) lattice vectors at phi = 0, no mosaic.
+#[derive(Clone, Debug)]
+pub struct Lattice {
+    /// Real-space cell vectors in metres (C a0, b0, c0).
+    pub a0: V3,
+    pub b0: V3,
+    pub c0: V3,
+    /// Reciprocal vectors in 1/Angstrom (used by the gauss/tophat spot shapes, checklist Q19).
+    pub a_star: V3,
+    pub b_star: V3,
+    pub c_star: V3,
+    /// Cell volume in cubic Angstrom.
+    pub v_cell: f64,
+    /// Cell edge lengths in metres.
+    pub a_len: f64,
+    pub b_len: f64,
+    pub c_len: f64,
+}
+
+/// Read the first nine numbers of a MOSFLM A-matrix file: rows x, y, z; columns a*, b*, c*.
+pub fn read_matrix_file(path: &Path) -> Result<[[f64; 3]; 3]> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::file(path, format!("cannot read orientation matrix: {e}")))?;
+    let mut nums = Vec::with_capacity(9);
+    for (lineno, line) in text.lines().enumerate() {
+        for tok in line.split_whitespace() {
+            if nums.len() == 9 {
+                break;
+            }
+            let v: f64 = tok
+                .parse()
+                .map_err(|_| Error::file_line(path, lineno + 1, format!("expected a number in the A matrix, found '{tok}'")))?;
+            nums.push(v);
+        }
+    }
+    if nums.len() < 9 {
+        return Err(Error::file(path, format!("an A matrix needs 9 numbers, found {}", nums.len())));
+    }
+    // rows are x, y, z; columns a*, b*, c* (as the C's three fscanf calls)
+    Ok([[nums[0], nums[1], nums[2]], [nums[3], nums[4], nums[5]], [nums[6], nums[7], nums[8]]])
+}
+
+/// Build the lattice exactly as the C does. `mat` holds the reciprocal vectors (a*, b*, c*) read from
+/// a `-mat` file (lambda-scaled, as MOSFLM writes them).
+pub fn build_lattice(
+    cell: Option<CellInput>,
+    mat: Option<[[f64; 3]; 3]>,
+    misset: Option<Misset>,
+    lambda0: f64,
+    rng: &mut NrRandom,
+    misset_seed: &mut i64,
+    log: &mut Log,
+) -> Result<Lattice> {
+    let user_cell = cell.is_some();
+    let mut a_star: V3 = [0.0; 3];
+    let mut b_star: V3 = [0.0; 3];
+    let mut c_star: V3 = [0.0; 3];
+    let (mut a_in, mut b_in, mut c_in) = (0.0, 0.0, 0.0);
+    let mut v_cell = 0.0;
+
+    if let Some(cell) = cell {
+        a_in = cell.a;
+        b_in = if cell.b <= 0.0 { cell.a } else { cell.b };
+        c_in = if cell.c <= 0.0 { cell.a } else { cell.c };
+        let half_pi = std::f64::consts::PI / 2.0;
+        let alpha = if cell.alpha <= 0.0 { half_pi } else { cell.alpha };
+        let beta = if cell.beta <= 0.0 { half_pi } else { cell.beta };
+        let gamma = if cell.gamma <= 0.0 { half_pi } else { cell.gamma };
+        if a_in <= 0.0 {
+            return Err(Error::flag("-cell", "cell edge a must be positive"));
+        }
+        let aavg = (alpha + beta + gamma) / 2.0;
+        let mut skew = aavg.sin() * (aavg - alpha).sin() * (aavg - beta).sin() * (aavg - gamma).sin();
+        if skew < 0.0 {
+            skew = -skew;
+        }
+        v_cell = 2.0 * a_in * b_in * c_in * skew.sqrt();
+        let angles_possible = alpha < std::f64::consts::PI
+            && beta < std::f64::consts::PI
+            && gamma < std::f64::consts::PI
+            && alpha < beta + gamma
+            && beta < alpha + gamma
+            && gamma < alpha + beta
+            && alpha + beta + gamma < 2.0 * std::f64::consts::PI;
+        if !(v_cell > 0.0) || !angles_possible {
+            return Err(Error::flag(
+                "-cell",
+                format!(
+                    "impossible unit cell angles {} {} {} (each must be below 180, smaller than the sum of the other two, and all three below 360 degrees)",
+                    g(alpha * RTD),
+                    g(beta * RTD),
+                    g(gamma * RTD)
+                ),
+            ));
+        }
+        let v_star = 1.0 / v_cell;
+        a_star_len_check(&mut a_star, &mut b_star, &mut c_star, a_in, b_in, c_in, alpha, beta, gamma, v_cell, v_star, log);
+    }
+
+    if let Some(m) = mat {
+        // mosflm A matrix includes the wavelength, so remove it
+        let s = 1e-10 / lambda0;
+        a_star = scale(&[m[0][0], m[1][0], m[2][0]], s);
+        b_star = scale(&[m[0][1], m[1][1], m[2][1]], s);
+        c_star = scale(&[m[0][2], m[1][2], m[2][2]], s);
+    }
+
+    let mut misset_angles = None;
+    match misset {
+        Some(Misset::Random) => {
+            let umat = mosaic_rotation_umat(rng, 90.0, misset_seed);
+            let m = umat2misset(&umat);
+            log.line(format!(
+                "random orientation misset angles: {} {} {} deg",
+                cf("%f", m[0] * RTD),
+                cf("%f", m[1] * RTD),
+                cf("%f", m[2] * RTD)
+            ));
+            misset_angles = Some(m);
+        }
+        Some(Misset::Angles(m)) => misset_angles = Some(m),
+        None => {}
+    }
+    if let Some([mx, my, mz]) = misset_angles {
+        a_star = rotate(&a_star, mx, my, mz);
+        b_star = rotate(&b_star, mx, my, mz);
+        c_star = rotate(&c_star, mx, my, mz);
+    }
+
+    let mut a_star_cross_b_star = cross(&a_star, &b_star);
+    let mut b_star_cross_c_star = cross(&b_star, &c_star);
+    let mut c_star_cross_a_star = cross(&c_star, &a_star);
+    let mut v_star = dot(&a_star, &b_star_cross_c_star);
+    if user_cell {
+        b_star_cross_c_star = rescale(&b_star_cross_c_star, a_in / v_cell);
+        c_star_cross_a_star = rescale(&c_star_cross_a_star, b_in / v_cell);
+        a_star_cross_b_star = rescale(&a_star_cross_b_star, c_in / v_cell);
+        v_star = 1.0 / v_cell;
+    }
+    let v_cell = 1.0 / v_star;
+    if !v_cell.is_finite() || v_cell == 0.0 {
+        return Err(Error::setup("degenerate crystal lattice: the reciprocal cell vectors have zero volume (check the -mat file)"));
+    }
+    let a = scale(&b_star_cross_c_star, v_cell);
+    let b = scale(&c_star_cross_a_star, v_cell);
+    let c = scale(&a_star_cross_b_star, v_cell);
+    let a_star = scale(&cross(&b, &c), v_star);
+    let b_star = scale(&cross(&c, &a), v_star);
+    let c_star = scale(&cross(&a, &b), v_star);
+    let (al, bl, cl) = (magnitude(&a), magnitude(&b), magnitude(&c));
+    let (asl, bsl, csl) = (magnitude(&a_star), magnitude(&b_star), magnitude(&c_star));
+
+    // cell angles, for printing only
+    let (alpha, beta, gamma) = angles(
+        asl * v_cell / bl / cl,
+        bsl * v_cell / al / cl,
+        csl * v_cell / al / bl,
+        dot(&b, &c) / bl / cl,
+        dot(&a, &c) / al / cl,
+        dot(&a, &b) / al / bl,
+        "WARNING: oddball cell angles:",
+        ["sin_alpha = ", "cos_alpha = ", "sin_beta  = ", "cos_beta  = ", "sin_gamma = ", "cos_gamma = "],
+        log,
+    );
+    let (alpha_s, beta_s, gamma_s) = angles(
+        al * v_star / bsl / csl,
+        bl * v_star / asl / csl,
+        cl * v_star / asl / bsl,
+        dot(&b_star, &c_star) / bsl / csl,
+        dot(&a_star, &c_star) / asl / csl,
+        dot(&a_star, &b_star) / asl / bsl,
+        "WARNING: oddball reciprocal cell angles:",
+        ["sin(alpha_star) = ", "cos(alpha_star) = ", "sin(beta_star)  = ", "cos(beta_star)  = ", "sin(gamma_star) = ", "cos(gamma_star) = "],
+        log,
+    );
+    log.line(format!("Unit Cell: {} {} {} {} {} {}", g(al), g(bl), g(cl), g(alpha * RTD), g(beta * RTD), g(gamma * RTD)));
+    log.line(format!(
+        "Recp Cell: {} {} {} {} {} {}",
+        g(asl),
+        g(bsl),
+        g(csl),
+        g(alpha_s * RTD),
+        g(beta_s * RTD),
+        g(gamma_s * RTD)
+    ));
+    log.line(format!("volume = {} A^3", g(v_cell)));
+    log.line("real-space cell vectors (Angstrom):");
+    log.line(format!("     {:<10}  {:<10}  {:<10}", "a", "b", "c"));
+    for (i, axis) in ["X", "Y", "Z"].iter().enumerate() {
+        log.line(format!("{axis}: {} {} {}", cf("%11.8f", a[i]), cf("%11.8f", b[i]), cf("%11.8f", c[i])));
+    }
+    log.line("reciprocal-space cell vectors (Angstrom^-1):");
+    log.line(format!("     {:<10}  {:<10}  {:<10}", "a_star", "b_star", "c_star"));
+    for (i, axis) in ["X", "Y", "Z"].iter().enumerate() {
+        log.line(format!("{axis}: {} {} {}", cf("%11.8f", a_star[i]), cf("%11.8f", b_star[i]), cf("%11.8f", c_star[i])));
+    }
+
+    let a0 = scale(&a, 1e-10);
+    let b0 = scale(&b, 1e-10);
+    let c0 = scale(&c, 1e-10);
+    Ok(Lattice {
+        a_len: magnitude(&a0),
+        b_len: magnitude(&b0),
+        c_len: magnitude(&c0),
+        a0,
+        b0,
+        c0,
+        a_star,
+        b_star,
+        c_star,
+        v_cell,
+    })
+}
+
+/// The C's default orientation of a user cell: a* along x, b* in the x-y plane (L1804-L1876).
+#[allow(clippy::too_many_arguments)]
+fn a_star_len_check(
+    a_star: &mut V3,
+    b_star: &mut V3,
+    c_star: &mut V3,
+    a: f64,
+    b: f64,
+    c: f64,
+    alpha: f64,
+    beta: f64,
+    gamma: f64,
+    v_cell: f64,
+    v_star: f64,
+    log: &mut Log,
+) {
+    let a_star_len = b * c * alpha.sin() * v_star;
+    let b_star_len = c * a * beta.sin() * v_star;
+    let c_star_len = a * b * gamma.sin() * v_star;
+    let mut sin_alpha_star = a * v_star / b_star_len / c_star_len;
+    let mut sin_beta_star = b * v_star / a_star_len / c_star_len;
+    let mut sin_gamma_star = c * v_star / a_star_len / b_star_len;
+    let mut cos_alpha_star = (beta.cos() * gamma.cos() - alpha.cos()) / (beta.sin() * gamma.sin());
+    let mut cos_beta_star = (gamma.cos() * alpha.cos() - beta.cos()) / (gamma.sin() * alpha.sin());
+    let mut cos_gamma_star = (alpha.cos() * beta.cos() - gamma.cos()) / (alpha.sin() * beta.sin());
+    let odd = |x: f64| !(-1.0000001..=1.0000001).contains(&x);
+    if [sin_alpha_star, sin_beta_star, sin_gamma_star, cos_alpha_star, cos_beta_star, cos_gamma_star].iter().any(|&x| odd(x)) {
+        log.line("WARNING: oddball reciprocal cell angles:");
+    }
+    for v in [&mut sin_alpha_star, &mut sin_beta_star, &mut sin_gamma_star] {
+        *v = v.clamp(-1.0, 1.0);
+    }
+    // the C maps any |cos| > 1 to +1 (checklist Q40)
+    for v in [&mut cos_alpha_star, &mut cos_beta_star, &mut cos_gamma_star] {
+        if *v * *v > 1.0 {
+            *v = 1.0;
+        }
+    }
+    let _ = sin_alpha_star;
+    let _ = sin_beta_star;
+    *a_star = [a_star_len, 0.0, 0.0];
+    *b_star = [b_star_len * cos_gamma_star, b_star_len * sin_gamma_star, 0.0];
+    *c_star = [
+        c_star_len * cos_beta_star,
+        c_star_len * (cos_alpha_star - cos_beta_star * cos_gamma_star) / sin_gamma_star,
+        c_star_len * v_cell / (a * b * c * sin_gamma_star),
+    ];
+}
+
+#[allow(clippy::too_many_arguments)]
+fn angles(
+    sa: f64,
+    sb: f64,
+    sg: f64,
+    ca: f64,
+    cb: f64,
+    cg: f64,
+    warning: &str,
+    labels: [&str; 6],
+    log: &mut Log,
+) -> (f64, f64, f64) {
+    let odd = |x: f64| !(-1.0000001..=1.0000001).contains(&x);
+    if [sa, sb, sg, ca, cb, cg].iter().any(|&x| odd(x)) {
+        log.line(warning);
+        for (label, v) in labels.iter().zip([sa, ca, sb, cb, sg, cg]) {
+            log.line(format!("{label}{}", cf("%.25g", v)));
+        }
+    }
+    let s = |x: f64| x.clamp(-1.0, 1.0);
+    let c = |x: f64| if x * x > 1.0 { 1.0 } else { x };
+    (s(sa).atan2(c(ca)), s(sb).atan2(c(cb)), s(sg).atan2(c(cg)))
+}
+
+/// Number of unit cells and crystal size (C L2065-L2078): a size > 0 replaces N.
+pub fn cells_from_size(n: f64, size: f64, edge: f64) -> f64 {
+    let mut n = n;
+    if size > 0.0 {
+        n = (size / edge).ceil();
+    }
+    if n <= 1.0 {
+        n = 1.0;
+    }
+    n
+}

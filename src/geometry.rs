@@ -1,0 +1,324 @@
+//! Detector geometry: conventions (MOSFLM, XDS, ADXV, DENZO, DIALS, CUSTOM), beam centres, pivots,
+//! detector rotations, two-theta and the vector `pix0_vector` from the sample to the first pixel.
+//! This is nanoBragg.c L1119-L1776 in the C's order.
+
+use crate::config::{Config, Convention, Pivot};
+use crate::report::Log;
+use crate::vec3::{cross, dot, rotate, rotate_axis, unitize, V3};
+
+/// The resolved detector: everything the pixel loop and the image headers need.
+#[derive(Clone, Debug)]
+pub struct Detector {
+    pub convention: Convention,
+    pub pivot: Pivot,
+    pub fpixels: usize,
+    pub spixels: usize,
+    /// metres
+    pub pixel_size: f64,
+    pub detsize_f: f64,
+    pub detsize_s: f64,
+    pub fdet_vector: V3,
+    pub sdet_vector: V3,
+    pub odet_vector: V3,
+    pub beam_vector: V3,
+    pub polar_vector: V3,
+    pub spindle_vector: V3,
+    pub twotheta_axis: V3,
+    /// unit(beam × polar): the "vertical" axis of the divergence grid.
+    pub vert_vector: V3,
+    pub pix0_vector: V3,
+    /// Sample-to-direct-beam-spot distance (metres), after rotations.
+    pub distance: f64,
+    /// Sample-to-detector-plane distance (metres), after rotations.
+    pub close_distance: f64,
+    /// Input/convention beam centre (header BEAM_CENTER_X/Y), metres.
+    pub xbeam: f64,
+    pub ybeam: f64,
+    /// Direct-beam spot on the fast/slow axes after rotation, metres.
+    pub fbeam: f64,
+    pub sbeam: f64,
+    /// Near point (pre-geometry values as printed by the C).
+    pub xclose: f64,
+    pub yclose: f64,
+    /// Near point on the fast/slow axes after rotation, metres.
+    pub fclose: f64,
+    pub sclose: f64,
+    pub orgx: f64,
+    pub orgy: f64,
+    /// DIALS origin in mm.
+    pub dials_origin: V3,
+    pub detector_twotheta: f64,
+    pub curved_detector: bool,
+    pub point_pixel: bool,
+    /// beam · o′ (two-theta ignored, checklist Q4).
+    pub ratio: f64,
+}
+
+/// Detector size in pixels from `-detpixels`/`-detsize` (C L1119-L1126).
+pub fn detector_pixels(cfg: &Config) -> (f64, f64, i64, i64) {
+    let mut detsize_f = cfg.detsize_f;
+    let mut detsize_s = cfg.detsize_s;
+    if cfg.fpixels != 0 {
+        detsize_f = cfg.pixel_size * cfg.fpixels as f64;
+    }
+    if cfg.spixels != 0 {
+        detsize_s = cfg.pixel_size * cfg.spixels as f64;
+    }
+    let fpixels = (detsize_f / cfg.pixel_size - 0.5).ceil() as i64;
+    let spixels = (detsize_s / cfg.pixel_size - 0.5).ceil() as i64;
+    (detsize_f, detsize_s, fpixels, spixels)
+}
+
+/// The first part of the geometry (C L1156-L1270): beam-centre defaults, convention vectors, pivot,
+/// unit vectors. Runs before the sampling rules, as in the C.
+pub struct ConventionSetup {
+    pub det: Detector,
+    pub close_distance_in: Option<f64>,
+    pub distance_in: f64,
+    pub rot: [f64; 3],
+}
+
+pub fn apply_convention(cfg: &Config, detsize_f: f64, detsize_s: f64, fpixels: usize, spixels: usize, log: &mut Log) -> ConventionSetup {
+    let px = cfg.pixel_size;
+    let nan = f64::NAN;
+    let mut fclose = nan;
+    let mut sclose = nan;
+    if let Some(orgx) = cfg.orgx {
+        fclose = (orgx - 0.5) * px;
+    }
+    if let Some(orgy) = cfg.orgy {
+        sclose = (orgy - 0.5) * px;
+    }
+    if fclose.is_nan() {
+        fclose = (detsize_f - 0.0 * px) / 2.0;
+    }
+    if sclose.is_nan() {
+        sclose = (detsize_s + 0.0 * px) / 2.0;
+    }
+    let xclose = cfg.xclose.unwrap_or(fclose);
+    let yclose = cfg.yclose.unwrap_or(sclose);
+    let fbeam;
+    let sbeam;
+    let mut xbeam = cfg.xbeam.unwrap_or(nan);
+    let mut ybeam = cfg.ybeam.unwrap_or(nan);
+
+    let mut beam = cfg.beam_vector;
+    let mut fdet = cfg.fdet_vector;
+    let mut sdet = cfg.sdet_vector;
+    let mut odet = cfg.odet_vector;
+    let mut twotheta_axis = cfg.twotheta_axis;
+    let mut polar = cfg.polar_vector;
+    let mut spindle = cfg.spindle_vector;
+    let mut pivot = cfg.pivot;
+
+    match cfg.convention {
+        Convention::Adxv => {
+            if xbeam.is_nan() {
+                xbeam = (detsize_f + px) / 2.0;
+            }
+            if ybeam.is_nan() {
+                ybeam = (detsize_s - px) / 2.0;
+            }
+            beam = [0.0, 0.0, 1.0];
+            fdet = [1.0, 0.0, 0.0];
+            sdet = [0.0, -1.0, 0.0];
+            odet = [0.0, 0.0, 1.0];
+            twotheta_axis = [-1.0, 0.0, 0.0];
+            polar = [1.0, 0.0, 0.0];
+            spindle = [1.0, 0.0, 0.0];
+            fbeam = xbeam;
+            sbeam = detsize_s - ybeam;
+            pivot = Pivot::Beam;
+        }
+        Convention::Mosflm | Convention::Denzo => {
+            if xbeam.is_nan() {
+                xbeam = (detsize_s + px) / 2.0;
+            }
+            if ybeam.is_nan() {
+                ybeam = (detsize_f + px) / 2.0;
+            }
+            beam = [1.0, 0.0, 0.0];
+            odet = [1.0, 0.0, 0.0];
+            fdet = [0.0, 0.0, 1.0];
+            sdet = [0.0, -1.0, 0.0];
+            twotheta_axis = [0.0, 0.0, -1.0];
+            polar = [0.0, 0.0, 1.0];
+            spindle = [0.0, 0.0, 1.0];
+            // MOSFLM puts the first pixel centre at (0.5, 0.5) pixels; DENZO at (0, 0).
+            let shift = if cfg.convention == Convention::Mosflm { 0.5 } else { 0.0 };
+            fbeam = ybeam + shift * px;
+            sbeam = xbeam + shift * px;
+            pivot = Pivot::Beam;
+        }
+        Convention::Xds | Convention::Dials => {
+            if xbeam.is_nan() {
+                xbeam = xclose;
+            }
+            if ybeam.is_nan() {
+                ybeam = yclose;
+            }
+            beam = [0.0, 0.0, 1.0];
+            fdet = [1.0, 0.0, 0.0];
+            sdet = [0.0, 1.0, 0.0];
+            odet = [0.0, 0.0, 1.0];
+            if cfg.convention == Convention::Xds {
+                twotheta_axis = [1.0, 0.0, 0.0];
+                polar = [1.0, 0.0, 0.0];
+                spindle = [1.0, 0.0, 0.0];
+            } else {
+                twotheta_axis = [0.0, 1.0, 0.0];
+                polar = [0.0, 1.0, 0.0];
+                spindle = [0.0, 1.0, 0.0];
+            }
+            fbeam = xbeam;
+            sbeam = ybeam;
+            pivot = Pivot::Sample;
+        }
+        Convention::Custom => {
+            if xbeam.is_nan() {
+                xbeam = xclose;
+            }
+            if ybeam.is_nan() {
+                ybeam = yclose;
+            }
+            fbeam = xbeam;
+            sbeam = ybeam;
+            fclose = xbeam;
+            sclose = ybeam;
+        }
+    }
+
+    // straighten up vectors (C L1260)
+    beam = unitize(&beam).0;
+    fdet = unitize(&fdet).0;
+    sdet = unitize(&sdet).0;
+    let (o_unit, o_len) = unitize(&odet);
+    odet = o_unit;
+    if o_len != 1.0 {
+        log.line("WARNING: auto-generating odet_vector");
+        odet = unitize(&cross(&fdet, &sdet)).0;
+    }
+    polar = unitize(&polar).0;
+    spindle = unitize(&spindle).0;
+    let vert = unitize(&cross(&beam, &polar)).0;
+
+    let det = Detector {
+        convention: cfg.convention,
+        pivot,
+        fpixels,
+        spixels,
+        pixel_size: px,
+        detsize_f,
+        detsize_s,
+        fdet_vector: fdet,
+        sdet_vector: sdet,
+        odet_vector: odet,
+        beam_vector: beam,
+        polar_vector: polar,
+        spindle_vector: spindle,
+        twotheta_axis,
+        vert_vector: vert,
+        pix0_vector: [0.0; 3],
+        distance: cfg.distance,
+        close_distance: f64::NAN,
+        xbeam,
+        ybeam,
+        fbeam,
+        sbeam,
+        xclose,
+        yclose,
+        fclose,
+        sclose,
+        orgx: f64::NAN,
+        orgy: f64::NAN,
+        dials_origin: [0.0; 3],
+        detector_twotheta: cfg.detector_twotheta,
+        curved_detector: cfg.curved_detector,
+        point_pixel: cfg.point_pixel,
+        ratio: 1.0,
+    };
+    ConventionSetup {
+        det,
+        close_distance_in: cfg.close_distance,
+        distance_in: cfg.distance,
+        rot: [cfg.detector_rotx, cfg.detector_roty, cfg.detector_rotz],
+    }
+}
+
+/// Second part (C L1701-L1776): rotate the detector, place pix0 according to the pivot, and derive
+/// every beam-centre flavour from the final vectors.
+pub fn orient_detector(setup: ConventionSetup, log: &mut Log) -> Detector {
+    let ConventionSetup { mut det, close_distance_in, distance_in, rot } = setup;
+    let name = match det.convention {
+        Convention::Adxv => "adxv",
+        Convention::Mosflm => "mosflm",
+        Convention::Xds => "xds",
+        Convention::Dials => "dials",
+        Convention::Denzo => "denzo",
+        Convention::Custom => "custom",
+    };
+    log.line(format!("{name} convention selected."));
+
+    let [rx, ry, rz] = rot;
+    let o_rot = rotate(&det.odet_vector, rx, ry, rz);
+    let mut ratio = dot(&det.beam_vector, &o_rot);
+    if ratio == 0.0 {
+        ratio = f64::MIN_POSITIVE;
+    }
+    let mut close_distance = match close_distance_in {
+        Some(c) => c,
+        None => (ratio * distance_in).abs(),
+    };
+    let mut pix0 = det.pix0_vector;
+    let (f, s, o) = (det.fdet_vector, det.sdet_vector, det.odet_vector);
+    if det.pivot == Pivot::Sample {
+        log.line("pivoting detector around sample");
+        for i in 0..3 {
+            pix0[i] = -det.fclose * f[i] - det.sclose * s[i] + close_distance * o[i];
+        }
+        pix0 = rotate(&pix0, rx, ry, rz);
+        pix0 = rotate_axis(&pix0, &det.twotheta_axis, det.detector_twotheta);
+    }
+    let mut f = rotate(&f, rx, ry, rz);
+    let mut s = rotate(&s, rx, ry, rz);
+    let mut o = rotate(&o, rx, ry, rz);
+    f = rotate_axis(&f, &det.twotheta_axis, det.detector_twotheta);
+    s = rotate_axis(&s, &det.twotheta_axis, det.detector_twotheta);
+    o = rotate_axis(&o, &det.twotheta_axis, det.detector_twotheta);
+    let distance = close_distance / ratio;
+    if det.pivot == Pivot::Beam {
+        log.line("pivoting detector around direct beam spot");
+        let b = det.beam_vector;
+        for i in 0..3 {
+            pix0[i] = -det.fbeam * f[i] - det.sbeam * s[i] + distance * b[i];
+        }
+    }
+    det.fclose = -dot(&pix0, &f);
+    det.sclose = -dot(&pix0, &s);
+    close_distance = dot(&pix0, &o);
+    let b = det.beam_vector;
+    let w = [
+        close_distance / ratio * b[0] - pix0[0],
+        close_distance / ratio * b[1] - pix0[1],
+        close_distance / ratio * b[2] - pix0[2],
+    ];
+    det.fbeam = dot(&f, &w);
+    det.sbeam = dot(&s, &w);
+    det.distance = close_distance / ratio;
+    det.close_distance = close_distance;
+    det.ratio = ratio;
+    det.orgx = det.fclose / det.pixel_size + 0.5;
+    det.orgy = det.sclose / det.pixel_size + 0.5;
+    det.dials_origin = [
+        1000.0 * dot(&pix0, &[0.0, 0.0, 1.0]),
+        1000.0 * dot(&pix0, &[0.0, 1.0, 0.0]),
+        1000.0 * dot(&pix0, &[-1.0, 0.0, 0.0]),
+    ];
+    det.fdet_vector = f;
+    det.sdet_vector = s;
+    det.odet_vector = o;
+    det.pix0_vector = pix0;
+    let g = crate::cfmt::g;
+    log.line(format!("XDS incident beam: {} {} {}", g(dot(&b, &f)), g(dot(&b, &s)), g(dot(&b, &o))));
+    det
+}

@@ -1,0 +1,69 @@
+//! 8-bit PGM (P5) as nanoBragg writes it.
+
+use super::atomic::AtomicFile;
+use super::smv::outside_roi;
+use crate::cfmt::cf;
+use crate::{Error, Result};
+use std::io::Write;
+use std::path::Path;
+
+/// ROI pixels: `(unsigned char) min(v*scale, 255)` with `v*scale` in double; others 0.
+///
+/// The C cast truncates through a 32-bit int on x86 (gcc), so e.g. a negative value wraps
+/// (-3.5 → 253) and NaN gives 0; reproduced with `as i32 as u8`.
+pub fn pgm_pixels(float: &[f32], fpixels: usize, spixels: usize, roi: [i64; 4], scale: f64) -> Vec<u8> {
+    assert!(float.len() >= fpixels * spixels, "float image smaller than {fpixels}x{spixels}");
+    let mut out = vec![0u8; fpixels * spixels];
+    for s in 0..spixels {
+        for f in 0..fpixels {
+            if outside_roi(f, s, roi) {
+                continue;
+            }
+            let i = s * fpixels + f;
+            let mut test = float[i] as f64 * scale;
+            if test > 255.0 {
+                test = 255.0;
+            }
+            out[i] = (test as i32) as u8;
+        }
+    }
+    out
+}
+
+/// The PGM header the C writes (`%lg` for the scale).
+pub fn pgm_header(fpixels: usize, spixels: usize, scale: f64) -> String {
+    format!("P5\n{fpixels} {spixels}\n# pixels scaled by {}\n255\n", cf("%lg", scale))
+}
+
+/// Write `P5\n<f> <s>\n# pixels scaled by <%lg>\n255\n` + bytes, atomically.
+pub fn write_pgm(path: &Path, fpixels: usize, spixels: usize, scale: f64, data: &[u8]) -> Result<()> {
+    let err = |reason: String| Error::Output { path: path.to_path_buf(), reason };
+    if data.len() != fpixels * spixels {
+        return Err(err(format!("{} pixels for a {fpixels}x{spixels} image", data.len())));
+    }
+    let mut f = AtomicFile::create(path)?;
+    f.write_all(pgm_header(fpixels, spixels, scale).as_bytes()).map_err(|e| err(e.to_string()))?;
+    f.write_all(data).map_err(|e| err(e.to_string()))?;
+    f.commit()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pixels_truncate_and_clip() {
+        let f = [0.0f32, 1.99, 300.0, -3.5, f32::NAN, 254.9];
+        assert_eq!(pgm_pixels(&f, 3, 2, [0, 2, 0, 1], 1.0), vec![0, 1, 255, 253, 0, 254]);
+        assert_eq!(pgm_pixels(&[100.0; 4], 2, 2, [1, 5, 1, 5], 2.0), vec![0, 0, 0, 200]);
+    }
+
+    #[test]
+    fn file_layout() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("i.pgm");
+        write_pgm(&p, 3, 1, 5.02300001, &[1, 2, 3]).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"P5\n3 1\n# pixels scaled by 5.023\n255\n\x01\x02\x03");
+        assert!(write_pgm(&p, 3, 2, 1.0, &[1, 2, 3]).is_err());
+    }
+}

@@ -1,0 +1,83 @@
+//! The pixel loop. `reference` mirrors the C one pixel at a time; `render` runs it over the image in
+//! parallel rows (rayon) with results independent of the thread count.
+//!
+//! Interpolation that goes out of range must behave like the single-threaded C (checklist §0.1): the
+//! first out-of-range evaluation in raster order switches interpolation off for every later one. Rows
+//! are rendered independently with interpolation on; if some row reports an out-of-range evaluation,
+//! every row after the earliest such row is rendered again with interpolation off.
+
+pub mod reference;
+
+use crate::experiment::Experiment;
+use rayon::prelude::*;
+pub use reference::{InterpState, OutOfRange, Trace};
+
+/// The float image and the by-products of rendering it.
+pub struct RenderOutput {
+    /// fpixels × spixels, fast axis fastest.
+    pub float: Vec<f32>,
+    /// Sum of the pixel solid angles over all sub-pixels and layers (for the C's summary line).
+    pub omega_sum: f64,
+    /// The first out-of-range interpolation, if any (the C prints a warning).
+    pub interp_oob: Option<OutOfRange>,
+}
+
+/// Whether pixel (f, s) is rendered at all: inside the inclusive ROI and not masked.
+#[inline(always)]
+pub fn pixel_active(exp: &Experiment, f: usize, s: usize) -> bool {
+    let r = exp.roi;
+    let (fi, si) = (f as i64, s as i64);
+    if fi < r[0] || fi > r[1] || si < r[2] || si > r[3] {
+        return false;
+    }
+    match &exp.mask {
+        Some(m) => m[s * exp.det.fpixels + f] != 0,
+        None => true,
+    }
+}
+
+/// Render one row into `out` (length fpixels); returns (omega sum, first out-of-range evaluation).
+pub fn render_row(exp: &Experiment, s: usize, interpolate: bool, out: &mut [f32]) -> (f64, Option<OutOfRange>) {
+    let mut state = InterpState { enabled: interpolate, first_oob: None };
+    let mut omega = 0.0;
+    for (f, px) in out.iter_mut().enumerate() {
+        if !pixel_active(exp, f, s) {
+            *px = 0.0;
+            continue;
+        }
+        let (v, om) = reference::render_pixel(exp, f, s, &mut state, None);
+        *px = v as f32;
+        omega += om;
+    }
+    (omega, state.first_oob)
+}
+
+/// Render the whole image. `progress` is called with the number of rows finished (from any thread).
+pub fn render(exp: &Experiment, progress: &(dyn Fn(usize) + Sync)) -> RenderOutput {
+    let fp = exp.det.fpixels;
+    let sp = exp.det.spixels;
+    let mut float = vec![0.0f32; fp * sp];
+    let mut rows: Vec<(f64, Option<OutOfRange>)> = float
+        .par_chunks_mut(fp)
+        .enumerate()
+        .map(|(s, row)| {
+            let r = render_row(exp, s, exp.interpolate, row);
+            progress(1);
+            r
+        })
+        .collect();
+    let first_bad = rows.iter().position(|r| r.1.is_some());
+    if let Some(bad) = first_bad {
+        // raster order: everything after the first out-of-range evaluation runs without interpolation
+        let redo: Vec<(f64, Option<OutOfRange>)> = float[(bad + 1) * fp..]
+            .par_chunks_mut(fp)
+            .enumerate()
+            .map(|(i, row)| render_row(exp, bad + 1 + i, false, row))
+            .collect();
+        for (i, r) in redo.into_iter().enumerate() {
+            rows[bad + 1 + i] = r;
+        }
+    }
+    let omega_sum = rows.iter().map(|r| r.0).sum();
+    RenderOutput { float, omega_sum, interp_oob: first_bad.and_then(|b| rows[b].1) }
+}

@@ -1,0 +1,222 @@
+//! The scalar reference kernel: one pixel at a time, in exactly the C's loop order and arithmetic
+//! (nanoBragg.c L2584-L3040). It is the oracle every fast kernel is tested against.
+
+use crate::config::CrystalShape;
+use crate::experiment::Experiment;
+use crate::physics::{polarization_factor, sinc3, sincg};
+use crate::structure_factors::{interpolate_f, nearest_f, Lookup};
+use crate::vec3::{dot, magnitude, rotate_axis, unitize, V3};
+use std::f64::consts::PI;
+
+/// Where interpolation first went out of range (h, k, l, h0, k0, l0), for the C's one-time warning.
+pub type OutOfRange = (f64, f64, f64, i32, i32, i32);
+
+/// Interpolation state carried along raster order: on until the first out-of-range evaluation.
+#[derive(Clone, Copy, Debug)]
+pub struct InterpState {
+    pub enabled: bool,
+    pub first_oob: Option<OutOfRange>,
+}
+
+/// The last values of one pixel's loop, as `-printout` shows them.
+#[derive(Clone, Debug, Default)]
+pub struct Trace {
+    pub stol: f64,
+    pub pixel_pos: V3,
+    pub hkl: V3,
+    pub hkl0: [i32; 3],
+    pub f_cell: f64,
+    pub f_latt: f64,
+    pub i: f64,
+    pub polar: f64,
+    pub omega: f64,
+    pub capture: f64,
+    pub abc: [V3; 3],
+}
+
+/// Render one pixel; returns (the value added to the float image, this pixel's omega sum).
+/// The caller skips pixels outside the ROI or masked.
+pub fn render_pixel(exp: &Experiment, fpixel: usize, spixel: usize, interp: &mut InterpState, mut trace: Option<&mut Trace>) -> (f64, f64) {
+    let det = &exp.det;
+    let os = exp.oversample;
+    let sub = exp.subpixel_size;
+    let (f_vec, s_vec, o_vec, pix0) = (det.fdet_vector, det.sdet_vector, det.odet_vector, det.pix0_vector);
+    let domains = exp.domains();
+    let grid = exp.fhkl.as_ref();
+
+    let mut i_sum = exp.i_bg;
+    let mut polar = if exp.nopolar { 1.0 } else { 0.0 };
+    let mut omega_pixel = 0.0;
+    let mut omega_sum = 0.0;
+    let mut capture_fraction = 0.0;
+
+    for thick_tic in 0..exp.thicksteps {
+        let odet = thick_tic as f64 * exp.thickstep;
+        capture_fraction = if exp.detector_thick == 0.0 { 1.0 } else { 0.0 };
+        for sub_s in 0..os {
+            for sub_f in 0..os {
+                let fdet = sub * ((fpixel * os + sub_f) as f64) + sub / 2.0;
+                let sdet = sub * ((spixel * os + sub_s) as f64) + sub / 2.0;
+                let mut pixel_pos = [
+                    fdet * f_vec[0] + sdet * s_vec[0] + odet * o_vec[0] + pix0[0],
+                    fdet * f_vec[1] + sdet * s_vec[1] + odet * o_vec[1] + pix0[1],
+                    fdet * f_vec[2] + sdet * s_vec[2] + odet * o_vec[2] + pix0[2],
+                ];
+                if det.curved_detector {
+                    let b = det.beam_vector;
+                    let v = [det.distance * b[0], det.distance * b[1], det.distance * b[2]];
+                    let nv = rotate_axis(&v, &s_vec, pixel_pos[1] / det.distance);
+                    pixel_pos = rotate_axis(&nv, &f_vec, pixel_pos[2] / det.distance);
+                }
+                let (mut diffracted, airpath) = unitize(&pixel_pos);
+                if omega_pixel == 0.0 || exp.oversample_omega {
+                    omega_pixel = det.pixel_size * det.pixel_size / airpath / airpath * det.close_distance / airpath;
+                    if det.point_pixel {
+                        omega_pixel = 1.0 / airpath / airpath;
+                    }
+                }
+                omega_sum += omega_pixel;
+                if capture_fraction == 0.0 || exp.oversample_thick {
+                    let parallax = dot(&diffracted, &o_vec);
+                    capture_fraction = (-(thick_tic as f64) * exp.thickstep * exp.detector_mu / parallax).exp()
+                        - (-((thick_tic + 1) as f64) * exp.thickstep * exp.detector_mu / parallax).exp();
+                }
+                if let Some(t) = trace.as_deref_mut() {
+                    t.pixel_pos = pixel_pos;
+                }
+
+                for src in &exp.sources {
+                    let incident = [-src.dir[0], -src.dir[1], -src.dir[2]];
+                    let lambda = src.lambda;
+                    let scattering = [
+                        (diffracted[0] - incident[0]) / lambda,
+                        (diffracted[1] - incident[1]) / lambda,
+                        (diffracted[2] - incident[2]) / lambda,
+                    ];
+                    let stol = 0.5 * magnitude(&scattering);
+                    if let Some(t) = trace.as_deref_mut() {
+                        t.stol = stol;
+                    }
+                    if exp.dmin > 0.0 && stol > 0.0 && exp.dmin > 0.5 / stol {
+                        continue;
+                    }
+                    if polar == 0.0 || exp.oversample_polar {
+                        let (p, d) = polarization_factor(exp.polarization, &incident, &diffracted, &det.polar_vector);
+                        polar = p;
+                        diffracted = d;
+                    }
+                    for phi_tic in 0..exp.phisteps as usize {
+                        for mos_tic in 0..domains {
+                            let o = &exp.orientations[phi_tic * domains + mos_tic];
+                            let h = dot(&o.a, &scattering);
+                            let k = dot(&o.b, &scattering);
+                            let l = dot(&o.c, &scattering);
+                            let h0 = (h - 0.5).ceil() as i32;
+                            let k0 = (k - 0.5).ceil() as i32;
+                            let l0 = (l - 0.5).ceil() as i32;
+                            let f_latt = lattice_factor(exp, h, k, l, h0, k0, l0);
+                            if f_latt == 0.0 && exp.water_size == 0.0 {
+                                continue;
+                            }
+                            let mut f_cell = exp.default_f;
+                            let mut looked_up = false;
+                            if interp.enabled {
+                                if let Some(g) = grid {
+                                    match interpolate_f(g, h, k, l) {
+                                        Lookup::Value(v) => {
+                                            f_cell = v;
+                                            looked_up = true;
+                                        }
+                                        Lookup::OutOfRange => {
+                                            interp.enabled = false;
+                                            interp.first_oob.get_or_insert((h, k, l, h0, k0, l0));
+                                        }
+                                    }
+                                }
+                            }
+                            if !looked_up {
+                                f_cell = nearest_f(grid, exp.default_f, h0, k0, l0);
+                            }
+                            let mut contribution = f_cell * f_cell * f_latt * f_latt;
+                            if exp.oversample_thick {
+                                contribution *= capture_fraction;
+                            }
+                            if exp.oversample_polar {
+                                contribution *= polar;
+                            }
+                            if exp.oversample_omega {
+                                contribution *= omega_pixel;
+                            }
+                            i_sum += contribution;
+                            if let Some(t) = trace.as_deref_mut() {
+                                t.hkl = [h, k, l];
+                                t.hkl0 = [h0, k0, l0];
+                                t.f_cell = f_cell;
+                                t.f_latt = f_latt;
+                                t.abc = [o.a, o.b, o.c];
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let mut test = crate::experiment::R_E_SQR * exp.fluence * i_sum / exp.steps as f64;
+    if !exp.oversample_thick {
+        test *= capture_fraction;
+    }
+    if !exp.oversample_polar {
+        test *= polar;
+    }
+    if !exp.oversample_omega {
+        test *= omega_pixel;
+    }
+    if let Some(t) = trace {
+        t.i = i_sum;
+        t.polar = polar;
+        t.omega = omega_pixel;
+        t.capture = capture_fraction;
+    }
+    (test, omega_sum)
+}
+
+/// F_latt for the crystal shape (C L2822-L2870).
+#[inline(always)]
+pub fn lattice_factor(exp: &Experiment, h: f64, k: f64, l: f64, h0: i32, k0: i32, l0: i32) -> f64 {
+    let (na, nb, nc) = (exp.na, exp.nb, exp.nc);
+    match exp.shape {
+        CrystalShape::Square => {
+            let mut f = 1.0;
+            if na > 1.0 {
+                f *= sincg(PI * h, na);
+            }
+            if nb > 1.0 {
+                f *= sincg(PI * k, nb);
+            }
+            if nc > 1.0 {
+                f *= sincg(PI * l, nc);
+            }
+            f
+        }
+        CrystalShape::Round => {
+            let (dh, dk, dl) = (h - h0 as f64, k - k0 as f64, l - l0 as f64);
+            let hrad_sqr = dh * dh * na * na + dk * dk * nb * nb + dl * dl * nc * nc;
+            na * nb * nc * 0.723601254558268 * sinc3(PI * (hrad_sqr * exp.fudge).sqrt())
+        }
+        CrystalShape::Gauss | CrystalShape::Tophat => {
+            let (dh, dk, dl) = (h - h0 as f64, k - k0 as f64, l - l0 as f64);
+            let (a, b, c) = (exp.lattice.a_star, exp.lattice.b_star, exp.lattice.c_star);
+            let dx = dh * a[0] + dk * b[0] + dl * c[0];
+            let dy = dh * a[1] + dk * b[1] + dl * c[1];
+            let dz = dh * a[2] + dk * b[2] + dl * c[2];
+            let rad_star_sqr = (dx * dx + dy * dy + dz * dz) * na * na * nb * nb * nc * nc;
+            if exp.shape == CrystalShape::Gauss {
+                na * nb * nc * (-(rad_star_sqr / 0.63 * exp.fudge)).exp()
+            } else if rad_star_sqr * exp.fudge < 0.3969 {
+                na * nb * nc
+            } else {
+                0.0
+            }
+        }
+    }
+}

@@ -1,0 +1,42 @@
+//! nanobragg-rs: a Rust port of James Holton's nanoBragg, the nanocrystal X-ray diffraction image
+//! simulator. The C program (`nanoBragg.c`) is the specification; the modules follow its data flow:
+//!
+//! ```text
+//! argv ─► cli (flag table) ─► Config ─► experiment (geometry, crystal, sources, steps, Fhkl)
+//!      ─► kernel (scalar reference + fast paths) ─► FloatImage + stats ─► io (float, SMV, PGM, PNG, noise)
+//! ```
+//!
+//! Where each C feature lives:
+//! * detector conventions, pivots, pix0, rotations, two-theta: [`geometry`]
+//! * unit cell, `-mat`, misset, reciprocal vectors, crystal size: [`crystal`]
+//! * divergence/dispersion grid and `-sourcefile`: [`sources`]
+//! * sampling step rules (phi, divergence, dispersion, thickness, mosaic, oversample): [`steps`]
+//! * HKL text files, Fdump.bin, nearest-neighbour and tricubic lookup: [`structure_factors`]
+//! * sincg, sinc3, polarization, lattice shapes: [`physics`]
+//! * the pixel loop: [`kernel`]
+//! * the C's random numbers (ran1, poidev, gaussdev, mosaic matrices): [`rng`], noise image: [`noise`]
+//! * statistics printed by the C: [`stats`]
+//! * files: [`io`]; C-style number formatting: [`cfmt`]
+
+pub mod cfmt;
+pub mod cli;
+pub mod config;
+pub mod crystal;
+pub mod error;
+pub mod experiment;
+pub mod geometry;
+pub mod io;
+pub mod kernel;
+pub mod noise;
+pub mod physics;
+pub mod report;
+pub mod rng;
+pub mod simulate;
+pub mod sources;
+pub mod stats;
+pub mod steps;
+pub mod structure_factors;
+pub mod vec3;
+
+pub use config::Config;
+pub use error::{Error, Result};

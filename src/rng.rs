@@ -1,0 +1,540 @@
+//! The C program's random numbers (Numerical Recipes `ran1`, `poidev`, `gaussdev`, `gammln`) and the
+//! mosaic/misset rotation generators.
+//!
+//! Users compare noise images and random orientations from the port with the C program's, so every
+//! routine here repeats the C bit for bit: `long` is `i64`, `float` is `f32`, and each implicit C
+//! conversion (float → double for a libm call or a mixed expression, double → float on assignment or
+//! return) is written out at the same place. The libm calls (`sin`, `cos`, `tan`, `exp`, `ln`, `sqrt`,
+//! `atan2`, `f32::powf`) go to the platform libm, as the C's do; `mul_add` is never used, since the C
+//! reference is built without FMA contraction.
+
+use std::f64::consts::PI;
+
+const IA: i64 = 16807;
+const IM: i64 = 2147483647;
+const AM: f64 = 1.0 / IM as f64;
+const IQ: i64 = 127773;
+const IR: i64 = 2836;
+const NTAB: usize = 32;
+const NDIV: i64 = 1 + (IM - 1) / NTAB as i64;
+const EPS: f64 = 1.2e-7;
+const RNMX: f64 = 1.0 - EPS;
+
+/// The process-wide state the C keeps in `static` variables: ran1's shuffle table (shared by every
+/// stream: misset, mosaic, noise) and the cached values of poidev and gaussdev.
+///
+/// One value must be threaded through all streams in the C's order (misset → mosaic → noise): a stream
+/// started with a positive seed reuses the table left by the previous one, and poidev/gaussdev keep
+/// their caches across streams.
+#[derive(Clone, Debug)]
+pub struct NrRandom {
+    /// ran1's `static long iy` (0 = table not loaded yet).
+    iy: i64,
+    /// ran1's `static long iv[NTAB]` shuffle table.
+    iv: [i64; NTAB],
+    /// poidev's `static float sq, alxm, g, oldm` (`oldm` starts at -1 so the first mean is "new").
+    sq: f32,
+    alxm: f32,
+    g: f32,
+    oldm: f32,
+    /// gaussdev's `static int iset; static float gset` (the spare deviate of the polar method).
+    iset: bool,
+    gset: f32,
+}
+
+impl Default for NrRandom {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// One Park–Miller step by Schrage's method (the C's `long` arithmetic; 64-bit, so no overflow).
+#[inline]
+fn park_miller(idum: &mut i64) {
+    let k = *idum / IQ;
+    *idum = IA * (*idum - k * IQ) - IR * k;
+    if *idum < 0 {
+        *idum += IM;
+    }
+}
+
+impl NrRandom {
+    /// The state at program start: empty table, `oldm = -1`, no spare Gaussian.
+    pub fn new() -> Self {
+        NrRandom {
+            iy: 0,
+            iv: [0; NTAB],
+            sq: 0.0,
+            alxm: 0.0,
+            g: 0.0,
+            oldm: -1.0,
+            iset: false,
+            gset: 0.0,
+        }
+    }
+
+    /// Uniform deviate in (0,1), exactly as the C `ran1(&idum)`.
+    ///
+    /// A non-positive `idum` (or a never-loaded table) reloads the shared shuffle table; a positive one
+    /// continues with the table left by whichever stream used it last.
+    pub fn ran1(&mut self, idum: &mut i64) -> f32 {
+        if *idum <= 0 || self.iy == 0 {
+            // `if(-(*idum) < 1) *idum=1; else *idum = -(*idum);`
+            let neg = idum.wrapping_neg();
+            *idum = if neg < 1 { 1 } else { neg };
+            for j in (0..NTAB + 8).rev() {
+                park_miller(idum);
+                if j < NTAB {
+                    self.iv[j] = *idum;
+                }
+            }
+            self.iy = self.iv[0];
+        }
+        park_miller(idum);
+        let j = (self.iy / NDIV) as usize;
+        self.iy = self.iv[j];
+        self.iv[j] = *idum;
+        // `temp = AM*iy` is computed in double and stored in a float; the comparison promotes it back.
+        let temp = (AM * self.iy as f64) as f32;
+        if temp as f64 > RNMX {
+            RNMX as f32
+        } else {
+            temp
+        }
+    }
+
+    /// Gaussian deviate, exactly as the C `gaussdev(&idum)` (polar Box–Muller with a cached spare).
+    pub fn gaussdev(&mut self, idum: &mut i64) -> f32 {
+        if !self.iset {
+            let (mut v1, mut v2, mut rsq): (f32, f32, f32);
+            loop {
+                // `v1=2.0*ran1(idum)-1.0;`: double arithmetic, stored as float.
+                v1 = (2.0 * self.ran1(idum) as f64 - 1.0) as f32;
+                v2 = (2.0 * self.ran1(idum) as f64 - 1.0) as f32;
+                rsq = v1 * v1 + v2 * v2; // float arithmetic
+                if !(rsq as f64 >= 1.0 || rsq == 0.0) {
+                    break;
+                }
+            }
+            // `fac=sqrt(-2.0*log(rsq)/rsq);` in double, stored as float.
+            let r = rsq as f64;
+            let fac = (-2.0 * r.ln() / r).sqrt() as f32;
+            self.gset = v1 * fac;
+            self.iset = true;
+            v2 * fac
+        } else {
+            self.iset = false;
+            self.gset
+        }
+    }
+
+    /// Poisson deviate, exactly as the C `poidev(xm,&idum)`.
+    ///
+    /// Three regimes as in the C: mean > 1e6 → Gaussian approximation; mean < 12 → product of uniforms
+    /// (a mean of 0 still consumes one draw); otherwise Lorentzian rejection. The per-mean constants
+    /// are cached in `self` and shared between the two lower regimes, as the C's statics are.
+    pub fn poidev(&mut self, xm: f32, idum: &mut i64) -> f32 {
+        if xm as f64 > 1.0e6 {
+            // `return xm+sqrt(xm)*gaussdev(idum);`: double arithmetic, returned as float.
+            let gd = self.gaussdev(idum) as f64;
+            return (xm as f64 + (xm as f64).sqrt() * gd) as f32;
+        }
+        let mut em: f32;
+        if (xm as f64) < 12.0 {
+            if xm != self.oldm {
+                self.oldm = xm;
+                // `g=exp(-xm)`: float negation, exp in double, stored as float.
+                self.g = ((-xm) as f64).exp() as f32;
+            }
+            em = -1.0;
+            let mut t: f32 = 1.0;
+            loop {
+                em += 1.0;
+                t *= self.ran1(idum); // float × float
+                if t <= self.g {
+                    break;
+                }
+            }
+        } else {
+            if xm != self.oldm {
+                self.oldm = xm;
+                self.sq = (2.0 * xm as f64).sqrt() as f32;
+                self.alxm = (xm as f64).ln() as f32;
+                // `g=xm*alxm-gammln(xm+1.0)`: float product; the argument is (float)(double xm + 1.0).
+                self.g = xm * self.alxm - gammln((xm as f64 + 1.0) as f32);
+            }
+            loop {
+                let mut y: f32;
+                loop {
+                    // `y=tan(M_PI*ran1(idum));` in double, stored as float.
+                    y = (PI * self.ran1(idum) as f64).tan() as f32;
+                    em = self.sq * y + xm; // float arithmetic, no FMA
+                    if (em as f64) >= 0.0 {
+                        break;
+                    }
+                }
+                em = (em as f64).floor() as f32;
+                // `t=0.9*(1.0+y*y)*exp(em*alxm-gammln(em+1.0)-g);`: y*y and the exponent's argument
+                // in float, the rest in double, the result stored as float.
+                let arg: f32 = em * self.alxm - gammln((em as f64 + 1.0) as f32) - self.g;
+                let t = (0.9 * (1.0 + (y * y) as f64) * (arg as f64).exp()) as f32;
+                if self.ran1(idum) <= t {
+                    break;
+                }
+            }
+        }
+        em
+    }
+}
+
+/// ln Γ(xx) by the Lanczos series, as the C `gammln`: float in, double inside, float out.
+pub fn gammln(xx: f32) -> f32 {
+    const COF: [f64; 6] = [
+        76.18009172947146,
+        -86.50532032941677,
+        24.01409824083091,
+        -1.231739572450155,
+        0.1208650973866179e-2,
+        -0.5395239384953e-5,
+    ];
+    let x = xx as f64;
+    let mut y = x;
+    let mut tmp = x + 5.5;
+    tmp -= (x + 0.5) * tmp.ln();
+    let mut ser = 1.000000000190015;
+    for c in COF {
+        y += 1.0;
+        ser += c / y;
+    }
+    (-tmp + (2.5066282746310005 * ser / x).ln()) as f32
+}
+
+/// `mosaic_rotation_umat(mosaicity, umat, &seed)`: row-major 3x3 rotation.
+///
+/// A random rotation about an isotropic axis by an angle up to `mosaicity` (radians; the C's random
+/// misset passes 90.0 here, also as radians). The angle is computed in single precision, as the C's
+/// `powf` call on float-converted arguments forces.
+pub fn mosaic_rotation_umat(rng: &mut NrRandom, mosaicity: f32, idum: &mut i64) -> [f64; 9] {
+    // `r1= (double) 2.0*ran1(seed)-1.0;` — three draws, in this order.
+    let r1 = 2.0 * rng.ran1(idum) as f64 - 1.0;
+    let r2 = 2.0 * rng.ran1(idum) as f64 - 1.0;
+    let r3 = 2.0 * rng.ran1(idum) as f64 - 1.0;
+
+    let xyrad = (1.0 - r2 * r2).sqrt();
+    // `rot = mosaicity*powf((1.0-r3*r3),(1.0/3.0));`: powf on floats, float product, then double.
+    let rot = (mosaicity * ((1.0 - r3 * r3) as f32).powf((1.0f64 / 3.0) as f32)) as f64;
+
+    let v1 = xyrad * (PI * r1).sin();
+    let v2 = xyrad * (PI * r1).cos();
+    let v3 = r2;
+
+    let t1 = rot.cos();
+    let t2 = 1.0 - t1;
+    let t3 = v1 * v1;
+    let t6 = t2 * v1;
+    let t7 = t6 * v2;
+    let t8 = rot.sin();
+    let t9 = t8 * v3;
+    let t11 = t6 * v3;
+    let t12 = t8 * v2;
+    let t15 = v2 * v2;
+    let t19 = t2 * v2 * v3;
+    let t20 = t8 * v1;
+    let t24 = v3 * v3;
+
+    [
+        t1 + t2 * t3,
+        t7 - t9,
+        t11 + t12,
+        t7 + t9,
+        t1 + t2 * t15,
+        t19 - t20,
+        t11 - t12,
+        t19 + t20,
+        t1 + t2 * t24,
+    ]
+}
+
+/// Normalises `v` in place when its length is positive (the C's `if(m>0){x/=m;...}`).
+#[inline]
+fn normalize_if_positive(v: &mut [f64; 3], m: f64) {
+    if m > 0.0 {
+        v[0] /= m;
+        v[1] /= m;
+        v[2] /= m;
+    }
+}
+
+#[inline]
+fn norm(v: &[f64; 3]) -> f64 {
+    (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt()
+}
+
+/// Normalised cross products x×y, y×z, z×x, each as the C spells it out.
+fn crosses(x: &[f64; 3], y: &[f64; 3], z: &[f64; 3]) -> ([f64; 3], [f64; 3], [f64; 3]) {
+    let mut xcy = [
+        x[1] * y[2] - x[2] * y[1],
+        x[2] * y[0] - x[0] * y[2],
+        x[0] * y[1] - x[1] * y[0],
+    ];
+    let m = norm(&xcy);
+    normalize_if_positive(&mut xcy, m);
+    let mut ycz = [
+        y[1] * z[2] - y[2] * z[1],
+        y[2] * z[0] - y[0] * z[2],
+        y[0] * z[1] - y[1] * z[0],
+    ];
+    let m = norm(&ycz);
+    normalize_if_positive(&mut ycz, m);
+    let mut zcx = [
+        z[1] * x[2] - z[2] * x[1],
+        z[2] * x[0] - z[0] * x[2],
+        z[0] * x[1] - z[1] * x[0],
+    ];
+    let m = norm(&zcx);
+    normalize_if_positive(&mut zcx, m);
+    (xcy, ycz, zcx)
+}
+
+/// `umat2misset(umat, missets)`: rotations about x, y, z in radians.
+///
+/// Returns the C's `missets[1..=3]`. The row repair steps are kept even though a matrix from
+/// [`mosaic_rotation_umat`] never needs them, so that the normalisations round the same way.
+pub fn umat2misset(umat: &[f64; 9]) -> [f64; 3] {
+    let mut x = [umat[0], umat[1], umat[2]];
+    let mut y = [umat[3], umat[4], umat[5]];
+    let mut z = [umat[6], umat[7], umat[8]];
+
+    let mx = norm(&x);
+    let my = norm(&y);
+    let mz = norm(&z);
+    normalize_if_positive(&mut x, mx);
+    normalize_if_positive(&mut y, my);
+    normalize_if_positive(&mut z, mz);
+
+    if mx >= 0.0 && my <= 0.0 && mz <= 0.0 {
+        y = [0.0, 1.0, 0.0];
+        z = [0.0, 0.0, 1.0];
+    }
+    if mx <= 0.0 && my >= 0.0 && mz <= 0.0 {
+        x = [1.0, 0.0, 0.0];
+        z = [0.0, 0.0, 1.0];
+    }
+    if mx <= 0.0 && my <= 0.0 && mz >= 0.0 {
+        x = [1.0, 0.0, 0.0];
+        y = [0.0, 1.0, 0.0];
+    }
+
+    // Substitute any empty row by the cross product of the other two; done twice, as in the C.
+    for _ in 0..2 {
+        let (xcy, ycz, zcx) = crosses(&x, &y, &z);
+        if mx <= 0.0 {
+            x = ycz;
+        }
+        if my <= 0.0 {
+            y = zcx;
+        }
+        if mz <= 0.0 {
+            z = xcy;
+        }
+    }
+
+    let mx = norm(&x);
+    let my = norm(&y);
+    let mz = norm(&z);
+    normalize_if_positive(&mut x, mx);
+    normalize_if_positive(&mut y, my);
+    normalize_if_positive(&mut z, mz);
+
+    let (uxx, uxy) = (x[0], x[1]);
+    let (uyx, uyy) = (y[0], y[1]);
+    let (uzx, uzy, uzz) = (z[0], z[1], z[2]);
+    if uzx * uzx < 1.0 {
+        [
+            uzy.atan2(uzz),
+            (-uzx).atan2((uzy * uzy + uzz * uzz).sqrt()),
+            uyx.atan2(uxx),
+        ]
+    } else {
+        [
+            1f64.atan2(1.0) * 4.0,
+            1f64.atan2(1.0) * 2.0,
+            uxy.atan2(-uyy),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Expected values come from the C functions themselves (copied out of nanoBragg.c into a throwaway
+    //! program outside the repository, built with gcc -O2 against glibc 2.36), printed as bit patterns.
+    use super::*;
+
+    fn bits(v: &[f32]) -> Vec<u32> {
+        v.iter().map(|x| x.to_bits()).collect()
+    }
+
+    #[test]
+    fn ran1_matches_c() {
+        let mut rng = NrRandom::new();
+        let mut seed = -12345i64;
+        let got: Vec<f32> = (0..8).map(|_| rng.ran1(&mut seed)).collect();
+        assert_eq!(
+            bits(&got),
+            [
+                0x3f6c51a1, 0x3eaa9231, 0x3e4aa343, 0x3f730d4d, 0x3f48a724, 0x3f7bdfdd, 0x3f6a046d,
+                0x3f15520e
+            ]
+        );
+        assert_eq!(seed, 1523644508);
+
+        // A new non-positive seed reloads the shared table.
+        let mut seed = -1i64;
+        let got: Vec<f32> = (0..4).map(|_| rng.ran1(&mut seed)).collect();
+        assert_eq!(bits(&got), [0x3ed4fdde, 0x3dbc5817, 0x3f41a41e, 0x3f079a6f]);
+
+        // A positive seed keeps the table left by the previous stream.
+        let mut seed = 5i64;
+        let got: Vec<f32> = (0..3).map(|_| rng.ran1(&mut seed)).collect();
+        assert_eq!(bits(&got), [0x3f6e3116, 0x3ec45a62, 0x3f27673c]);
+        assert_eq!(seed, 1670799424);
+    }
+
+    #[test]
+    fn ran1_positive_seed_on_fresh_table_becomes_one() {
+        let (mut a, mut b) = (NrRandom::new(), NrRandom::new());
+        let (mut sa, mut sb) = (5i64, -1i64);
+        for _ in 0..10 {
+            assert_eq!(a.ran1(&mut sa).to_bits(), b.ran1(&mut sb).to_bits());
+        }
+    }
+
+    #[test]
+    fn gaussdev_matches_c() {
+        let mut rng = NrRandom::new();
+        let mut seed = -777i64;
+        let got: Vec<f32> = (0..6).map(|_| rng.gaussdev(&mut seed)).collect();
+        assert_eq!(
+            bits(&got),
+            [0x3f24d887, 0x3e7ef9e2, 0xbf55c5e9, 0xbf3f61b1, 0x3c5b7583, 0x3f4cd355]
+        );
+        assert_eq!(seed, 196843056);
+    }
+
+    #[test]
+    fn poidev_matches_c() {
+        // Covers all three regimes, a repeated mean (cached constants) and a mean of exactly 12.
+        let means: [u32; 13] = [
+            0x00000000, 0x3f000000, 0x406ccccd, 0x406ccccd, 0x413fd70a, 0x41400000, 0x42220000,
+            0x42220000, 0x447a1000, 0x47f1205a, 0x4a189680, 0x4c8b3c88, 0x3c23d70a,
+        ];
+        let want: [u32; 13] = [
+            0x00000000, 0x00000000, 0x40c00000, 0x40400000, 0x41700000, 0x41200000, 0x421c0000,
+            0x421c0000, 0x44790000, 0x47f05800, 0x4a187bdf, 0x4c8b3eb8, 0x00000000,
+        ];
+        let mut rng = NrRandom::new();
+        let mut seed = -4242i64;
+        let got: Vec<u32> = means
+            .iter()
+            .map(|&m| rng.poidev(f32::from_bits(m), &mut seed).to_bits())
+            .collect();
+        assert_eq!(got, want);
+        assert_eq!(seed, 1503931509);
+    }
+
+    #[test]
+    fn gammln_matches_c() {
+        let got: Vec<f32> = [1.0f32, 2.5, 13.0, 41.5, 1001.25]
+            .iter()
+            .map(|&x| gammln(x))
+            .collect();
+        assert_eq!(
+            bits(&got),
+            [0x00000000, 0x3e91c1f4, 0x419fe5d1, 0x42e05948, 0x45b8ced8]
+        );
+    }
+
+    #[test]
+    fn mosaic_umats_match_c() {
+        let want: [[u64; 9]; 3] = [
+            [
+                0x3fefffeef4d903a1,
+                0x3f6404ddb9e3804c,
+                0xbf6a44ae837f8c52,
+                0xbf641b2be425f784,
+                0x3fefffee25223f0c,
+                0xbf6b2cadc3d79eab,
+                0x3f6a339fccde5de0,
+                0x3f6b3d2085afd967,
+                0x3fefffe9ae0ee9b3,
+            ],
+            [
+                0x3feffff8ad0e5004,
+                0x3f3db9a8209a7322,
+                0xbf65543dc8085135,
+                0xbf3cf68d18abf50a,
+                0x3fefffeae320d0a0,
+                0x3f724a40d2f77cea,
+                0x3f65586f0f88e7f7,
+                0xbf724907c2958b26,
+                0x3fefffe3fbd1db56,
+            ],
+            [
+                0x3fefffe3793fdd95,
+                0x3f655bad72d67cee,
+                0xbf7280e01884d403,
+                0xbf655e3c32e91756,
+                0x3feffff8cae3e3f0,
+                0xbf314ed55bf659af,
+                0x3f728023187de427,
+                0x3f321476f530d853,
+                0x3fefffea87397d15,
+            ],
+        ];
+        let mut rng = NrRandom::new();
+        let mut seed = -99i64;
+        // The C passes `mosaic_spread` (a double, radians) to a float parameter.
+        let mosaic = (0.3 * PI / 180.0) as f32;
+        for w in want {
+            let u = mosaic_rotation_umat(&mut rng, mosaic, &mut seed);
+            assert_eq!(u.map(f64::to_bits), w);
+        }
+    }
+
+    #[test]
+    fn random_misset_matches_c() {
+        let mut rng = NrRandom::new();
+        let mut seed = -1234i64;
+        let u = mosaic_rotation_umat(&mut rng, 90.0, &mut seed);
+        assert_eq!(
+            u.map(f64::to_bits),
+            [
+                0x3fd15f4afd20d4aa,
+                0xbfdfcbbb11312241,
+                0xbfea60cf9d482086,
+                0x3fee9898304e9792,
+                0x3fa510ca6a5005d4,
+                0x3fd29025a227598c,
+                0xbfbc34f70f6bf8b0,
+                0xbfebbd82cccde2a0,
+                0x3fdf1d98bc55c430
+            ]
+        );
+        let m = umat2misset(&u);
+        assert_eq!(
+            m.map(f64::to_bits),
+            [0xbff0f468b59dcb35, 0x3fbc43a80377465f, 0x3ff4b4f4063c5352]
+        );
+    }
+
+    #[test]
+    fn umat2misset_identity_and_gimbal_lock() {
+        let id = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0];
+        assert_eq!(umat2misset(&id), [0.0, 0.0, 0.0]);
+        // uzx = ±1 takes the C's fallback branch: rotx = π, roty = π/2.
+        let lock = [0.0, 0.0, -1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0];
+        let m = umat2misset(&lock);
+        assert_eq!(m[0], PI);
+        assert_eq!(m[1], PI / 2.0);
+    }
+}

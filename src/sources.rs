@@ -1,0 +1,115 @@
+//! X-ray sources: a `-sourcefile`, or the C's grid of divergence angles times dispersion wavelengths.
+//! nanoBragg.c L2310-L2430.
+
+use crate::cfmt::{cf, g};
+use crate::report::Log;
+use crate::steps::Sweep;
+use crate::vec3::{rotate_axis, unitize, V3};
+use crate::{Error, Result};
+use std::path::Path;
+
+/// Distance of the (far) source from the sample, metres: only its direction matters.
+pub const SOURCE_DISTANCE: f64 = 10.0;
+
+/// One source point: unit vector from the sample towards the source (the C's source_X/Y/Z after
+/// unitizing) and its wavelength in metres.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Source {
+    pub dir: V3,
+    pub lambda: f64,
+}
+
+/// The sources and the count of divergence points the C reports (-1 for a source file, as the C).
+pub struct SourceSet {
+    pub sources: Vec<Source>,
+    pub divsteps: i64,
+}
+
+/// Read a `-sourcefile` (columns X Y Z I lambda, metres; missing values take the C's defaults).
+pub fn read_source_file(path: &Path, beam: &V3, lambda0: f64) -> Result<Vec<(V3, f64, f64)>> {
+    let cols = crate::io::text::read_text_file(path, 5)?;
+    let n = cols[0].len();
+    if n == 0 {
+        return Err(Error::file(path, "no sources in file"));
+    }
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let d = |c: usize, default: f64| if cols[c][i].is_nan() { default } else { cols[c][i] };
+        let x = d(0, -SOURCE_DISTANCE * beam[0]);
+        let y = d(1, -SOURCE_DISTANCE * beam[1]);
+        let z = d(2, -SOURCE_DISTANCE * beam[2]);
+        let intensity = d(3, 1.0);
+        let lambda = d(4, lambda0);
+        if !(lambda > 0.0) || !lambda.is_finite() {
+            return Err(Error::file_line(path, i + 1, format!("source {} has wavelength {} m; it must be positive", i + 1, g(lambda))));
+        }
+        if x == 0.0 && y == 0.0 && z == 0.0 {
+            return Err(Error::file_line(path, i + 1, format!("source {} is at the sample position (0 0 0): no direction", i + 1)));
+        }
+        out.push(([x, y, z], intensity, lambda));
+    }
+    Ok(out)
+}
+
+/// Build the source list as the C does, logging what the C prints.
+#[allow(clippy::too_many_arguments)]
+pub fn build_sources(
+    file: Option<&Path>,
+    beam: &V3,
+    polar: &V3,
+    vert: &V3,
+    lambda0: f64,
+    hdiv: Sweep,
+    vdiv: Sweep,
+    disp: Sweep,
+    round_div: bool,
+    log: &mut Log,
+) -> Result<SourceSet> {
+    let mut raw: Vec<(V3, f64, f64)> = Vec::new();
+    let mut divsteps: i64 = -1;
+    if let Some(path) = file {
+        raw = read_source_file(path, beam, lambda0)?;
+    }
+    if raw.is_empty() {
+        let mut kept = Vec::new();
+        for hdiv_tic in 0..hdiv.steps {
+            for vdiv_tic in 0..vdiv.steps {
+                let h = hdiv.step * hdiv_tic as f64 - hdiv.range / 2.0;
+                let v = vdiv.step * vdiv_tic as f64 - vdiv.range / 2.0;
+                // force an elliptical divergence (a zero range gives NaN, which is kept, as in the C)
+                let mut test = (h * h - hdiv.step * hdiv.step / 4.0 * (1 - hdiv.steps % 2) as f64) / hdiv.range / hdiv.range;
+                test += (v * v - vdiv.step * vdiv.step / 4.0 * (1 - vdiv.steps % 2) as f64) / vdiv.range / vdiv.range;
+                if round_div && test * 4.0 > 1.1 {
+                    continue;
+                }
+                log.line(format!("divergence deviation: {} {}", g(h), g(v)));
+                kept.push((h, v));
+            }
+        }
+        divsteps = kept.len() as i64;
+        let lambdas: Vec<f64> = (0..disp.steps).map(|k| lambda0 * (1.0 + disp.step * k as f64 - disp.range / 2.0)).collect();
+        for (k, l) in lambdas.iter().enumerate() {
+            log.line(format!("lambda{k} = {}", cf("%.15g", *l)));
+        }
+        let weight = 1.0 / (kept.len() * lambdas.len()) as f64;
+        for &(h, v) in &kept {
+            let toward_source = [-SOURCE_DISTANCE * beam[0], -SOURCE_DISTANCE * beam[1], -SOURCE_DISTANCE * beam[2]];
+            // divergence is in angle space: "horizontal" is the E-vector of the incident beam
+            let tilted = rotate_axis(&toward_source, polar, v);
+            let dir = rotate_axis(&tilted, vert, h);
+            for &l in &lambdas {
+                raw.push((dir, weight, l));
+            }
+        }
+    }
+    log.line(format!("  created a total of {} sources:", raw.len()));
+    let mut sources = Vec::with_capacity(raw.len());
+    for (pos, intensity, lambda) in raw {
+        log.line(format!("{} {} {}   {} {}", g(pos[0]), g(pos[1]), g(pos[2]), g(intensity), g(lambda)));
+        sources.push(Source { dir: unitize(&pos).0, lambda });
+    }
+    if sources.is_empty() {
+        return Err(Error::setup("no X-ray sources: the divergence settings leave no source point"));
+    }
+    Ok(SourceSet { sources, divsteps })
+}
