@@ -1,2 +1,384 @@
-//! Command line: one table of flags from which the parser, `--help` and the README reference are made. STUB.
+//! Command line: one table of flags ([`flags::FLAGS`]) from which the parser, `--help` and the README
+//! reference are made.
+//!
+//! Parsing follows nanoBragg.c (checklist §1) with the port's binding decisions (§0): each flag and alias
+//! is matched exactly, unknown flags and stray words are errors, a missing or malformed value is an
+//! error, and the last occurrence of a flag wins. `-img`/`-mask` headers are applied first (mask, then
+//! img), as the C's pre-pass does, so every other flag overrides them.
+
 pub mod flags;
+
+#[cfg(test)]
+mod tests;
+
+use crate::config::SmvInput;
+use crate::io::smv::{header_value, read_smv};
+use crate::{Config, Error, Result};
+use flags::{Arity, Category, Flag, Vals, FLAGS, RTD};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::OnceLock;
+
+/// Spelling -> index into [`FLAGS`].
+fn lookup_table() -> &'static HashMap<&'static str, usize> {
+    static TABLE: OnceLock<HashMap<&'static str, usize>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut m = HashMap::new();
+        for (i, f) in FLAGS.iter().enumerate() {
+            for s in f.spellings() {
+                let prev = m.insert(s, i);
+                debug_assert!(prev.is_none(), "duplicate flag spelling {s}");
+            }
+        }
+        m
+    })
+}
+
+/// The table entry for an exact spelling.
+pub fn lookup(spelling: &str) -> Option<&'static Flag> {
+    lookup_table().get(spelling).map(|&i| &FLAGS[i])
+}
+
+/// Every accepted spelling (names and aliases), in table order.
+pub fn all_spellings() -> Vec<&'static str> {
+    FLAGS.iter().flat_map(|f| f.spellings()).collect()
+}
+
+/// True when the words ask for help (`--help`, `-help`, `-h`); the caller prints [`help_text`] and
+/// exits instead of parsing.
+pub fn wants_help(args: &[String]) -> bool {
+    args.iter()
+        .any(|a| lookup(a).is_some_and(|f| f.name == "--help"))
+}
+
+fn is_number(w: &str) -> bool {
+    w.parse::<f64>().is_ok()
+}
+
+/// One occurrence of a flag with its words.
+struct Occurrence {
+    flag: &'static Flag,
+    typed: String,
+    words: Vec<String>,
+    has_next: bool,
+}
+
+fn missing(flag: &str, f: &Flag, got: usize, next: Option<&str>) -> Error {
+    let want = match f.arity {
+        Arity::Cell => "1 to 6 numbers".to_string(),
+        Arity::Misset => "3 angles or 'random'".to_string(),
+        Arity::Numbers(1) | Arity::Ints(1) | Arity::Path | Arity::Word => "a value".to_string(),
+        Arity::Numbers(n) | Arity::Ints(n) => format!("{n} values"),
+        Arity::Switch | Arity::SwitchNeedsNext => "no value".to_string(),
+    };
+    let what = if f.values.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", f.values)
+    };
+    let got = if got > 0 {
+        format!(", got {got}")
+    } else {
+        String::new()
+    };
+    let tail = match next {
+        Some(n) => format!(" but is followed by {n}"),
+        None => " but the command line ends".to_string(),
+    };
+    Error::flag(
+        flag,
+        format!("missing value: expects {want}{what}{got}{tail}"),
+    )
+}
+
+/// How many words after the flag belong to it (`rest` = the words after the flag).
+fn value_count(typed: &str, f: &Flag, rest: &[String]) -> Result<usize> {
+    let numeric = |n: usize| -> Result<usize> {
+        for j in 0..n {
+            match rest.get(j) {
+                None => return Err(missing(typed, f, j, None)),
+                // A word starting with '-' that is not a number is the next flag, not a value.
+                Some(w) if w.starts_with('-') && !is_number(w) => {
+                    return Err(missing(typed, f, j, Some(w)))
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(n)
+    };
+    match f.arity {
+        Arity::Switch | Arity::SwitchNeedsNext => Ok(0),
+        Arity::Numbers(n) | Arity::Ints(n) => numeric(n),
+        Arity::Path | Arity::Word => match rest.first() {
+            None => Err(missing(typed, f, 0, None)),
+            Some(w) if lookup(w).is_some() => Err(missing(typed, f, 0, Some(w))),
+            Some(_) => Ok(1),
+        },
+        Arity::Misset => match rest.first() {
+            Some(w) if w.contains("rand") => Ok(1),
+            _ => numeric(3),
+        },
+        Arity::Cell => {
+            let n = rest
+                .iter()
+                .take(6)
+                .take_while(|w| !w.starts_with('-'))
+                .count();
+            if n == 0 {
+                Err(missing(typed, f, 0, rest.first().map(|s| s.as_str())))
+            } else {
+                Ok(n)
+            }
+        }
+    }
+}
+
+fn levenshtein(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, &cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != cb))
+                .min(prev[j + 1] + 1)
+                .min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// The known spelling closest to `word`, if reasonably close.
+pub fn suggest(word: &str) -> Option<&'static str> {
+    let (d, best) = all_spellings()
+        .into_iter()
+        .map(|s| (levenshtein(word, s), s))
+        .min_by_key(|&(d, _)| d)?;
+    (d <= (word.chars().count() / 3).max(2)).then_some(best)
+}
+
+fn unknown(word: &str) -> Error {
+    let reason = match suggest(word) {
+        Some(s) => format!("unknown flag; did you mean {s}? (see --help)"),
+        None => "unknown flag (see --help)".to_string(),
+    };
+    Error::flag(word, reason)
+}
+
+/// Split the words into flag occurrences; reports unknown flags, stray words and missing values.
+fn tokenize(args: &[String]) -> Result<Vec<Occurrence>> {
+    // `--long=value` is the same as `--long value`.
+    let mut words: Vec<String> = Vec::with_capacity(args.len());
+    for a in args {
+        match a.split_once('=') {
+            Some((k, v)) if k.starts_with("--") && lookup(k).is_some() => {
+                words.push(k.to_string());
+                words.push(v.to_string());
+            }
+            _ => words.push(a.clone()),
+        }
+    }
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < words.len() {
+        let w = &words[i];
+        let Some(f) = lookup(w) else {
+            if w.starts_with('-') && !is_number(w) {
+                return Err(unknown(w));
+            }
+            return Err(Error::flag(
+                w,
+                "unexpected word: not a flag, nor a value of the flag before it",
+            ));
+        };
+        let rest = &words[i + 1..];
+        let n = value_count(w, f, rest)?;
+        out.push(Occurrence {
+            flag: f,
+            typed: w.clone(),
+            words: rest[..n].to_vec(),
+            has_next: !rest.is_empty(),
+        });
+        i += 1 + n;
+    }
+    Ok(out)
+}
+
+/// Apply an `-img`/`-mask` header as the C does (nanoBragg.c pre-pass); `is_mask` selects the mask's
+/// BEAM_CENTER_Y rule (measured from the other edge).
+fn apply_smv_header(c: &mut Config, smv: &SmvInput, is_mask: bool) {
+    let value = |key: &str| header_value(&smv.header, key).filter(|v| !v.is_nan());
+    c.fpixels = smv.width as i64;
+    c.spixels = smv.height as i64;
+    if let Some(v) = value("PIXEL_SIZE") {
+        c.pixel_size = v / 1000.0;
+    }
+    c.detsize_f = c.pixel_size * c.fpixels as f64;
+    c.detsize_s = c.pixel_size * c.spixels as f64;
+    if let Some(v) = value("DISTANCE") {
+        c.distance = v / 1000.0;
+    }
+    if let Some(v) = value("CLOSE_DISTANCE") {
+        c.close_distance = Some(v / 1000.0);
+    }
+    if let Some(v) = value("WAVELENGTH") {
+        c.lambda0 = v / 1e10;
+    }
+    if let Some(v) = value("BEAM_CENTER_X") {
+        c.xbeam = Some(v / 1000.0);
+    }
+    if let Some(v) = value("BEAM_CENTER_Y") {
+        c.ybeam = Some(if is_mask {
+            c.detsize_s - v / 1000.0
+        } else {
+            v / 1000.0
+        });
+    }
+    if let Some(v) = value("ORGX") {
+        c.orgx = Some(v);
+    }
+    if let Some(v) = value("ORGY") {
+        c.orgy = Some(v);
+    }
+    if let Some(v) = value("PHI") {
+        c.phi0 = v / RTD;
+    }
+    if let Some(v) = value("OSC_RANGE") {
+        c.osc = Some(v / RTD);
+    }
+    // TWOTHETA: the C reads it into a variable that is never used.
+}
+
+fn load_smv(flag: &str, path: &str) -> Result<SmvInput> {
+    read_smv(Path::new(path)).map_err(|e| Error::flag(flag, format!("cannot read {path}: {e}")))
+}
+
+/// Parse the words after `simulate` (C-style flags and long options) into a Config.
+pub fn parse_simulate_args(args: &[String]) -> Result<Config> {
+    let occurrences = tokenize(args)?;
+    let mut c = Config::default();
+
+    // Pre-pass (C L400-L502): the last -mask and the last -img are read before every other flag.
+    let last = |name: &str| occurrences.iter().rev().find(|o| o.flag.name == name);
+    if let Some(o) = last("-mask") {
+        let smv = load_smv(&o.typed, &o.words[0])?;
+        apply_smv_header(&mut c, &smv, true);
+        c.mask = Some(smv);
+    }
+    if let Some(o) = last("-img") {
+        let smv = load_smv(&o.typed, &o.words[0])?;
+        apply_smv_header(&mut c, &smv, false);
+        c.img = Some(smv);
+    }
+
+    for o in &occurrences {
+        let v = Vals {
+            flag: &o.typed,
+            words: &o.words,
+            has_next: o.has_next,
+        };
+        (o.flag.set)(&mut c, &v)?;
+    }
+    Ok(c)
+}
+
+// ------------------------------------------------------------------------------------------ help
+
+fn spellings_joined(f: &Flag, sep: &str) -> String {
+    f.spellings().collect::<Vec<_>>().join(sep)
+}
+
+fn units_default(f: &Flag) -> String {
+    let units = if f.units.is_empty() { "none" } else { f.units };
+    let default = if f.default.is_empty() { "-" } else { f.default };
+    format!("[units: {units}; default: {default}]")
+}
+
+fn wrap(text: &str, indent: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && indent.len() + line.len() + 1 + word.chars().count() > width {
+            out.push_str(indent);
+            out.push_str(&line);
+            out.push('\n');
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        out.push_str(indent);
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+/// `--help` text: every flag with its aliases, values, units and default, grouped by category.
+pub fn help_text() -> String {
+    let mut s = String::from(
+        "Usage: nanobragg-rs simulate [FLAGS]\n\n\
+         Flags are nanoBragg.c's (single dash), matched exactly by the names listed; a few have readable\n\
+         --long aliases. Values that are negative numbers are fine (-fdet_vector -1 0 0). Later flags\n\
+         override earlier ones. A structure-factor source (-hkl, an existing -dump file or -default_F)\n\
+         and a cell (-cell or -mat) are required.\n",
+    );
+    for cat in Category::ALL {
+        s.push_str(&format!("\n{}:\n", cat.title()));
+        for f in FLAGS.iter().filter(|f| f.category == cat) {
+            let mut head = format!("  {}", spellings_joined(f, ", "));
+            if !f.values.is_empty() {
+                head.push_str(&format!("  <{}>", f.values));
+            }
+            s.push_str(&head);
+            s.push('\n');
+            s.push_str(&wrap(
+                &format!("{} {}", f.help, units_default(f)),
+                "        ",
+                100,
+            ));
+        }
+    }
+    s
+}
+
+fn md_escape(s: &str) -> String {
+    s.replace('|', "\\|")
+}
+
+/// The flag reference as Markdown (one table per category), for the README.
+pub fn markdown_reference() -> String {
+    let mut s = String::new();
+    for cat in Category::ALL {
+        s.push_str(&format!("### {}\n\n", cat.title()));
+        s.push_str("| Flag | Aliases | Values | Units | Default | Description |\n");
+        s.push_str("|---|---|---|---|---|---|\n");
+        for f in FLAGS.iter().filter(|f| f.category == cat) {
+            let aliases = f
+                .aliases
+                .iter()
+                .map(|a| format!("`{a}`"))
+                .collect::<Vec<_>>()
+                .join(" ");
+            let values = if f.values.is_empty() {
+                String::new()
+            } else {
+                format!("`{}`", md_escape(f.values))
+            };
+            s.push_str(&format!(
+                "| `{}` | {} | {} | {} | {} | {} |\n",
+                f.name,
+                aliases,
+                values,
+                md_escape(f.units),
+                md_escape(f.default),
+                md_escape(f.help)
+            ));
+        }
+        s.push('\n');
+    }
+    s
+}
