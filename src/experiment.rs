@@ -83,6 +83,8 @@ pub struct Experiment {
     pub seed: i64,
     pub printout: bool,
     pub printout_pixel: Option<(i64, i64)>,
+    /// Arithmetic of the fast kernel's per-sample work.
+    pub precision: crate::config::Precision,
 }
 
 impl Experiment {
@@ -474,5 +476,6 @@ pub fn build(cfg: &Config, log: &mut Log) -> Result<Experiment> {
         seed,
         printout: cfg.printout,
         printout_pixel: cfg.printout_pixel,
+        precision: cfg.precision,
     })
 }

@@ -6,11 +6,15 @@
 //! are rendered independently with interpolation on; if some row reports an out-of-range evaluation,
 //! every row after the earliest such row is rendered again with interpolation off.
 
+pub mod fast;
+pub mod lanes;
 pub mod reference;
+pub mod simd;
 
 use crate::experiment::Experiment;
 use rayon::prelude::*;
 pub use reference::{InterpState, OutOfRange, Trace};
+pub use simd::{active_level, simd_level_name, SimdLevel};
 
 /// The float image and the by-products of rendering it.
 pub struct RenderOutput {
@@ -52,8 +56,49 @@ pub fn render_row(exp: &Experiment, s: usize, interpolate: bool, out: &mut [f32]
     (omega, state.first_oob)
 }
 
-/// Render the whole image. `progress` is called with the number of rows finished (from any thread).
+/// Which kernel renders this experiment at the requested level.
+pub fn kernel_for(exp: &Experiment, level: SimdLevel) -> SimdLevel {
+    if level == SimdLevel::Scalar || !fast::supports(exp) {
+        SimdLevel::Scalar
+    } else {
+        level
+    }
+}
+
+/// Render the whole image with the best kernel for this CPU (see [`simd::active_level`]).
 pub fn render(exp: &Experiment, progress: &(dyn Fn(usize) + Sync)) -> RenderOutput {
+    render_at(exp, active_level(), progress)
+}
+
+/// Render the whole image at a given level. `progress` is called with rows finished (any thread).
+pub fn render_at(exp: &Experiment, level: SimdLevel, progress: &(dyn Fn(usize) + Sync)) -> RenderOutput {
+    match kernel_for(exp, level) {
+        SimdLevel::Scalar => render_reference(exp, progress),
+        level => match exp.precision {
+            crate::config::Precision::Double => render_fast::<f64>(exp, level, progress),
+            crate::config::Precision::Single => render_fast::<f32>(exp, level, progress),
+        },
+    }
+}
+
+fn render_fast<T: lanes::Real + Send + Sync>(exp: &Experiment, level: SimdLevel, progress: &(dyn Fn(usize) + Sync)) -> RenderOutput {
+    let fp = exp.det.fpixels;
+    let prep = fast::Prepared::<T>::new(exp);
+    let mut float = vec![0.0f32; fp * exp.det.spixels];
+    let omegas: Vec<f64> = float
+        .par_chunks_mut(fp)
+        .enumerate()
+        .map(|(s, row)| {
+            let om = simd::render_row_at(level, exp, &prep, s, row);
+            progress(1);
+            om
+        })
+        .collect();
+    RenderOutput { float, omega_sum: omegas.iter().sum(), interp_oob: None }
+}
+
+/// Render the whole image with the reference kernel.
+pub fn render_reference(exp: &Experiment, progress: &(dyn Fn(usize) + Sync)) -> RenderOutput {
     let fp = exp.det.fpixels;
     let sp = exp.det.spixels;
     let mut float = vec![0.0f32; fp * sp];

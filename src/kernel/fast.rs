@@ -1,0 +1,336 @@
+//! The fast kernel: `L` adjacent pixels of a row as SIMD lanes, all following the same layer,
+//! sub-pixel, source, phi and mosaic loop as the C, with masks for ROI, mask and `-dmin`.
+//!
+//! What differs from the reference (all within the parity tolerance, tested against it):
+//! * sincg² from the reduced argument δ = h − h0 and a polynomial sin(πx) (`lanes::sincg_sqr`)
+//!   instead of two libm sines of large arguments;
+//! * the polarization factor from cos 2ψ = (E² − B²)/(E² + B²) instead of atan2 and cos, and without
+//!   the C's in-place renormalisation of the diffracted vector (an ulp-level effect);
+//! * with `-precision single`, the per-sample work (h, k, l, lattice factor, |F|², sum) in f32.
+//!
+//! Same meaning as the C: last-value omega/polarization/capture factors per pixel, `-dmin` skips per
+//! pixel and source, the same per-pixel summation order, the same `-oversample_*` weighting.
+//! Features the fast kernel does not cover (curved detector, interpolated F, round/gauss/tophat spots)
+//! run on the reference kernel: see [`supports`].
+
+use super::lanes::{ceil, sincg_sqr, Real};
+use crate::config::CrystalShape;
+use crate::experiment::{Experiment, R_E_SQR};
+use crate::vec3::{cross, unitize, V3};
+
+/// Whether the fast kernel reproduces this experiment (otherwise the reference kernel runs).
+pub fn supports(exp: &Experiment) -> bool {
+    exp.shape == CrystalShape::Square
+        && !exp.det.curved_detector
+        && !exp.interpolate
+        && [exp.na, exp.nb, exp.nc].iter().all(|n| n.fract() == 0.0 && *n < 1e6)
+}
+
+/// Per-experiment values the pixel loop reuses, converted once.
+pub struct Prepared<T: Real> {
+    /// (a, b, c) per phi step × mosaic domain, in T.
+    orient: Vec<[[T; 3]; 3]>,
+    /// Incident unit vectors (towards the sample) and wavelengths.
+    sources: Vec<(V3, f64)>,
+    /// Polarization geometry per source: unit B_in and E_in (for the algebraic Kahn factor).
+    pol: Vec<(V3, V3)>,
+    na: T,
+    nb: T,
+    nc: T,
+    default_f: T,
+    /// Dense |F| grid in T, with its bounds, when an HKL grid is in use.
+    grid: Option<GridT<T>>,
+}
+
+struct GridT<T> {
+    data: Vec<T>,
+    h_min: i64,
+    h_max: i64,
+    k_min: i64,
+    k_max: i64,
+    l_min: i64,
+    l_max: i64,
+    stride_h: i64,
+    stride_k: i64,
+}
+
+impl<T: Real> Prepared<T> {
+    pub fn new(exp: &Experiment) -> Self {
+        let orient = exp
+            .orientations
+            .iter()
+            .map(|o| [o.a.map(T::from_f64), o.b.map(T::from_f64), o.c.map(T::from_f64)])
+            .collect();
+        let sources: Vec<(V3, f64)> = exp.sources.iter().map(|s| ([-s.dir[0], -s.dir[1], -s.dir[2]], s.lambda)).collect();
+        let pol = sources
+            .iter()
+            .map(|(inc, _)| {
+                let inc = unitize(inc).0;
+                let axis = unitize(&exp.det.polar_vector).0;
+                let b_in = unitize(&cross(&axis, &inc)).0;
+                let e_in = unitize(&cross(&inc, &b_in)).0;
+                (b_in, e_in)
+            })
+            .collect();
+        let grid = exp.fhkl.as_ref().filter(|g| g.hkls != 0).map(|g| GridT {
+            data: g.data.iter().map(|&v| T::from_f64(v)).collect(),
+            h_min: g.h_min as i64,
+            h_max: g.h_max as i64,
+            k_min: g.k_min as i64,
+            k_max: g.k_max as i64,
+            l_min: g.l_min as i64,
+            l_max: g.l_max as i64,
+            stride_h: (g.k_range as i64 + 1) * (g.l_range as i64 + 1),
+            stride_k: g.l_range as i64 + 1,
+        });
+        Prepared {
+            orient,
+            sources,
+            pol,
+            na: T::from_f64(exp.na),
+            nb: T::from_f64(exp.nb),
+            nc: T::from_f64(exp.nc),
+            default_f: T::from_f64(exp.default_f),
+            grid,
+        }
+    }
+}
+
+/// Render one row (`out` = fpixels values) in groups of `L` pixels; returns the row's omega sum.
+#[inline(always)]
+pub fn render_row<T: Real, const L: usize>(exp: &Experiment, prep: &Prepared<T>, s: usize, out: &mut [f32]) -> f64 {
+    let fpixels = exp.det.fpixels;
+    let mut omega_row = 0.0;
+    let mut f0 = 0;
+    while f0 < fpixels {
+        let mut active = [false; L];
+        let mut any = false;
+        for (l, a) in active.iter_mut().enumerate() {
+            let f = f0 + l;
+            *a = f < fpixels && super::pixel_active(exp, f, s);
+            any |= *a;
+        }
+        let mut vals = [0.0f64; L];
+        if any {
+            omega_row += render_group::<T, L>(exp, prep, f0, s, &active, &mut vals);
+        }
+        for l in 0..L {
+            if f0 + l < fpixels {
+                out[f0 + l] = if active[l] { vals[l] as f32 } else { 0.0 };
+            }
+        }
+        f0 += L;
+    }
+    omega_row
+}
+
+#[inline(always)]
+fn render_group<T: Real, const L: usize>(exp: &Experiment, prep: &Prepared<T>, f0: usize, s: usize, active: &[bool; L], vals: &mut [f64; L]) -> f64 {
+    let det = &exp.det;
+    let os = exp.oversample;
+    let sub = exp.subpixel_size;
+    let (fv, sv, ov, pix0) = (det.fdet_vector, det.sdet_vector, det.odet_vector, det.pix0_vector);
+    let px2 = det.pixel_size * det.pixel_size;
+    let close = det.close_distance;
+
+    let mut i_sum = [T::from_f64(exp.i_bg); L];
+    let mut polar = [if exp.nopolar { 1.0 } else { 0.0 }; L];
+    let mut omega = [0.0f64; L];
+    let mut omega_sum = [0.0f64; L];
+    let mut capture = [0.0f64; L];
+
+    // Structure of arrays: one array per vector component, so every per-lane loop vectorizes.
+    let mut dx = [0.0f64; L];
+    let mut dy = [0.0f64; L];
+    let mut dz = [0.0f64; L];
+    let mut airpath = [0.0f64; L];
+    let mut fdet = [0.0f64; L];
+
+    for thick_tic in 0..exp.thicksteps {
+        let odet = thick_tic as f64 * exp.thickstep;
+        capture = [if exp.detector_thick == 0.0 { 1.0 } else { 0.0 }; L];
+        for sub_s in 0..os {
+            let sdet = sub * ((s * os + sub_s) as f64) + sub / 2.0;
+            // the part of the position shared by the lanes (same slow coordinate and layer)
+            let base = [
+                sdet * sv[0] + odet * ov[0],
+                sdet * sv[1] + odet * ov[1],
+                sdet * sv[2] + odet * ov[2],
+            ];
+            for sub_f in 0..os {
+                for (l, fd) in fdet.iter_mut().enumerate() {
+                    *fd = sub * (((f0 + l) * os + sub_f) as f64) + sub / 2.0;
+                }
+                for l in 0..L {
+                    let x = fdet[l] * fv[0] + base[0] + pix0[0];
+                    let y = fdet[l] * fv[1] + base[1] + pix0[1];
+                    let z = fdet[l] * fv[2] + base[2] + pix0[2];
+                    let r = (x * x + y * y + z * z).sqrt();
+                    airpath[l] = r;
+                    dx[l] = x / r;
+                    dy[l] = y / r;
+                    dz[l] = z / r;
+                }
+                for l in 0..L {
+                    let r = airpath[l];
+                    let new = if det.point_pixel { 1.0 / r / r } else { px2 / r / r * close / r };
+                    omega[l] = if omega[l] == 0.0 || exp.oversample_omega { new } else { omega[l] };
+                    omega_sum[l] += if active[l] { omega[l] } else { 0.0 };
+                }
+                if exp.detector_thick != 0.0 {
+                    for l in 0..L {
+                        if capture[l] == 0.0 || exp.oversample_thick {
+                            let parallax = dx[l] * ov[0] + dy[l] * ov[1] + dz[l] * ov[2];
+                            capture[l] = (-(thick_tic as f64) * exp.thickstep * exp.detector_mu / parallax).exp()
+                                - (-((thick_tic + 1) as f64) * exp.thickstep * exp.detector_mu / parallax).exp();
+                        }
+                    }
+                }
+
+                for (si, &(inc, lambda)) in prep.sources.iter().enumerate() {
+                    let mut sx = [0.0f64; L];
+                    let mut sy = [0.0f64; L];
+                    let mut sz = [0.0f64; L];
+                    let mut live = [false; L];
+                    for l in 0..L {
+                        sx[l] = (dx[l] - inc[0]) / lambda;
+                        sy[l] = (dy[l] - inc[1]) / lambda;
+                        sz[l] = (dz[l] - inc[2]) / lambda;
+                        let stol = 0.5 * (sx[l] * sx[l] + sy[l] * sy[l] + sz[l] * sz[l]).sqrt();
+                        let cut = exp.dmin > 0.0 && stol > 0.0 && exp.dmin > 0.5 / stol;
+                        live[l] = active[l] & !cut;
+                    }
+                    if !live.iter().any(|&x| x) {
+                        continue;
+                    }
+                    // Kahn factor, where it is still unset (the C's last-value rule) or oversampled
+                    let (b_in, e_in) = prep.pol[si];
+                    let kahn = exp.polarization;
+                    for l in 0..L {
+                        let cos2theta = inc[0] * dx[l] + inc[1] * dy[l] + inc[2] * dz[l];
+                        let c2 = cos2theta * cos2theta;
+                        let e = dx[l] * e_in[0] + dy[l] * e_in[1] + dz[l] * e_in[2];
+                        let b = dx[l] * b_in[0] + dy[l] * b_in[1] + dz[l] * b_in[2];
+                        let n = e * e + b * b;
+                        // cos 2psi with psi = -atan2(b, e); atan2(0, 0) = 0 gives 1
+                        let cos_2psi = if n > 0.0 { (e * e - b * b) / n } else { 1.0 };
+                        let new = 0.5 * (1.0 + c2 - kahn * cos_2psi * (1.0 - c2));
+                        let update = live[l] & (polar[l] == 0.0 || exp.oversample_polar);
+                        polar[l] = if update { new } else { polar[l] };
+                    }
+                    let mut weight = [T::ONE; L];
+                    if exp.oversample_thick || exp.oversample_polar || exp.oversample_omega {
+                        for l in 0..L {
+                            let mut w = 1.0;
+                            if exp.oversample_thick {
+                                w *= capture[l];
+                            }
+                            if exp.oversample_polar {
+                                w *= polar[l];
+                            }
+                            if exp.oversample_omega {
+                                w *= omega[l];
+                            }
+                            weight[l] = T::from_f64(w);
+                        }
+                    }
+                    let mut scat = [[T::ZERO; 3]; L];
+                    for l in 0..L {
+                        scat[l] = [T::from_f64(sx[l]), T::from_f64(sy[l]), T::from_f64(sz[l])];
+                    }
+                    // accumulate straight into the pixel sums: the C's summation order
+                    if prep.grid.is_some() {
+                        sample_loop::<T, L, true>(prep, &scat, &live, &weight, &mut i_sum);
+                    } else {
+                        sample_loop::<T, L, false>(prep, &scat, &live, &weight, &mut i_sum);
+                    }
+                }
+            }
+        }
+    }
+    let scale = R_E_SQR * exp.fluence;
+    let steps = exp.steps as f64;
+    let mut omega_total = 0.0;
+    for l in 0..L {
+        let mut test = scale * i_sum[l].to_f64() / steps;
+        if !exp.oversample_thick {
+            test *= capture[l];
+        }
+        if !exp.oversample_polar {
+            test *= polar[l];
+        }
+        if !exp.oversample_omega {
+            test *= omega[l];
+        }
+        vals[l] = test;
+        omega_total += omega_sum[l];
+    }
+    omega_total
+}
+
+/// All phi steps and mosaic domains for one sub-pixel and source: the hot loop.
+/// Adds F_cell²·F_latt²·weight to `acc` sample by sample, in the C's order (phi outer, domain inner).
+#[inline(always)]
+fn sample_loop<T: Real, const L: usize, const GRID: bool>(prep: &Prepared<T>, scat: &[[T; 3]; L], live: &[bool; L], weight: &[T; L], acc: &mut [T; L]) {
+    let (na, nb, nc) = (prep.na, prep.nb, prep.nc);
+    let one = T::ONE;
+    let half = T::HALF;
+    for o in &prep.orient {
+        let [a, b, c] = *o;
+        let mut contrib = [T::ZERO; L];
+        let mut h0i = [0i64; L];
+        let mut k0i = [0i64; L];
+        let mut l0i = [0i64; L];
+        for l in 0..L {
+            let sv = scat[l];
+            let h = a[0] * sv[0] + a[1] * sv[1] + a[2] * sv[2];
+            let k = b[0] * sv[0] + b[1] * sv[1] + b[2] * sv[2];
+            let ll = c[0] * sv[0] + c[1] * sv[1] + c[2] * sv[2];
+            let h0 = ceil(h - half);
+            let k0 = ceil(k - half);
+            let l0 = ceil(ll - half);
+            let mut f_latt_sqr = one;
+            if na > one {
+                f_latt_sqr = f_latt_sqr * sincg_sqr(h, h0, na);
+            }
+            if nb > one {
+                f_latt_sqr = f_latt_sqr * sincg_sqr(k, k0, nb);
+            }
+            if nc > one {
+                f_latt_sqr = f_latt_sqr * sincg_sqr(ll, l0, nc);
+            }
+            contrib[l] = f_latt_sqr;
+            if GRID {
+                h0i[l] = h0.magic_int();
+                k0i[l] = k0.magic_int();
+                l0i[l] = l0.magic_int();
+            }
+        }
+        if GRID {
+            let g = prep.grid.as_ref().unwrap();
+            for l in 0..L {
+                let inside = h0i[l] >= g.h_min
+                    && h0i[l] <= g.h_max
+                    && k0i[l] >= g.k_min
+                    && k0i[l] <= g.k_max
+                    && l0i[l] >= g.l_min
+                    && l0i[l] <= g.l_max;
+                let f = if inside {
+                    g.data[((h0i[l] - g.h_min) * g.stride_h + (k0i[l] - g.k_min) * g.stride_k + (l0i[l] - g.l_min)) as usize]
+                } else {
+                    prep.default_f
+                };
+                contrib[l] = f * f * contrib[l];
+            }
+        } else {
+            let f2 = prep.default_f * prep.default_f;
+            for c in contrib.iter_mut() {
+                *c = f2 * *c;
+            }
+        }
+        for l in 0..L {
+            let v = contrib[l] * weight[l];
+            acc[l] = acc[l] + if live[l] { v } else { T::ZERO };
+        }
+    }
+}

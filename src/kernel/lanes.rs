@@ -1,0 +1,192 @@
+//! Fixed-width lane arithmetic for the fast kernel: `[T; L]` arrays with element-wise operations that
+//! LLVM turns into SIMD instructions of whatever level the calling function is compiled for (the
+//! kernel is instantiated inside `#[target_feature]` functions and picked at run time, see
+//! [`super::simd`]). Everything is branch-free so it vectorizes: rounding uses the 1.5·2^52 trick
+//! instead of a libm call, selection is a per-lane `if` that becomes a blend.
+
+use std::ops::{Add, Div, Mul, Neg, Sub};
+
+/// The element type of a lane (f64 for the double-precision kernel, f32 for `-precision single`).
+pub trait Real:
+    Copy + PartialOrd + PartialEq + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Self> + Div<Output = Self> + Neg<Output = Self> + Default
+{
+    const ZERO: Self;
+    const ONE: Self;
+    const HALF: Self;
+    const PI: Self;
+    /// Adding and subtracting this rounds to the nearest integer (ties to even) for |x| < 2^(mantissa-1).
+    const ROUND_MAGIC: Self;
+    /// Cephes minimax coefficients of sin and cos on [-π/4, π/4].
+    const SIN_C: [Self; 6];
+    const COS_C: [Self; 6];
+    fn from_f64(x: f64) -> Self;
+    fn to_f64(self) -> f64;
+    fn sqrt(self) -> Self;
+    /// The low bits of (x + ROUND_MAGIC) as an integer: nearest integer of x (two's complement).
+    fn magic_int(self) -> i64;
+}
+
+impl Real for f64 {
+    const ZERO: f64 = 0.0;
+    const ONE: f64 = 1.0;
+    const HALF: f64 = 0.5;
+    const PI: f64 = std::f64::consts::PI;
+    const ROUND_MAGIC: f64 = 6755399441055744.0;
+    const SIN_C: [f64; 6] = [
+        -1.66666666666666307295E-1,
+        8.33333333332211858878E-3,
+        -1.98412698295895385996E-4,
+        2.75573136213857245213E-6,
+        -2.50507477628578072866E-8,
+        1.58962301576546568060E-10,
+    ];
+    const COS_C: [f64; 6] = [
+        4.16666666666665929218E-2,
+        -1.38888888888730564116E-3,
+        2.48015872888517045348E-5,
+        -2.75573141792967388112E-7,
+        2.08757008419747316778E-9,
+        -1.13585365213876817300E-11,
+    ];
+    #[inline(always)]
+    fn from_f64(x: f64) -> f64 {
+        x
+    }
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        self
+    }
+    #[inline(always)]
+    fn sqrt(self) -> f64 {
+        f64::sqrt(self)
+    }
+    #[inline(always)]
+    fn magic_int(self) -> i64 {
+        // low 51 bits of the mantissa hold the integer, offset by 2^51
+        ((self + Self::ROUND_MAGIC).to_bits() as i64 & 0x000F_FFFF_FFFF_FFFF) - 0x0008_0000_0000_0000
+    }
+}
+
+impl Real for f32 {
+    const ZERO: f32 = 0.0;
+    const ONE: f32 = 1.0;
+    const HALF: f32 = 0.5;
+    const PI: f32 = std::f32::consts::PI;
+    const ROUND_MAGIC: f32 = 12582912.0;
+    const SIN_C: [f32; 6] = [-1.6666654611E-1, 8.3321608736E-3, -1.9515295891E-4, 0.0, 0.0, 0.0];
+    const COS_C: [f32; 6] = [4.166664568298827E-2, -1.388731625493765E-3, 2.443315711809948E-5, 0.0, 0.0, 0.0];
+    #[inline(always)]
+    fn from_f64(x: f64) -> f32 {
+        x as f32
+    }
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+    #[inline(always)]
+    fn sqrt(self) -> f32 {
+        f32::sqrt(self)
+    }
+    #[inline(always)]
+    fn magic_int(self) -> i64 {
+        (((self + Self::ROUND_MAGIC).to_bits() as i32 & 0x007F_FFFF) - 0x0040_0000) as i64
+    }
+}
+
+/// Nearest integer (ties to even) without a libm call; exact for |x| < 2^51 (f64) or 2^22 (f32).
+#[inline(always)]
+pub fn round<T: Real>(x: T) -> T {
+    (x + T::ROUND_MAGIC) - T::ROUND_MAGIC
+}
+
+/// ceil(x) for |x| < 2^51, branch-free.
+#[inline(always)]
+pub fn ceil<T: Real>(x: T) -> T {
+    let r = round(x);
+    if r < x {
+        r + T::ONE
+    } else {
+        r
+    }
+}
+
+/// sin²(πy): reduce y to r = y − q/2 with |r| ≤ 1/4 exactly, then the sine or cosine polynomial.
+/// Squared, because the lattice factor only needs sincg² and the sign then drops out.
+#[inline(always)]
+pub fn sinpi_sqr<T: Real>(y: T) -> T {
+    let two_y = y + y;
+    let q = round(two_y);
+    let r = (two_y - q) * T::HALF; // exact
+    let x = r * T::PI;
+    let x2 = x * x;
+    let s = T::SIN_C;
+    let c = T::COS_C;
+    let ps = s[0] + x2 * (s[1] + x2 * (s[2] + x2 * (s[3] + x2 * (s[4] + x2 * s[5]))));
+    let pc = c[0] + x2 * (c[1] + x2 * (c[2] + x2 * (c[3] + x2 * (c[4] + x2 * c[5]))));
+    let sin_x = x + x * x2 * ps;
+    let cos_x = T::ONE - T::HALF * x2 + x2 * x2 * pc;
+    let odd = (q.magic_int() & 1) != 0;
+    let v = if odd { cos_x } else { sin_x };
+    v * v
+}
+
+/// sincg(π h, N)² for integer N, as (sin(πNδ)/sin(πδ))² with δ = h − h0 (h0 the nearest integer):
+/// the same value as the C's sin(πNh)/sin(πh) squared, without evaluating sines of large arguments.
+#[inline(always)]
+pub fn sincg_sqr<T: Real>(h: T, h0: T, n: T) -> T {
+    let delta = h - h0;
+    let num = sinpi_sqr(n * delta);
+    let den = sinpi_sqr(delta);
+    if delta == T::ZERO {
+        n * n
+    } else {
+        num / den
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounding_without_libm() {
+        for &x in &[-2.5f64, -1.5, -0.5, -0.49, 0.0, 0.49, 0.5, 1.5, 2.5, 1e6 + 0.3, -7.7] {
+            assert_eq!(round(x), x.round_ties_even(), "{x}");
+            assert_eq!(ceil(x), x.ceil(), "{x}");
+            assert_eq!(round(x).magic_int(), x.round_ties_even() as i64, "{x}");
+        }
+        for &x in &[-2.5f32, -0.5, 0.5, 3.7, -3.7] {
+            assert_eq!(round(x), x.round_ties_even());
+            assert_eq!(ceil(x), x.ceil());
+            assert_eq!(round(x).magic_int(), x.round_ties_even() as i64);
+        }
+    }
+
+    #[test]
+    fn sinpi_sqr_matches_libm() {
+        let mut y = -3.0f64;
+        while y < 3.0 {
+            let want = (std::f64::consts::PI * y).sin().powi(2);
+            assert!((sinpi_sqr(y) - want).abs() < 2e-15, "{y}: {} vs {want}", sinpi_sqr(y));
+            let w32 = want as f32;
+            assert!((sinpi_sqr(y as f32) - w32).abs() < 2e-6, "{y}");
+            y += 0.0137;
+        }
+    }
+
+    #[test]
+    fn sincg_sqr_matches_the_c_formula() {
+        let c = |h: f64, n: f64| crate::physics::sincg(std::f64::consts::PI * h, n).powi(2);
+        for &n in &[2.0, 5.0, 10.0, 37.0] {
+            let mut h = -8.3;
+            while h < 8.3 {
+                let h0 = (h - 0.5f64).ceil();
+                let got = sincg_sqr(h, h0, n);
+                let want = c(h, n);
+                assert!((got - want).abs() <= 1e-9 * (1.0 + want), "N={n} h={h}: {got} vs {want}");
+                h += 0.0173;
+            }
+            assert_eq!(sincg_sqr(3.0, 3.0, n), n * n);
+        }
+    }
+}
