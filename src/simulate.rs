@@ -137,14 +137,6 @@ pub fn check_outputs(cfg: &Config) -> Result<()> {
     Ok(())
 }
 
-fn float_bytes(float: &[f32]) -> Vec<u8> {
-    let mut b = Vec::with_capacity(float.len() * 4);
-    for v in float {
-        b.extend_from_slice(&v.to_le_bytes());
-    }
-    b
-}
-
 /// Write every output file the C writes (float, int, PGM, noise) plus the PNG preview, printing the
 /// C's closing lines. Consumes the RNG state of the experiment for the noise image.
 pub fn write_outputs(cfg: &Config, exp: &mut Experiment, r: &RenderOutput, out: &mut dyn Write) -> Result<(ImageStats, Vec<PathBuf>)> {
@@ -158,7 +150,7 @@ pub fn write_outputs(cfg: &Config, exp: &mut Experiment, r: &RenderOutput, out: 
 
     let float_path = resolve_out(cfg, &cfg.floatfile);
     w(out, format!("writing {} as {} 4-byte floats", cfg.floatfile.display(), fp * sp));
-    crate::io::atomic::write_atomic(&float_path, &float_bytes(&r.float))?;
+    crate::io::float::write_float_image(&float_path, &r.float)?;
     files.push(float_path);
     w(out, format!("max_I = {}  at {} {}", g(stats.max_i), g(stats.max_i_x), g(stats.max_i_y)));
     w(out, format!("mean= {} rms= {} rmsd= {}", g(stats.mean), g(stats.rms), g(stats.rmsd)));

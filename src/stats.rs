@@ -17,8 +17,9 @@ pub struct ImageStats {
     pub rmsd: f64,
 }
 
-/// `rendered(f, s)` says whether the C rendered the pixel (inside the ROI and not masked);
-/// `roi(f, s)` whether it lies inside the ROI (the rmsd pass includes masked pixels, checklist Q28).
+/// Statistics over the pixels the C rendered (inside the inclusive ROI, not masked); the rmsd pass
+/// covers the whole ROI, masked pixels included (checklist Q28). Rows are reduced in parallel and
+/// their partial sums combined in row order, so the result does not depend on the thread count.
 pub fn image_stats(
     float: &[f32],
     fpixels: usize,
@@ -28,35 +29,48 @@ pub fn image_stats(
     subpixel_size: f64,
     oversample: usize,
 ) -> ImageStats {
-    let in_roi = |f: usize, s: usize| {
-        let (f, s) = (f as i64, s as i64);
-        !(f < roi[0] || f > roi[1] || s < roi[2] || s > roi[3])
-    };
-    let mut st = ImageStats::default();
-    let os = oversample as f64;
-    for s in 0..spixels {
-        for f in 0..fpixels {
-            if !in_roi(f, s) {
-                continue;
+    use rayon::prelude::*;
+    let row_in_roi = |s: usize| !((s as i64) < roi[2] || (s as i64) > roi[3]);
+    let col_in_roi = |f: usize| !((f as i64) < roi[0] || (f as i64) > roi[1]);
+    // per row: (max, its column, sum, sumsqr, n)
+    let rows: Vec<(f64, usize, f64, f64, u64)> = (0..spixels)
+        .into_par_iter()
+        .map(|s| {
+            let mut r = (0.0f64, usize::MAX, 0.0f64, 0.0f64, 0u64);
+            if !row_in_roi(s) {
+                return r;
             }
-            let idx = s * fpixels + f;
-            if let Some(m) = mask {
-                if m[idx] == 0 {
+            for f in 0..fpixels {
+                let idx = s * fpixels + f;
+                if !col_in_roi(f) || mask.is_some_and(|m| m[idx] == 0) {
                     continue;
                 }
+                let v = float[idx];
+                if v as f64 > r.0 {
+                    r.0 = v as f64;
+                    r.1 = f;
+                }
+                r.2 += v as f64;
+                // float*float is a float product in the C
+                r.3 += (v * v) as f64;
+                r.4 += 1;
             }
-            let v = float[idx];
-            if v as f64 > st.max_i {
-                st.max_i = v as f64;
-                // Fdet, Sdet of the last sub-pixel the C visited for this pixel
-                st.max_i_x = subpixel_size * (f as f64 * os + (os - 1.0)) + subpixel_size / 2.0;
-                st.max_i_y = subpixel_size * (s as f64 * os + (os - 1.0)) + subpixel_size / 2.0;
-            }
-            st.sum += v as f64;
-            // float*float is a float product in the C
-            st.sumsqr += (v * v) as f64;
-            st.n += 1;
+            r
+        })
+        .collect();
+    let mut st = ImageStats::default();
+    let os = oversample as f64;
+    for (s, r) in rows.iter().enumerate() {
+        // strict '>' in raster order: the first pixel holding the maximum wins, as in the serial C
+        if r.1 != usize::MAX && r.0 > st.max_i {
+            st.max_i = r.0;
+            // Fdet, Sdet of the last sub-pixel the C visited for this pixel
+            st.max_i_x = subpixel_size * (r.1 as f64 * os + (os - 1.0)) + subpixel_size / 2.0;
+            st.max_i_y = subpixel_size * (s as f64 * os + (os - 1.0)) + subpixel_size / 2.0;
         }
+        st.sum += r.2;
+        st.sumsqr += r.3;
+        st.n += r.4;
     }
     let mut n = st.n.max(1);
     st.mean = st.sum / n as f64;
@@ -64,18 +78,26 @@ pub fn image_stats(
         n = 2;
     }
     st.rms = (st.sumsqr / (n - 1) as f64).sqrt();
-    let mut sumsqr = 0.0;
-    let mut m: u64 = 0;
-    for s in 0..spixels {
-        for f in 0..fpixels {
-            if !in_roi(f, s) {
-                continue;
+    let mean = st.mean;
+    let dev: Vec<(f64, u64)> = (0..spixels)
+        .into_par_iter()
+        .map(|s| {
+            let mut acc = (0.0f64, 0u64);
+            if !row_in_roi(s) {
+                return acc;
             }
-            let t = float[s * fpixels + f] as f64 - st.mean;
-            sumsqr += t * t;
-            m += 1;
-        }
-    }
+            for f in 0..fpixels {
+                if col_in_roi(f) {
+                    let t = float[s * fpixels + f] as f64 - mean;
+                    acc.0 += t * t;
+                    acc.1 += 1;
+                }
+            }
+            acc
+        })
+        .collect();
+    let sumsqr: f64 = dev.iter().map(|d| d.0).sum();
+    let mut m: u64 = dev.iter().map(|d| d.1).sum();
     if m <= 1 {
         m = 2;
     }

@@ -180,19 +180,23 @@ pub fn outside_roi(f: usize, s: usize, roi: [i64; 4]) -> bool {
 /// float, so the sum is rounded to f32 before the floor (this decides halves near large counts).
 /// The final cast truncates through a 32-bit int like gcc on x86 (NaN gives 0).
 pub fn int_pixels(float: &[f32], fpixels: usize, spixels: usize, roi: [i64; 4], scale: f64, adc: f64) -> Vec<u16> {
+    use rayon::prelude::*;
     assert!(float.len() >= fpixels * spixels, "float image smaller than {fpixels}x{spixels}");
     let mut out = vec![0u16; fpixels * spixels];
-    for s in 0..spixels {
-        for f in 0..fpixels {
+    if fpixels == 0 {
+        return out;
+    }
+    // rows are independent: convert them in parallel
+    out.par_chunks_mut(fpixels).enumerate().for_each(|(s, row)| {
+        for (f, px) in row.iter_mut().enumerate() {
             if outside_roi(f, s, roi) {
                 continue;
             }
-            let i = s * fpixels + f;
-            let test = (float[i] as f64 * scale + adc).clamp(0.0, 65535.0); // NaN stays NaN, as in C
+            let test = (float[s * fpixels + f] as f64 * scale + adc).clamp(0.0, 65535.0); // NaN stays NaN, as in C
             // test + 0.5 >= 0.5, so truncation is floorf (and NaN gives 0): no libm call, vectorizes
-            out[i] = (((test + 0.5) as f32) as i32) as u16;
+            *px = (((test + 0.5) as f32) as i32) as u16;
         }
-    }
+    });
     out
 }
 

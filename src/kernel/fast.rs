@@ -177,7 +177,8 @@ fn render_group<T: Real, const L: usize>(exp: &Experiment, prep: &Prepared<T>, f
                     omega[l] = if omega[l] == 0.0 || exp.oversample_omega { new } else { omega[l] };
                     omega_sum[l] += if active[l] { omega[l] } else { 0.0 };
                 }
-                if exp.detector_thick != 0.0 {
+                // (with -oversample_thick and no sensor the C's recomputed capture fraction is 0)
+                if exp.detector_thick != 0.0 || exp.oversample_thick {
                     for l in 0..L {
                         if capture[l] == 0.0 || exp.oversample_thick {
                             let parallax = dx[l] * ov[0] + dy[l] * ov[1] + dz[l] * ov[2];

@@ -1,0 +1,42 @@
+//! The raw float image (`-floatfile`): little-endian f32, fast axis fastest, no header.
+
+use super::atomic::AtomicFile;
+use crate::{Error, Result};
+use std::io::Write;
+use std::path::Path;
+
+/// Stream the image to `path` atomically, converting in small chunks (no second copy of the image).
+pub fn write_float_image(path: &Path, float: &[f32]) -> Result<()> {
+    let mut f = AtomicFile::create(path)?;
+    let mut buf = Vec::with_capacity(1 << 17);
+    for chunk in float.chunks(1 << 15) {
+        buf.clear();
+        buf.extend(chunk.iter().flat_map(|v| v.to_le_bytes()));
+        f.write_all(&buf).map_err(|e| Error::Output { path: path.to_path_buf(), reason: e.to_string() })?;
+    }
+    f.commit()
+}
+
+/// Read a float image written by nanoBragg or this port.
+pub fn read_float_image(path: &Path) -> Result<Vec<f32>> {
+    let bytes = std::fs::read(path).map_err(|e| Error::file(path, format!("cannot read float image: {e}")))?;
+    if bytes.len() % 4 != 0 {
+        return Err(Error::file(path, format!("{} bytes is not a whole number of 4-byte floats", bytes.len())));
+    }
+    Ok(bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f.bin");
+        let img: Vec<f32> = (0..70000).map(|i| i as f32 * 0.25 - 3.0).collect();
+        write_float_image(&p, &img).unwrap();
+        assert_eq!(std::fs::metadata(&p).unwrap().len(), 280000);
+        assert_eq!(read_float_image(&p).unwrap(), img);
+    }
+}

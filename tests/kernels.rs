@@ -1,0 +1,235 @@
+//! The fast kernels against the scalar reference kernel (which mirrors the C loop): every dispatch
+//! level this CPU has, double and single precision, on every golden case and on randomized
+//! geometries; and thread-count determinism.
+
+mod common;
+
+use common::*;
+use nanobragg::config::Precision;
+use nanobragg::kernel::{self, fast, simd::detected_level, SimdLevel};
+use nanobragg::simulate;
+use nanobragg::stats::pearson;
+use serde_json::Value;
+use std::path::Path;
+
+fn levels() -> Vec<SimdLevel> {
+    [SimdLevel::Portable, SimdLevel::Avx2, SimdLevel::Avx512].into_iter().filter(|l| *l <= detected_level()).collect()
+}
+
+/// Parse a golden case's arguments with input paths made absolute and outputs sent to `out`.
+fn golden_config(golden: &Path, case: &Value, out: &Path) -> nanobragg::Config {
+    let inputs = golden.join("inputs");
+    let args: Vec<String> = args(case).into_iter().map(|a| a.replace("../../inputs", inputs.to_str().unwrap())).collect();
+    let mut cfg = nanobragg::cli::flags::parse_simulate_args(&args).unwrap();
+    cfg.out_dir = Some(out.to_path_buf());
+    let dump = golden.join("cases").join(case_id(case)).join("Fdump.bin");
+    if cfg.hkl_file.is_none() && dump.is_file() {
+        std::fs::copy(&dump, out.join(&cfg.dump_file)).unwrap();
+    }
+    cfg
+}
+
+fn no_progress(_: usize) {}
+
+fn sum(v: &[f32]) -> f64 {
+    v.iter().map(|&x| x as f64).sum()
+}
+
+#[test]
+fn fast_kernels_match_the_reference_on_golden_cases() {
+    let Some(golden) = golden_dir() else { return };
+    let manifest = load_manifest(&golden);
+    let mut checked = 0;
+    let mut failures = Vec::new();
+    for case in cases(&manifest) {
+        if case["exit_code"].as_i64() != Some(0) {
+            continue;
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = golden_config(&golden, case, tmp.path());
+        let (mut exp, _) = simulate::setup(&cfg).unwrap();
+        if !fast::supports(&exp) {
+            continue;
+        }
+        let reference = kernel::render_at(&exp, SimdLevel::Scalar, &no_progress).float;
+        let c_float = read_f32_le(&output_path(&golden, case, "float"));
+        for precision in [Precision::Double, Precision::Single] {
+            exp.precision = precision;
+            for level in levels() {
+                let got = kernel::render_at(&exp, level, &no_progress).float;
+                let (min_r, max_rel) = match precision {
+                    Precision::Double => (0.999999, 1e-6),
+                    Precision::Single => (0.9999, 1e-3),
+                };
+                let r = pearson(&got, &reference);
+                let rel = (sum(&got) / sum(&reference) - 1.0).abs();
+                let rc = pearson(&got, &c_float);
+                if !(r >= min_r && rel <= max_rel && rc >= min_r) {
+                    failures.push(format!(
+                        "{} {:?} {}: r(ref)={r:.9} r(C)={rc:.9} sum rel={rel:.2e}",
+                        case_id(case),
+                        precision,
+                        level.name()
+                    ));
+                }
+                // masked, out-of-ROI and -dmin pixels are exactly zero in both
+                let zeros = got.iter().zip(&reference).filter(|(g, w)| (**g == 0.0) != (**w == 0.0)).count();
+                if zeros > 0 {
+                    failures.push(format!("{} {:?} {}: {zeros} zero pixels differ", case_id(case), precision, level.name()));
+                }
+            }
+        }
+        checked += 1;
+    }
+    assert!(checked >= 30, "only {checked} golden cases exercised the fast kernel");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A small deterministic generator for randomized geometries.
+struct Lcg(u64);
+impl Lcg {
+    fn next(&mut self) -> f64 {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64
+    }
+    fn range(&mut self, a: f64, b: f64) -> f64 {
+        a + (b - a) * self.next()
+    }
+    fn pick<'a>(&mut self, v: &[&'a str]) -> &'a str {
+        v[(self.next() * v.len() as f64) as usize % v.len()]
+    }
+}
+
+fn random_args(rng: &mut Lcg, hkl: &Path) -> Vec<String> {
+    let f = |x: f64| format!("{x:.4}");
+    let mut a: Vec<String> = vec![
+        rng.pick(&["-mosflm", "-xds", "-adxv", "-denzo", "-dials"]).into(),
+        "-cell".into(),
+        f(rng.range(40.0, 120.0)),
+        f(rng.range(40.0, 120.0)),
+        f(rng.range(40.0, 120.0)),
+        f(rng.range(70.0, 110.0)),
+        f(rng.range(70.0, 110.0)),
+        f(rng.range(70.0, 110.0)),
+        "-misset".into(),
+        f(rng.range(-180.0, 180.0)),
+        f(rng.range(-90.0, 90.0)),
+        f(rng.range(-180.0, 180.0)),
+        "-lambda".into(),
+        f(rng.range(0.8, 2.0)),
+        "-distance".into(),
+        f(rng.range(40.0, 150.0)),
+        "-pixel".into(),
+        f(rng.range(0.1, 0.4)),
+        "-detpixels_f".into(),
+        format!("{}", 37 + (rng.next() * 20.0) as i32),
+        "-detpixels_s".into(),
+        format!("{}", 29 + (rng.next() * 10.0) as i32),
+        "-Na".into(),
+        format!("{}", 3 + (rng.next() * 8.0) as i32),
+        "-Nb".into(),
+        format!("{}", 3 + (rng.next() * 8.0) as i32),
+        "-Nc".into(),
+        format!("{}", 3 + (rng.next() * 8.0) as i32),
+        "-detector_rotx".into(),
+        f(rng.range(-5.0, 5.0)),
+        "-detector_rotz".into(),
+        f(rng.range(-5.0, 5.0)),
+        "-twotheta".into(),
+        f(rng.range(-10.0, 20.0)),
+        "-polar".into(),
+        f(rng.range(0.0, 1.0)),
+        "-oversample".into(),
+        format!("{}", 1 + (rng.next() * 3.0) as i32),
+    ];
+    if rng.next() < 0.6 {
+        a.extend(["-hkl".into(), hkl.display().to_string(), "-nointerpolate".into()]);
+    } else {
+        a.extend(["-default_F".into(), "100".into()]);
+    }
+    if rng.next() < 0.5 {
+        a.extend(["-mosaic".into(), f(rng.range(0.1, 1.0)), "-mosaic_dom".into(), "4".into()]);
+    }
+    if rng.next() < 0.5 {
+        a.extend(["-divergence".into(), f(rng.range(0.1, 1.0)), "-divsteps".into(), "3".into()]);
+        a.extend(["-dispersion".into(), f(rng.range(0.1, 1.0)), "-dispsteps".into(), "2".into()]);
+    }
+    if rng.next() < 0.5 {
+        a.extend(["-phi".into(), f(rng.range(-10.0, 10.0)), "-osc".into(), f(rng.range(0.1, 2.0)), "-phisteps".into(), "3".into()]);
+    }
+    if rng.next() < 0.3 {
+        a.extend(["-detector_thick".into(), "200".into(), "-detector_abs".into(), "300".into(), "-thicksteps".into(), "2".into()]);
+    }
+    if rng.next() < 0.3 {
+        a.extend(["-dmin".into(), f(rng.range(2.0, 5.0))]);
+    }
+    if rng.next() < 0.2 {
+        a.push(rng.pick(&["-oversample_omega", "-oversample_polar", "-oversample_thick", "-point_pixel", "-nopolar"]).into());
+    }
+    if rng.next() < 0.2 {
+        a.extend(["-water".into(), "0.5".into()]);
+    }
+    a
+}
+
+#[test]
+fn fast_kernels_match_the_reference_on_random_geometries() {
+    let tmp = tempfile::tempdir().unwrap();
+    // a small P1 list, h,k,l in -6..6
+    let hkl = tmp.path().join("r.hkl");
+    let mut text = String::new();
+    for h in -6..=6 {
+        for k in -6..=6 {
+            for l in -6..=6 {
+                text.push_str(&format!("{h} {k} {l} {}\n", 10 + ((h * 7 + k * 13 + l * 31) as i32).rem_euclid(97)));
+            }
+        }
+    }
+    std::fs::write(&hkl, text).unwrap();
+    let mut rng = Lcg(0x5eed_1234);
+    let mut failures = Vec::new();
+    for trial in 0..24 {
+        let args = random_args(&mut rng, &hkl);
+        let mut cfg = nanobragg::cli::flags::parse_simulate_args(&args).unwrap();
+        cfg.out_dir = Some(tmp.path().to_path_buf());
+        let (mut exp, _) = simulate::setup(&cfg).unwrap();
+        assert!(fast::supports(&exp), "trial {trial}: {args:?}");
+        let reference = kernel::render_at(&exp, SimdLevel::Scalar, &no_progress).float;
+        let peak = reference.iter().fold(0.0f32, |m, &v| m.max(v.abs())) as f64;
+        for precision in [Precision::Double, Precision::Single] {
+            exp.precision = precision;
+            let tol = match precision {
+                Precision::Double => 1e-7,
+                Precision::Single => 2e-3,
+            };
+            for level in levels() {
+                let got = kernel::render_at(&exp, level, &no_progress).float;
+                let worst = got.iter().zip(&reference).map(|(g, w)| (*g as f64 - *w as f64).abs()).fold(0.0, f64::max);
+                if worst > tol * peak {
+                    failures.push(format!(
+                        "trial {trial} {precision:?} {}: max |diff| {worst:.3e} vs peak {peak:.3e}\n  args: {}",
+                        level.name(),
+                        args.join(" ")
+                    ));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn image_is_identical_for_any_thread_count() {
+    let Some(golden) = golden_dir() else { return };
+    let manifest = load_manifest(&golden);
+    for id in ["combo_256", "quirk_hkl_interp_oob", "mosaic"] {
+        let case = cases(&manifest).iter().find(|c| case_id(c) == id).expect(id);
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = golden_config(&golden, case, tmp.path());
+        let (exp, _) = simulate::setup(&cfg).unwrap();
+        let images: Vec<Vec<f32>> = [1, 2, 3].iter().map(|&n| simulate::render(&exp, Some(n), &no_progress).unwrap().float).collect();
+        let bits = |v: &Vec<f32>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&images[0]), bits(&images[1]), "{id}: 1 vs 2 threads");
+        assert_eq!(bits(&images[0]), bits(&images[2]), "{id}: 1 vs 3 threads");
+    }
+}
