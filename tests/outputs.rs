@@ -1,0 +1,142 @@
+//! Output files and refusals, end to end through the `nanobragg-rs` binary: atomic writes (a killed
+//! run leaves no partial image), refused inputs leave nothing behind, inputs are never overwritten,
+//! and bad command lines get one-line errors naming the flag or file.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_nanobragg-rs"))
+}
+
+fn run_in(dir: &Path, args: &[&str]) -> Output {
+    bin().arg("simulate").args(args).current_dir(dir).output().unwrap()
+}
+
+const CRYSTAL: &[&str] = &["-cell", "100", "100", "100", "90", "90", "90", "-default_F", "100", "-N", "5", "-lambda", "1", "-detpixels", "64"];
+
+fn files_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn default_run_writes_the_c_file_set() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run_in(tmp.path(), &[CRYSTAL, &["-seed", "1"]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(files_in(tmp.path()), ["floatimage.bin", "image.pgm", "intimage.img", "noiseimage.img"]);
+    assert_eq!(std::fs::metadata(tmp.path().join("floatimage.bin")).unwrap().len(), 64 * 64 * 4);
+    assert_eq!(std::fs::metadata(tmp.path().join("intimage.img")).unwrap().len(), 512 + 64 * 64 * 2);
+}
+
+#[test]
+fn killed_run_leaves_no_output_under_its_final_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    // a render that takes a few seconds
+    let mut child = bin()
+        .arg("simulate")
+        .args(["-cell", "100", "100", "100", "90", "90", "90", "-default_F", "100", "-N", "20", "-lambda", "1"])
+        .args(["-detpixels", "1024", "-oversample", "6", "-mosaic", "1", "-mosaic_dom", "20", "--threads", "1"])
+        .current_dir(tmp.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    let finished = child.try_wait().unwrap().is_some();
+    child.kill().ok();
+    child.wait().unwrap();
+    assert!(!finished, "the render finished before it could be interrupted; make it longer");
+    for name in ["floatimage.bin", "intimage.img", "noiseimage.img", "image.pgm"] {
+        assert!(!tmp.path().join(name).exists(), "{name} exists after the run was killed");
+    }
+}
+
+#[test]
+fn refused_runs_write_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    for args in [
+        vec!["-cell", "100", "100", "100", "90", "90", "90", "-lambda", "1"],               // no structure factors
+        vec!["-default_F", "100", "-lambda", "1"],                                          // no cell... uses demo? no: has F
+        vec!["-cell", "100", "100", "100", "90", "90", "90", "-default_F", "100", "-pixel", "-2"], // negative pixel
+        vec!["-cell", "100", "100", "100", "90", "90", "90", "-default_F", "100", "-roi", "10", "5", "0", "3"],
+        vec!["-cell", "100", "100", "100", "10", "10", "170", "-default_F", "100"],         // impossible angles
+        vec!["-cell", "100", "100", "100", "90", "90", "90", "-default_F", "100", "-detpixels", "100000"],
+        vec!["-cell", "100", "100", "100", "90", "90", "90", "-default_F", "100", "-hkl", "missing.hkl"],
+        vec!["-cell", "100", "100", "100", "90", "90", "90", "-default_F", "100", "-floatfile", "no/such/dir/f.bin"],
+        vec!["-cell", "100", "100", "100", "90", "90", "90", "-default_F", "100", "-sourcefile", "none.txt"],
+        vec!["-cell", "100", "100", "100", "90", "90", "90", "-default_F", "100", "-mat"],
+        vec!["-cell", "100", "100", "100", "90", "90", "90", "-default_F", "100", "-lambda", "abc"],
+        vec!["-cell", "100", "100", "100", "90", "90", "90", "-default_F", "100", "-distanse", "100"],
+    ] {
+        let out = run_in(tmp.path(), &args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(9), "{args:?} should be refused: {err}");
+        assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+        let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "{args:?}: expected a one-line error, got {err:?}");
+        assert!(files_in(tmp.path()).is_empty(), "{args:?} left files: {:?}", files_in(tmp.path()));
+    }
+}
+
+#[test]
+fn errors_name_what_is_wrong() {
+    let tmp = tempfile::tempdir().unwrap();
+    let check = |args: &[&str], needle: &str| {
+        let out = run_in(tmp.path(), args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success());
+        assert!(err.contains(needle), "{args:?}: {err:?} should mention {needle:?}");
+    };
+    check(&[CRYSTAL, &["-distanse", "100"]].concat(), "-distanse");
+    check(&[CRYSTAL, &["-lambda", "abc"]].concat(), "-lambda");
+    check(&[CRYSTAL, &["-pixel"]].concat(), "-pixel");
+    check(&[CRYSTAL, &["-hkl", "missing.hkl"]].concat(), "missing.hkl");
+    std::fs::write(tmp.path().join("bad.hkl"), "1 2 3 4\n1 2 x 5\n").unwrap();
+    check(&[CRYSTAL, &["-hkl", "bad.hkl"]].concat(), "line 2");
+    std::fs::write(tmp.path().join("notsmv.img"), vec![b'x'; 600]).unwrap();
+    check(&[CRYSTAL, &["-mask", "notsmv.img"]].concat(), "notsmv.img");
+    std::fs::write(tmp.path().join("short.mat"), "0.01 0 0\n0 0.01 0\n").unwrap();
+    check(&["-mat", "short.mat", "-default_F", "100"], "short.mat");
+}
+
+#[test]
+fn an_output_never_overwrites_an_input() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("in.hkl"), "0 0 0 10\n1 0 0 20\n").unwrap();
+    let before = std::fs::read(tmp.path().join("in.hkl")).unwrap();
+    let out = run_in(tmp.path(), &[CRYSTAL, &["-hkl", "in.hkl", "-floatfile", "in.hkl"]].concat());
+    assert_eq!(out.status.code(), Some(9));
+    assert_eq!(std::fs::read(tmp.path().join("in.hkl")).unwrap(), before);
+}
+
+#[test]
+fn no_progress_bar_when_stderr_is_not_a_terminal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = Instant::now();
+    let out = run_in(tmp.path(), &[CRYSTAL, &["-nonoise", "-nopgm"]].concat());
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains('\r') && !err.contains("ETA"), "progress output on a pipe: {err:?}");
+    // the closing summary line is still there, and --quiet removes everything
+    assert!(err.contains("done:"), "{err}");
+    let out = run_in(tmp.path(), &[CRYSTAL, &["-nonoise", "-nopgm", "--quiet"]].concat());
+    assert!(out.stdout.is_empty() && out.stderr.is_empty());
+    assert!(t.elapsed() < Duration::from_secs(60));
+}
+
+#[test]
+fn help_and_version() {
+    let out = bin().args(["simulate", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    for flag in ["-hkl", "-mat", "-detpixels", "-oversample_omega", "-mosaic_dom", "-twotheta_axis", "--out-dir"] {
+        assert!(help.contains(flag), "help lacks {flag}");
+    }
+    let out = bin().arg("--version").output().unwrap();
+    let v = String::from_utf8_lossy(&out.stdout);
+    assert!(v.starts_with("nanobragg-rs ") && v.contains("git"), "{v}");
+}
