@@ -3,7 +3,7 @@
 
 usage: make_example_inputs.py [OUTDIR]   (default: example/)
 
-P1.hkl: every h, k, l in -15..15 with a deterministic pseudo-random |F| (no symmetry, as nanoBragg
+P1.hkl: every h, k, l in -20..20 with a deterministic pseudo-random |F| (no symmetry, as nanoBragg
 expects). A.mat: the reciprocal cell of a 60 70 80 90 105 90 cell rotated by U = Rz(35)Ry(25)Rx(15),
 scaled by the wavelength (1 Angstrom) as MOSFLM writes it: three lines of a*, b*, c* x/y/z components.
 """
@@ -45,9 +45,9 @@ def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "example"
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "P1.hkl"), "w") as f:
-        for h in range(-15, 16):
-            for k in range(-15, 16):
-                for l in range(-15, 16):
+        for h in range(-20, 21):
+            for k in range(-20, 21):
+                for l in range(-20, 21):
                     amp = 5 + ((((h + 16) * 7919) ^ ((k + 16) * 104729) ^ ((l + 16) * 1299709)) % 10007) / 50
                     f.write(f"{h:4d} {k:4d} {l:4d} {amp:10.2f}\n")
     u = matmul(rot("z", 35), matmul(rot("y", 25), rot("x", 15)))
