@@ -1,1 +1,87 @@
-fn main() {}
+//! Criterion benchmarks: the lattice factor (libm sincg vs the reduced-argument lane form), the pixel
+//! kernel at each dispatch level this CPU has, and whole renders of the benchmark crystal.
+//! Run with `cargo bench`; speed claims against the C come from `bench-detailed`, not from here.
+
+use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use nanobragg::kernel::{self, simd::detected_level, SimdLevel};
+use nanobragg::physics::sincg;
+
+fn bench_config(pixels: usize, out: &std::path::Path) -> nanobragg::Config {
+    let args: Vec<String> = format!(
+        "-cell 100 100 100 90 90 90 -lambda 6.2 -N 5 -default_F 100 -distance 100 -pixel 0.1 -detpixels {pixels} -nonoise -nopgm"
+    )
+    .split_whitespace()
+    .map(String::from)
+    .collect();
+    let mut cfg = nanobragg::cli::flags::parse_simulate_args(&args).unwrap();
+    cfg.out_dir = Some(out.to_path_buf());
+    cfg
+}
+
+fn heavy_config(pixels: usize, out: &std::path::Path) -> nanobragg::Config {
+    let args: Vec<String> = format!(
+        "-cell 70 80 90 85 95 105 -misset 10 20 30 -default_F 100 -lambda 1 -distance 100 -pixel 0.1 -N 10 \
+         -mosaic 0.5 -mosaic_dom 5 -phisteps 2 -osc 0.1 -divergence 0.2 -divsteps 3 -dispersion 0.1 -dispsteps 2 \
+         -oversample 2 -detpixels {pixels} -nonoise -nopgm"
+    )
+    .split_whitespace()
+    .map(String::from)
+    .collect();
+    let mut cfg = nanobragg::cli::flags::parse_simulate_args(&args).unwrap();
+    cfg.out_dir = Some(out.to_path_buf());
+    cfg
+}
+
+fn sincg_benches(c: &mut Criterion) {
+    let hs: Vec<f64> = (0..1024).map(|i| -20.0 + i as f64 * 0.0391).collect();
+    let mut g = c.benchmark_group("sincg");
+    g.throughput(Throughput::Elements(hs.len() as u64));
+    g.bench_function("libm sin(Nx)/sin(x)", |b| {
+        b.iter(|| hs.iter().map(|&h| sincg(std::f64::consts::PI * black_box(h), 5.0).powi(2)).sum::<f64>())
+    });
+    g.bench_function("reduced sinpi lanes", |b| {
+        b.iter(|| {
+            hs.iter()
+                .map(|&h| {
+                    let h0 = kernel::lanes::ceil(black_box(h) - 0.5);
+                    kernel::lanes::sincg_sqr(h, h0, 5.0)
+                })
+                .sum::<f64>()
+        })
+    });
+    g.finish();
+}
+
+fn level_benches(c: &mut Criterion) {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut levels = vec![SimdLevel::Scalar, SimdLevel::Portable, SimdLevel::Avx2, SimdLevel::Avx512];
+    levels.retain(|l| *l <= detected_level());
+    for (name, cfg) in [("bench", bench_config(256, tmp.path())), ("heavy", heavy_config(64, tmp.path()))] {
+        let (exp, _) = nanobragg::simulate::setup(&cfg).unwrap();
+        let mut g = c.benchmark_group(format!("kernel/{name}"));
+        g.sample_size(10);
+        g.throughput(Throughput::Elements(exp.pixels() as u64));
+        for &level in &levels {
+            g.bench_with_input(BenchmarkId::from_parameter(level.name()), &level, |b, &level| {
+                b.iter(|| kernel::render_at(&exp, level, &|_| {}))
+            });
+        }
+        g.finish();
+    }
+}
+
+fn render_benches(c: &mut Criterion) {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut g = c.benchmark_group("render/bench-crystal");
+    g.sample_size(10);
+    for pixels in [256usize, 1024] {
+        let cfg = bench_config(pixels, tmp.path());
+        let (exp, _) = nanobragg::simulate::setup(&cfg).unwrap();
+        g.throughput(Throughput::Elements((pixels * pixels) as u64));
+        g.bench_with_input(BenchmarkId::from_parameter(pixels), &exp, |b, exp| b.iter(|| kernel::render(exp, &|_| {})));
+    }
+    g.finish();
+}
+
+criterion_group!(benches, sincg_benches, level_benches, render_benches);
+criterion_main!(benches);

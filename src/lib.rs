@@ -18,6 +18,7 @@
 //! * statistics printed by the C: [`stats`]
 //! * files: [`io`]; C-style number formatting: [`cfmt`]
 
+pub mod bench;
 pub mod cfmt;
 pub mod cli;
 pub mod config;

@@ -52,7 +52,7 @@ fn simulate(args: &[String]) -> Result<(), nanobragg::Error> {
     let _ = out.flush();
     if !cfg.quiet {
         eprintln!(
-            "done: {} pixels, {} steps, setup {:.3} s, render {:.3} s, output {:.3} s, max_I = {}",
+            "done: {} pixels, {} steps, setup {:.6} s, render {:.6} s, output {:.6} s, max_I = {}",
             summary.pixels,
             summary.steps,
             summary.timings.setup_s,

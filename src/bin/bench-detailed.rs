@@ -1,4 +1,5 @@
+//! `bench-detailed`: the benchmark harness. All the work is in `nanobragg::bench`.
+
 fn main() {
-    eprintln!("bench-detailed: not yet implemented");
-    std::process::exit(2);
+    std::process::exit(nanobragg::bench::cli::main(std::env::args_os()));
 }

@@ -13,7 +13,7 @@
 //! Features the fast kernel does not cover (curved detector, interpolated F, round/gauss/tophat spots)
 //! run on the reference kernel: see [`supports`].
 
-use super::lanes::{ceil, sincg_sqr, Real};
+use super::lanes::{ceil, sincg_cheb, sincg_sqr, Real, CHEB_MAX_N};
 use crate::config::CrystalShape;
 use crate::experiment::{Experiment, R_E_SQR};
 use crate::vec3::{cross, unitize, V3};
@@ -30,13 +30,15 @@ pub fn supports(exp: &Experiment) -> bool {
 pub struct Prepared<T: Real> {
     /// (a, b, c) per phi step × mosaic domain, in T.
     orient: Vec<[[T; 3]; 3]>,
-    /// Incident unit vectors (towards the sample) and wavelengths.
+    /// Incident unit vectors (towards the sample) and 1/wavelength.
     sources: Vec<(V3, f64)>,
     /// Polarization geometry per source: unit B_in and E_in (for the algebraic Kahn factor).
     pol: Vec<(V3, V3)>,
     na: T,
     nb: T,
     nc: T,
+    /// N per axis as integers when small enough for the Chebyshev form (0 = use the sine ratio).
+    n_cheb: [usize; 3],
     default_f: T,
     /// Dense |F| grid in T, with its bounds, when an HKL grid is in use.
     grid: Option<GridT<T>>,
@@ -61,7 +63,7 @@ impl<T: Real> Prepared<T> {
             .iter()
             .map(|o| [o.a.map(T::from_f64), o.b.map(T::from_f64), o.c.map(T::from_f64)])
             .collect();
-        let sources: Vec<(V3, f64)> = exp.sources.iter().map(|s| ([-s.dir[0], -s.dir[1], -s.dir[2]], s.lambda)).collect();
+        let sources: Vec<(V3, f64)> = exp.sources.iter().map(|s| ([-s.dir[0], -s.dir[1], -s.dir[2]], 1.0 / s.lambda)).collect();
         let pol = sources
             .iter()
             .map(|(inc, _)| {
@@ -87,6 +89,7 @@ impl<T: Real> Prepared<T> {
             orient,
             sources,
             pol,
+            n_cheb: [exp.na, exp.nb, exp.nc].map(|n| if n <= CHEB_MAX_N as f64 { n as usize } else { 0 }),
             na: T::from_f64(exp.na),
             nb: T::from_f64(exp.nb),
             nc: T::from_f64(exp.nc),
@@ -130,8 +133,10 @@ fn render_group<T: Real, const L: usize>(exp: &Experiment, prep: &Prepared<T>, f
     let os = exp.oversample;
     let sub = exp.subpixel_size;
     let (fv, sv, ov, pix0) = (det.fdet_vector, det.sdet_vector, det.odet_vector, det.pix0_vector);
-    let px2 = det.pixel_size * det.pixel_size;
-    let close = det.close_distance;
+    // solid angle px²·close/R³ (the C divides three times; one reciprocal here)
+    let omega_scale = det.pixel_size * det.pixel_size * det.close_distance;
+    let dmin = exp.dmin;
+    let kahn = exp.polarization;
 
     let mut i_sum = [T::from_f64(exp.i_bg); L];
     let mut polar = [if exp.nopolar { 1.0 } else { 0.0 }; L];
@@ -143,6 +148,7 @@ fn render_group<T: Real, const L: usize>(exp: &Experiment, prep: &Prepared<T>, f
     let mut dx = [0.0f64; L];
     let mut dy = [0.0f64; L];
     let mut dz = [0.0f64; L];
+    // 1/R per lane
     let mut airpath = [0.0f64; L];
     let mut fdet = [0.0f64; L];
 
@@ -166,14 +172,15 @@ fn render_group<T: Real, const L: usize>(exp: &Experiment, prep: &Prepared<T>, f
                     let y = fdet[l] * fv[1] + base[1] + pix0[1];
                     let z = fdet[l] * fv[2] + base[2] + pix0[2];
                     let r = (x * x + y * y + z * z).sqrt();
-                    airpath[l] = r;
-                    dx[l] = x / r;
-                    dy[l] = y / r;
-                    dz[l] = z / r;
+                    let inv_r = 1.0 / r;
+                    airpath[l] = inv_r;
+                    dx[l] = x * inv_r;
+                    dy[l] = y * inv_r;
+                    dz[l] = z * inv_r;
                 }
                 for l in 0..L {
-                    let r = airpath[l];
-                    let new = if det.point_pixel { 1.0 / r / r } else { px2 / r / r * close / r };
+                    let inv_r = airpath[l];
+                    let new = if det.point_pixel { inv_r * inv_r } else { omega_scale * inv_r * inv_r * inv_r };
                     omega[l] = if omega[l] == 0.0 || exp.oversample_omega { new } else { omega[l] };
                     omega_sum[l] += if active[l] { omega[l] } else { 0.0 };
                 }
@@ -188,34 +195,41 @@ fn render_group<T: Real, const L: usize>(exp: &Experiment, prep: &Prepared<T>, f
                     }
                 }
 
-                for (si, &(inc, lambda)) in prep.sources.iter().enumerate() {
+                for (si, &(inc, inv_lambda)) in prep.sources.iter().enumerate() {
                     let mut sx = [0.0f64; L];
                     let mut sy = [0.0f64; L];
                     let mut sz = [0.0f64; L];
-                    let mut live = [false; L];
+                    let mut live = *active;
                     for l in 0..L {
-                        sx[l] = (dx[l] - inc[0]) / lambda;
-                        sy[l] = (dy[l] - inc[1]) / lambda;
-                        sz[l] = (dz[l] - inc[2]) / lambda;
-                        let stol = 0.5 * (sx[l] * sx[l] + sy[l] * sy[l] + sz[l] * sz[l]).sqrt();
-                        let cut = exp.dmin > 0.0 && stol > 0.0 && exp.dmin > 0.5 / stol;
-                        live[l] = active[l] & !cut;
+                        sx[l] = (dx[l] - inc[0]) * inv_lambda;
+                        sy[l] = (dy[l] - inc[1]) * inv_lambda;
+                        sz[l] = (dz[l] - inc[2]) * inv_lambda;
                     }
-                    if !live.iter().any(|&x| x) {
-                        continue;
+                    if dmin > 0.0 {
+                        for l in 0..L {
+                            let stol = 0.5 * (sx[l] * sx[l] + sy[l] * sy[l] + sz[l] * sz[l]).sqrt();
+                            let cut = stol > 0.0 && dmin > 0.5 / stol;
+                            live[l] = active[l] & !cut;
+                        }
+                        if !live.iter().any(|&x| x) {
+                            continue;
+                        }
                     }
                     // Kahn factor, where it is still unset (the C's last-value rule) or oversampled
                     let (b_in, e_in) = prep.pol[si];
-                    let kahn = exp.polarization;
                     for l in 0..L {
                         let cos2theta = inc[0] * dx[l] + inc[1] * dy[l] + inc[2] * dz[l];
                         let c2 = cos2theta * cos2theta;
-                        let e = dx[l] * e_in[0] + dy[l] * e_in[1] + dz[l] * e_in[2];
-                        let b = dx[l] * b_in[0] + dy[l] * b_in[1] + dz[l] * b_in[2];
-                        let n = e * e + b * b;
-                        // cos 2psi with psi = -atan2(b, e); atan2(0, 0) = 0 gives 1
-                        let cos_2psi = if n > 0.0 { (e * e - b * b) / n } else { 1.0 };
-                        let new = 0.5 * (1.0 + c2 - kahn * cos_2psi * (1.0 - c2));
+                        let new = if kahn != 0.0 {
+                            let e = dx[l] * e_in[0] + dy[l] * e_in[1] + dz[l] * e_in[2];
+                            let b = dx[l] * b_in[0] + dy[l] * b_in[1] + dz[l] * b_in[2];
+                            let n = e * e + b * b;
+                            // cos 2psi with psi = -atan2(b, e); atan2(0, 0) = 0 gives 1
+                            let cos_2psi = if n > 0.0 { (e * e - b * b) / n } else { 1.0 };
+                            0.5 * (1.0 + c2 - kahn * cos_2psi * (1.0 - c2))
+                        } else {
+                            0.5 * (1.0 + c2)
+                        };
                         let update = live[l] & (polar[l] == 0.0 || exp.oversample_polar);
                         polar[l] = if update { new } else { polar[l] };
                     }
@@ -290,17 +304,20 @@ fn sample_loop<T: Real, const L: usize, const GRID: bool>(prep: &Prepared<T>, sc
             let h0 = ceil(h - half);
             let k0 = ceil(k - half);
             let l0 = ceil(ll - half);
+            // F_latt = Π sincg over the axes with N > 1; squared, so its sign never matters
+            let mut f_latt = one;
             let mut f_latt_sqr = one;
-            if na > one {
-                f_latt_sqr = f_latt_sqr * sincg_sqr(h, h0, na);
+            for (axis, (x, x0, n)) in [(h, h0, na), (k, k0, nb), (ll, l0, nc)].into_iter().enumerate() {
+                if n > one {
+                    let nc_int = prep.n_cheb[axis];
+                    if nc_int > 0 {
+                        f_latt = f_latt * sincg_cheb(x, x0, nc_int);
+                    } else {
+                        f_latt_sqr = f_latt_sqr * sincg_sqr(x, x0, n);
+                    }
+                }
             }
-            if nb > one {
-                f_latt_sqr = f_latt_sqr * sincg_sqr(k, k0, nb);
-            }
-            if nc > one {
-                f_latt_sqr = f_latt_sqr * sincg_sqr(ll, l0, nc);
-            }
-            contrib[l] = f_latt_sqr;
+            contrib[l] = f_latt * f_latt * f_latt_sqr;
             if GRID {
                 h0i[l] = h0.magic_int();
                 k0i[l] = k0.magic_int();

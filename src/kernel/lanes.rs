@@ -144,6 +144,43 @@ pub fn sincg_sqr<T: Real>(h: T, h0: T, n: T) -> T {
     }
 }
 
+/// sin(πy) for |y| ≤ 1/4 (one polynomial, no reduction).
+#[inline(always)]
+fn sinpi_small<T: Real>(y: T) -> T {
+    let x = y * T::PI;
+    let x2 = x * x;
+    let s = T::SIN_C;
+    let ps = s[0] + x2 * (s[1] + x2 * (s[2] + x2 * (s[3] + x2 * (s[4] + x2 * s[5]))));
+    x + x * x2 * ps
+}
+
+/// sincg(π h, N) for a small integer N as the Chebyshev polynomial U_{N−1}(cos πδ), δ = h − h0:
+/// mathematically sin(Nπδ)/sin(πδ) up to sign, with no division and no special case at δ = 0
+/// (U_{N−1}(1) = N). cos πδ = 1 − 2 sin²(πδ/2) keeps the argument within [−π/4, π/4].
+/// Square the result: the sign differs from the C's sincg by (−1)^(h0(N−1)).
+#[inline(always)]
+pub fn sincg_cheb<T: Real>(h: T, h0: T, n: usize) -> T {
+    let delta = h - h0;
+    let s = sinpi_small(delta * T::HALF);
+    let x = T::ONE - (s * s + s * s);
+    let two_x = x + x;
+    // U_0 = 1, U_1 = 2x, U_{k+1} = 2x U_k − U_{k−1}
+    let mut u_prev = T::ONE;
+    let mut u = two_x;
+    if n == 1 {
+        return T::ONE;
+    }
+    for _ in 2..n {
+        let next = two_x * u - u_prev;
+        u_prev = u;
+        u = next;
+    }
+    u
+}
+
+/// Largest N for which [`sincg_cheb`] is used (the recurrence costs 2 operations per N).
+pub const CHEB_MAX_N: usize = 24;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,6 +208,24 @@ mod tests {
             let w32 = want as f32;
             assert!((sinpi_sqr(y as f32) - w32).abs() < 2e-6, "{y}");
             y += 0.0137;
+        }
+    }
+
+    #[test]
+    fn sincg_cheb_matches_the_c_formula() {
+        let c = |h: f64, n: f64| crate::physics::sincg(std::f64::consts::PI * h, n).powi(2);
+        for n in [2usize, 3, 5, 10, 24] {
+            let mut h = -8.3;
+            while h < 8.3 {
+                let h0 = (h - 0.5f64).ceil();
+                let got = sincg_cheb(h, h0, n).powi(2);
+                let want = c(h, n as f64);
+                assert!((got - want).abs() <= 1e-9 * (1.0 + want), "N={n} h={h}: {got} vs {want}");
+                let g32 = sincg_cheb(h as f32, h0 as f32, n).powi(2) as f64;
+                assert!((g32 - want).abs() <= 2e-4 * (1.0 + want), "f32 N={n} h={h}: {g32} vs {want}");
+                h += 0.0173;
+            }
+            assert_eq!(sincg_cheb(3.0f64, 3.0, n).powi(2), (n * n) as f64);
         }
     }
 

@@ -1,0 +1,273 @@
+//! Measuring runs: whole-process wall time and peak RSS of a child (`wait4`, the child's own rusage),
+//! the in-process high-water mark (`VmHWM` in /proc/self/status, reset through /proc/self/clear_refs),
+//! the phase split our `simulate` prints on stderr, and float images.
+
+use serde::{Deserialize, Serialize};
+use std::ffi::OsString;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+/// One whole-process run (ours or the C's).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProcessRun {
+    /// 0-based; warmup runs come first and are excluded from the statistics.
+    pub index: usize,
+    pub warmup: bool,
+    /// Wall time from spawn to reaping the child.
+    pub wall_s: f64,
+    /// The child's peak resident set (its own `ru_maxrss` from wait4), MiB.
+    pub peak_rss_mb: Option<f64>,
+    /// Exit code (None when killed by a signal).
+    pub exit_code: Option<i32>,
+    /// Exited 0 and wrote a float image of the expected size.
+    pub ok: bool,
+    /// Why the run is not ok (exit status, missing or short float image), with the end of its stderr.
+    pub error: Option<String>,
+}
+
+/// The phase split of one Rust run (cold: parsed from the child's stderr; warm: timed in process).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Phases {
+    pub index: usize,
+    pub warmup: bool,
+    pub setup_s: f64,
+    pub render_s: f64,
+    pub io_s: f64,
+    /// In-process runs only: high-water mark of this process during the run, MiB.
+    pub peak_rss_mb: Option<f64>,
+}
+
+impl Phases {
+    pub fn total_s(&self) -> f64 {
+        self.setup_s + self.render_s + self.io_s
+    }
+}
+
+/// What a finished child left behind.
+pub struct ChildResult {
+    pub wall_s: f64,
+    pub peak_rss_mb: Option<f64>,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Run `program args` in `cwd` with stdout/stderr captured to files there (no pipe can fill up),
+/// timing it from spawn to reap and reading its own peak RSS with `wait4`.
+pub fn run_child(program: &Path, args: &[String], cwd: &Path, env: &[(String, String)]) -> std::io::Result<ChildResult> {
+    let out_path = cwd.join(".bench-stdout");
+    let err_path = cwd.join(".bench-stderr");
+    let mut cmd = Command::new(program);
+    cmd.args(args).current_dir(cwd).stdin(Stdio::null()).stdout(File::create(&out_path)?).stderr(File::create(&err_path)?);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let t0 = Instant::now();
+    let child = cmd.spawn()?;
+    let (status, rusage) = wait_rusage(child)?;
+    let wall_s = t0.elapsed().as_secs_f64();
+    let read = |p: &Path| std::fs::read(p).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+    let (exit_code, signal, peak_rss_mb) = status_parts(status, rusage);
+    Ok(ChildResult { wall_s, peak_rss_mb, exit_code, signal, stdout: read(&out_path), stderr: read(&err_path) })
+}
+
+#[cfg(unix)]
+type RawStatus = libc::c_int;
+#[cfg(unix)]
+type RawRusage = Option<libc::rusage>;
+#[cfg(not(unix))]
+type RawStatus = std::process::ExitStatus;
+#[cfg(not(unix))]
+type RawRusage = ();
+
+/// Reap the child with `wait4`, which returns that child's own rusage (RUSAGE_CHILDREN would give the
+/// maximum over every child ever reaped, so one large C run would mask every later run).
+#[cfg(unix)]
+fn wait_rusage(child: std::process::Child) -> std::io::Result<(RawStatus, RawRusage)> {
+    let pid = child.id() as libc::pid_t;
+    let mut status: libc::c_int = 0;
+    // SAFETY: rusage is plain old data; wait4 fills it in for our own child.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: pid is a child of this process that nothing else waits for (we own `child`, and
+        // dropping a std Child neither waits nor kills).
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+        if r == pid {
+            break;
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+    drop(child);
+    Ok((status, Some(ru)))
+}
+
+#[cfg(not(unix))]
+fn wait_rusage(mut child: std::process::Child) -> std::io::Result<(RawStatus, RawRusage)> {
+    Ok((child.wait()?, ()))
+}
+
+#[cfg(unix)]
+fn status_parts(status: RawStatus, ru: RawRusage) -> (Option<i32>, Option<i32>, Option<f64>) {
+    let exit = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+    let sig = libc::WIFSIGNALED(status).then(|| libc::WTERMSIG(status));
+    // Linux reports ru_maxrss in KiB (macOS in bytes).
+    let scale = if cfg!(target_os = "macos") { 1.0 / (1024.0 * 1024.0) } else { 1.0 / 1024.0 };
+    let rss = ru.map(|r| r.ru_maxrss as f64 * scale).filter(|&m| m > 0.0);
+    (exit, sig, rss)
+}
+
+#[cfg(not(unix))]
+fn status_parts(status: RawStatus, _ru: RawRusage) -> (Option<i32>, Option<i32>, Option<f64>) {
+    (status.code(), None, None)
+}
+
+/// Peak resident set of this process so far (VmHWM), MiB; None where /proc is unavailable.
+pub fn self_peak_rss_mb() -> Option<f64> {
+    proc_status_kb("VmHWM:").map(|kb| kb / 1024.0)
+}
+
+/// Current resident set of this process (VmRSS), MiB.
+pub fn self_rss_mb() -> Option<f64> {
+    proc_status_kb("VmRSS:").map(|kb| kb / 1024.0)
+}
+
+fn proc_status_kb(key: &str) -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with(key))?;
+    line[key.len()..].split_whitespace().next()?.parse::<f64>().ok()
+}
+
+/// Reset this process's peak RSS to its current RSS (Linux ≥ 4.0: write 5 to /proc/self/clear_refs),
+/// so the next [`self_peak_rss_mb`] measures one warm iteration. Returns whether the reset worked.
+pub fn reset_self_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+/// The phase split our `simulate` prints on its closing stderr line.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DoneLine {
+    pub setup_s: f64,
+    pub render_s: f64,
+    pub io_s: f64,
+    /// The resolution of the printed times (10^-decimals of the least precise one: 0.001 for "0.004").
+    pub resolution_s: f64,
+}
+
+/// Parse `done: P pixels, S steps, setup X s, render Y s, output Z s, max_I = M` (the last such line).
+pub fn parse_done_line(stderr: &str) -> Option<DoneLine> {
+    let line = stderr.lines().rev().find(|l| l.trim_start().starts_with("done:"))?;
+    let field = |name: &str| -> Option<(f64, f64)> {
+        let i = line.find(&format!(" {name} "))?;
+        let word = line[i + name.len() + 2..].split_whitespace().next()?;
+        let value = word.parse::<f64>().ok()?;
+        let decimals = word.split_once('.').map_or(0, |(_, frac)| frac.chars().take_while(char::is_ascii_digit).count());
+        Some((value, 10f64.powi(-(decimals as i32))))
+    };
+    let (setup_s, r1) = field("setup")?;
+    let (render_s, r2) = field("render")?;
+    let (io_s, r3) = field("output")?;
+    Some(DoneLine { setup_s, render_s, io_s, resolution_s: r1.max(r2).max(r3) })
+}
+
+/// A little-endian f32 image as nanoBragg writes it (`-floatfile`).
+pub fn read_float_image(path: &Path) -> std::io::Result<Vec<f32>> {
+    let b = std::fs::read(path)?;
+    Ok(b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+}
+
+/// The last `n` lines of a text (for error messages).
+pub fn tail_lines(s: &str, n: usize) -> String {
+    let lines: Vec<&str> = s.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join(" | ")
+}
+
+/// A scratch directory removed when dropped (unless `keep`).
+pub struct WorkDir {
+    pub path: PathBuf,
+    pub keep: bool,
+}
+
+impl WorkDir {
+    pub fn new(prefix: &str) -> std::io::Result<WorkDir> {
+        let base = std::env::temp_dir();
+        let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+        for attempt in 0..100u32 {
+            let p = base.join(format!("{prefix}-{}-{stamp}-{attempt}", std::process::id()));
+            match std::fs::create_dir(&p) {
+                Ok(()) => return Ok(WorkDir { path: p, keep: false }),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(std::io::Error::other("cannot create a scratch directory"))
+    }
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
+    }
+}
+
+/// `OsString` arguments to `String`s (for clap-free callers).
+pub fn os_args_to_strings(args: impl IntoIterator<Item = OsString>) -> Vec<String> {
+    args.into_iter().map(|a| a.to_string_lossy().into_owned()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn done_line_is_parsed() {
+        let err = "some warning\ndone: 4096 pixels, 1 steps, setup 0.002 s, render 0.004 s, output 0.000 s, max_I = 154.652\n";
+        assert_eq!(parse_done_line(err), Some(DoneLine { setup_s: 0.002, render_s: 0.004, io_s: 0.0, resolution_s: 1e-3 }));
+        let fine = "done: 4 pixels, 1 steps, setup 0.000012 s, render 1.500000 s, output 0.000300 s, max_I = 1";
+        let d = parse_done_line(fine).unwrap();
+        assert_eq!((d.setup_s, d.render_s, d.io_s), (1.2e-5, 1.5, 3e-4));
+        assert!((d.resolution_s - 1e-6).abs() < 1e-20);
+        assert_eq!(parse_done_line("no summary"), None);
+    }
+
+    #[test]
+    fn child_runs_are_timed_and_measured() {
+        let w = WorkDir::new("nb-measure-test").unwrap();
+        let r = run_child(Path::new("/bin/sh"), &["-c".into(), "echo out; echo err >&2; exit 3".into()], &w.path, &[]).unwrap();
+        assert_eq!(r.exit_code, Some(3));
+        assert_eq!(r.stdout.trim(), "out");
+        assert_eq!(r.stderr.trim(), "err");
+        assert!(r.wall_s > 0.0);
+        if cfg!(target_os = "linux") {
+            assert!(r.peak_rss_mb.unwrap() > 0.0);
+        }
+        let p = w.path.clone();
+        drop(w);
+        assert!(!p.exists());
+    }
+
+    #[test]
+    fn self_rss_is_read() {
+        if cfg!(target_os = "linux") {
+            let peak = self_peak_rss_mb().unwrap();
+            assert!(peak > 0.0 && peak >= self_rss_mb().unwrap() * 0.99);
+        }
+    }
+
+    #[test]
+    fn float_images_round_trip() {
+        let w = WorkDir::new("nb-measure-test").unwrap();
+        let p = w.path.join("f.bin");
+        let v = [1.5f32, -2.0, 0.0];
+        std::fs::write(&p, v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
+        assert_eq!(read_float_image(&p).unwrap(), v.to_vec());
+        assert_eq!(tail_lines("a\nb\nc", 2), "b | c");
+    }
+}

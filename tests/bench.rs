@@ -1,0 +1,296 @@
+//! End-to-end tests of `bench-detailed` on a tiny detector with a fake "C binary" (a shell script that
+//! copies a known float image to whatever follows `-floatfile`). No timing is asserted: timings
+//! depend on the machine; only that the numbers exist, the gate exits as it must, and compare flags
+//! a deliberate slowdown.
+
+#![cfg(unix)]
+
+use serde_json::Value;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const BENCH: &str = env!("CARGO_BIN_EXE_bench-detailed");
+const SIM: &str = env!("CARGO_BIN_EXE_nanobragg-rs");
+const SIZE: usize = 32;
+
+/// Our image of the `bench` configuration at SIZE, rendered by our simulator.
+fn reference_image(dir: &Path) -> PathBuf {
+    let out = dir.join("known.bin");
+    let mut args: Vec<String> = nanobragg::bench::plan::split_args(nanobragg::bench::plan::BENCH_ARGS);
+    args.extend(["-detpixels".into(), SIZE.to_string(), "-floatfile".into(), out.display().to_string()]);
+    args.extend(nanobragg::bench::plan::split_args("-intfile known.img -nonoise -nopgm -noprogress"));
+    let o = Command::new(SIM).arg("simulate").args(&args).current_dir(dir).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    out
+}
+
+/// A fake C nanoBragg: copies `image` to the -floatfile argument, writes an -intfile, exits `code`.
+fn fake_c(dir: &Path, name: &str, image: &Path, code: i32) -> PathBuf {
+    let p = dir.join(name);
+    let script = format!(
+        "#!/bin/sh\nout=''\nint=''\nwhile [ $# -gt 0 ]; do\n  case \"$1\" in\n    -floatfile) out=\"$2\" ;;\n    -intfile) int=\"$2\" ;;\n  esac\n  shift\ndone\n\
+         echo 'fake nanoBragg'\n[ {code} -ne 0 ] && {{ echo 'fake failure' >&2; exit {code}; }}\ncp '{}' \"$out\"\n: > \"$int\"\nexit 0\n",
+        image.display()
+    );
+    std::fs::write(&p, script).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}
+
+fn bench(out: &Path, c: Option<&Path>, extra: &[&str]) -> Output {
+    let mut cmd = Command::new(BENCH);
+    cmd.args(["--sizes", &SIZE.to_string(), "--iterations", "1", "--warmup", "0", "--no-progress"])
+        .arg("--out")
+        .arg(out)
+        .arg("--rust-binary")
+        .arg(SIM)
+        .args(extra)
+        .env_remove("NB_C_BIN");
+    if let Some(c) = c {
+        cmd.arg("--c-binary").arg(c);
+    }
+    cmd.output().unwrap()
+}
+
+fn json(out: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(out.join("benchmark_results.json")).unwrap()).unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!("stdout:\n{}\nstderr:\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+#[test]
+fn end_to_end_with_a_fake_c_binary() {
+    let tmp = tempfile::tempdir().unwrap();
+    let known = reference_image(tmp.path());
+    let c = fake_c(tmp.path(), "fake-nanoBragg", &known, 0);
+    let out = tmp.path().join("report");
+    let o = bench(&out, Some(&c), &["--gate", "--min-correlation", "0.99"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+
+    let v = json(&out);
+    assert_eq!(v["schema"], "nanobragg-rs/bench-detailed/1");
+    assert_eq!(v["config"]["name"], "bench");
+    assert_eq!(v["config"]["c_binary"], c.display().to_string());
+    for k in ["cpu_model", "logical_cores", "simd_level", "os", "rustc", "git_commit"] {
+        assert!(!v["machine"][k].is_null(), "machine.{k}");
+    }
+    let e = &v["entries"][0];
+    assert_eq!(e["size"], SIZE);
+    assert_eq!(e["pixels"], SIZE * SIZE);
+    assert!(["avx512", "avx2", "portable", "scalar"].contains(&e["kernel"].as_str().unwrap()), "{}", e["kernel"]);
+    // the C entry: one successful run with a wall time and a peak RSS
+    let cm = &e["c"];
+    assert!(cm.is_object(), "no C entry: {e}");
+    assert_eq!(cm["failed_runs"], 0);
+    assert_eq!(cm["runs"].as_array().unwrap().len(), 1);
+    assert!(cm["wall_s"]["median"].as_f64().unwrap() > 0.0);
+    assert!(cm["runs"][0]["peak_rss_mb"].as_f64().unwrap() > 0.0);
+    // same image as ours: correlation and sum ratio are numbers, and ~1
+    let corr = e["correlation"].as_f64().expect("correlation is a number");
+    assert!(corr > 0.999_999, "{corr}");
+    assert!((e["sum_ratio"].as_f64().unwrap() - 1.0).abs() < 1e-6);
+    assert!(e["speedup_process"].as_f64().unwrap() > 0.0);
+    assert!(e["speedup_warm"].as_f64().unwrap() > 0.0);
+    assert_eq!(e["rust_cold_warm_identical"], true);
+    // our cold, warm and process measurements, each with its run kept
+    for k in ["setup_s", "render_s", "io_s", "total_s"] {
+        assert!(e["rust_cold"][k]["median"].is_number(), "rust_cold.{k}");
+        assert!(e["rust_warm"][k]["median"].is_number(), "rust_warm.{k}");
+    }
+    assert!(e["rust_process"]["wall_s"]["median"].as_f64().unwrap() > 0.0);
+    assert!(e["peak_rss_mb"]["rust_process"].as_f64().unwrap() > 0.0);
+    assert!(e["throughput"]["rust_warm_pixels_per_s"].as_f64().unwrap() > 0.0);
+    assert_eq!(e["samples_per_pixel"], 1);
+    assert_eq!(v["gate"]["enabled"], true);
+    assert_eq!(v["gate"]["passed"], true);
+
+    // the human-readable and CSV outputs
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(md.contains(&format!("| {SIZE}² |")), "{md}");
+    assert!(md.contains("Gate: PASSED"));
+    let csv = std::fs::read_to_string(out.join("benchmark_results.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 2);
+    let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    assert!(runs.lines().any(|l| l.starts_with(&format!("bench,{SIZE},c,0,false,"))));
+    // the table is printed too
+    assert!(String::from_utf8_lossy(&o.stdout).contains("correlation"));
+}
+
+#[test]
+fn gate_fails_when_it_must() {
+    let tmp = tempfile::tempdir().unwrap();
+    let known = reference_image(tmp.path());
+    // a different image: our image reversed
+    let mut img: Vec<u8> = std::fs::read(&known).unwrap();
+    let mut floats: Vec<[u8; 4]> = img.chunks_exact(4).map(|c| [c[0], c[1], c[2], c[3]]).collect();
+    floats.reverse();
+    img = floats.concat();
+    let wrong = tmp.path().join("wrong.bin");
+    std::fs::write(&wrong, img).unwrap();
+
+    // correlation far below the bound
+    let c = fake_c(tmp.path(), "fake-wrong", &wrong, 0);
+    let o = bench(&tmp.path().join("r1"), Some(&c), &["--gate", "--min-correlation", "0.999"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let v = json(&tmp.path().join("r1"));
+    assert_eq!(v["gate"]["passed"], false);
+    assert!(v["entries"][0]["correlation"].as_f64().unwrap() < 0.999);
+
+    // an impossible speedup
+    let good = fake_c(tmp.path(), "fake-good", &known, 0);
+    let o = bench(&tmp.path().join("r2"), Some(&good), &["--gate", "--min-speedup", "1e9"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let v = json(&tmp.path().join("r2"));
+    let checks = v["gate"]["checks"].as_array().unwrap();
+    assert!(checks.iter().any(|c| c["check"] == "speedup_process" && c["status"] == "fail"));
+
+    // a C binary that fails: warned about, and the gate fails
+    let bad = fake_c(tmp.path(), "fake-fails", &known, 3);
+    let o = bench(&tmp.path().join("r3"), Some(&bad), &["--gate"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let v = json(&tmp.path().join("r3"));
+    let e = &v["entries"][0];
+    assert_eq!(e["c"]["failed_runs"], 1);
+    assert!(e["correlation"].is_null());
+    assert!(e["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("C run 0 failed: exit code 3")));
+    // without --gate the same failure is reported but does not change the exit code
+    let o = bench(&tmp.path().join("r4"), Some(&bad), &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}
+
+#[test]
+fn without_c_the_speed_gate_is_skipped_with_a_message() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("r");
+    let o = bench(&out, None, &["--gate", "--min-speedup", "1.0", "--min-correlation", "0.99999"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("no C comparison will be made"), "{err}");
+    assert!(err.contains("SKIPPED"), "{err}");
+    let v = json(&out);
+    assert!(v["entries"][0]["c"].is_null());
+    assert!(v["entries"][0]["correlation"].is_null());
+    assert!(v["gate"]["speed_check"].as_str().unwrap().starts_with("skipped: no C binary"));
+    assert!(v["notes"][0].as_str().unwrap().starts_with("No C comparison was made"));
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(md.contains("no C comparison was made"));
+}
+
+#[test]
+fn compare_flags_a_deliberate_slowdown() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("base");
+    let o = bench(&out, None, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let base = out.join("benchmark_results.json");
+
+    // the same report, our warm render twice as slow
+    let mut v = json(&out);
+    let old = v["entries"][0]["rust_warm"]["render_s"]["median"].as_f64().unwrap();
+    v["entries"][0]["rust_warm"]["render_s"]["median"] = Value::from(old * 2.0);
+    let slow_dir = tmp.path().join("slow");
+    std::fs::create_dir_all(&slow_dir).unwrap();
+    let slow = slow_dir.join("benchmark_results.json");
+    std::fs::write(&slow, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+
+    let o = Command::new(BENCH).arg("compare").arg(&base).arg(&slow).args(["--threshold", "5", "--fail-on-regression"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let reg = std::fs::read_to_string(slow_dir.join("regressions.csv")).unwrap();
+    let line = reg.lines().find(|l| l.contains(",rust_warm.render_s,")).expect("regression listed");
+    assert!(line.ends_with(",100.0000,true"), "{line}");
+    let full = std::fs::read_to_string(slow_dir.join("full_comparison.csv")).unwrap();
+    assert!(full.lines().count() > reg.lines().count());
+    let md = std::fs::read_to_string(slow_dir.join("comparison.md")).unwrap();
+    assert!(md.contains("1 regression of"), "{md}");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("rust_warm.render_s"));
+
+    // without --fail-on-regression the exit code stays 0; a report against itself has none
+    let o = Command::new(BENCH).arg("compare").arg(&base).arg(&slow).arg("--out").arg(tmp.path().join("c2")).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = Command::new(BENCH)
+        .arg("compare")
+        .arg(&base)
+        .arg(&base)
+        .arg("--fail-on-regression")
+        .arg("--out")
+        .arg(tmp.path().join("c3"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("0 regressions of"));
+}
+
+#[test]
+fn heavy_configuration_generates_its_hkl_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("heavy");
+    let mut cmd = Command::new(BENCH);
+    cmd.args(["--config", "heavy", "--sizes", "8", "--iterations", "1", "--warmup", "0", "--no-progress", "--rust-binary", SIM])
+        .arg("--out")
+        .arg(&out)
+        .env_remove("NB_C_BIN");
+    let o = cmd.output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(out.join("heavy_P1.hkl").is_file());
+    let v = json(&out);
+    let e = &v["entries"][0];
+    let spp = e["samples_per_pixel"].as_u64().unwrap();
+    let parts = ["sources", "domains", "phisteps"].iter().map(|k| e[k].as_u64().unwrap()).product::<u64>()
+        * e["oversample"].as_u64().unwrap().pow(2);
+    assert_eq!(spp, parts);
+    assert_eq!((e["domains"].as_u64(), e["phisteps"].as_u64(), e["oversample"].as_u64()), (Some(5), Some(2), Some(2)));
+    assert!(v["config"]["args"].as_array().unwrap().iter().any(|a| a == "heavy_P1.hkl"));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let o = Command::new(BENCH).args(["--config", "custom"]).env_remove("NB_C_BIN").output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--args"));
+    let o = Command::new(BENCH).args(["--min-speedup", "2"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let tmp = tempfile::tempdir().unwrap();
+    let bogus = tmp.path().join("x.json");
+    std::fs::write(&bogus, "{\"schema\": \"something-else\"}").unwrap();
+    let o = Command::new(BENCH).arg("compare").arg(&bogus).arg(&bogus).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("expected 'nanobragg-rs/bench-detailed/1'"));
+    let o = Command::new(BENCH)
+        .args(["--c-binary", "/nonexistent/nanoBragg", "--sizes", "8", "--rust-binary", SIM])
+        .arg("--out")
+        .arg(tmp.path().join("o"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}
+
+#[test]
+fn custom_arguments_are_used() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("custom");
+    let o = Command::new(BENCH)
+        .args(["--config", "custom", "--args", "-cell 50 60 70 90 90 90 -lambda 1.5 -N 3 -default_F 10 -oversample 2"])
+        .args(["--sizes", "16", "--iterations", "2", "--warmup", "1", "--no-progress", "--threads", "1", "--precision", "double"])
+        .arg("--rust-binary")
+        .arg(SIM)
+        .arg("--out")
+        .arg(&out)
+        .env_remove("NB_C_BIN")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v = json(&out);
+    assert_eq!(v["config"]["name"], "custom");
+    assert_eq!(v["config"]["threads"], 1);
+    let e = &v["entries"][0];
+    assert_eq!(e["oversample"], 2);
+    assert_eq!(e["samples_per_pixel"], 4);
+    // warmups are kept but excluded from the statistics
+    assert_eq!(e["rust_warm"]["runs"].as_array().unwrap().len(), 3);
+    assert_eq!(e["rust_warm"]["runs"][0]["warmup"], true);
+    assert_eq!(e["rust_warm"]["render_s"]["n"], 2);
+    assert_eq!(e["rust_process"]["wall_s"]["n"], 2);
+}
