@@ -140,18 +140,31 @@ pub fn check_outputs(cfg: &Config) -> Result<()> {
 /// Write every output file the C writes (float, int, PGM, noise) plus the PNG preview, printing the
 /// C's closing lines. Consumes the RNG state of the experiment for the noise image.
 pub fn write_outputs(cfg: &Config, exp: &mut Experiment, r: &RenderOutput, out: &mut dyn Write) -> Result<(ImageStats, Vec<PathBuf>)> {
+    let float_path = resolve_out(cfg, &cfg.floatfile);
+    let _ = writeln!(out, "writing {} as {} 4-byte floats", cfg.floatfile.display(), exp.pixels());
+    // The float file is written on its own thread while everything derived from the image (statistics,
+    // integer, PGM and noise images) is computed and written: they are independent, and writing is
+    // mostly a copy into the page cache.
+    std::thread::scope(|scope| {
+        let writer = scope.spawn(|| crate::io::float::write_float_image(&float_path, &r.float));
+        let derived = write_derived_outputs(cfg, exp, r, out);
+        let written = writer.join().unwrap_or_else(|_| Err(Error::Output { path: float_path.clone(), reason: "writer thread panicked".into() }));
+        written?;
+        let (stats, mut files) = derived?;
+        files.insert(0, float_path.clone());
+        Ok((stats, files))
+    })
+}
+
+/// Everything after the float file, in the C's order: statistics, int image, PGM, PNG, noise image.
+fn write_derived_outputs(cfg: &Config, exp: &mut Experiment, r: &RenderOutput, out: &mut dyn Write) -> Result<(ImageStats, Vec<PathBuf>)> {
     let w = |out: &mut dyn Write, s: String| {
         let _ = writeln!(out, "{s}");
     };
     let d = &exp.det;
     let (fp, sp) = (d.fpixels, d.spixels);
-    let stats = image_stats(&r.float, fp, sp, exp.roi, exp.mask.as_deref(), exp.subpixel_size, exp.oversample);
     let mut files = Vec::new();
-
-    let float_path = resolve_out(cfg, &cfg.floatfile);
-    w(out, format!("writing {} as {} 4-byte floats", cfg.floatfile.display(), fp * sp));
-    crate::io::float::write_float_image(&float_path, &r.float)?;
-    files.push(float_path);
+    let stats = image_stats(&r.float, fp, sp, exp.roi, exp.mask.as_deref(), exp.subpixel_size, exp.oversample);
     w(out, format!("max_I = {}  at {} {}", g(stats.max_i), g(stats.max_i_x), g(stats.max_i_y)));
     w(out, format!("mean= {} rms= {} rmsd= {}", g(stats.mean), g(stats.rms), g(stats.rmsd)));
 

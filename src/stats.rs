@@ -31,8 +31,13 @@ pub fn image_stats(
 ) -> ImageStats {
     use rayon::prelude::*;
     let row_in_roi = |s: usize| !((s as i64) < roi[2] || (s as i64) > roi[3]);
-    let col_in_roi = |f: usize| !((f as i64) < roi[0] || (f as i64) > roi[1]);
-    // per row: (max, its column, sum, sumsqr, n)
+    // the ROI's columns within the image (bounds are inclusive; the C's default upper bound is one
+    // past the end)
+    let col_lo = roi[0].max(0) as usize;
+    let col_hi = (roi[1] + 1).clamp(0, fpixels as i64) as usize;
+    let cols = col_lo..col_hi.max(col_lo);
+    // per row: (max, its column, sum, sumsqr, n); sums use four interleaved accumulators so the loop
+    // vectorizes (a fixed order, whatever the thread count)
     let rows: Vec<(f64, usize, f64, f64, u64)> = (0..spixels)
         .into_par_iter()
         .map(|s| {
@@ -40,20 +45,46 @@ pub fn image_stats(
             if !row_in_roi(s) {
                 return r;
             }
-            for f in 0..fpixels {
-                let idx = s * fpixels + f;
-                if !col_in_roi(f) || mask.is_some_and(|m| m[idx] == 0) {
-                    continue;
+            let row = &float[s * fpixels..(s + 1) * fpixels];
+            if let Some(m) = mask {
+                let mrow = &m[s * fpixels..(s + 1) * fpixels];
+                for f in cols.clone() {
+                    if mrow[f] == 0 {
+                        continue;
+                    }
+                    let v = row[f];
+                    if v as f64 > r.0 {
+                        r.0 = v as f64;
+                        r.1 = f;
+                    }
+                    r.2 += v as f64;
+                    // float*float is a float product in the C
+                    r.3 += (v * v) as f64;
+                    r.4 += 1;
                 }
-                let v = float[idx];
-                if v as f64 > r.0 {
-                    r.0 = v as f64;
-                    r.1 = f;
+                return r;
+            }
+            let seg = &row[cols.clone()];
+            let (mut sum, mut sq) = ([0.0f64; 4], [0.0f64; 4]);
+            let mut chunks = seg.chunks_exact(4);
+            for c in &mut chunks {
+                for i in 0..4 {
+                    sum[i] += c[i] as f64;
+                    sq[i] += (c[i] * c[i]) as f64;
                 }
-                r.2 += v as f64;
-                // float*float is a float product in the C
-                r.3 += (v * v) as f64;
-                r.4 += 1;
+            }
+            for &v in chunks.remainder() {
+                sum[0] += v as f64;
+                sq[0] += (v * v) as f64;
+            }
+            r.2 = (sum[0] + sum[1]) + (sum[2] + sum[3]);
+            r.3 = (sq[0] + sq[1]) + (sq[2] + sq[3]);
+            r.4 = seg.len() as u64;
+            // strict '>' from 0 in raster order: the first pixel holding the row's maximum
+            let m = seg.iter().fold(0.0f32, |a, &v| if v > a { v } else { a });
+            if m > 0.0 {
+                r.0 = m as f64;
+                r.1 = col_lo + seg.iter().position(|&v| v == m).unwrap_or(0);
             }
             r
         })
@@ -82,18 +113,23 @@ pub fn image_stats(
     let dev: Vec<(f64, u64)> = (0..spixels)
         .into_par_iter()
         .map(|s| {
-            let mut acc = (0.0f64, 0u64);
             if !row_in_roi(s) {
-                return acc;
+                return (0.0, 0);
             }
-            for f in 0..fpixels {
-                if col_in_roi(f) {
-                    let t = float[s * fpixels + f] as f64 - mean;
-                    acc.0 += t * t;
-                    acc.1 += 1;
+            let seg = &float[s * fpixels + cols.start..s * fpixels + cols.end];
+            let mut acc = [0.0f64; 4];
+            let mut chunks = seg.chunks_exact(4);
+            for c in &mut chunks {
+                for i in 0..4 {
+                    let t = c[i] as f64 - mean;
+                    acc[i] += t * t;
                 }
             }
-            acc
+            for &v in chunks.remainder() {
+                let t = v as f64 - mean;
+                acc[0] += t * t;
+            }
+            ((acc[0] + acc[1]) + (acc[2] + acc[3]), seg.len() as u64)
         })
         .collect();
     let sumsqr: f64 = dev.iter().map(|d| d.0).sum();

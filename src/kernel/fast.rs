@@ -13,7 +13,7 @@
 //! Features the fast kernel does not cover (curved detector, interpolated F, round/gauss/tophat spots)
 //! run on the reference kernel: see [`supports`].
 
-use super::lanes::{ceil, sincg_cheb, sincg_sqr, Real, CHEB_MAX_N};
+use super::lanes::{ceil, cheb_two_x, sincg_sqr, Real, CHEB_MAX_N};
 use crate::config::CrystalShape;
 use crate::experiment::{Experiment, R_E_SQR};
 use crate::vec3::{cross, unitize, V3};
@@ -249,9 +249,12 @@ fn render_group<T: Real, const L: usize>(exp: &Experiment, prep: &Prepared<T>, f
                             weight[l] = T::from_f64(w);
                         }
                     }
-                    let mut scat = [[T::ZERO; 3]; L];
+                    // scattering vector per lane, one array per component
+                    let mut scat = [[T::ZERO; L]; 3];
                     for l in 0..L {
-                        scat[l] = [T::from_f64(sx[l]), T::from_f64(sy[l]), T::from_f64(sz[l])];
+                        scat[0][l] = T::from_f64(sx[l]);
+                        scat[1][l] = T::from_f64(sy[l]);
+                        scat[2][l] = T::from_f64(sz[l]);
                     }
                     // accumulate straight into the pixel sums: the C's summation order
                     if prep.grid.is_some() {
@@ -286,42 +289,64 @@ fn render_group<T: Real, const L: usize>(exp: &Experiment, prep: &Prepared<T>, f
 /// All phi steps and mosaic domains for one sub-pixel and source: the hot loop.
 /// Adds F_cell²·F_latt²·weight to `acc` sample by sample, in the C's order (phi outer, domain inner).
 #[inline(always)]
-fn sample_loop<T: Real, const L: usize, const GRID: bool>(prep: &Prepared<T>, scat: &[[T; 3]; L], live: &[bool; L], weight: &[T; L], acc: &mut [T; L]) {
+fn sample_loop<T: Real, const L: usize, const GRID: bool>(prep: &Prepared<T>, scat: &[[T; L]; 3], live: &[bool; L], weight: &[T; L], acc: &mut [T; L]) {
     let (na, nb, nc) = (prep.na, prep.nb, prep.nc);
     let one = T::ONE;
     let half = T::HALF;
     for o in &prep.orient {
         let [a, b, c] = *o;
+        // Miller indices and their nearest integers, one array per axis (every loop runs over lanes)
+        let mut idx = [[T::ZERO; L]; 3];
+        let mut idx0 = [[T::ZERO; L]; 3];
+        for (axis, v) in [a, b, c].iter().enumerate() {
+            for l in 0..L {
+                let x = v[0] * scat[0][l] + v[1] * scat[1][l] + v[2] * scat[2][l];
+                idx[axis][l] = x;
+                idx0[axis][l] = ceil(x - half);
+            }
+        }
+        // F_latt = Π sincg over the axes with N > 1; squared, so its sign never matters
+        let mut f_latt = [one; L];
+        let mut f_latt_sqr = [one; L];
+        for (axis, n) in [na, nb, nc].into_iter().enumerate() {
+            if n <= one {
+                continue;
+            }
+            let n_int = prep.n_cheb[axis];
+            if n_int > 0 {
+                // U_{N-1}(cos πδ) by its recurrence, lanes innermost so the loop vectorizes
+                let mut two_x = [T::ZERO; L];
+                for l in 0..L {
+                    two_x[l] = cheb_two_x(idx[axis][l], idx0[axis][l]);
+                }
+                let mut u_prev = [one; L];
+                let mut u = two_x;
+                for _ in 2..n_int {
+                    for l in 0..L {
+                        let next = two_x[l] * u[l] - u_prev[l];
+                        u_prev[l] = u[l];
+                        u[l] = next;
+                    }
+                }
+                for l in 0..L {
+                    f_latt[l] = f_latt[l] * u[l];
+                }
+            } else {
+                for l in 0..L {
+                    f_latt_sqr[l] = f_latt_sqr[l] * sincg_sqr(idx[axis][l], idx0[axis][l], n);
+                }
+            }
+        }
         let mut contrib = [T::ZERO; L];
         let mut h0i = [0i64; L];
         let mut k0i = [0i64; L];
         let mut l0i = [0i64; L];
         for l in 0..L {
-            let sv = scat[l];
-            let h = a[0] * sv[0] + a[1] * sv[1] + a[2] * sv[2];
-            let k = b[0] * sv[0] + b[1] * sv[1] + b[2] * sv[2];
-            let ll = c[0] * sv[0] + c[1] * sv[1] + c[2] * sv[2];
-            let h0 = ceil(h - half);
-            let k0 = ceil(k - half);
-            let l0 = ceil(ll - half);
-            // F_latt = Π sincg over the axes with N > 1; squared, so its sign never matters
-            let mut f_latt = one;
-            let mut f_latt_sqr = one;
-            for (axis, (x, x0, n)) in [(h, h0, na), (k, k0, nb), (ll, l0, nc)].into_iter().enumerate() {
-                if n > one {
-                    let nc_int = prep.n_cheb[axis];
-                    if nc_int > 0 {
-                        f_latt = f_latt * sincg_cheb(x, x0, nc_int);
-                    } else {
-                        f_latt_sqr = f_latt_sqr * sincg_sqr(x, x0, n);
-                    }
-                }
-            }
-            contrib[l] = f_latt * f_latt * f_latt_sqr;
+            contrib[l] = f_latt[l] * f_latt[l] * f_latt_sqr[l];
             if GRID {
-                h0i[l] = h0.magic_int();
-                k0i[l] = k0.magic_int();
-                l0i[l] = l0.magic_int();
+                h0i[l] = idx0[0][l].magic_int();
+                k0i[l] = idx0[1][l].magic_int();
+                l0i[l] = idx0[2][l].magic_int();
             }
         }
         if GRID {

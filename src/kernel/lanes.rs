@@ -160,10 +160,7 @@ fn sinpi_small<T: Real>(y: T) -> T {
 /// Square the result: the sign differs from the C's sincg by (−1)^(h0(N−1)).
 #[inline(always)]
 pub fn sincg_cheb<T: Real>(h: T, h0: T, n: usize) -> T {
-    let delta = h - h0;
-    let s = sinpi_small(delta * T::HALF);
-    let x = T::ONE - (s * s + s * s);
-    let two_x = x + x;
+    let two_x = cheb_two_x(h, h0);
     // U_0 = 1, U_1 = 2x, U_{k+1} = 2x U_k − U_{k−1}
     let mut u_prev = T::ONE;
     let mut u = two_x;
@@ -176,6 +173,14 @@ pub fn sincg_cheb<T: Real>(h: T, h0: T, n: usize) -> T {
         u = next;
     }
     u
+}
+
+/// 2 cos(πδ), δ = h − h0, the argument of the Chebyshev recurrence in [`sincg_cheb`].
+#[inline(always)]
+pub fn cheb_two_x<T: Real>(h: T, h0: T) -> T {
+    let s = sinpi_small((h - h0) * T::HALF);
+    let x = T::ONE - (s * s + s * s);
+    x + x
 }
 
 /// Largest N for which [`sincg_cheb`] is used (the recurrence costs 2 operations per N).
