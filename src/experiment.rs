@@ -112,6 +112,11 @@ pub fn time_seed() -> i64 {
 
 /// Build the experiment. Setup messages go to `log` in the C's order.
 pub fn build(cfg: &Config, log: &mut Log) -> Result<Experiment> {
+    // the C reads -mask, then -img, before anything else (its GetFrame prints the names)
+    for smv in [&cfg.mask, &cfg.img].into_iter().flatten() {
+        log.line(format!("reading {}", smv.path.display()));
+    }
+
     // ------------------------------------------------------------------ detector size (L1119)
     let (detsize_f, detsize_s, fpixels, spixels) = detector_pixels(cfg);
     if fpixels <= 0 || spixels <= 0 {

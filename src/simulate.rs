@@ -310,7 +310,8 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
             k0,
             l0
         );
-        let _ = writeln!(out, "WARNING: further warnings will not be printed! ");
+        // no newline: the C's next output (the blank line below) ends this line
+        let _ = write!(out, "WARNING: further warnings will not be printed! ");
     }
     if exp.printout {
         let (pf, ps) = exp.printout_pixel.unwrap_or((-1, -1));

@@ -108,6 +108,20 @@ fn run_case(golden: &Path, case: &Value) -> Outcome {
         problems.push(format!("exit {:?}: {}", out.status.code(), stderr.trim()));
         return Outcome { id, problems };
     }
+    // stdout: the C's lines, numbers formatted as the C formats them (geometry, cell, sources, steps,
+    // statistics). Lines that differ by nature are left out: heap pointers, progress percentages.
+    let keep = |t: &str| t.lines().filter(|l| !l.starts_with("mmap(") && !l.ends_with("% done")).map(String::from).collect::<Vec<_>>();
+    let c_stdout = std::fs::read_to_string(output_path(golden, case, "stdout")).unwrap_or_default();
+    let (want_lines, got_lines) = (keep(&c_stdout), keep(&String::from_utf8_lossy(&out.stdout)));
+    if want_lines != got_lines {
+        let first = want_lines.iter().zip(&got_lines).position(|(a, b)| a != b).unwrap_or(want_lines.len().min(got_lines.len()));
+        problems.push(format!(
+            "stdout differs from the C's at line {}: C {:?}, port {:?}",
+            first + 1,
+            want_lines.get(first),
+            got_lines.get(first)
+        ));
+    }
     let want = read_f32_le(&output_path(golden, case, "float"));
     let got_path = dir.join(case["outputs"]["float"].as_str().unwrap());
     let got = read_f32_le(&got_path);
