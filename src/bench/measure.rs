@@ -55,23 +55,84 @@ pub struct ChildResult {
     pub stderr: String,
 }
 
+/// First argument that puts `bench-detailed` into its child-measuring mode (see [`measure_child_main`]).
+pub const MEASURE_CHILD_ARG: &str = "__measure-child";
+
 /// Run `program args` in `cwd` with stdout/stderr captured to files there (no pipe can fill up),
 /// timing it from spawn to reap and reading its own peak RSS with `wait4`.
+///
+/// On Linux a child starts its `ru_maxrss` at the resident size of the process that forked it, so a
+/// child forked by this (large, warm-run) process would report at least our size. When running as
+/// `bench-detailed`, each child is therefore started by a small copy of ourselves in
+/// [`MEASURE_CHILD_ARG`] mode, which forks it while tiny and reports its wall time and peak RSS.
 pub fn run_child(program: &Path, args: &[String], cwd: &Path, env: &[(String, String)]) -> std::io::Result<ChildResult> {
     let out_path = cwd.join(".bench-stdout");
     let err_path = cwd.join(".bench-stderr");
-    let mut cmd = Command::new(program);
+    let result_path = cwd.join(".bench-result");
+    let wrapper = std::env::current_exe().ok().filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("bench-detailed")));
+    let mut cmd = match &wrapper {
+        Some(w) => {
+            let mut c = Command::new(w);
+            c.arg(MEASURE_CHILD_ARG).arg(&result_path).arg(program);
+            c
+        }
+        None => Command::new(program),
+    };
     cmd.args(args).current_dir(cwd).stdin(Stdio::null()).stdout(File::create(&out_path)?).stderr(File::create(&err_path)?);
     for (k, v) in env {
         cmd.env(k, v);
     }
+    let _ = std::fs::remove_file(&result_path);
     let t0 = Instant::now();
     let child = cmd.spawn()?;
     let (status, rusage) = wait_rusage(child)?;
-    let wall_s = t0.elapsed().as_secs_f64();
+    let mut wall_s = t0.elapsed().as_secs_f64();
     let read = |p: &Path| std::fs::read(p).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
-    let (exit_code, signal, peak_rss_mb) = status_parts(status, rusage);
+    let (mut exit_code, mut signal, mut peak_rss_mb) = status_parts(status, rusage);
+    if wrapper.is_some() {
+        // "wall_s maxrss_kib exit signal" from the wrapper (-1 = none)
+        let text = read(&result_path);
+        let v: Vec<f64> = text.split_whitespace().filter_map(|t| t.parse().ok()).collect();
+        if v.len() == 4 {
+            wall_s = v[0];
+            peak_rss_mb = (v[1] > 0.0).then_some(v[1] / 1024.0);
+            exit_code = (v[2] >= 0.0).then_some(v[2] as i32);
+            signal = (v[3] >= 0.0).then_some(v[3] as i32);
+        } else {
+            return Err(std::io::Error::other(format!("cannot start {}: {}", program.display(), tail_lines(&read(&err_path), 3))));
+        }
+    }
     Ok(ChildResult { wall_s, peak_rss_mb, exit_code, signal, stdout: read(&out_path), stderr: read(&err_path) })
+}
+
+/// `bench-detailed __measure-child RESULT PROGRAM ARGS...`: run PROGRAM (inheriting cwd, stdio and
+/// environment), reap it with `wait4` and write "wall_s maxrss_kib exit signal" to RESULT.
+pub fn measure_child_main(args: &[OsString]) -> i32 {
+    let (Some(result), Some(program)) = (args.first(), args.get(1)) else {
+        eprintln!("usage: bench-detailed {MEASURE_CHILD_ARG} RESULT PROGRAM [ARGS...]");
+        return 2;
+    };
+    let t0 = Instant::now();
+    let child = match Command::new(program).args(&args[2..]).spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("cannot run {}: {e}", Path::new(program).display());
+            return 127;
+        }
+    };
+    let Ok((status, rusage)) = wait_rusage(child) else { return 2 };
+    let wall_s = t0.elapsed().as_secs_f64();
+    let (exit, sig, rss) = status_parts(status, rusage);
+    let line = format!(
+        "{wall_s} {} {} {}\n",
+        rss.map(|m| m * 1024.0).unwrap_or(-1.0),
+        exit.map(|c| c as f64).unwrap_or(-1.0),
+        sig.map(|c| c as f64).unwrap_or(-1.0)
+    );
+    if std::fs::write(result, line).is_err() {
+        return 2;
+    }
+    0
 }
 
 #[cfg(unix)]

@@ -185,7 +185,6 @@ fn run_size(
     let mut rust_runs: Vec<ProcessRun> = Vec::new();
     let mut cold: Vec<Phases> = Vec::new();
     let mut warm: Vec<Phases> = Vec::new();
-    let mut warm_float: Option<Vec<f32>> = None;
     let mut geometry: Option<(usize, usize, usize, usize, usize, i64, &'static str)> = None;
     let total = plan.warmup + plan.iterations;
     let mut child_resolution = 0.0f64;
@@ -277,7 +276,6 @@ fn run_size(
 
         // ------------------------------------------------------------ B': in process (warm)
         progress.step(&format!("{size}: Rust warm {tag}"));
-        drop(warm_float.take()); // free the previous image before measuring the peak
         let reset = measure::reset_self_peak_rss();
         let t0 = Instant::now();
         let (mut exp, _log) = crate::simulate::setup(&cfg).map_err(|e| anyhow!("size {size}: setup failed: {e}"))?;
@@ -303,7 +301,10 @@ fn run_size(
                 crate::kernel::kernel_for(&exp, crate::kernel::active_level()).name(),
             ));
         }
-        warm_float = Some(rendered.float);
+        // Nothing of this run may stay alive: a child forked while this process holds a large image
+        // inherits that resident size as its starting ru_maxrss, which would corrupt the next child's peak.
+        drop(rendered);
+        drop(exp);
     }
 
     // ---------------------------------------------------------------- statistics
@@ -340,6 +341,7 @@ fn run_size(
 
     // ---------------------------------------------------------------- images
     let rust_img = measure::read_float_image(&rust_float).ok();
+    let warm_float = measure::read_float_image(&warm_dir.join("warm.bin")).ok();
     let rust_image_pixels = rust_img.as_ref().map(|v| v.len());
     let (rust_cold_vs_warm_correlation, rust_cold_warm_identical) = match (&rust_img, &warm_float) {
         (Some(a), Some(b)) => (finite(crate::stats::pearson(a, b)), Some(a == b)),
