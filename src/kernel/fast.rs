@@ -47,11 +47,12 @@ pub struct Prepared<T: Real> {
 struct GridT<T> {
     data: Vec<T>,
     h_min: i64,
-    h_max: i64,
     k_min: i64,
-    k_max: i64,
     l_min: i64,
-    l_max: i64,
+    /// max − min per axis
+    h_span: i64,
+    k_span: i64,
+    l_span: i64,
     stride_h: i64,
     stride_k: i64,
 }
@@ -77,11 +78,11 @@ impl<T: Real> Prepared<T> {
         let grid = exp.fhkl.as_ref().filter(|g| g.hkls != 0).map(|g| GridT {
             data: g.data.iter().map(|&v| T::from_f64(v)).collect(),
             h_min: g.h_min as i64,
-            h_max: g.h_max as i64,
             k_min: g.k_min as i64,
-            k_max: g.k_max as i64,
             l_min: g.l_min as i64,
-            l_max: g.l_max as i64,
+            h_span: (g.h_max - g.h_min) as i64,
+            k_span: (g.k_max - g.k_min) as i64,
+            l_span: (g.l_max - g.l_min) as i64,
             stride_h: (g.k_range as i64 + 1) * (g.l_range as i64 + 1),
             stride_k: g.l_range as i64 + 1,
         });
@@ -352,17 +353,17 @@ fn sample_loop<T: Real, const L: usize, const GRID: bool>(prep: &Prepared<T>, sc
         if GRID {
             let g = prep.grid.as_ref().unwrap();
             for l in 0..L {
-                let inside = h0i[l] >= g.h_min
-                    && h0i[l] <= g.h_max
-                    && k0i[l] >= g.k_min
-                    && k0i[l] <= g.k_max
-                    && l0i[l] >= g.l_min
-                    && l0i[l] <= g.l_max;
-                let f = if inside {
-                    g.data[((h0i[l] - g.h_min) * g.stride_h + (k0i[l] - g.k_min) * g.stride_k + (l0i[l] - g.l_min)) as usize]
-                } else {
-                    prep.default_f
-                };
+                // branch-free bounds test and a clamped index, so the lookup can become a SIMD gather
+                let dh = h0i[l] - g.h_min;
+                let dk = k0i[l] - g.k_min;
+                let dl = l0i[l] - g.l_min;
+                let inside = (dh >= 0) & (dh <= g.h_span) & (dk >= 0) & (dk <= g.k_span) & (dl >= 0) & (dl <= g.l_span);
+                let index = if inside { (dh * g.stride_h + dk * g.stride_k + dl) as usize } else { 0 };
+                debug_assert!(index < g.data.len());
+                // SAFETY: inside the grid the index is below (h_span+1)(k_span+1)(l_span+1) <= data.len();
+                // outside it is 0, and the grid is never empty.
+                let f = unsafe { *g.data.get_unchecked(index) };
+                let f = if inside { f } else { prep.default_f };
                 contrib[l] = f * f * contrib[l];
             }
         } else {
