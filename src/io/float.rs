@@ -2,18 +2,12 @@
 
 use super::atomic::AtomicFile;
 use crate::{Error, Result};
-use std::io::Write;
 use std::path::Path;
 
-/// Stream the image to `path` atomically, converting in small chunks (no second copy of the image).
+/// Write the image to `path` atomically (no second copy of the image).
 pub fn write_float_image(path: &Path, float: &[f32]) -> Result<()> {
     let mut f = AtomicFile::create(path)?;
-    let mut buf = Vec::with_capacity(1 << 17);
-    for chunk in float.chunks(1 << 15) {
-        buf.clear();
-        buf.extend(chunk.iter().flat_map(|v| v.to_le_bytes()));
-        f.write_all(&buf).map_err(|e| Error::Output { path: path.to_path_buf(), reason: e.to_string() })?;
-    }
+    super::write_le(&mut f, float).map_err(|e| Error::Output { path: path.to_path_buf(), reason: e.to_string() })?;
     f.commit()
 }
 

@@ -157,12 +157,7 @@ pub fn write_smv(path: &Path, header: &SmvHeader, data: &[u16]) -> Result<()> {
     let mut f = AtomicFile::create(path)?;
     let io = |e: std::io::Error| err(e.to_string());
     f.write_all(&head).map_err(io)?;
-    let mut buf = Vec::with_capacity(1 << 16);
-    for chunk in data.chunks(1 << 15) {
-        buf.clear();
-        buf.extend(chunk.iter().flat_map(|v| v.to_le_bytes()));
-        f.write_all(&buf).map_err(io)?;
-    }
+    super::write_le(&mut f, data).map_err(io)?;
     f.commit()
 }
 
