@@ -13,7 +13,7 @@ pub enum SimdLevel {
     Scalar,
     /// Fast kernel compiled for the baseline target: groups of 8 pixels (16 in f32).
     Portable,
-    /// Fast kernel with AVX2 + FMA: groups of 16 pixels (32 in f32), four registers per quantity.
+    /// Fast kernel with AVX2 + FMA: groups of 16 pixels (f64 or f32).
     Avx2,
     /// Fast kernel with AVX-512: groups of 16 pixels (32 in f32), two registers per quantity.
     /// (Wider groups amortize the per-group work; measured best on this project's machines.)
@@ -92,11 +92,7 @@ fn row_portable<T: Real>(exp: &Experiment, prep: &Prepared<T>, s: usize, out: &m
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn row_avx2<T: Real>(exp: &Experiment, prep: &Prepared<T>, s: usize, out: &mut [f32]) -> f64 {
-    if std::mem::size_of::<T>() == 4 {
-        render_row::<T, 32>(exp, prep, s, out)
-    } else {
-        render_row::<T, 16>(exp, prep, s, out)
-    }
+    render_row::<T, 16>(exp, prep, s, out)
 }
 
 /// # Safety
