@@ -267,33 +267,17 @@ fn normalize_if_positive(v: &mut [f64; 3], m: f64) {
 
 #[inline]
 fn norm(v: &[f64; 3]) -> f64 {
-    (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt()
+    crate::vec3::magnitude(v)
 }
 
-/// Normalised cross products x×y, y×z, z×x, each as the C spells it out.
+/// Normalised cross products x×y, y×z, z×x (the C's arithmetic, as `vec3::cross`).
 fn crosses(x: &[f64; 3], y: &[f64; 3], z: &[f64; 3]) -> ([f64; 3], [f64; 3], [f64; 3]) {
-    let mut xcy = [
-        x[1] * y[2] - x[2] * y[1],
-        x[2] * y[0] - x[0] * y[2],
-        x[0] * y[1] - x[1] * y[0],
-    ];
-    let m = norm(&xcy);
-    normalize_if_positive(&mut xcy, m);
-    let mut ycz = [
-        y[1] * z[2] - y[2] * z[1],
-        y[2] * z[0] - y[0] * z[2],
-        y[0] * z[1] - y[1] * z[0],
-    ];
-    let m = norm(&ycz);
-    normalize_if_positive(&mut ycz, m);
-    let mut zcx = [
-        z[1] * x[2] - z[2] * x[1],
-        z[2] * x[0] - z[0] * x[2],
-        z[0] * x[1] - z[1] * x[0],
-    ];
-    let m = norm(&zcx);
-    normalize_if_positive(&mut zcx, m);
-    (xcy, ycz, zcx)
+    let unit = |mut v: [f64; 3]| {
+        let m = norm(&v);
+        normalize_if_positive(&mut v, m);
+        v
+    };
+    (unit(crate::vec3::cross(x, y)), unit(crate::vec3::cross(y, z)), unit(crate::vec3::cross(z, x)))
 }
 
 /// `umat2misset(umat, missets)`: rotations about x, y, z in radians.
