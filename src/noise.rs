@@ -28,46 +28,109 @@ pub fn noise_image(
     roi: [i64; 4],
     adc_offset: f64,
 ) -> NoiseImage {
+    let mut pixels = vec![0u16; fpixels * spixels];
+    let (photons, overloads) = noise_rows(rng, seed, float, fpixels, spixels, roi, adc_offset, |s, row| {
+        pixels[s * fpixels..(s + 1) * fpixels].copy_from_slice(row);
+        Ok(())
+    })
+    .expect("collecting rows cannot fail");
+    NoiseImage { pixels, photons, overloads }
+}
+
+/// Generate the noise image row by row and write it as an SMV file (atomically) without holding the
+/// whole image: returns (photons, overloads).
+#[allow(clippy::too_many_arguments)]
+pub fn write_noise_smv(
+    path: &std::path::Path,
+    header: &crate::io::smv::SmvHeader,
+    rng: &mut NrRandom,
+    seed: &mut i64,
+    float: &[f32],
+    fpixels: usize,
+    spixels: usize,
+    roi: [i64; 4],
+    adc_offset: f64,
+) -> crate::Result<(f64, u64)> {
+    use std::io::Write;
+    let err = |e: std::io::Error| crate::Error::Output { path: path.to_path_buf(), reason: e.to_string() };
+    let mut file = crate::io::atomic::AtomicFile::create(path)?;
+    file.write_all(&crate::io::smv::smv_header_bytes(header)?).map_err(err)?;
+    let counts = noise_rows(rng, seed, float, fpixels, spixels, roi, adc_offset, |_, row| crate::io::write_le(&mut file, row).map_err(err))?;
+    file.commit()?;
+    Ok(counts)
+}
+
+/// Rows per block whose exp(-mean) values are computed in parallel ahead of the serial draws.
+const BLOCK_ROWS: usize = 16;
+
+/// The serial noise loop, handing each finished row to `sink` in order. The only work that does not
+/// depend on the random stream, poidev's exp(-mean) for means below 12, is computed for the next block
+/// of rows on another thread while this block draws its deviates.
+#[allow(clippy::too_many_arguments)]
+fn noise_rows(
+    rng: &mut NrRandom,
+    seed: &mut i64,
+    float: &[f32],
+    fpixels: usize,
+    spixels: usize,
+    roi: [i64; 4],
+    adc_offset: f64,
+    mut sink: impl FnMut(usize, &[u16]) -> crate::Result<()> + Send,
+) -> crate::Result<(f64, u64)> {
     let n = fpixels * spixels;
-    assert!(
-        float.len() >= n,
-        "float image has {} values, expected {}x{}",
-        float.len(),
-        fpixels,
-        spixels
-    );
+    assert!(float.len() >= n, "float image has {} values, expected {}x{}", float.len(), fpixels, spixels);
     let [xmin, xmax, ymin, ymax] = roi;
-    let mut pixels = vec![0u16; n];
+    let exp_block = |b: usize| -> Vec<f32> {
+        use rayon::prelude::*;
+        let lo = (b * BLOCK_ROWS * fpixels).min(n);
+        let hi = ((b + 1) * BLOCK_ROWS * fpixels).min(n);
+        // `g=exp(-xm)`: float negation, exp in double, stored as float (only used for means < 12)
+        float[lo..hi].par_iter().map(|&xm| if (xm as f64) < 12.0 { ((-xm) as f64).exp() as f32 } else { 0.0 }).collect()
+    };
+    let blocks = spixels.div_ceil(BLOCK_ROWS);
     let mut photons = 0.0f64;
     let mut overloads = 0u64;
-    for s in 0..spixels {
-        let si = s as i64;
-        if si < ymin || si > ymax {
-            continue;
-        }
-        let row = s * fpixels;
-        for f in 0..fpixels {
-            let fi = f as i64;
-            if fi < xmin || fi > xmax {
-                continue;
-            }
-            let idx = row + f;
-            let mut test = rng.poidev(float[idx], seed) as f64;
-            photons += test;
-            test += adc_offset;
-            if test > 65535.0 {
-                test = 65535.0;
-                overloads += 1;
-            }
-            // `as` saturates: negatives (and NaN) become 0, the rest truncate like the C cast.
-            pixels[idx] = test as u16;
-        }
+    let mut row = vec![0u16; fpixels];
+    let mut current = if blocks > 0 { exp_block(0) } else { Vec::new() };
+    for b in 0..blocks {
+        let (next, drawn) = rayon::join(
+            || if b + 1 < blocks { exp_block(b + 1) } else { Vec::new() },
+            || -> crate::Result<()> {
+                for s in b * BLOCK_ROWS..((b + 1) * BLOCK_ROWS).min(spixels) {
+                    row.fill(0);
+                    let si = s as i64;
+                    if si >= ymin && si <= ymax {
+                        for f in 0..fpixels {
+                            let fi = f as i64;
+                            if fi < xmin || fi > xmax {
+                                continue;
+                            }
+                            let xm = float[s * fpixels + f];
+                            let dev = if (xm as f64) < 12.0 {
+                                rng.poidev_small(xm, current[(s - b * BLOCK_ROWS) * fpixels + f], seed)
+                            } else {
+                                rng.poidev(xm, seed)
+                            };
+                            let mut test = dev as f64;
+                            photons += test;
+                            test += adc_offset;
+                            if test > 65535.0 {
+                                test = 65535.0;
+                                overloads += 1;
+                            }
+                            // `as` saturates: negatives (and NaN) become 0, the rest truncate like the C cast.
+                            row[f] = test as u16;
+                        }
+                    }
+                    sink(s, &row)?;
+                }
+                Ok(())
+            },
+        );
+        drawn?;
+        current = next;
     }
-    NoiseImage {
-        pixels,
-        photons,
-        overloads,
-    }
+    Ok((photons, overloads))
 }
 
 #[cfg(test)]

@@ -133,6 +133,26 @@ impl NrRandom {
     /// Three regimes as in the C: mean > 1e6 → Gaussian approximation; mean < 12 → product of uniforms
     /// (a mean of 0 still consumes one draw); otherwise Lorentzian rejection. The per-mean constants
     /// are cached in `self` and shared between the two lower regimes, as the C's statics are.
+    /// `poidev` for a mean below 12 whose `exp(-xm)` (as the C computes it: float negation, exp in
+    /// double, stored as float) was computed beforehand, e.g. in parallel for a block of pixels. Same
+    /// draws, same result and same cached state as [`NrRandom::poidev`].
+    #[inline]
+    pub fn poidev_small(&mut self, xm: f32, g: f32, idum: &mut i64) -> f32 {
+        debug_assert!((xm as f64) < 12.0 && g == ((-xm) as f64).exp() as f32);
+        self.oldm = xm;
+        self.g = g;
+        let mut em: f32 = -1.0;
+        let mut t: f32 = 1.0;
+        loop {
+            em += 1.0;
+            t *= self.ran1(idum); // float × float
+            if t <= g {
+                break;
+            }
+        }
+        em
+    }
+
     pub fn poidev(&mut self, xm: f32, idum: &mut i64) -> f32 {
         if xm as f64 > 1.0e6 {
             // `return xm+sqrt(xm)*gaussdev(idum);`: double arithmetic, returned as float.

@@ -177,42 +177,56 @@ fn write_derived_outputs(cfg: &Config, exp: &mut Experiment, r: &RenderOutput, o
     }
     w(out, format!("intfile_scale = {}", g(intfile_scale)));
     let header = smv_header(exp);
-    let ints = int_pixels(&r.float, fp, sp, exp.roi, intfile_scale, cfg.adc_offset);
-    w(out, format!("writing {} as 2-byte integers", cfg.intfile.display()));
-    let int_path = resolve_out(cfg, &cfg.intfile);
-    write_smv(&int_path, &header, &ints)?;
-    files.push(int_path);
-    drop(ints);
+    let roi = exp.roi;
+    let noise_path = resolve_out(cfg, &cfg.noisefile);
+    let seed = exp.seed;
+    let rng = &mut exp.rng;
+    // The noise image is one serial random stream; it is drawn and written on its own thread while
+    // the integer, PGM and PNG images are made, and reported in the C's order afterwards.
+    std::thread::scope(|scope| -> Result<()> {
+        let noise = cfg.calculate_noise.then(|| {
+            let (header, noise_path) = (&header, &noise_path);
+            scope.spawn(move || {
+                let mut seed = seed;
+                crate::noise::write_noise_smv(noise_path, header, rng, &mut seed, &r.float, fp, sp, roi, cfg.adc_offset)
+            })
+        });
+        let ints = int_pixels(&r.float, fp, sp, roi, intfile_scale, cfg.adc_offset);
+        w(out, format!("writing {} as 2-byte integers", cfg.intfile.display()));
+        let int_path = resolve_out(cfg, &cfg.intfile);
+        write_smv(&int_path, &header, &ints)?;
+        files.push(int_path);
+        drop(ints);
 
-    if cfg.write_pgm {
-        let mut pgm_scale = cfg.pgm_scale;
-        if pgm_scale <= 0.0 {
-            pgm_scale = intfile_scale;
-            if stats.rmsd > 0.0 {
-                pgm_scale = 250.0 / (5.0 * stats.rmsd);
+        if cfg.write_pgm {
+            let mut pgm_scale = cfg.pgm_scale;
+            if pgm_scale <= 0.0 {
+                pgm_scale = intfile_scale;
+                if stats.rmsd > 0.0 {
+                    pgm_scale = 250.0 / (5.0 * stats.rmsd);
+                }
             }
+            w(out, format!("pgm_scale = {}", g(pgm_scale)));
+            let bytes = crate::io::pgm::pgm_pixels(&r.float, fp, sp, roi, pgm_scale);
+            w(out, format!("writing {} as 1-byte integers", cfg.pgmfile.display()));
+            let p = resolve_out(cfg, &cfg.pgmfile);
+            crate::io::pgm::write_pgm(&p, fp, sp, pgm_scale, &bytes)?;
+            files.push(p);
         }
-        w(out, format!("pgm_scale = {}", g(pgm_scale)));
-        let bytes = crate::io::pgm::pgm_pixels(&r.float, fp, sp, exp.roi, pgm_scale);
-        w(out, format!("writing {} as 1-byte integers", cfg.pgmfile.display()));
-        let p = resolve_out(cfg, &cfg.pgmfile);
-        crate::io::pgm::write_pgm(&p, fp, sp, pgm_scale, &bytes)?;
-        files.push(p);
-    }
-    if let Some(png) = &cfg.pngfile {
-        let p = resolve_out(cfg, png);
-        crate::io::png::write_png_preview(&p, &r.float, fp, sp)?;
-        files.push(p);
-    }
-    if cfg.calculate_noise {
-        let mut seed = exp.seed;
-        let noise = crate::noise::noise_image(&mut exp.rng, &mut seed, &r.float, fp, sp, exp.roi, cfg.adc_offset);
-        w(out, format!("{} photons on noise image ({} overloads)", cf("%.0f", noise.photons), noise.overloads));
-        w(out, format!("writing {} as 2-byte integers", cfg.noisefile.display()));
-        let p = resolve_out(cfg, &cfg.noisefile);
-        write_smv(&p, &header, &noise.pixels)?;
-        files.push(p);
-    }
+        if let Some(png) = &cfg.pngfile {
+            let p = resolve_out(cfg, png);
+            crate::io::png::write_png_preview(&p, &r.float, fp, sp)?;
+            files.push(p);
+        }
+        if let Some(handle) = noise {
+            let noise_failed = || Error::Output { path: noise_path.clone(), reason: "noise thread panicked".into() };
+            let (photons, overloads) = handle.join().map_err(|_| noise_failed())??;
+            w(out, format!("{} photons on noise image ({} overloads)", cf("%.0f", photons), overloads));
+            w(out, format!("writing {} as 2-byte integers", cfg.noisefile.display()));
+            files.push(noise_path.clone());
+        }
+        Ok(())
+    })?;
     Ok((stats, files))
 }
 
