@@ -99,6 +99,9 @@ pub fn output_paths(cfg: &Config) -> Vec<(&'static str, PathBuf)> {
 
 /// Refuse outputs that would overwrite an input or land in a missing directory, before any work.
 pub fn check_outputs(cfg: &Config) -> Result<()> {
+    if let Some(dir) = &cfg.out_dir {
+        std::fs::create_dir_all(dir).map_err(|e| Error::Output { path: dir.clone(), reason: format!("cannot create the output directory: {e}") })?;
+    }
     let mut inputs: Vec<&Path> = Vec::new();
     for p in [&cfg.hkl_file, &cfg.mat_file, &cfg.source_file].into_iter().flatten() {
         inputs.push(p);

@@ -140,3 +140,11 @@ fn help_and_version() {
     let v = String::from_utf8_lossy(&out.stdout);
     assert!(v.starts_with("nanobragg-rs ") && v.contains("git"), "{v}");
 }
+
+#[test]
+fn out_dir_is_created_and_receives_the_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run_in(tmp.path(), &[CRYSTAL, &["--out-dir", "results/run1", "-nonoise", "-nopgm"]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(files_in(&tmp.path().join("results/run1")), ["floatimage.bin", "intimage.img"]);
+}

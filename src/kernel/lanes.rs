@@ -26,6 +26,7 @@ pub trait Real:
     fn magic_int(self) -> i64;
 }
 
+#[allow(clippy::excessive_precision)] // the published Cephes coefficients, kept as written
 impl Real for f64 {
     const ZERO: f64 = 0.0;
     const ONE: f64 = 1.0;
@@ -67,6 +68,7 @@ impl Real for f64 {
     }
 }
 
+#[allow(clippy::excessive_precision)] // the published Cephes coefficients, kept as written
 impl Real for f32 {
     const ZERO: f32 = 0.0;
     const ONE: f32 = 1.0;
