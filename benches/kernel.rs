@@ -6,30 +6,30 @@ use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criteri
 use nanobragg::kernel::{self, simd::detected_level, SimdLevel};
 use nanobragg::physics::sincg;
 
-fn bench_config(pixels: usize, out: &std::path::Path) -> nanobragg::Config {
-    let args: Vec<String> = format!(
-        "-cell 100 100 100 90 90 90 -lambda 6.2 -N 5 -default_F 100 -distance 100 -pixel 0.1 -detpixels {pixels} -nonoise -nopgm"
-    )
-    .split_whitespace()
-    .map(String::from)
-    .collect();
+/// A Config from nanoBragg flags, writing into `out`.
+fn config(flags: &str, out: &std::path::Path) -> nanobragg::Config {
+    let args: Vec<String> = flags.split_whitespace().map(String::from).collect();
     let mut cfg = nanobragg::cli::flags::parse_simulate_args(&args).unwrap();
     cfg.out_dir = Some(out.to_path_buf());
     cfg
 }
 
-fn heavy_config(pixels: usize, out: &std::path::Path) -> nanobragg::Config {
-    let args: Vec<String> = format!(
-        "-cell 70 80 90 85 95 105 -misset 10 20 30 -default_F 100 -lambda 1 -distance 100 -pixel 0.1 -N 10 \
-         -mosaic 0.5 -mosaic_dom 5 -phisteps 2 -osc 0.1 -divergence 0.2 -divsteps 3 -dispersion 0.1 -dispsteps 2 \
-         -oversample 2 -detpixels {pixels} -nonoise -nopgm"
+fn bench_config(pixels: usize, out: &std::path::Path) -> nanobragg::Config {
+    config(
+        &format!("-cell 100 100 100 90 90 90 -lambda 6.2 -N 5 -default_F 100 -distance 100 -pixel 0.1 -detpixels {pixels} -nonoise -nopgm"),
+        out,
     )
-    .split_whitespace()
-    .map(String::from)
-    .collect();
-    let mut cfg = nanobragg::cli::flags::parse_simulate_args(&args).unwrap();
-    cfg.out_dir = Some(out.to_path_buf());
-    cfg
+}
+
+fn heavy_config(pixels: usize, out: &std::path::Path) -> nanobragg::Config {
+    config(
+        &format!(
+            "-cell 70 80 90 85 95 105 -misset 10 20 30 -default_F 100 -lambda 1 -distance 100 -pixel 0.1 -N 10 \
+             -mosaic 0.5 -mosaic_dom 5 -phisteps 2 -osc 0.1 -divergence 0.2 -divsteps 3 -dispersion 0.1 -dispsteps 2 \
+             -oversample 2 -detpixels {pixels} -nonoise -nopgm"
+        ),
+        out,
+    )
 }
 
 fn sincg_benches(c: &mut Criterion) {

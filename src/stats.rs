@@ -31,11 +31,8 @@ pub fn image_stats(
 ) -> ImageStats {
     use rayon::prelude::*;
     let row_in_roi = |s: usize| !((s as i64) < roi[2] || (s as i64) > roi[3]);
-    // the ROI's columns within the image (bounds are inclusive; the C's default upper bound is one
-    // past the end)
-    let col_lo = roi[0].max(0) as usize;
-    let col_hi = (roi[1] + 1).clamp(0, fpixels as i64) as usize;
-    let cols = col_lo..col_hi.max(col_lo);
+    let cols = crate::io::roi_columns(roi, fpixels);
+    let col_lo = cols.start;
     // per row: (max, its column, sum, sumsqr, n); sums use four interleaved accumulators so the loop
     // vectorizes (a fixed order, whatever the thread count)
     let rows: Vec<(f64, usize, f64, f64, u64)> = (0..spixels)

@@ -47,3 +47,39 @@ pub fn write_le<T: LeBytes>(w: &mut impl std::io::Write, data: &[T]) -> std::io:
         Ok(())
     }
 }
+
+/// The ROI's columns inside the image, as a range (ROI bounds are inclusive; the C's default upper
+/// bound is one past the end).
+pub fn roi_columns(roi: [i64; 4], fpixels: usize) -> std::ops::Range<usize> {
+    let lo = (roi[0].max(0) as usize).min(fpixels);
+    let hi = ((roi[1] + 1).clamp(0, fpixels as i64) as usize).max(lo);
+    lo..hi
+}
+
+/// An image of `convert(v)` for every float pixel inside the inclusive ROI, `T::default()` elsewhere;
+/// rows are converted in parallel, each over its ROI columns only (a loop that vectorizes).
+pub fn map_roi<T: Copy + Default + Send>(
+    float: &[f32],
+    fpixels: usize,
+    spixels: usize,
+    roi: [i64; 4],
+    convert: impl Fn(f32) -> T + Sync,
+) -> Vec<T> {
+    use rayon::prelude::*;
+    assert!(float.len() >= fpixels * spixels, "float image smaller than {fpixels}x{spixels}");
+    let mut out = vec![T::default(); fpixels * spixels];
+    if fpixels == 0 {
+        return out;
+    }
+    let cols = roi_columns(roi, fpixels);
+    out.par_chunks_mut(fpixels).enumerate().for_each(|(s, row)| {
+        if (s as i64) < roi[2] || (s as i64) > roi[3] {
+            return;
+        }
+        let src = &float[s * fpixels + cols.start..s * fpixels + cols.end];
+        for (px, &v) in row[cols.clone()].iter_mut().zip(src) {
+            *px = convert(v);
+        }
+    });
+    out
+}

@@ -1,7 +1,6 @@
 //! 8-bit PGM (P5) as nanoBragg writes it.
 
 use super::atomic::AtomicFile;
-use rayon::prelude::*;
 use crate::cfmt::cf;
 use crate::{Error, Result};
 use std::io::Write;
@@ -12,28 +11,13 @@ use std::path::Path;
 /// The C cast truncates through a 32-bit int on x86 (gcc), so e.g. a negative value wraps
 /// (-3.5 → 253) and NaN gives 0; reproduced with `as i32 as u8`.
 pub fn pgm_pixels(float: &[f32], fpixels: usize, spixels: usize, roi: [i64; 4], scale: f64) -> Vec<u8> {
-    assert!(float.len() >= fpixels * spixels, "float image smaller than {fpixels}x{spixels}");
-    let mut out = vec![0u8; fpixels * spixels];
-    if fpixels == 0 {
-        return out;
-    }
-    let col_lo = (roi[0].max(0) as usize).min(fpixels);
-    let col_hi = ((roi[1] + 1).clamp(0, fpixels as i64) as usize).max(col_lo);
-    // rows are independent: convert them in parallel, each over its ROI columns only
-    out.par_chunks_mut(fpixels).enumerate().for_each(|(s, row)| {
-        if (s as i64) < roi[2] || (s as i64) > roi[3] {
-            return;
+    super::map_roi(float, fpixels, spixels, roi, |v| {
+        let mut test = v as f64 * scale;
+        if test > 255.0 {
+            test = 255.0;
         }
-        let src = &float[s * fpixels + col_lo..s * fpixels + col_hi];
-        for (px, &v) in row[col_lo..col_hi].iter_mut().zip(src) {
-            let mut test = v as f64 * scale;
-            if test > 255.0 {
-                test = 255.0;
-            }
-            *px = (test as i32) as u8;
-        }
-    });
-    out
+        (test as i32) as u8
+    })
 }
 
 /// The PGM header the C writes (`%lg` for the scale).

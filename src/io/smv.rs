@@ -175,27 +175,11 @@ pub fn outside_roi(f: usize, s: usize, roi: [i64; 4]) -> bool {
 /// float, so the sum is rounded to f32 before the floor (this decides halves near large counts).
 /// The final cast truncates through a 32-bit int like gcc on x86 (NaN gives 0).
 pub fn int_pixels(float: &[f32], fpixels: usize, spixels: usize, roi: [i64; 4], scale: f64, adc: f64) -> Vec<u16> {
-    use rayon::prelude::*;
-    assert!(float.len() >= fpixels * spixels, "float image smaller than {fpixels}x{spixels}");
-    let mut out = vec![0u16; fpixels * spixels];
-    if fpixels == 0 {
-        return out;
-    }
-    // rows are independent: convert them in parallel
-    let col_lo = (roi[0].max(0) as usize).min(fpixels);
-    let col_hi = ((roi[1] + 1).clamp(0, fpixels as i64) as usize).max(col_lo);
-    out.par_chunks_mut(fpixels).enumerate().for_each(|(s, row)| {
-        if (s as i64) < roi[2] || (s as i64) > roi[3] {
-            return;
-        }
-        let src = &float[s * fpixels + col_lo..s * fpixels + col_hi];
-        for (px, &v) in row[col_lo..col_hi].iter_mut().zip(src) {
-            let test = (v as f64 * scale + adc).clamp(0.0, 65535.0); // NaN stays NaN, as in C
-            // test + 0.5 >= 0.5, so truncation is floorf (and NaN gives 0): no libm call, vectorizes
-            *px = (((test + 0.5) as f32) as i32) as u16;
-        }
-    });
-    out
+    super::map_roi(float, fpixels, spixels, roi, |v| {
+        let test = (v as f64 * scale + adc).clamp(0.0, 65535.0); // NaN stays NaN, as in C
+        // test + 0.5 >= 0.5, so truncation is floorf (and NaN gives 0): no libm call, vectorizes
+        (((test + 0.5) as f32) as i32) as u16
+    })
 }
 
 fn file_err(path: &Path, reason: impl Into<String>) -> Error {
