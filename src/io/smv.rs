@@ -161,13 +161,6 @@ pub fn write_smv(path: &Path, header: &SmvHeader, data: &[u16]) -> Result<()> {
     f.commit()
 }
 
-/// True when pixel (f, s) lies outside the inclusive ROI `[xmin, xmax, ymin, ymax]` (x = fast).
-#[inline]
-pub fn outside_roi(f: usize, s: usize, roi: [i64; 4]) -> bool {
-    let (f, s) = (f as i64, s as i64);
-    f < roi[0] || f > roi[1] || s < roi[2] || s > roi[3]
-}
-
 /// The C's int image: ROI pixels = floorf((f32)(v*scale+adc + 0.5)) with v*scale+adc clamped to
 /// 0..65535 first, others 0.
 ///
