@@ -169,6 +169,11 @@ fn random_args(rng: &mut Lcg, hkl: &Path) -> Vec<String> {
     if rng.next() < 0.2 {
         a.extend(["-water".into(), "0.5".into()]);
     }
+    // smooth spot shapes (tophat's hard edge is checked on the golden case, by correlation)
+    if rng.next() < 0.3 {
+        a.push(rng.pick(&["-round_xtal", "-gauss_xtal"]).into());
+        a.extend(["-fudge".into(), f(rng.range(0.5, 2.0))]);
+    }
     a
 }
 

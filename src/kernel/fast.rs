@@ -10,8 +10,9 @@
 //!
 //! Same meaning as the C: last-value omega/polarization/capture factors per pixel, `-dmin` skips per
 //! pixel and source, the same per-pixel summation order, the same `-oversample_*` weighting.
-//! Features the fast kernel does not cover (curved detector, interpolated F, round/gauss/tophat spots)
-//! run on the reference kernel: see [`supports`].
+//! Round, gauss and tophat spots use the reference kernel's scalar lattice factor lane by lane.
+//! Features the fast kernel does not cover (curved detector, interpolated F) run on the reference
+//! kernel: see [`supports`].
 
 use super::lanes::{ceil, cheb_two_x, sincg_sqr, Real, CHEB_MAX_N};
 use crate::config::CrystalShape;
@@ -20,8 +21,7 @@ use crate::vec3::{cross, unitize, V3};
 
 /// Whether the fast kernel reproduces this experiment (otherwise the reference kernel runs).
 pub fn supports(exp: &Experiment) -> bool {
-    exp.shape == CrystalShape::Square
-        && !exp.det.curved_detector
+    !exp.det.curved_detector
         && !exp.interpolate
         && [exp.na, exp.nb, exp.nc].iter().all(|n| n.fract() == 0.0 && *n < 1e6)
 }
@@ -259,9 +259,9 @@ fn render_group<T: Real, const L: usize>(exp: &Experiment, prep: &Prepared<T>, f
                     }
                     // accumulate straight into the pixel sums: the C's summation order
                     if prep.grid.is_some() {
-                        sample_loop::<T, L, true>(prep, &scat, &live, &weight, &mut i_sum);
+                        sample_loop::<T, L, true>(exp, prep, &scat, &live, &weight, &mut i_sum);
                     } else {
-                        sample_loop::<T, L, false>(prep, &scat, &live, &weight, &mut i_sum);
+                        sample_loop::<T, L, false>(exp, prep, &scat, &live, &weight, &mut i_sum);
                     }
                 }
             }
@@ -290,8 +290,16 @@ fn render_group<T: Real, const L: usize>(exp: &Experiment, prep: &Prepared<T>, f
 /// All phi steps and mosaic domains for one sub-pixel and source: the hot loop.
 /// Adds F_cell²·F_latt²·weight to `acc` sample by sample, in the C's order (phi outer, domain inner).
 #[inline(always)]
-fn sample_loop<T: Real, const L: usize, const GRID: bool>(prep: &Prepared<T>, scat: &[[T; L]; 3], live: &[bool; L], weight: &[T; L], acc: &mut [T; L]) {
+fn sample_loop<T: Real, const L: usize, const GRID: bool>(
+    exp: &Experiment,
+    prep: &Prepared<T>,
+    scat: &[[T; L]; 3],
+    live: &[bool; L],
+    weight: &[T; L],
+    acc: &mut [T; L],
+) {
     let (na, nb, nc) = (prep.na, prep.nb, prep.nc);
+    let square = exp.shape == CrystalShape::Square;
     let one = T::ONE;
     let half = T::HALF;
     for o in &prep.orient {
@@ -309,8 +317,16 @@ fn sample_loop<T: Real, const L: usize, const GRID: bool>(prep: &Prepared<T>, sc
         // F_latt = Π sincg over the axes with N > 1; squared, so its sign never matters
         let mut f_latt = [one; L];
         let mut f_latt_sqr = [one; L];
+        if !square {
+            // round, gauss and tophat spots: the reference kernel's scalar lattice factor, per lane
+            for l in 0..L {
+                let (h, k, m) = (idx[0][l].to_f64(), idx[1][l].to_f64(), idx[2][l].to_f64());
+                let (h0, k0, m0) = (idx0[0][l].magic_int() as i32, idx0[1][l].magic_int() as i32, idx0[2][l].magic_int() as i32);
+                f_latt[l] = T::from_f64(super::reference::lattice_factor(exp, h, k, m, h0, k0, m0));
+            }
+        }
         for (axis, n) in [na, nb, nc].into_iter().enumerate() {
-            if n <= one {
+            if !square || n <= one {
                 continue;
             }
             let n_int = prep.n_cheb[axis];
