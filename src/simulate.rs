@@ -39,16 +39,29 @@ pub fn setup(cfg: &Config) -> Result<(Experiment, Log)> {
     Ok((exp, log))
 }
 
+/// A rayon pool with `n` threads, built once per process and reused (warm runs should not pay for
+/// starting threads).
+fn thread_pool(n: usize) -> Result<std::sync::Arc<rayon::ThreadPool>> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock};
+    static POOLS: OnceLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
+    let mut pools = POOLS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = pools.get(&n) {
+        return Ok(p.clone());
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(n)
+        .build()
+        .map_err(|e| Error::setup(format!("cannot start {n} threads: {e}")))?;
+    let pool = Arc::new(pool);
+    pools.insert(n, pool.clone());
+    Ok(pool)
+}
+
 /// Render with the requested thread count (None: rayon's default, which honours RAYON_NUM_THREADS).
 pub fn render(exp: &Experiment, threads: Option<usize>, progress: &(dyn Fn(usize) + Sync)) -> Result<RenderOutput> {
     match threads {
-        Some(n) => {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(n)
-                .build()
-                .map_err(|e| Error::setup(format!("cannot start {n} threads: {e}")))?;
-            Ok(pool.install(|| kernel::render(exp, progress)))
-        }
+        Some(n) => Ok(thread_pool(n)?.install(|| kernel::render(exp, progress))),
         None => Ok(kernel::render(exp, progress)),
     }
 }
