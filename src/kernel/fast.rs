@@ -17,12 +17,13 @@
 use super::lanes::{ceil, cheb_two_x, sincg_sqr, Real, CHEB_MAX_N};
 use crate::config::CrystalShape;
 use crate::experiment::{Experiment, R_E_SQR};
+use crate::structure_factors::{interpolate_f, Lookup};
 use crate::vec3::{cross, unitize, V3};
+use super::OutOfRange;
 
 /// Whether the fast kernel reproduces this experiment (otherwise the reference kernel runs).
 pub fn supports(exp: &Experiment) -> bool {
     !exp.det.curved_detector
-        && !exp.interpolate
         && [exp.na, exp.nb, exp.nc].iter().all(|n| n.fract() == 0.0 && *n < 1e6)
 }
 
@@ -102,7 +103,13 @@ impl<T: Real> Prepared<T> {
 
 /// Render one row (`out` = fpixels values) in groups of `L` pixels; returns the row's omega sum.
 #[inline(always)]
-pub fn render_row<T: Real, const L: usize>(exp: &Experiment, prep: &Prepared<T>, s: usize, out: &mut [f32]) -> f64 {
+pub fn render_row<T: Real, const L: usize>(
+    exp: &Experiment,
+    prep: &Prepared<T>,
+    s: usize,
+    interpolate: bool,
+    out: &mut [f32],
+) -> (f64, Option<OutOfRange>) {
     let fpixels = exp.det.fpixels;
     let mut omega_row = 0.0;
     let mut f0 = 0;
@@ -116,7 +123,15 @@ pub fn render_row<T: Real, const L: usize>(exp: &Experiment, prep: &Prepared<T>,
         }
         let mut vals = [0.0f64; L];
         if any {
-            omega_row += render_group::<T, L>(exp, prep, f0, s, &active, &mut vals);
+            match render_group::<T, L>(exp, prep, f0, s, &active, interpolate, &mut vals) {
+                Some(om) => omega_row += om,
+                None => {
+                    // interpolation left its safe range in this group: the reference kernel finishes
+                    // the row and switches interpolation off at exactly the C's evaluation
+                    let (om, oob) = super::render_row_from(exp, s, f0, true, out);
+                    return (omega_row + om, oob);
+                }
+            }
         }
         for l in 0..L {
             if f0 + l < fpixels {
@@ -125,11 +140,21 @@ pub fn render_row<T: Real, const L: usize>(exp: &Experiment, prep: &Prepared<T>,
         }
         f0 += L;
     }
-    omega_row
+    (omega_row, None)
 }
 
 #[inline(always)]
-fn render_group<T: Real, const L: usize>(exp: &Experiment, prep: &Prepared<T>, f0: usize, s: usize, active: &[bool; L], vals: &mut [f64; L]) -> f64 {
+/// One group of pixels; `None` when interpolation went out of range (the caller falls back).
+#[allow(clippy::too_many_arguments)]
+fn render_group<T: Real, const L: usize>(
+    exp: &Experiment,
+    prep: &Prepared<T>,
+    f0: usize,
+    s: usize,
+    active: &[bool; L],
+    interpolate: bool,
+    vals: &mut [f64; L],
+) -> Option<f64> {
     let det = &exp.det;
     let os = exp.oversample;
     let sub = exp.subpixel_size;
@@ -258,10 +283,17 @@ fn render_group<T: Real, const L: usize>(exp: &Experiment, prep: &Prepared<T>, f
                         scat[2][l] = T::from_f64(sz[l]);
                     }
                     // accumulate straight into the pixel sums: the C's summation order
-                    if prep.grid.is_some() {
+                    let in_range = if interpolate {
+                        interpolated_sample_loop::<T, L>(exp, prep, &scat, &live, &weight, &mut i_sum)
+                    } else if prep.grid.is_some() {
                         sample_loop::<T, L, true>(exp, prep, &scat, &live, &weight, &mut i_sum);
+                        true
                     } else {
                         sample_loop::<T, L, false>(exp, prep, &scat, &live, &weight, &mut i_sum);
+                        true
+                    };
+                    if !in_range {
+                        return None;
                     }
                 }
             }
@@ -284,7 +316,7 @@ fn render_group<T: Real, const L: usize>(exp: &Experiment, prep: &Prepared<T>, f
         vals[l] = test;
         omega_total += omega_sum[l];
     }
-    omega_total
+    Some(omega_total)
 }
 
 /// All phi steps and mosaic domains for one sub-pixel and source: the hot loop.
@@ -393,4 +425,44 @@ fn sample_loop<T: Real, const L: usize, const GRID: bool>(
             acc[l] = acc[l] + if live[l] { v } else { T::ZERO };
         }
     }
+}
+
+/// The sample loop with tricubic structure factors (small crystals): lattice factor as in
+/// [`sample_loop`], F from the 4×4×4 Lagrange interpolation in f64 per lane. Returns false as soon as
+/// a lane that the C would evaluate (live, F_latt ≠ 0 or water) leaves the interpolation range.
+#[inline(always)]
+fn interpolated_sample_loop<T: Real, const L: usize>(
+    exp: &Experiment,
+    prep: &Prepared<T>,
+    scat: &[[T; L]; 3],
+    live: &[bool; L],
+    weight: &[T; L],
+    acc: &mut [T; L],
+) -> bool {
+    let Some(grid) = exp.fhkl.as_ref() else { return true };
+    let water = exp.water_size != 0.0;
+    for o in &prep.orient {
+        let [a, b, c] = *o;
+        for l in 0..L {
+            if !live[l] {
+                continue;
+            }
+            let h = a[0] * scat[0][l] + a[1] * scat[1][l] + a[2] * scat[2][l];
+            let k = b[0] * scat[0][l] + b[1] * scat[1][l] + b[2] * scat[2][l];
+            let m = c[0] * scat[0][l] + c[1] * scat[1][l] + c[2] * scat[2][l];
+            let (hf, kf, mf) = (h.to_f64(), k.to_f64(), m.to_f64());
+            let (h0, k0, m0) = ((hf - 0.5).ceil() as i32, (kf - 0.5).ceil() as i32, (mf - 0.5).ceil() as i32);
+            let f_latt = super::reference::lattice_factor(exp, hf, kf, mf, h0, k0, m0);
+            if f_latt == 0.0 && !water {
+                continue;
+            }
+            let f_cell = match interpolate_f(grid, hf, kf, mf) {
+                Lookup::Value(v) => v,
+                Lookup::OutOfRange => return false,
+            };
+            let v = T::from_f64(f_cell * f_cell * f_latt * f_latt) * weight[l];
+            acc[l] = acc[l] + v;
+        }
+    }
+    true
 }

@@ -42,9 +42,15 @@ pub fn pixel_active(exp: &Experiment, f: usize, s: usize) -> bool {
 
 /// Render one row into `out` (length fpixels); returns (omega sum, first out-of-range evaluation).
 pub fn render_row(exp: &Experiment, s: usize, interpolate: bool, out: &mut [f32]) -> (f64, Option<OutOfRange>) {
+    render_row_from(exp, s, 0, interpolate, out)
+}
+
+/// Render pixels `from..` of row `s` with the reference kernel (the fast kernel hands a row over to it
+/// where interpolation leaves its safe range, so the switch-off happens at exactly the C's evaluation).
+pub fn render_row_from(exp: &Experiment, s: usize, from: usize, interpolate: bool, out: &mut [f32]) -> (f64, Option<OutOfRange>) {
     let mut state = InterpState { enabled: interpolate, first_oob: None };
     let mut omega = 0.0;
-    for (f, px) in out.iter_mut().enumerate() {
+    for (f, px) in out.iter_mut().enumerate().skip(from) {
         if !pixel_active(exp, f, s) {
             *px = 0.0;
             continue;
@@ -82,23 +88,22 @@ pub fn render_at(exp: &Experiment, level: SimdLevel, progress: &(dyn Fn(usize) +
 }
 
 fn render_fast<T: lanes::Real + Send + Sync>(exp: &Experiment, level: SimdLevel, progress: &(dyn Fn(usize) + Sync)) -> RenderOutput {
-    let fp = exp.det.fpixels;
     let prep = fast::Prepared::<T>::new(exp);
-    let mut float = vec![0.0f32; fp * exp.det.spixels];
-    let omegas: Vec<f64> = float
-        .par_chunks_mut(fp)
-        .enumerate()
-        .map(|(s, row)| {
-            let om = simd::render_row_at(level, exp, &prep, s, row);
-            progress(1);
-            om
-        })
-        .collect();
-    RenderOutput { float, omega_sum: omegas.iter().sum(), interp_oob: None }
+    render_rows(exp, progress, |s, interpolate, row| simd::render_row_at(level, exp, &prep, s, interpolate, row))
 }
 
 /// Render the whole image with the reference kernel.
 pub fn render_reference(exp: &Experiment, progress: &(dyn Fn(usize) + Sync)) -> RenderOutput {
+    render_rows(exp, progress, |s, interpolate, row| render_row(exp, s, interpolate, row))
+}
+
+/// Rows in parallel with any kernel, then the raster-order rule for interpolation: every row after
+/// the first one with an out-of-range evaluation is rendered again with interpolation off.
+fn render_rows(
+    exp: &Experiment,
+    progress: &(dyn Fn(usize) + Sync),
+    row_fn: impl Fn(usize, bool, &mut [f32]) -> (f64, Option<OutOfRange>) + Sync,
+) -> RenderOutput {
     let fp = exp.det.fpixels;
     let sp = exp.det.spixels;
     let mut float = vec![0.0f32; fp * sp];
@@ -106,18 +111,17 @@ pub fn render_reference(exp: &Experiment, progress: &(dyn Fn(usize) + Sync)) -> 
         .par_chunks_mut(fp)
         .enumerate()
         .map(|(s, row)| {
-            let r = render_row(exp, s, exp.interpolate, row);
+            let r = row_fn(s, exp.interpolate, row);
             progress(1);
             r
         })
         .collect();
     let first_bad = rows.iter().position(|r| r.1.is_some());
     if let Some(bad) = first_bad {
-        // raster order: everything after the first out-of-range evaluation runs without interpolation
         let redo: Vec<(f64, Option<OutOfRange>)> = float[(bad + 1) * fp..]
             .par_chunks_mut(fp)
             .enumerate()
-            .map(|(i, row)| render_row(exp, bad + 1 + i, false, row))
+            .map(|(i, row)| row_fn(bad + 1 + i, false, row))
             .collect();
         for (i, r) in redo.into_iter().enumerate() {
             rows[bad + 1 + i] = r;

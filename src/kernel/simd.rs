@@ -5,6 +5,7 @@
 
 use super::fast::{render_row, Prepared};
 use super::lanes::Real;
+use super::OutOfRange;
 use crate::experiment::Experiment;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -68,22 +69,23 @@ pub fn simd_level_name() -> &'static str {
     active_level().name()
 }
 
-/// Render one row with the fast kernel at `level` (not `Scalar`); returns its omega sum.
-pub fn render_row_at<T: Real>(level: SimdLevel, exp: &Experiment, prep: &Prepared<T>, s: usize, out: &mut [f32]) -> f64 {
+/// Render one row with the fast kernel at `level` (not `Scalar`); returns its omega sum and the first
+/// out-of-range interpolation, if any.
+pub fn render_row_at<T: Real>(level: SimdLevel, exp: &Experiment, prep: &Prepared<T>, s: usize, interpolate: bool, out: &mut [f32]) -> (f64, Option<OutOfRange>) {
     match level {
         #[cfg(target_arch = "x86_64")]
-        SimdLevel::Avx512 => unsafe { row_avx512(exp, prep, s, out) },
+        SimdLevel::Avx512 => unsafe { row_avx512(exp, prep, s, interpolate, out) },
         #[cfg(target_arch = "x86_64")]
-        SimdLevel::Avx2 => unsafe { row_avx2(exp, prep, s, out) },
-        _ => row_portable(exp, prep, s, out),
+        SimdLevel::Avx2 => unsafe { row_avx2(exp, prep, s, interpolate, out) },
+        _ => row_portable(exp, prep, s, interpolate, out),
     }
 }
 
-fn row_portable<T: Real>(exp: &Experiment, prep: &Prepared<T>, s: usize, out: &mut [f32]) -> f64 {
+fn row_portable<T: Real>(exp: &Experiment, prep: &Prepared<T>, s: usize, interpolate: bool, out: &mut [f32]) -> (f64, Option<OutOfRange>) {
     if std::mem::size_of::<T>() == 4 {
-        render_row::<T, 16>(exp, prep, s, out)
+        render_row::<T, 16>(exp, prep, s, interpolate, out)
     } else {
-        render_row::<T, 8>(exp, prep, s, out)
+        render_row::<T, 8>(exp, prep, s, interpolate, out)
     }
 }
 
@@ -91,18 +93,18 @@ fn row_portable<T: Real>(exp: &Experiment, prep: &Prepared<T>, s: usize, out: &m
 /// The CPU must support AVX2 and FMA (checked by `detected_level`).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn row_avx2<T: Real>(exp: &Experiment, prep: &Prepared<T>, s: usize, out: &mut [f32]) -> f64 {
-    render_row::<T, 16>(exp, prep, s, out)
+unsafe fn row_avx2<T: Real>(exp: &Experiment, prep: &Prepared<T>, s: usize, interpolate: bool, out: &mut [f32]) -> (f64, Option<OutOfRange>) {
+    render_row::<T, 16>(exp, prep, s, interpolate, out)
 }
 
 /// # Safety
 /// The CPU must support AVX-512 F/DQ/VL (checked by `detected_level`).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
-unsafe fn row_avx512<T: Real>(exp: &Experiment, prep: &Prepared<T>, s: usize, out: &mut [f32]) -> f64 {
+unsafe fn row_avx512<T: Real>(exp: &Experiment, prep: &Prepared<T>, s: usize, interpolate: bool, out: &mut [f32]) -> (f64, Option<OutOfRange>) {
     if std::mem::size_of::<T>() == 4 {
-        render_row::<T, 32>(exp, prep, s, out)
+        render_row::<T, 32>(exp, prep, s, interpolate, out)
     } else {
-        render_row::<T, 16>(exp, prep, s, out)
+        render_row::<T, 16>(exp, prep, s, interpolate, out)
     }
 }
