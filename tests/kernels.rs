@@ -171,6 +171,10 @@ fn random_args(rng: &mut Lcg, hkl: &Path) -> Vec<String> {
     if rng.next() < 0.2 {
         a.extend(["-water".into(), "0.5".into()]);
     }
+    if rng.next() < 0.15 {
+        // first, not last: as in the C, a trailing -curved_det is ignored
+        a.insert(0, "-curved_det".into());
+    }
     // smooth spot shapes (tophat's hard edge is checked on the golden case, by correlation)
     if rng.next() < 0.3 {
         a.push(rng.pick(&["-round_xtal", "-gauss_xtal"]).into());
