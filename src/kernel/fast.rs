@@ -193,17 +193,24 @@ fn render_group<T: Real, const L: usize>(
                 for (l, fd) in fdet.iter_mut().enumerate() {
                     *fd = sub * (((f0 + l) * os + sub_f) as f64) + sub / 2.0;
                 }
+                // flat detector positions (a loop that vectorizes), then the curved detector's swing
+                let mut px = [[0.0f64; L]; 3];
                 for l in 0..L {
-                    let mut x = fdet[l] * fv[0] + base[0] + pix0[0];
-                    let mut y = fdet[l] * fv[1] + base[1] + pix0[1];
-                    let mut z = fdet[l] * fv[2] + base[2] + pix0[2];
-                    if det.curved_detector {
-                        // every pixel at `distance`: the flat lab y, z taken as angles (the C's rule)
-                        let d = det.distance;
-                        let b = det.beam_vector;
-                        let swung = rotate_axis(&rotate_axis(&[d * b[0], d * b[1], d * b[2]], &sv, y / d), &fv, z / d);
-                        [x, y, z] = swung;
+                    px[0][l] = fdet[l] * fv[0] + base[0] + pix0[0];
+                    px[1][l] = fdet[l] * fv[1] + base[1] + pix0[1];
+                    px[2][l] = fdet[l] * fv[2] + base[2] + pix0[2];
+                }
+                if det.curved_detector {
+                    // every pixel at `distance`: the flat lab y, z taken as angles (the C's rule)
+                    let d = det.distance;
+                    let b = det.beam_vector;
+                    for l in 0..L {
+                        let swung = rotate_axis(&rotate_axis(&[d * b[0], d * b[1], d * b[2]], &sv, px[1][l] / d), &fv, px[2][l] / d);
+                        [px[0][l], px[1][l], px[2][l]] = swung;
                     }
+                }
+                for l in 0..L {
+                    let (x, y, z) = (px[0][l], px[1][l], px[2][l]);
                     let r = (x * x + y * y + z * z).sqrt();
                     let inv_r = 1.0 / r;
                     airpath[l] = inv_r;
