@@ -60,7 +60,6 @@ fn setup_matches_the_numbers_the_c_printed() {
         check("Fclose/Sclose", &[d.fclose, d.sclose], "  Fclose=");
         check("Xbeam/Ybeam", &[d.xbeam, d.ybeam], "  Xbeam=");
         check("distance", &[d.distance], "  distance=");
-        drop(check);
         // cell and orientation: real-space vectors (Angstrom) and reciprocal vectors (1/Angstrom)
         let l = &exp.lattice;
         let a = l.a0.map(|x| x * 1e10);
