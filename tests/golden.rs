@@ -143,11 +143,14 @@ fn run_case(golden: &Path, case: &Value) -> Outcome {
     if zero_mismatch > 0 {
         problems.push(format!("{zero_mismatch} pixels are zero in one image but not the other"));
     }
-    // Integer outputs, where the golden case keeps them. The float image is usually bit-identical to
-    // the C's; then every derived file must be byte-identical (SMV header included). Otherwise the int
-    // image may differ by one count where a float pixel rounds differently, and the noise image is not
-    // comparable (one changed draw shifts the stream; tests/noise_golden.rs covers the generator).
+    // Every other file the golden case keeps (SMV int and noise images, PGM, Fdump) must be
+    // byte-identical to the C's, header included: the kernels keep the C's arithmetic where a float
+    // pixel's last bit would otherwise move a noise draw.
     let float_identical = got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
+    if !float_identical {
+        let n = got.iter().zip(&want).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
+        eprintln!("note {id}: {n} float pixels differ from the C's in their last bits");
+    }
     for role in ["int", "noise", "pgm", "dump"] {
         let Some(name) = case["outputs"][role].as_str() else { continue };
         let got_file = dir.join(name);
@@ -178,13 +181,11 @@ fn run_case(golden: &Path, case: &Value) -> Outcome {
             }
             let diff = got_px.iter().zip(&want_px).filter(|(a, b)| a != b).count();
             let bad = got_px.iter().zip(&want_px).filter(|(a, b)| (**a as i64 - **b as i64).abs() > 1).count();
-            if float_identical && diff > 0 {
-                problems.push(format!("{role} image: {diff} pixels differ although the float images are identical"));
-            } else if role == "int" && bad > 0 {
-                problems.push(format!("int image: {bad} pixels differ by more than 1 count"));
+            if diff > 0 {
+                problems.push(format!("{role} image: {diff} pixels differ from the C's ({bad} by more than 1 count)"));
             }
         }
-        if float_identical && got_bytes != want_bytes {
+        if got_bytes != want_bytes {
             problems.push(format!("{role} file {name} is not byte-identical to the C's"));
         }
     }

@@ -1,6 +1,10 @@
 //! The fast kernel: `L` adjacent pixels of a row as SIMD lanes, all following the same layer,
 //! sub-pixel, source, phi and mosaic loop as the C, with masks for ROI, mask and `-dmin`.
 //!
+//! The per-pixel geometry (position, unit vector, solid angle, scattering vector) keeps the C's exact
+//! operations and order: reciprocals or re-associated sums would move a few float pixels by one ulp,
+//! and with them the noise image, which must stay bit-identical to the C's.
+//!
 //! What differs from the reference (all within the parity tolerance, tested against it):
 //! * sincg² from the reduced argument δ = h − h0 and a polynomial sin(πx) (`lanes::sincg_sqr`)
 //!   instead of two libm sines of large arguments;
@@ -31,7 +35,7 @@ pub fn supports(exp: &Experiment) -> bool {
 pub struct Prepared<T: Real> {
     /// (a, b, c) per phi step × mosaic domain, in T.
     orient: Vec<[[T; 3]; 3]>,
-    /// Incident unit vectors (towards the sample) and 1/wavelength.
+    /// Incident unit vectors (towards the sample) and wavelengths.
     sources: Vec<(V3, f64)>,
     /// Polarization geometry per source: unit B_in and E_in (for the algebraic Kahn factor).
     pol: Vec<(V3, V3)>,
@@ -65,7 +69,7 @@ impl<T: Real> Prepared<T> {
             .iter()
             .map(|o| [o.a.map(T::from_f64), o.b.map(T::from_f64), o.c.map(T::from_f64)])
             .collect();
-        let sources: Vec<(V3, f64)> = exp.sources.iter().map(|s| ([-s.dir[0], -s.dir[1], -s.dir[2]], 1.0 / s.lambda)).collect();
+        let sources: Vec<(V3, f64)> = exp.sources.iter().map(|s| ([-s.dir[0], -s.dir[1], -s.dir[2]], s.lambda)).collect();
         let pol = sources
             .iter()
             .map(|(inc, _)| {
@@ -159,8 +163,6 @@ fn render_group<T: Real, const L: usize>(
     let os = exp.oversample;
     let sub = exp.subpixel_size;
     let (fv, sv, ov, pix0) = (det.fdet_vector, det.sdet_vector, det.odet_vector, det.pix0_vector);
-    // solid angle px²·close/R³ (the C divides three times; one reciprocal here)
-    let omega_scale = det.pixel_size * det.pixel_size * det.close_distance;
     let dmin = exp.dmin;
     let kahn = exp.polarization;
 
@@ -174,7 +176,7 @@ fn render_group<T: Real, const L: usize>(
     let mut dx = [0.0f64; L];
     let mut dy = [0.0f64; L];
     let mut dz = [0.0f64; L];
-    // 1/R per lane
+    // R per lane
     let mut airpath = [0.0f64; L];
     let mut fdet = [0.0f64; L];
 
@@ -183,22 +185,16 @@ fn render_group<T: Real, const L: usize>(
         capture = [if exp.detector_thick == 0.0 { 1.0 } else { 0.0 }; L];
         for sub_s in 0..os {
             let sdet = sub * ((s * os + sub_s) as f64) + sub / 2.0;
-            // the part of the position shared by the lanes (same slow coordinate and layer)
-            let base = [
-                sdet * sv[0] + odet * ov[0],
-                sdet * sv[1] + odet * ov[1],
-                sdet * sv[2] + odet * ov[2],
-            ];
             for sub_f in 0..os {
                 for (l, fd) in fdet.iter_mut().enumerate() {
                     *fd = sub * (((f0 + l) * os + sub_f) as f64) + sub / 2.0;
                 }
-                // flat detector positions (a loop that vectorizes), then the curved detector's swing
+                // flat detector positions (a loop that vectorizes), in the C's order of operations
                 let mut px = [[0.0f64; L]; 3];
                 for l in 0..L {
-                    px[0][l] = fdet[l] * fv[0] + base[0] + pix0[0];
-                    px[1][l] = fdet[l] * fv[1] + base[1] + pix0[1];
-                    px[2][l] = fdet[l] * fv[2] + base[2] + pix0[2];
+                    px[0][l] = fdet[l] * fv[0] + sdet * sv[0] + odet * ov[0] + pix0[0];
+                    px[1][l] = fdet[l] * fv[1] + sdet * sv[1] + odet * ov[1] + pix0[1];
+                    px[2][l] = fdet[l] * fv[2] + sdet * sv[2] + odet * ov[2] + pix0[2];
                 }
                 if det.curved_detector {
                     // every pixel at `distance`: the flat lab y, z taken as angles (the C's rule)
@@ -212,15 +208,14 @@ fn render_group<T: Real, const L: usize>(
                 for l in 0..L {
                     let (x, y, z) = (px[0][l], px[1][l], px[2][l]);
                     let r = (x * x + y * y + z * z).sqrt();
-                    let inv_r = 1.0 / r;
-                    airpath[l] = inv_r;
-                    dx[l] = x * inv_r;
-                    dy[l] = y * inv_r;
-                    dz[l] = z * inv_r;
+                    airpath[l] = r;
+                    dx[l] = x / r;
+                    dy[l] = y / r;
+                    dz[l] = z / r;
                 }
                 for l in 0..L {
-                    let inv_r = airpath[l];
-                    let new = if det.point_pixel { inv_r * inv_r } else { omega_scale * inv_r * inv_r * inv_r };
+                    let r = airpath[l];
+                    let new = if det.point_pixel { 1.0 / r / r } else { det.pixel_size * det.pixel_size / r / r * det.close_distance / r };
                     omega[l] = if omega[l] == 0.0 || exp.oversample_omega { new } else { omega[l] };
                     omega_sum[l] += if active[l] { omega[l] } else { 0.0 };
                 }
@@ -235,15 +230,15 @@ fn render_group<T: Real, const L: usize>(
                     }
                 }
 
-                for (si, &(inc, inv_lambda)) in prep.sources.iter().enumerate() {
+                for (si, &(inc, lambda)) in prep.sources.iter().enumerate() {
                     let mut sx = [0.0f64; L];
                     let mut sy = [0.0f64; L];
                     let mut sz = [0.0f64; L];
                     let mut live = *active;
                     for l in 0..L {
-                        sx[l] = (dx[l] - inc[0]) * inv_lambda;
-                        sy[l] = (dy[l] - inc[1]) * inv_lambda;
-                        sz[l] = (dz[l] - inc[2]) * inv_lambda;
+                        sx[l] = (dx[l] - inc[0]) / lambda;
+                        sy[l] = (dy[l] - inc[1]) / lambda;
+                        sz[l] = (dz[l] - inc[2]) / lambda;
                     }
                     if dmin > 0.0 {
                         for l in 0..L {
