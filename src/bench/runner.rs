@@ -200,7 +200,10 @@ fn run_size(
         // ------------------------------------------------------------ A: the C reference
         if let Some(cbin) = &plan.c_binary {
             progress.step(&format!("{size}: C {tag}"));
+            // Untimed: remove the previous run's outputs, so no run pays for truncating or replacing
+            // the last one's files (a cost of the benchmark loop, not of either program).
             let _ = std::fs::remove_file(&c_float);
+            let _ = std::fs::remove_file(c_dir.join("c.img"));
             let r = measure::run_child(cbin, &c_args, c_dir, &c_env).with_context(|| format!("cannot run {}", cbin.display()))?;
             let mut run = ProcessRun {
                 index: i,
@@ -242,6 +245,7 @@ fn run_size(
         // ------------------------------------------------------------ B: our fresh process (cold)
         progress.step(&format!("{size}: Rust process {tag}"));
         let _ = std::fs::remove_file(&rust_float);
+        let _ = std::fs::remove_file(rust_dir.join("rust.img"));
         let r = measure::run_child(&plan.rust_binary, &rust_args, rust_dir, &[])
             .with_context(|| format!("cannot run {}", plan.rust_binary.display()))?;
         if r.exit_code != Some(0) {
@@ -276,6 +280,8 @@ fn run_size(
 
         // ------------------------------------------------------------ B': in process (warm)
         progress.step(&format!("{size}: Rust warm {tag}"));
+        let _ = std::fs::remove_file(warm_dir.join("warm.bin"));
+        let _ = std::fs::remove_file(warm_dir.join("warm.img"));
         let reset = measure::reset_self_peak_rss();
         let t0 = Instant::now();
         let (mut exp, _log) = crate::simulate::setup(&cfg).map_err(|e| anyhow!("size {size}: setup failed: {e}"))?;
