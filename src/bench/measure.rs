@@ -27,6 +27,13 @@ pub struct ProcessRun {
     pub error: Option<String>,
 }
 
+impl ProcessRun {
+    /// A run as measured, counted ok until a check says otherwise.
+    pub fn finished(index: usize, warmup: bool, r: &ChildResult) -> Self {
+        ProcessRun { index, warmup, wall_s: r.wall_s, peak_rss_mb: r.peak_rss_mb, exit_code: r.exit_code, ok: true, error: None }
+    }
+}
+
 /// The phase split of one Rust run (cold: parsed from the child's stderr; warm: timed in process).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Phases {

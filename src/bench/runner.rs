@@ -205,15 +205,7 @@ fn run_size(
             let _ = std::fs::remove_file(&c_float);
             let _ = std::fs::remove_file(c_dir.join("c.img"));
             let r = measure::run_child(cbin, &c_args, c_dir, &c_env).with_context(|| format!("cannot run {}", cbin.display()))?;
-            let mut run = ProcessRun {
-                index: i,
-                warmup: is_warmup,
-                wall_s: r.wall_s,
-                peak_rss_mb: r.peak_rss_mb,
-                exit_code: r.exit_code,
-                ok: true,
-                error: None,
-            };
+            let mut run = ProcessRun::finished(i, is_warmup, &r);
             if r.exit_code != Some(0) {
                 run.ok = false;
                 run.error = Some(format!(
@@ -268,15 +260,7 @@ fn run_size(
             io_s: done.io_s,
             peak_rss_mb: None,
         });
-        rust_runs.push(ProcessRun {
-            index: i,
-            warmup: is_warmup,
-            wall_s: r.wall_s,
-            peak_rss_mb: r.peak_rss_mb,
-            exit_code: r.exit_code,
-            ok: true,
-            error: None,
-        });
+        rust_runs.push(ProcessRun::finished(i, is_warmup, &r));
 
         // ------------------------------------------------------------ B': in process (warm)
         progress.step(&format!("{size}: Rust warm {tag}"));

@@ -436,8 +436,8 @@ fn sample_loop<T: Real, const L: usize, const GRID: bool>(
     }
 }
 
-/// The sample loop with tricubic structure factors (small crystals): lattice factor as in
-/// [`sample_loop`], F from the 4×4×4 Lagrange interpolation in f64 per lane. Returns false as soon as
+/// The sample loop with tricubic structure factors (small crystals): the reference kernel's lattice
+/// factor, F from the 4×4×4 Lagrange interpolation in f64 per lane. Returns false as soon as
 /// a lane that the C would evaluate (live, F_latt ≠ 0 or water) leaves the interpolation range.
 #[inline(always)]
 fn interpolated_sample_loop<T: Real, const L: usize>(
