@@ -294,3 +294,92 @@ fn custom_arguments_are_used() {
     assert_eq!(e["rust_warm"]["render_s"]["n"], 2);
     assert_eq!(e["rust_process"]["wall_s"]["n"], 2);
 }
+
+/// Issue 9 point 9: paths are the caller's, errors name what they are about, bad data is refused and a
+/// failed run leaves no --out folder of its own.
+#[test]
+fn hostile_paths_and_data() {
+    let tmp = tempfile::tempdir().unwrap();
+    let known = reference_image(tmp.path());
+    fake_c(tmp.path(), "fake-nanoBragg", &known, 0);
+
+    // a relative --c-binary is the caller's, not the scratch folder's
+    let out = tmp.path().join("rel");
+    let o = Command::new(BENCH)
+        .args(["--sizes", &SIZE.to_string(), "--iterations", "1", "--warmup", "0", "--no-progress", "--c-binary", "./fake-nanoBragg"])
+        .arg("--rust-binary")
+        .arg(SIM)
+        .arg("--out")
+        .arg(&out)
+        .current_dir(tmp.path())
+        .env_remove("NB_C_BIN")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let v = json(&out);
+    assert_eq!(v["config"]["c_binary"], tmp.path().join("fake-nanoBragg").display().to_string());
+    assert!(v["entries"][0]["c"]["wall_s"]["median"].as_f64().unwrap() > 0.0);
+
+    // a directory is said to be one; no --out folder is left behind
+    let out_dir = tmp.path().join("never");
+    let o = bench(&out_dir, Some(tmp.path()), &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("is a directory"), "{}", text(&o));
+    assert!(!out_dir.exists());
+
+    // a run that fails midway (our simulator exits 3) removes the --out folder it created
+    let bad_sim = tmp.path().join("bad-sim");
+    std::fs::write(&bad_sim, "#!/bin/sh\necho broken >&2\nexit 3\n").unwrap();
+    std::fs::set_permissions(&bad_sim, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out_fail = tmp.path().join("failed");
+    let o = Command::new(BENCH)
+        .args(["--sizes", "8", "--iterations", "1", "--warmup", "0", "--no-progress"])
+        .arg("--rust-binary")
+        .arg(&bad_sim)
+        .arg("--out")
+        .arg(&out_fail)
+        .env_remove("NB_C_BIN")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(!out_fail.exists(), "a failed run left {}", out_fail.display());
+
+    // compare --out that cannot be created names it
+    let base = out.join("benchmark_results.json");
+    let blocker = tmp.path().join("plain-file");
+    std::fs::write(&blocker, "x").unwrap();
+    let target = blocker.join("sub");
+    let o = Command::new(BENCH).arg("compare").arg(&base).arg(&base).arg("--out").arg(&target).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains(&target.display().to_string()), "{}", text(&o));
+
+    // zero and negative medians, and all-zero data, are refused (even with --fail-on-regression)
+    let mut zero = json(&out);
+    zero["entries"][0]["rust_process"]["wall_s"]["median"] = Value::from(0.0);
+    let zp = tmp.path().join("zero.json");
+    std::fs::write(&zp, serde_json::to_string(&zero).unwrap()).unwrap();
+    let mut neg = json(&out);
+    neg["entries"][0]["rust_warm"]["render_s"]["median"] = Value::from(-0.5);
+    let np = tmp.path().join("neg.json");
+    std::fs::write(&np, serde_json::to_string(&neg).unwrap()).unwrap();
+    let mut empty = json(&out);
+    empty["entries"] = Value::Array(vec![]);
+    let ep = tmp.path().join("empty.json");
+    std::fs::write(&ep, serde_json::to_string(&empty).unwrap()).unwrap();
+    for (p, what) in [(&zp, "rust_process.wall_s is 0"), (&np, "rust_warm.render_s is -0.5"), (&ep, "no measurement")] {
+        for (a, b) in [(&base, p), (p, &base)] {
+            let o = Command::new(BENCH)
+                .arg("compare")
+                .arg(a)
+                .arg(b)
+                .arg("--fail-on-regression")
+                .arg("--out")
+                .arg(tmp.path().join("cmp"))
+                .output()
+                .unwrap();
+            assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(err.contains(what) && err.contains(&p.display().to_string()), "{}", text(&o));
+        }
+    }
+}

@@ -181,6 +181,11 @@ pub fn main(args: impl IntoIterator<Item = OsString>) -> i32 {
     }
 }
 
+/// `p` against the current folder when relative (the file need not exist).
+fn absolute(p: &Path) -> anyhow::Result<PathBuf> {
+    std::path::absolute(p).map_err(|e| anyhow::anyhow!("cannot resolve {}: {e}", p.display()))
+}
+
 /// Build the [`Plan`] from the flags (and NB_C_BIN).
 pub fn plan_from_args(a: &RunArgs) -> anyhow::Result<(Plan, GateOptions)> {
     let kind = ConfigKind::parse(&a.config).ok_or_else(|| anyhow::anyhow!("unknown --config {}", a.config))?;
@@ -189,7 +194,14 @@ pub fn plan_from_args(a: &RunArgs) -> anyhow::Result<(Plan, GateOptions)> {
         anyhow::bail!("--config custom needs --args \"<nanoBragg flags>\"");
     }
     let sizes = plan::parse_sizes(&a.sizes).map_err(|e| anyhow::anyhow!("--sizes: {e}"))?;
-    let c_binary = a.c_binary.clone().or_else(|| std::env::var_os("NB_C_BIN").filter(|v| !v.is_empty()).map(PathBuf::from));
+    // Relative paths are the caller's: make them absolute now, before any run changes folder.
+    let c_binary = a
+        .c_binary
+        .clone()
+        .or_else(|| std::env::var_os("NB_C_BIN").filter(|v| !v.is_empty()).map(PathBuf::from))
+        .map(|p| absolute(&p))
+        .transpose()?;
+    let rust_binary = absolute(&a.rust_binary.clone().unwrap_or_else(runner::default_rust_binary))?;
     let out_dir = a.out.clone().unwrap_or_else(|| Path::new("reports").join("benchmarks").join(plan::utc_timestamp()));
     let plan = Plan {
         kind,
@@ -200,7 +212,7 @@ pub fn plan_from_args(a: &RunArgs) -> anyhow::Result<(Plan, GateOptions)> {
         threads: a.threads.filter(|&t| t > 0),
         single_precision: a.precision == "single",
         c_binary,
-        rust_binary: a.rust_binary.clone().unwrap_or_else(runner::default_rust_binary),
+        rust_binary,
         out_dir,
         keep_work: a.keep_work,
         interactive: !a.no_progress && std::io::stderr().is_terminal(),
@@ -241,6 +253,8 @@ fn run_compare(a: &CompareArgs) -> anyhow::Result<i32> {
     }
     let base = read_report(&a.baseline)?;
     let new = read_report(&a.new)?;
+    compare::validate(&base, &a.baseline.display().to_string())?;
+    compare::validate(&new, &a.new.display().to_string())?;
     let res = compare::compare(&base, &new, a.threshold);
     let out = a.out.clone().unwrap_or_else(|| a.new.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf());
     let (bn, nn) = (a.baseline.display().to_string(), a.new.display().to_string());

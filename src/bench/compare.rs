@@ -76,6 +76,31 @@ pub fn metrics(e: &Entry) -> Vec<(&'static str, Option<f64>, bool)> {
     ]
 }
 
+/// Refuse a report whose numbers cannot be compared: a negative, non-finite or zero time median (a
+/// measured time is never 0), a negative peak memory, or data that is all zero. `name` names the file.
+pub fn validate(r: &Report, name: &str) -> anyhow::Result<()> {
+    let mut any_nonzero = false;
+    for e in &r.entries {
+        for (metric, v, _) in metrics(e) {
+            let Some(v) = v else { continue };
+            let is_time = metric.ends_with("_s");
+            if !v.is_finite() || v < 0.0 || (is_time && v == 0.0) {
+                anyhow::bail!(
+                    "{name}: {} {}: {metric} is {v}, not a measurement ({})",
+                    e.config,
+                    e.size,
+                    if is_time { "a time median must be positive" } else { "a peak memory must be ≥ 0" }
+                );
+            }
+            any_nonzero |= v != 0.0;
+        }
+    }
+    if !any_nonzero {
+        anyhow::bail!("{name}: no measurement to compare (no entries, or every number is zero or missing)");
+    }
+    Ok(())
+}
+
 pub fn compare(base: &Report, new: &Report, threshold_pct: f64) -> CompareResult {
     let mut res = CompareResult { threshold_pct, ..Default::default() };
     let (bm, nm) = (&base.machine, &new.machine);
@@ -226,11 +251,18 @@ pub const FULL_CSV: &str = "full_comparison.csv";
 pub const COMPARISON_MD: &str = "comparison.md";
 
 /// Write comparison.md, regressions.csv and full_comparison.csv into `dir`.
-pub fn write_all(res: &CompareResult, dir: &std::path::Path, base_name: &str, new_name: &str) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    std::fs::write(dir.join(COMPARISON_MD), markdown(res, base_name, new_name))?;
-    std::fs::write(dir.join(REGRESSIONS_CSV), regressions_csv(res))?;
-    std::fs::write(dir.join(FULL_CSV), full_csv(res))?;
+/// Errors name the folder or file that could not be written.
+pub fn write_all(res: &CompareResult, dir: &std::path::Path, base_name: &str, new_name: &str) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create the --out folder {}", dir.display()))?;
+    for (file, text) in [
+        (COMPARISON_MD, markdown(res, base_name, new_name)),
+        (REGRESSIONS_CSV, regressions_csv(res)),
+        (FULL_CSV, full_csv(res)),
+    ] {
+        let p = dir.join(file);
+        std::fs::write(&p, text).with_context(|| format!("cannot write {}", p.display()))?;
+    }
     Ok(())
 }
 
@@ -239,6 +271,25 @@ mod tests {
     use super::*;
     use crate::bench::schema::sample_report;
     use crate::bench::stats::Stats;
+
+    #[test]
+    fn validate_refuses_zero_negative_and_all_zero_data() {
+        let r = sample_report();
+        validate(&r, "r.json").unwrap();
+        let mut z = r.clone();
+        z.entries[0].rust_process.wall_s.as_mut().unwrap().median = 0.0;
+        let e = validate(&z, "z.json").unwrap_err().to_string();
+        assert!(e.contains("z.json") && e.contains("rust_process.wall_s is 0"), "{e}");
+        let mut n = r.clone();
+        n.entries[1].rust_warm.render_s.as_mut().unwrap().median = -1.0;
+        assert!(validate(&n, "n.json").unwrap_err().to_string().contains("rust_warm.render_s is -1"));
+        let mut m = r.clone();
+        m.entries[0].peak_rss_mb.rust_warm = Some(f64::NAN);
+        assert!(validate(&m, "m.json").is_err());
+        let mut empty = r.clone();
+        empty.entries.clear();
+        assert!(validate(&empty, "e.json").unwrap_err().to_string().contains("no measurement"));
+    }
 
     #[test]
     fn percent_change_arithmetic() {

@@ -119,7 +119,16 @@ pub fn gate_lines(g: &Gate) -> Vec<String> {
     v.push(format!("  speed check: {}", g.speed_check));
     v.push(format!("  correlation check: {}", g.correlation_check));
     for c in &g.checks {
-        if c.status != "pass" {
+        if c.check == "speedup_process" && c.status != "skipped" {
+            // The ratios go into every gate log, passing or not, so a CI log shows where speed stands.
+            v.push(format!(
+                "  size {}: speed vs the C {} (floor {}): {}",
+                c.size,
+                c.value.map(|x| format!("{x:.2}×")).unwrap_or_else(|| "not measured".into()),
+                c.bound.map(|x| format!("{x}×")).unwrap_or_else(|| "none".into()),
+                c.status.to_uppercase()
+            ));
+        } else if c.status != "pass" {
             v.push(format!("  size {}: {} {}: {}", c.size, c.check, c.status.to_uppercase(), c.detail));
         }
     }
@@ -142,6 +151,8 @@ mod tests {
         assert!(g.passed, "{:?}", g.checks);
         assert_eq!(g.speed_check, "checked");
         assert!(g.checks.iter().all(|c| c.status == "pass"));
+        // the measured ratios are printed even when they pass
+        assert_eq!(gate_lines(&g).iter().filter(|l| l.contains("speed vs the C") && l.ends_with("PASS")).count(), 2);
     }
 
     #[test]
@@ -153,6 +164,9 @@ mod tests {
         let g = evaluate(&r.entries, true, &opts(None, Some(0.999_999_9)));
         assert!(!g.passed);
         assert!(gate_lines(&g).iter().any(|l| l.contains("correlation FAIL")));
+        let g = evaluate(&r.entries, true, &opts(Some(100.0), None));
+        let lines = gate_lines(&g);
+        assert_eq!(lines.iter().filter(|l| l.contains("speed vs the C") && l.ends_with("FAIL")).count(), 2, "{lines:?}");
     }
 
     #[test]

@@ -62,12 +62,27 @@ pub fn run(plan: &Plan, gate_opts: &GateOptions, progress: &dyn Progress) -> any
         );
     }
     if let Some(c) = &plan.c_binary {
+        if c.is_dir() {
+            bail!("the C reference {} is a directory, not a program (from --c-binary or NB_C_BIN)", c.display());
+        }
         if !c.is_file() {
             bail!("the C reference {} does not exist (from --c-binary or NB_C_BIN)", c.display());
         }
     }
+    // A failed run leaves no --out folder behind that it created itself.
+    let created = !plan.out_dir.exists();
     std::fs::create_dir_all(&plan.out_dir).with_context(|| format!("cannot create {}", plan.out_dir.display()))?;
-    let out_dir = std::fs::canonicalize(&plan.out_dir)?;
+    let result = std::fs::canonicalize(&plan.out_dir)
+        .with_context(|| format!("cannot resolve {}", plan.out_dir.display()))
+        .and_then(|out_dir| run_into(plan, gate_opts, progress, &out_dir));
+    if result.is_err() && created {
+        let _ = std::fs::remove_dir_all(&plan.out_dir);
+    }
+    result
+}
+
+fn run_into(plan: &Plan, gate_opts: &GateOptions, progress: &dyn Progress, out_dir: &Path) -> anyhow::Result<Report> {
+    let out_dir = out_dir.to_path_buf();
 
     let machine = MachineInfo::detect();
     let mut notes = Vec::new();
