@@ -204,7 +204,7 @@ class Simulation:
                 p = os.path.join(tmp, "F.hkl")
                 _write_hkl(p, hkl)
                 # the Fdump.bin cache of these arrays goes to the scratch folder, not the user's
-                flags += ["-hkl", p, "-dumpfile", os.path.join(tmp, "Fdump.bin")]
+                flags += ["-hkl", p, "-dump", os.path.join(tmp, "Fdump.bin")]
                 self._inputs["hkl"] = hkl
             if amatrix is not None:
                 p = os.path.join(tmp, "A.mat")
@@ -218,6 +218,8 @@ class Simulation:
     @classmethod
     def from_args(cls, args: Sequence[str]) -> "Simulation":
         """Build from nanoBragg flags, exactly as ``nanobragg-rs simulate ARGS`` would."""
+        if isinstance(args, (str, bytes)):
+            raise ValueError("args: give a list of flags, e.g. ['-cell', '100', ...], not one string")
         return cls(list(args))
 
     @classmethod
