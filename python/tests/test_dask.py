@@ -41,11 +41,3 @@ def test_dask_example_runs():
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "8 stills rendered on 2 Dask workers; identical to the serial run: True" in r.stdout
-
-
-def test_benchmark_example_runs(tmp_path):
-    r = subprocess.run([sys.executable, str(HERE.parent / "examples" / "render_benchmark.py")],
-                       capture_output=True, text=True, timeout=300, cwd=tmp_path)
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "shape (1024, 1024)" in r.stdout
-    assert (tmp_path / "noise.img").is_file()
