@@ -366,6 +366,8 @@ class Simulation:
         """Lab position (m) of every pixel centre, shape (slow, fast, 3) (flat detector, the C's
         pix0 + (f + 1/2) p fdet + (s + 1/2) p sdet)."""
         g = self.geometry()
+        if g["curved_detector"]:
+            raise ValueError("pixel_positions: not available for -curved_det (flat detectors only)")
         p = g["pixel_size_m"]
         s, f = self.shape
         fi = (np.arange(f) + 0.5) * p
