@@ -15,9 +15,11 @@ fn main() {
     // git dir; a watched path that does not exist would rerun this script (and rebuild the crate) always.
     match (git(&["rev-parse", "--git-dir"]), git(&["rev-parse", "--git-common-dir"])) {
         (Some(dir), Some(common)) => {
-            println!("cargo:rerun-if-changed={dir}/HEAD");
-            println!("cargo:rerun-if-changed={common}/refs");
-            println!("cargo:rerun-if-changed={common}/packed-refs");
+            for p in [format!("{dir}/HEAD"), format!("{common}/refs"), format!("{common}/packed-refs")] {
+                if std::path::Path::new(&p).exists() {
+                    println!("cargo:rerun-if-changed={p}");
+                }
+            }
         }
         _ => println!("cargo:rerun-if-changed=build.rs"),
     }
