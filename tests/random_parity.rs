@@ -389,6 +389,12 @@ fn compare(c_dir: &Path, rs_dir: &Path, outputs: &[&str]) -> Vec<String> {
             }
         } else {
             let (w, g) = (std::fs::read(&cp).unwrap(), std::fs::read(&rp).unwrap());
+            // README "Differences": our SMV header never runs past 512 bytes, the C's can (checklist
+            // Q30); then the pixels after each header must still be identical.
+            let long_c_header = name.ends_with(".img") && w.len() > g.len() && g.len() >= 512;
+            if long_c_header && w[w.len() - (g.len() - 512)..] == g[512..] {
+                continue;
+            }
             if w != g {
                 let first = w.iter().zip(&g).position(|(a, b)| a != b).unwrap_or(w.len().min(g.len()));
                 problems.push(format!(
