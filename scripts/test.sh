@@ -28,3 +28,28 @@ if python3 -m pip install --quiet --disable-pip-version-check fabio >/dev/null 2
 else
   echo "SKIPPED: fabio check (could not install fabio from PyPI)"
 fi
+
+# --- CBF and NeXus/NXmx read back by real readers ------------------------------------------------------
+# fabio: CBF pixels are our photon counts. dxtbx (DIALS): every convention's geometry, checked against
+# what the C program prints for the same flags; then a 16-frame sweep through dials.import/find_spots/index.
+if python3 -c "import fabio" >/dev/null 2>&1; then
+  python3 scripts/check_fabio_cbf.py target/release/nanobragg-rs "$(mktemp -d)"
+else
+  echo "SKIPPED: fabio CBF check because fabio is not installed"
+fi
+DIALS_PY=/usr/bin/python3
+C_NB="${NANOBRAGG_C_BIN:-../shared/cref/nanoBragg}"
+if [ -x "$DIALS_PY" ] && "$DIALS_PY" -c "import dxtbx, h5py" >/dev/null 2>&1; then
+  if [ -x "$C_NB" ]; then
+    "$DIALS_PY" scripts/check_dxtbx_geometry.py "$PWD/target/release/nanobragg-rs" "$(realpath "$C_NB")" "$(mktemp -d)"
+  else
+    echo "SKIPPED: dxtbx geometry round trip because the C reference binary $C_NB is absent"
+  fi
+  if command -v dials.index >/dev/null 2>&1; then
+    "$DIALS_PY" scripts/check_dials_sweep.py "$PWD/target/release/nanobragg-rs" "$(mktemp -d)"
+  else
+    echo "SKIPPED: DIALS sweep (dials.import/find_spots/index) because DIALS is not installed"
+  fi
+else
+  echo "SKIPPED: dxtbx geometry and DIALS sweep checks because DIALS's Python (dxtbx, h5py) is not installed"
+fi
