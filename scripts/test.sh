@@ -31,7 +31,7 @@ fi
 
 # --- CBF and NeXus/NXmx read back by real readers ------------------------------------------------------
 # fabio: CBF pixels are our photon counts. dxtbx (DIALS): every convention's geometry, checked against
-# what the C program prints for the same flags; then a 16-frame sweep through dials.import/find_spots/index.
+# what the C program prints for the same flags; then a 10-frame sweep through dials.import/find_spots/index.
 if python3 -c "import fabio" >/dev/null 2>&1; then
   python3 scripts/check_fabio_cbf.py target/release/nanobragg-rs "$(mktemp -d)"
 else
