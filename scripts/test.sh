@@ -46,7 +46,8 @@ if [ -x "$DIALS_PY" ] && "$DIALS_PY" -c "import dxtbx, h5py" >/dev/null 2>&1; th
     echo "SKIPPED: dxtbx geometry round trip because the C reference binary $C_NB is absent"
   fi
   if command -v dials.index >/dev/null 2>&1; then
-    "$DIALS_PY" scripts/check_dials_sweep.py "$PWD/target/release/nanobragg-rs" "$(mktemp -d)"
+    "$DIALS_PY" scripts/check_dials_sweep.py "$PWD/target/release/nanobragg-rs" "$(mktemp -d)" cbf
+    echo "SKIPPED: NeXus sweep through DIALS because one-frame NXmx files import as separate sweeps; it needs a multi-frame file from \`series -nexusfile\` (not wired yet)"
   else
     echo "SKIPPED: DIALS sweep (dials.import/find_spots/index) because DIALS is not installed"
   fi
