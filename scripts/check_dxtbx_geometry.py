@@ -166,6 +166,13 @@ for name, flags, ok_cbf in CASES:
         if not np.array_equal(raw(img), noise):
             fail(f"{name} CBF: pixels differ from the noise image")
         nchecked += 1
+        # the opt-in SMV header that dxtbx reads right (the default header stays the C's)
+        r = subprocess.run(args + ["-dxtbx_smv", "-noisefile", "smv_0001.img"], cwd=d, capture_output=True, text=True)
+        if r.returncode != 0:
+            fail(f"{name}: -dxtbx_smv failed: {r.stderr.strip()}")
+        else:
+            check_model(f"{name} SMV -dxtbx_smv", dxtbx.load(f"{d}/smv_0001.img"), c)
+            nchecked += 1
     else:
         # the CBF is refused with a one-line error naming the flag, and no file appears
         r = subprocess.run(args + ["-cbffile", "refused_0001.cbf"], cwd=d, capture_output=True, text=True)
