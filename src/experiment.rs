@@ -284,7 +284,7 @@ pub fn build(cfg: &Config, log: &mut Log) -> Result<Experiment> {
         let grid = match (&model, &cfg.hkl_file) {
             (Some(m), _) => {
                 let lambda_min = cfg.lambda0 * (1.0 - cfg.dispersion.max(0.0) / 2.0);
-                let d = crate::model::detector_d_min(det.pix0_vector, det.fdet_vector, det.sdet_vector, det.detsize_f, det.detsize_s, det.beam_vector, lambda_min);
+                let d = if cfg.dmin > 0.0 { cfg.dmin * 1e10 } else { crate::model::detector_d_min(det.pix0_vector, det.fdet_vector, det.sdet_vector, det.detsize_f, det.detsize_s, det.beam_vector, lambda_min) };
                 let entries = crate::model::entries_for_simulation(&cfg.model, m, d, cfg.lambda0 * 1e10, log)?;
                 crate::model::grid_from_entries(&entries, cfg.default_f)?
             }

@@ -174,7 +174,7 @@ HETATM    2 ZN    ZN A   2       5.000   6.000   7.000  1.00 15.00          ZN2+
     let out = Command::new(exe)
         .current_dir(d)
         .args(["simulate", "-hkl", "P1.hkl", "-cell", "20", "25", "30", "90", "90", "90", "-lambda", "1", "-N", "5"])
-        .args(["-detpixels", "64", "-pixel", "0.4", "-distance", "60", "-floatfile", "img2.bin"])
+        .args(["-detpixels", "64", "-pixel", "0.4", "-distance", "60", "-floatfile", "img2.bin", "-dmin", "3"])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

@@ -28,8 +28,6 @@ pub struct ModelConfig {
     pub pdb: Option<PathBuf>,
     /// `-cif FILE`
     pub cif: Option<PathBuf>,
-    /// `-dmin` in Å (default: what the detector reaches, with a 5% margin).
-    pub dmin: Option<f64>,
     /// `-hklout FILE`: write the computed P1 list.
     pub hklout: Option<PathBuf>,
     /// `-anomalous`: add Henke f′, f″ at the beam's wavelength.
@@ -253,11 +251,10 @@ pub fn detector_d_min(pix0: [f64; 3], fdet: [f64; 3], sdet: [f64; 3], size_f: f6
 
 /// Compute the structure factors for a simulation, log the setup summary (with the time), write
 /// `-hklout` if asked, and return the `-hkl`-style entries.
-pub fn entries_for_simulation(cfg: &ModelConfig, lm: &LoadedModel, d_detector: f64, lambda_angstrom: f64, log: &mut Log) -> Result<Vec<(i32, i32, i32, f64)>> {
-    let d_min = match cfg.dmin {
-        Some(d) => d,
-        None => d_detector / 1.05,
-    };
+/// `d_limit` (Å) is `-dmin` when given, otherwise what the detector reaches ([`detector_d_min`]).
+pub fn entries_for_simulation(cfg: &ModelConfig, lm: &LoadedModel, d_limit: f64, lambda_angstrom: f64, log: &mut Log) -> Result<Vec<(i32, i32, i32, f64)>> {
+    // 5% beyond the limit, so the reflections next to the last pixels (nearest or interpolated) exist
+    let d_min = d_limit / 1.05;
     let opts = SfOptions {
         d_min,
         anomalous_lambda: if cfg.anomalous { Some(lambda_angstrom) } else { None },
