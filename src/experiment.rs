@@ -112,6 +112,12 @@ pub fn time_seed() -> i64 {
 
 /// Build the experiment. Setup messages go to `log` in the C's order.
 pub fn build(cfg: &Config, log: &mut Log) -> Result<Experiment> {
+    build_with(cfg, log, None)
+}
+
+/// [`build`] with structure factors already read (an image series reads the HKL file once): no HKL or
+/// Fdump file is read or written.
+pub fn build_with(cfg: &Config, log: &mut Log, preloaded: Option<HklGrid>) -> Result<Experiment> {
     // the C reads -mask, then -img, before anything else (its GetFrame prints the names)
     for smv in [&cfg.mask, &cfg.img].into_iter().flatten() {
         log.line(format!("reading {}", smv.path.display()));
@@ -175,8 +181,8 @@ pub fn build(cfg: &Config, log: &mut Log) -> Result<Experiment> {
     if model.is_some() && cfg.hkl_file.is_some() {
         return Err(Error::flag("-hkl", "give one source of structure factors: -hkl or -pdb/-cif, not both"));
     }
-    let dump_exists = cfg.hkl_file.is_none() && model.is_none() && dump_path.is_file();
-    if cfg.hkl_file.is_none() && model.is_none() && !dump_exists && cfg.default_f == 0.0 {
+    let dump_exists = preloaded.is_none() && cfg.hkl_file.is_none() && model.is_none() && dump_path.is_file();
+    if preloaded.is_none() && cfg.hkl_file.is_none() && model.is_none() && !dump_exists && cfg.default_f == 0.0 {
         return Err(Error::setup(
             "no structure factors: give -hkl FILE or -default_F VALUE (and no Fdump.bin cache was found)",
         ));
@@ -280,7 +286,9 @@ pub fn build(cfg: &Config, log: &mut Log) -> Result<Experiment> {
     log.line(format!("approximate MW = {}", g(volume * 1.2e6 * AVOGADRO / (na * nb * nc))));
 
     // ------------------------------------------------------------------ structure factors (L2101)
-    let fhkl = if cfg.hkl_file.is_some() || model.is_some() {
+    let fhkl = if preloaded.is_some() {
+        preloaded
+    } else if cfg.hkl_file.is_some() || model.is_some() {
         let grid = match (&model, &cfg.hkl_file) {
             (Some(m), _) => {
                 let lambda_min = cfg.lambda0 * (1.0 - cfg.dispersion.max(0.0) / 2.0);
