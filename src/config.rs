@@ -94,6 +94,8 @@ pub struct Config {
 
     // ---------------------------------------------------------------- structure factors
     pub hkl_file: Option<PathBuf>,
+    /// `-pdb`/`-cif` and their options (structure factors computed from an atomic model).
+    pub model: crate::model::ModelConfig,
     pub dump_file: PathBuf,
     pub default_f: f64,
     /// `Some(true)` = `-interpolate`, `Some(false)` = `-nointerpolate`, `None` = auto.
@@ -243,6 +245,7 @@ impl Default for Config {
             shape: CrystalShape::Square,
             fudge: 1.0,
             hkl_file: None,
+            model: Default::default(),
             dump_file: PathBuf::from("Fdump.bin"),
             default_f: 0.0,
             interpolate: None,

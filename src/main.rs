@@ -36,7 +36,7 @@ fn simulate(args: &[String]) -> Result<(), nanobragg::Error> {
         ));
     }
     let mut cfg = flags::parse_simulate_args(args)?;
-    let no_crystal = cfg.cell.is_none() && cfg.mat_file.is_none() && cfg.hkl_file.is_none() && cfg.default_f == 0.0;
+    let no_crystal = cfg.cell.is_none() && cfg.mat_file.is_none() && cfg.hkl_file.is_none() && cfg.model.path().is_none() && cfg.default_f == 0.0;
     let dump = nanobragg::experiment::resolve_out(&cfg, &cfg.dump_file);
     if no_crystal && !dump.is_file() {
         // No crystal at all: run the embedded benchmark crystal; the user's flags still apply on top.
