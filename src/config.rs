@@ -199,6 +199,12 @@ pub struct Config {
     pub pgmfile: PathBuf,
     pub noisefile: PathBuf,
     pub pngfile: Option<PathBuf>,
+    /// CBF image (32-bit counts, miniCBF geometry header), not in the C.
+    pub cbffile: Option<PathBuf>,
+    /// NeXus/NXmx HDF5 image with the full geometry, not in the C.
+    pub nexusfile: Option<PathBuf>,
+    /// SMV headers with the keys dxtbx's ADSC reader expects (opt-in; the default header is the C's).
+    pub smv_dxtbx: bool,
     pub write_pgm: bool,
     pub calculate_noise: bool,
     /// 0 = auto
@@ -311,6 +317,9 @@ impl Default for Config {
             pgmfile: PathBuf::from("image.pgm"),
             noisefile: PathBuf::from("noiseimage.img"),
             pngfile: None,
+            cbffile: None,
+            nexusfile: None,
+            smv_dxtbx: false,
             write_pgm: true,
             calculate_noise: true,
             intfile_scale: 0.0,
