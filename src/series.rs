@@ -413,6 +413,12 @@ fn output_names(c: &Config) -> Vec<(&'static str, PathBuf)> {
     if let Some(p) = &c.pngfile {
         v.push(("png", p.clone()));
     }
+    if let Some(p) = &c.cbffile {
+        v.push(("CBF", p.clone()));
+    }
+    if let Some(p) = &c.nexusfile {
+        v.push(("NeXus", p.clone()));
+    }
     v
 }
 
@@ -505,6 +511,8 @@ impl Plan {
                 "pgm" => "-pgmfile",
                 "noise" => "-noisefile",
                 "png" => "--png",
+                "CBF" => "-cbffile",
+                "NeXus" => "-nexusfile",
                 _ => continue,
             };
             flags.extend([flag.to_string(), frame_name(&p.to_string_lossy(), k)]);
@@ -535,6 +543,8 @@ impl Plan {
                 "pgm" => c.pgmfile = name,
                 "noise" => c.noisefile = name,
                 "png" => c.pngfile = Some(name),
+                "CBF" => c.cbffile = Some(name),
+                "NeXus" => c.nexusfile = Some(name),
                 _ => {}
             }
         }
