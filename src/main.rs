@@ -79,6 +79,7 @@ fn main() -> ExitCode {
             }
             simulate(rest)
         }
+        "noisify" | "nonbragg" | "float-add" | "matrix" => nanobragg::suite_main(cmd, rest),
         "flags" => {
             print!("{}", flags::markdown_reference());
             return ExitCode::SUCCESS;
