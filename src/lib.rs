@@ -36,6 +36,7 @@ pub mod nonbragg;
 pub mod physics;
 pub mod report;
 pub mod rng;
+pub mod series;
 pub mod simulate;
 pub mod sources;
 pub mod stats;
