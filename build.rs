@@ -1,13 +1,26 @@
 //! Stamp the git commit into `--version` (falls back to "unknown" outside a git checkout).
-fn main() {
-    let commit = std::process::Command::new("git")
-        .args(["rev-parse", "--short=12", "HEAD"])
+fn git(args: &[&str]) -> Option<String> {
+    std::process::Command::new("git")
+        .args(args)
         .output()
         .ok()
         .filter(|o| o.status.success())
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_else(|| "unknown".into());
+}
+
+fn main() {
+    let commit = git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".into());
     println!("cargo:rustc-env=NANOBRAGG_GIT_COMMIT={commit}");
-    println!("cargo:rerun-if-changed=.git/HEAD");
-    println!("cargo:rerun-if-changed=.git/refs");
+    // Watch the real HEAD and refs: in a `git worktree` checkout `.git` is a file and HEAD lives in the
+    // git dir; a watched path that does not exist would rerun this script (and rebuild the crate) always.
+    match (git(&["rev-parse", "--git-dir"]), git(&["rev-parse", "--git-common-dir"])) {
+        (Some(dir), Some(common)) => {
+            for p in [format!("{dir}/HEAD"), format!("{common}/refs"), format!("{common}/packed-refs")] {
+                if std::path::Path::new(&p).exists() {
+                    println!("cargo:rerun-if-changed={p}");
+                }
+            }
+        }
+        _ => println!("cargo:rerun-if-changed=build.rs"),
+    }
 }

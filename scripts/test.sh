@@ -28,3 +28,21 @@ if python3 -m pip install --quiet --disable-pip-version-check fabio >/dev/null 2
 else
   echo "SKIPPED: fabio check (could not install fabio from PyPI)"
 fi
+
+# --- Python module (python/): build it into a virtual environment, run its tests ----------------------
+# Parity with the CLI on the golden cases, API and bad-input tests, Dask LocalCluster with 2 workers.
+# The venv sees the system's packages (DIALS/dxtbx on Debian); pytest and dask come from PyPI. The module
+# is built with `pip install ./python` into the same target/ as above, so the library's dependencies are
+# reused.
+PYBASE=python3
+if [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import venv, ensurepip" >/dev/null 2>&1; then PYBASE=/usr/bin/python3; fi
+VENV="$PWD/target/pyenv"
+PIPQ=(--quiet --disable-pip-version-check)
+if { [ -x "$VENV/bin/python" ] || "$PYBASE" -m venv --system-site-packages "$VENV"; } \
+   && "$VENV/bin/python" -m pip install "${PIPQ[@]}" maturin pytest numpy "dask[distributed]"; then
+  # from here on a failure is a failure: the module must build and its tests pass
+  CARGO_TARGET_DIR="$PWD/target" "$VENV/bin/python" -m pip install "${PIPQ[@]}" --force-reinstall --no-deps ./python
+  NANOBRAGG_CLI="$PWD/target/release/nanobragg-rs" "$VENV/bin/python" -m pytest -q -rs python/tests
+else
+  echo "SKIPPED: Python module tests because a virtual environment with pytest, numpy and dask could not be made"
+fi

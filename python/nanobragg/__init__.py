@@ -1,0 +1,483 @@
+"""nanobragg: James Holton's nanoBragg X-ray diffraction image simulator (Rust port) from Python.
+
+The physics, the flag parser and the file writers are the command line's (``nanobragg-rs simulate``);
+images come back as numpy arrays of shape (slow, fast)::
+
+    import nanobragg
+    sim = nanobragg.from_args(["-cell", "100", "100", "100", "90", "90", "90", "-N", "5",
+                               "-default_F", "100", "-lambda", "6.2", "-distance", "100",
+                               "-pixel", "0.1", "-detpixels", "512"])
+    image = sim.render()                  # float32 (512, 512), identical to -floatfile
+    counts = sim.noise(image, seed=42)    # uint16 Poisson image, identical to -noisefile with -seed 42
+
+or with keywords in the flags' units (Angstrom, mm, degrees; see ``nanobragg.flag_help()``)::
+
+    sim = nanobragg.Simulation(cell=(100, 100, 100, 90, 90, 90), N=5, default_F=100,
+                               wavelength=6.2, distance=100, pixel=0.1, detpixels=512)
+
+Errors in what you pass raise ValueError (bad flags, values, arrays, file contents) or OSError (files that
+cannot be read or written) with the command line's one-line message.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
+
+import numpy as np
+
+from . import _nanobragg
+from ._nanobragg import flag_help, flag_names
+
+__version__ = _nanobragg.__version__
+
+__all__ = [
+    "Simulation",
+    "from_args",
+    "from_json",
+    "render_stills",
+    "flag_help",
+    "flag_names",
+    "BENCHMARK_CRYSTAL",
+    "__version__",
+]
+
+#: The command line's built-in benchmark crystal (README "Quick start"): cubic 100 A cell, 5x5x5 cells,
+#: every |F| = 100, lambda = 6.2 A, at 100 mm on 0.1 mm pixels. Add e.g. ``["-detpixels", "1024"]``.
+BENCHMARK_CRYSTAL = ["-cell", "100", "100", "100", "90", "90", "90", "-N", "5", "-default_F", "100",
+                     "-lambda", "6.2", "-distance", "100", "-pixel", "0.1"]
+
+# Keyword names that differ from the flag they stand for (the rest map ``name=v`` to ``-name v``).
+_ALIASES = {
+    "wavelength": "-lambda",
+    "lambda_": "-lambda",
+    "mosaic_domains": "-mosaic_dom",
+    "beam_center": None,  # (x, y) mm -> -Xbeam x -Ybeam y
+    "misset_seed": "-misset_seed",
+    "mosaic_seed": "-mosaic_seed",
+}
+
+# Keywords that are not flags.
+_NOT_FLAGS = {"hkl", "amatrix", "args"}
+
+
+def _format_value(v: Any) -> list[str]:
+    if isinstance(v, (bool, np.bool_)):
+        raise TypeError("booleans are switches, not values")
+    if isinstance(v, (str, os.PathLike)):
+        return [os.fspath(v)]
+    if isinstance(v, (int, np.integer)):
+        return [str(int(v))]
+    if isinstance(v, (float, np.floating)):
+        f = float(v)
+        if not math.isfinite(f):
+            raise ValueError(f"{f} is not a finite number")
+        return [repr(f)]
+    if isinstance(v, (list, tuple, np.ndarray)):
+        out: list[str] = []
+        for x in (v.tolist() if isinstance(v, np.ndarray) else v):
+            out += _format_value(x)
+        return out
+    raise TypeError(f"cannot use a {type(v).__name__} as a flag value")
+
+
+def keywords_to_args(**kw: Any) -> list[str]:
+    """Translate keyword parameters into nanoBragg flags: ``N=5`` -> ``-N 5``, ``cell=(a, b, c, al, be, ga)``
+    -> ``-cell a b c al be ga``, ``nopolar=True`` -> ``-nopolar`` (False: left out), ``None``: left out.
+    ``wavelength``/``lambda_`` -> ``-lambda``, ``beam_center=(x, y)`` (mm) -> ``-Xbeam x -Ybeam y``.
+    Units are the flags' (``nanobragg.flag_help()``)."""
+    args: list[str] = []
+    for name, v in kw.items():
+        if v is None or name in _NOT_FLAGS:
+            continue
+        if name == "beam_center":
+            xy = _format_value(v)
+            if len(xy) != 2:
+                raise ValueError("beam_center: give (x, y) in mm")
+            args += ["-Xbeam", xy[0], "-Ybeam", xy[1]]
+            continue
+        flag = _ALIASES.get(name) or ("-" + name)
+        if isinstance(v, (bool, np.bool_)):
+            if v:
+                args.append(flag)
+            continue
+        try:
+            args += [flag] + _format_value(v)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{flag}: {e}") from None
+    return args
+
+
+def _hkl_arrays(hkl: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Validate structure factors given as (h, k, l, F) arrays or an (n, 4) array."""
+    if isinstance(hkl, np.ndarray) and hkl.ndim == 2:
+        if hkl.shape[1] != 4:
+            raise ValueError(f"hkl: an array of reflections must have shape (n, 4), not {hkl.shape}")
+        cols = [hkl[:, i] for i in range(4)]
+    else:
+        try:
+            cols = list(hkl)
+        except TypeError:
+            raise ValueError("hkl: give (h, k, l, F) arrays, an (n, 4) array or a file name") from None
+        if len(cols) != 4:
+            raise ValueError(f"hkl: give four arrays (h, k, l, F), not {len(cols)}")
+    try:
+        arrs = [np.asarray(c, dtype=np.float64) for c in cols]
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"hkl: arrays must be numeric: {e}") from None
+    for name, a in zip("hklF", arrs):
+        if a.ndim != 1:
+            raise ValueError(f"hkl: {name} must be one-dimensional, not of shape {a.shape}")
+    n = arrs[0].shape[0]
+    if any(a.shape[0] != n for a in arrs):
+        raise ValueError(f"hkl: h, k, l and F must have the same length, not {[a.shape[0] for a in arrs]}")
+    if n == 0:
+        raise ValueError("hkl: no reflections (the arrays are empty)")
+    for name, a in zip("hklF", arrs):
+        bad = ~np.isfinite(a)
+        if bad.any():
+            raise ValueError(f"hkl: {name}[{int(np.argmax(bad))}] is {a[bad][0]} (not finite)")
+    idx = np.stack(arrs[:3])
+    if (idx != np.round(idx)).any() or (np.abs(idx) > 1e6).any():
+        i = int(np.argmax(((idx != np.round(idx)) | (np.abs(idx) > 1e6)).any(axis=0)))
+        raise ValueError(f"hkl: Miller indices must be integers, reflection {i} has {tuple(idx[:, i])}")
+    return idx.astype(np.int64), arrs[3]
+
+
+def _write_hkl(path: str, hkl: Any) -> None:
+    idx, f = _hkl_arrays(hkl)
+    with open(path, "w") as fh:
+        # repr() of a float is the shortest text that reads back to the same double
+        fh.writelines(f"{h} {k} {l} {float(v)!r}\n" for (h, k, l), v in zip(idx.T.tolist(), f))
+
+
+def _write_amatrix(path: str, a: Any) -> None:
+    try:
+        m = np.asarray(a, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"amatrix: must be a numeric 3x3 array: {e}") from None
+    if m.shape != (3, 3):
+        raise ValueError(f"amatrix: must have shape (3, 3), not {m.shape}")
+    if not np.isfinite(m).all():
+        raise ValueError("amatrix: holds NaN or infinite values")
+    with open(path, "w") as fh:
+        for row in m.tolist():
+            fh.write(" ".join(repr(float(x)) for x in row) + "\n")
+
+
+class Simulation:
+    """One simulated experiment, resolved once and rendered as often as you like.
+
+    ``Simulation(args=None, *, hkl=None, amatrix=None, **keywords)``
+
+    * ``args``: nanoBragg flags as on the command line (list of strings), e.g. ``["-cell", "100", ...]``.
+    * ``keywords``: the same flags as keywords in the flags' units, e.g. ``cell=(100, 100, 100, 90, 90, 90),
+      misset=(10, 20, 30), N=5, default_F=100, wavelength=6.2, distance=100, pixel=0.1, detpixels=512,
+      mosaic=0.3, mosaic_domains=10, seed=42, nopolar=True`` (see ``keywords_to_args``).
+    * ``hkl``: structure factors: a file name (as ``-hkl``), (h, k, l, F) arrays, or an (n, 4) array.
+    * ``amatrix``: the crystal orientation as a 3x3 MOSFLM A matrix, the nine numbers of a ``-mat`` file
+      (rows x, y, z; columns a*, b*, c*, in 1/Angstrom multiplied by the wavelength).
+
+    Files named by the flags (``-hkl``, ``-mat``, ...) are read now; nothing is written until you call a
+    ``write_*`` method (except the ``Fdump.bin`` cache that ``-hkl`` files write, as the command line does).
+    """
+
+    def __init__(self, args: Optional[Sequence[str]] = None, *, hkl: Any = None, amatrix: Any = None,
+                 **keywords: Any) -> None:
+        if isinstance(args, (str, bytes)):
+            raise ValueError("args: give a list of flags, e.g. ['-cell', '100', ...], not one string")
+        flags = [os.fspath(a) if isinstance(a, os.PathLike) else a for a in (args or [])]
+        for a in flags:
+            if not isinstance(a, str):
+                raise ValueError(f"args: every flag and value must be a string, found {a!r}")
+        flags += keywords_to_args(**keywords)
+        if isinstance(hkl, (str, os.PathLike)):
+            flags += ["-hkl", os.fspath(hkl)]
+            hkl = None
+        self._user_flags = list(flags)
+        self._inputs: dict[str, Any] = {}
+        with tempfile.TemporaryDirectory(prefix="nanobragg-") as tmp:
+            if hkl is not None:
+                p = os.path.join(tmp, "F.hkl")
+                _write_hkl(p, hkl)
+                # the Fdump.bin cache of these arrays goes to the scratch folder, not the user's
+                flags += ["-hkl", p, "-dump", os.path.join(tmp, "Fdump.bin")]
+                self._inputs["hkl"] = hkl
+            if amatrix is not None:
+                p = os.path.join(tmp, "A.mat")
+                _write_amatrix(p, amatrix)
+                flags += ["-mat", p]
+                self._inputs["amatrix"] = amatrix
+            self._core = _nanobragg.Core(flags)
+        self._flags = flags
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_args(cls, args: Sequence[str]) -> "Simulation":
+        """Build from nanoBragg flags, exactly as ``nanobragg-rs simulate ARGS`` would."""
+        if isinstance(args, (str, bytes)):
+            raise ValueError("args: give a list of flags, e.g. ['-cell', '100', ...], not one string")
+        return cls(list(args))
+
+    @classmethod
+    def from_json(cls, path: str | os.PathLike) -> "Simulation":
+        """Build from a parameter file written by ``save_json`` (``{"args": [...]}``)."""
+        try:
+            with open(path) as fh:
+                doc = json.load(fh)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{os.fspath(path)} line {e.lineno}: not JSON: {e.msg}") from None
+        if not isinstance(doc, dict) or not isinstance(doc.get("args"), list):
+            raise ValueError(f"{os.fspath(path)}: expected an object with an \"args\" list of flags")
+        return cls(doc["args"])
+
+    def save_json(self, path: str | os.PathLike) -> None:
+        """Save the flags of this simulation as JSON (``from_json`` reads it back). Simulations built
+        from numpy structure factors or an A matrix reference scratch files and cannot be saved."""
+        if self._inputs:
+            raise ValueError("save_json: this simulation was built from numpy arrays (" +
+                             ", ".join(self._inputs) + "); save them yourself or use files")
+        with open(path, "w") as fh:
+            json.dump({"nanobragg": __version__, "args": self._user_flags}, fh, indent=1)
+
+    def __reduce__(self):
+        # pickling (Dask, multiprocessing) rebuilds from the flags and arrays on the other side
+        return (_rebuild, (self._user_flags, self._inputs))
+
+    # ------------------------------------------------------------------ rendering
+    @property
+    def args(self) -> list[str]:
+        """The nanoBragg flags this simulation was built from."""
+        return list(self._flags)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(slow, fast) pixels of the detector: the shape of every image."""
+        return self._core.shape
+
+    @property
+    def steps(self) -> int:
+        """Samples per pixel as the C counts them (sources x domains x phi steps x oversample^2)."""
+        return self._core.steps
+
+    @property
+    def log(self) -> list[str]:
+        """The setup messages the command line prints before rendering."""
+        return self._core.log
+
+    def render(self, threads: Optional[int] = None,
+               progress: Optional[Callable[[int, int], Any]] = None) -> np.ndarray:
+        """Render the float image: numpy float32 (slow, fast), photons per pixel, bit-identical to the
+        command line's ``-floatfile`` for the same flags. The GIL is released while ``threads`` threads
+        (default: all cores, or ``RAYON_NUM_THREADS``) work. ``progress(rows_done, rows_total)`` is called
+        about every 0.1 s; an exception it raises is raised here after the render."""
+        if threads is not None:
+            threads = _positive_int("threads", threads)
+        if progress is not None and not callable(progress):
+            raise ValueError("progress: must be callable as progress(rows_done, rows_total)")
+        return self._core.render(threads, progress)
+
+    def noise(self, image: np.ndarray, seed: Optional[int] = None, adc: Optional[float] = None) -> np.ndarray:
+        """Poisson photon-counting image (uint16, slow x fast) of ``image`` plus the ADC offset, as the
+        command line's ``-noisefile``: identical to it for the same ``-seed`` (``seed`` here overrides the
+        flags' ``-seed``; ``adc`` overrides ``-adc``, default 40)."""
+        if seed is not None:
+            seed = _int("seed", seed)
+        if adc is not None:
+            adc = _finite("adc", adc)
+        return self._core.noise(self._image(image), seed, adc)
+
+    def stats(self, image: np.ndarray) -> dict:
+        """max_I, mean, rms, rmsd, sum over the rendered pixels (ROI, unmasked), as the command line prints."""
+        return self._core.stats(self._image(image))
+
+    # ------------------------------------------------------------------ writers (the command line's formats)
+    def write_float(self, path: str | os.PathLike, image: np.ndarray) -> None:
+        """Raw 4-byte little-endian floats, fast axis fastest (``-floatfile``)."""
+        self._core.write_float(os.fspath(path), self._image(image))
+
+    def write_smv(self, path: str | os.PathLike, image: np.ndarray, scale: Optional[float] = None) -> float:
+        """SMV (ADSC) 16-bit image (``-intfile``): pixels x ``scale`` (default 55000 / max_I) + adc.
+        ``image`` may also be a uint16 array (for example from ``noise``), written as it is. Returns the scale."""
+        if isinstance(image, np.ndarray) and image.dtype == np.uint16:
+            self._core.write_smv_counts(os.fspath(path), self._counts(image))
+            return 1.0
+        if scale is not None:
+            scale = _finite("scale", scale)
+        return self._core.write_smv(os.fspath(path), self._image(image), scale)
+
+    def write_pgm(self, path: str | os.PathLike, image: np.ndarray, scale: Optional[float] = None) -> float:
+        """8-bit PGM (``-pgmfile``), scale default 250 / (5 rmsd). Returns the scale used."""
+        if scale is not None:
+            scale = _finite("scale", scale)
+        return self._core.write_pgm(os.fspath(path), self._image(image), scale)
+
+    def write_png(self, path: str | os.PathLike, image: np.ndarray) -> None:
+        """8-bit PNG preview (``--png``)."""
+        self._core.write_png(os.fspath(path), self._image(image))
+
+    def write_outputs(self, image: np.ndarray) -> list[str]:
+        """Write every file the command line writes for these flags (float, SMV, PGM, noise, PNG, with the
+        flags' names and ``--out-dir``), byte-identical to its files. Returns the paths."""
+        return [os.fspath(p) for p in self._core.write_outputs(self._image(image))]
+
+    # ------------------------------------------------------------------ geometry
+    def geometry(self) -> dict:
+        """The resolved detector geometry in the C's lab frame: ``pix0_vector`` (m, sample to the corner of
+        pixel (0, 0)), unit vectors ``fdet_vector``, ``sdet_vector``, ``odet_vector``, ``beam_vector``,
+        ``polar_vector``, ``spindle_vector``; ``distance_m``, ``pixel_size_m``, ``wavelength_m``; the beam
+        centre as each convention writes it (``beam_center_mm``, ``mosflm_center_mm``, ``denzo_beam_mm``,
+        ``adxv_center_mm``, ``xds_org_px``, ``dials_origin_mm``) and on the detector (``fbeam_m``, ``sbeam_m``)."""
+        return self._core.geometry()
+
+    def crystal(self) -> dict:
+        """The crystal at phi = 0: real vectors ``a_m`` ... (m), reciprocal ``a_star_per_A`` ... (1/A), ``N``."""
+        return self._core.crystal()
+
+    @property
+    def pix0_vector(self) -> np.ndarray:
+        """Sample to the outer corner of pixel (0, 0), metres (lab frame)."""
+        return np.array(self.geometry()["pix0_vector"])
+
+    @property
+    def fdet_vector(self) -> np.ndarray:
+        """Unit vector along the fast pixel axis."""
+        return np.array(self.geometry()["fdet_vector"])
+
+    @property
+    def sdet_vector(self) -> np.ndarray:
+        """Unit vector along the slow pixel axis."""
+        return np.array(self.geometry()["sdet_vector"])
+
+    @property
+    def odet_vector(self) -> np.ndarray:
+        """Unit detector normal."""
+        return np.array(self.geometry()["odet_vector"])
+
+    @property
+    def beam_center_mm(self) -> tuple[float, float]:
+        """Beam centre (Xbeam, Ybeam) in mm in the detector convention of the flags (the SMV header's)."""
+        return tuple(self.geometry()["beam_center_mm"])
+
+    def pixel_positions(self) -> np.ndarray:
+        """Lab position (m) of every pixel centre, shape (slow, fast, 3) (flat detector, the C's
+        pix0 + (f + 1/2) p fdet + (s + 1/2) p sdet)."""
+        g = self.geometry()
+        if g["curved_detector"]:
+            raise ValueError("pixel_positions: not available for -curved_det (flat detectors only)")
+        p = g["pixel_size_m"]
+        s, f = self.shape
+        fi = (np.arange(f) + 0.5) * p
+        si = (np.arange(s) + 0.5) * p
+        return (np.asarray(g["pix0_vector"])[None, None, :]
+                + fi[None, :, None] * np.asarray(g["fdet_vector"])[None, None, :]
+                + si[:, None, None] * np.asarray(g["sdet_vector"])[None, None, :])
+
+    def scattering_vectors(self) -> np.ndarray:
+        """Scattering vector S = (unit(pixel) - beam) / lambda of every pixel centre, 1/Angstrom,
+        shape (slow, fast, 3)."""
+        g = self.geometry()
+        pos = self.pixel_positions()
+        d = pos / np.linalg.norm(pos, axis=-1, keepdims=True)
+        return (d - np.asarray(g["beam_vector"])) / (g["wavelength_m"] * 1e10)
+
+    def resolution(self) -> np.ndarray:
+        """Resolution d = lambda / (2 sin theta) of every pixel centre in Angstrom (inf on the beam)."""
+        s = np.linalg.norm(self.scattering_vectors(), axis=-1)
+        with np.errstate(divide="ignore"):
+            return 1.0 / s
+
+    # ------------------------------------------------------------------ DIALS
+    def dxtbx_models(self):
+        """(Beam, Detector) dxtbx models of this geometry (needs dxtbx, e.g. Debian ``python3-dials``).
+        The detector's origin is pix0 and its axes fdet/sdet, in dxtbx's frame (mm; the C's lab frame
+        with x along the beam is turned into dxtbx's with z against it)."""
+        from ._dxtbx import dxtbx_models
+        return dxtbx_models(self)
+
+    # ------------------------------------------------------------------ helpers
+    def _image(self, image: Any) -> np.ndarray:
+        try:
+            a = np.asarray(image)
+        except Exception as e:  # noqa: BLE001 - anything numpy refuses is a bad value
+            raise ValueError(f"image: not an array: {e}") from None
+        if a.dtype.kind not in "fiu":
+            raise ValueError(f"image: must be a real number array, not of dtype {a.dtype}")
+        if a.shape != self.shape:
+            raise ValueError(f"image has shape {a.shape} but the detector is (slow, fast) = {self.shape}")
+        a = np.ascontiguousarray(a, dtype=np.float32)
+        if not np.isfinite(a).all():
+            raise ValueError("image holds NaN or infinite values")
+        return a
+
+    def _counts(self, counts: np.ndarray) -> np.ndarray:
+        if counts.shape != self.shape:
+            raise ValueError(f"counts have shape {counts.shape} but the detector is (slow, fast) = {self.shape}")
+        return np.ascontiguousarray(counts, dtype=np.uint16)
+
+    def __repr__(self) -> str:
+        return repr(self._core)
+
+
+def _rebuild(flags: list[str], inputs: dict) -> Simulation:
+    return Simulation(flags, hkl=inputs.get("hkl"), amatrix=inputs.get("amatrix"))
+
+
+def _int(name: str, v: Any) -> int:
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        raise ValueError(f"{name}: must be an integer, not {v!r}")
+    v = int(v)
+    if abs(v) >= 2**31:
+        raise ValueError(f"{name}: {v} is out of range")
+    return v
+
+
+def _positive_int(name: str, v: Any) -> int:
+    v = _int(name, v)
+    if v < 1:
+        raise ValueError(f"{name}: must be at least 1")
+    return v
+
+
+def _finite(name: str, v: Any) -> float:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: must be a number, not {v!r}") from None
+    if not math.isfinite(f):
+        raise ValueError(f"{name}: must be finite, not {f}")
+    return f
+
+
+def from_args(args: Sequence[str]) -> Simulation:
+    """``sim = nanobragg.from_args(["-cell", "100", ...])``: a simulation from nanoBragg flags, exactly as
+    the command line reads them. ``sim.render()`` returns the ``-floatfile`` image as float32 (slow, fast)."""
+    return Simulation.from_args(args)
+
+
+def from_json(path: str | os.PathLike) -> Simulation:
+    """A simulation from a parameter file written by ``Simulation.save_json``."""
+    return Simulation.from_json(path)
+
+
+def _render_one(args: Sequence[str], threads: Optional[int] = None) -> np.ndarray:
+    return Simulation(list(args)).render(threads=threads)
+
+
+def render_stills(stills: Iterable[Sequence[str]], client: Any = None, threads: Optional[int] = None) -> list[np.ndarray]:
+    """Render a list of stills (each a list of flags). With a ``dask.distributed.Client`` the stills are
+    rendered on its workers (one task per still), else one after the other here. Same images either way."""
+    stills = [list(s) for s in stills]
+    if client is None:
+        return [_render_one(s, threads) for s in stills]
+    futures = client.map(_render_one, stills, threads=threads, pure=False)
+    return client.gather(futures)
+
+
+def iter_renders(stills: Iterable[Sequence[str]], threads: Optional[int] = None) -> Iterator[np.ndarray]:
+    """Render stills one at a time, yielding each float image."""
+    for s in stills:
+        yield _render_one(s, threads)

@@ -1,0 +1,379 @@
+//! `nanobragg._nanobragg`: the native core of the Python package `nanobragg`. It holds one resolved
+//! experiment built from nanoBragg flags (through the library's own flag parser and setup, so every
+//! flag means what it means on the command line) and renders it with the GIL released. The friendly
+//! layer (keywords, numpy inputs, Dask, dxtbx) is Python, in `nanobragg/__init__.py`.
+
+use nbcore::config::Config;
+use nbcore::experiment::Experiment;
+use nbcore::simulate;
+use numpy::ndarray::Array2;
+use numpy::{IntoPyArray, PyArray2, PyReadonlyArray2, PyUntypedArrayMethods};
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+/// The library's one-line errors as Python exceptions: files that cannot be read or written are
+/// OSError, everything else the user gave (flags, file contents, impossible setups) is ValueError.
+fn to_py(e: nbcore::Error) -> PyErr {
+    let msg = e.to_string();
+    match &e {
+        nbcore::Error::Output { .. } => PyOSError::new_err(msg),
+        nbcore::Error::File { line: None, reason, .. } if reason.starts_with("cannot read") || reason.starts_with("cannot open") => {
+            PyOSError::new_err(msg)
+        }
+        _ => PyValueError::new_err(msg),
+    }
+}
+
+/// One simulation: the flags, the parsed configuration and the experiment resolved from them.
+#[pyclass(module = "nanobragg._nanobragg", name = "Core", frozen)]
+struct Core {
+    args: Vec<String>,
+    cfg: Config,
+    exp: Experiment,
+    log: Vec<String>,
+}
+
+fn shape_of(exp: &Experiment) -> (usize, usize) {
+    (exp.det.spixels, exp.det.fpixels)
+}
+
+impl Core {
+    /// A float image given from Python: C-contiguous float32 of the detector's (slow, fast) shape.
+    fn image_slice<'a>(&self, image: &'a PyReadonlyArray2<'_, f32>) -> PyResult<&'a [f32]> {
+        let (s, f) = shape_of(&self.exp);
+        let shape = image.shape();
+        if shape != [s, f] {
+            return Err(PyValueError::new_err(format!(
+                "image has shape ({}, {}) but the detector is (slow, fast) = ({s}, {f})",
+                shape[0], shape[1]
+            )));
+        }
+        let data = image.as_slice().map_err(|_| PyValueError::new_err("image must be a C-contiguous float32 array"))?;
+        if let Some(i) = data.iter().position(|v| !v.is_finite()) {
+            return Err(PyValueError::new_err(format!("image pixel (slow {}, fast {}) is {} (not finite)", i / f, i % f, data[i])));
+        }
+        Ok(data)
+    }
+
+    fn render_output(image: &[f32]) -> nbcore::kernel::RenderOutput {
+        nbcore::kernel::RenderOutput { float: image.to_vec(), omega_sum: 0.0, interp_oob: None }
+    }
+
+    fn int_scale(&self, image: &[f32], scale: Option<f64>) -> f64 {
+        // as the C: -scale, else 55000 / max_I over the rendered pixels (L2830)
+        match scale {
+            Some(s) if s > 0.0 => s,
+            _ => {
+                let st = self.stats_of(image);
+                if st.max_i > 0.0 {
+                    55000.0 / st.max_i
+                } else {
+                    1.0
+                }
+            }
+        }
+    }
+
+    fn stats_of(&self, image: &[f32]) -> nbcore::stats::ImageStats {
+        let e = &self.exp;
+        nbcore::stats::image_stats(image, e.det.fpixels, e.det.spixels, e.roi, e.mask.as_deref(), e.subpixel_size, e.oversample)
+    }
+}
+
+#[pymethods]
+impl Core {
+    /// Core(args): parse nanoBragg flags and build the experiment (reads -hkl/-mat/... files now).
+    #[new]
+    fn new(py: Python<'_>, args: Vec<String>) -> PyResult<Self> {
+        let (cfg, exp, log) = py
+            .detach(|| -> nbcore::Result<_> {
+                let cfg = nbcore::cli::flags::parse_simulate_args(&args)?;
+                let (exp, log) = simulate::setup(&cfg)?;
+                Ok((cfg, exp, log.lines))
+            })
+            .map_err(to_py)?;
+        Ok(Core { args, cfg, exp, log })
+    }
+
+    /// The flags this simulation was built from.
+    #[getter]
+    fn args(&self) -> Vec<String> {
+        self.args.clone()
+    }
+
+    /// The setup messages the command line prints before rendering, one string per line.
+    #[getter]
+    fn log(&self) -> Vec<String> {
+        self.log.clone()
+    }
+
+    /// (slow, fast) pixels.
+    #[getter]
+    fn shape(&self) -> (usize, usize) {
+        shape_of(&self.exp)
+    }
+
+    /// Samples per pixel (sources x mosaic domains x phi steps x oversample^2), as the C counts them.
+    #[getter]
+    fn steps(&self) -> i64 {
+        self.exp.steps
+    }
+
+    /// The noise seed the flags give (the C's stored value, -seed negated), and whether -nonoise was given.
+    #[getter]
+    fn seed(&self) -> i64 {
+        -self.exp.seed
+    }
+
+    /// Render the float image: float32 numpy array (slow, fast), photons per pixel, bit-identical to
+    /// the command line's -floatfile. The GIL is released while the threads work; `progress(done, total)`
+    /// is called from this thread (in rows) about every 0.1 s.
+    #[pyo3(signature = (threads=None, progress=None))]
+    fn render<'py>(&self, py: Python<'py>, threads: Option<usize>, progress: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyArray2<f32>>> {
+        if threads == Some(0) {
+            return Err(PyValueError::new_err("threads: must be at least 1"));
+        }
+        let exp = &self.exp;
+        let out = match progress {
+            None => py.detach(|| simulate::render(exp, threads, &|_| {})).map_err(to_py)?,
+            Some(cb) => {
+                let total = exp.det.spixels;
+                let done = AtomicUsize::new(0);
+                let (res, cb_err) = std::thread::scope(|scope| {
+                    let handle = scope.spawn(|| {
+                        simulate::render(exp, threads, &|n| {
+                            done.fetch_add(n, Ordering::Relaxed);
+                        })
+                    });
+                    let mut cb_err: Option<PyErr> = None;
+                    let mut last = usize::MAX;
+                    loop {
+                        let finished = handle.is_finished();
+                        let d = done.load(Ordering::Relaxed).min(total);
+                        if cb_err.is_none() && d != last {
+                            last = d;
+                            if let Err(e) = cb.call1((d, total)) {
+                                cb_err = Some(e);
+                            }
+                        }
+                        if finished {
+                            break;
+                        }
+                        py.detach(|| std::thread::sleep(Duration::from_millis(100)));
+                    }
+                    (handle.join(), cb_err)
+                });
+                if let Some(e) = cb_err {
+                    return Err(e);
+                }
+                res.map_err(|_| PyRuntimeError::new_err("render thread panicked"))?.map_err(to_py)?
+            }
+        };
+        let (s, f) = shape_of(exp);
+        let arr = Array2::from_shape_vec((s, f), out.float).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        Ok(arr.into_pyarray(py))
+    }
+
+    /// Poisson noise image (uint16, slow x fast) from a float image, as the command line's -noisefile:
+    /// with the flags' -seed (or `seed`) it is identical to the CLI's noise image. `adc` defaults to -adc.
+    #[pyo3(signature = (image, seed=None, adc=None))]
+    fn noise<'py>(&self, py: Python<'py>, image: PyReadonlyArray2<'py, f32>, seed: Option<i64>, adc: Option<f64>) -> PyResult<Bound<'py, PyArray2<u16>>> {
+        let data = self.image_slice(&image)?;
+        if let Some(a) = adc {
+            if !a.is_finite() {
+                return Err(PyValueError::new_err("adc: must be a finite number"));
+            }
+        }
+        let e = &self.exp;
+        let adc = adc.unwrap_or(self.cfg.adc_offset);
+        let mut rng = e.rng.clone();
+        let mut seed = seed.map(|s| -s).unwrap_or(e.seed);
+        let (fp, sp, roi) = (e.det.fpixels, e.det.spixels, e.roi);
+        let img = py.detach(|| nbcore::noise::noise_image(&mut rng, &mut seed, data, fp, sp, roi, adc));
+        let arr = Array2::from_shape_vec((sp, fp), img.pixels).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        Ok(arr.into_pyarray(py))
+    }
+
+    /// Image statistics as the command line prints them (over the ROI, masked pixels excluded).
+    fn stats<'py>(&self, py: Python<'py>, image: PyReadonlyArray2<'py, f32>) -> PyResult<Bound<'py, PyDict>> {
+        let st = self.stats_of(self.image_slice(&image)?);
+        let d = PyDict::new(py);
+        d.set_item("max_I", st.max_i)?;
+        d.set_item("max_I_x_m", st.max_i_x)?;
+        d.set_item("max_I_y_m", st.max_i_y)?;
+        d.set_item("sum", st.sum)?;
+        d.set_item("n", st.n)?;
+        d.set_item("mean", st.mean)?;
+        d.set_item("rms", st.rms)?;
+        d.set_item("rmsd", st.rmsd)?;
+        Ok(d)
+    }
+
+    /// Write the raw float image (4-byte little-endian floats), as -floatfile.
+    fn write_float(&self, py: Python<'_>, path: PathBuf, image: PyReadonlyArray2<'_, f32>) -> PyResult<()> {
+        let data = self.image_slice(&image)?;
+        py.detach(|| nbcore::io::float::write_float_image(&path, data)).map_err(to_py)
+    }
+
+    /// Write the SMV integer image (as -intfile): pixels scaled by `scale` (default: 55000 / max_I) plus -adc.
+    #[pyo3(signature = (path, image, scale=None))]
+    fn write_smv(&self, py: Python<'_>, path: PathBuf, image: PyReadonlyArray2<'_, f32>, scale: Option<f64>) -> PyResult<f64> {
+        let data = self.image_slice(&image)?;
+        let scale = self.int_scale(data, scale);
+        let e = &self.exp;
+        let header = simulate::smv_header(e);
+        py.detach(|| {
+            let ints = nbcore::io::smv::int_pixels(data, e.det.fpixels, e.det.spixels, e.roi, scale, self.cfg.adc_offset);
+            nbcore::io::smv::write_smv(&path, &header, &ints)
+        })
+        .map_err(to_py)?;
+        Ok(scale)
+    }
+
+    /// Write an SMV image of given uint16 pixels (for example a noise image) with this detector's header.
+    fn write_smv_counts(&self, py: Python<'_>, path: PathBuf, counts: PyReadonlyArray2<'_, u16>) -> PyResult<()> {
+        let (s, f) = shape_of(&self.exp);
+        if counts.shape() != [s, f] {
+            return Err(PyValueError::new_err(format!("counts have shape {:?} but the detector is (slow, fast) = ({s}, {f})", counts.shape())));
+        }
+        let data = counts.as_slice().map_err(|_| PyValueError::new_err("counts must be a C-contiguous uint16 array"))?;
+        let header = simulate::smv_header(&self.exp);
+        py.detach(|| nbcore::io::smv::write_smv(&path, &header, data)).map_err(to_py)
+    }
+
+    /// Write the 8-bit PGM (as -pgmfile): scale default 250 / (5 rmsd), as the C.
+    #[pyo3(signature = (path, image, scale=None))]
+    fn write_pgm(&self, py: Python<'_>, path: PathBuf, image: PyReadonlyArray2<'_, f32>, scale: Option<f64>) -> PyResult<f64> {
+        let data = self.image_slice(&image)?;
+        let scale = match scale {
+            Some(s) if s > 0.0 => s,
+            _ => {
+                let st = self.stats_of(data);
+                if st.rmsd > 0.0 {
+                    250.0 / (5.0 * st.rmsd)
+                } else {
+                    self.int_scale(data, None)
+                }
+            }
+        };
+        let e = &self.exp;
+        py.detach(|| {
+            let bytes = nbcore::io::pgm::pgm_pixels(data, e.det.fpixels, e.det.spixels, e.roi, scale);
+            nbcore::io::pgm::write_pgm(&path, e.det.fpixels, e.det.spixels, scale, &bytes)
+        })
+        .map_err(to_py)?;
+        Ok(scale)
+    }
+
+    /// Write the PNG preview (as --png).
+    fn write_png(&self, py: Python<'_>, path: PathBuf, image: PyReadonlyArray2<'_, f32>) -> PyResult<()> {
+        let data = self.image_slice(&image)?;
+        let e = &self.exp;
+        py.detach(|| nbcore::io::png::write_png_preview(&path, data, e.det.fpixels, e.det.spixels)).map_err(to_py)
+    }
+
+    /// Write every file the command line would write for these flags (-floatfile, -intfile, -pgmfile,
+    /// -noisefile, --png; relative to --out-dir), from `image`. Returns the paths written.
+    fn write_outputs(&self, py: Python<'_>, image: PyReadonlyArray2<'_, f32>) -> PyResult<Vec<PathBuf>> {
+        let data = self.image_slice(&image)?;
+        let r = Self::render_output(data);
+        let mut exp = self.exp.clone();
+        let cfg = &self.cfg;
+        py.detach(|| {
+            simulate::check_outputs(cfg)?;
+            let mut sink = std::io::sink();
+            simulate::write_outputs(cfg, &mut exp, &r, &mut sink).map(|(_, files)| files)
+        })
+        .map_err(to_py)
+    }
+
+    /// The resolved detector and beam geometry (lab frame of the C: metres, unit vectors; the beam centre
+    /// in each convention as the SMV header gives it, in mm).
+    fn geometry<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let e = &self.exp;
+        let d = &e.det;
+        let h = simulate::smv_header(e);
+        let g = PyDict::new(py);
+        g.set_item("convention", format!("{:?}", d.convention).to_uppercase())?;
+        g.set_item("pivot", format!("{:?}", d.pivot).to_lowercase())?;
+        g.set_item("shape", (d.spixels, d.fpixels))?;
+        g.set_item("pixel_size_m", d.pixel_size)?;
+        g.set_item("distance_m", d.distance)?;
+        g.set_item("close_distance_m", d.close_distance)?;
+        g.set_item("wavelength_m", e.lambda0)?;
+        g.set_item("pix0_vector", d.pix0_vector.to_vec())?;
+        g.set_item("fdet_vector", d.fdet_vector.to_vec())?;
+        g.set_item("sdet_vector", d.sdet_vector.to_vec())?;
+        g.set_item("odet_vector", d.odet_vector.to_vec())?;
+        g.set_item("beam_vector", d.beam_vector.to_vec())?;
+        g.set_item("polar_vector", d.polar_vector.to_vec())?;
+        g.set_item("spindle_vector", d.spindle_vector.to_vec())?;
+        g.set_item("twotheta_axis", d.twotheta_axis.to_vec())?;
+        g.set_item("twotheta_deg", d.detector_twotheta.to_degrees())?;
+        g.set_item("curved_detector", d.curved_detector)?;
+        g.set_item("oversample", e.oversample)?;
+        g.set_item("subpixel_size_m", e.subpixel_size)?;
+        g.set_item("roi", e.roi.to_vec())?;
+        // beam centre: on the rotated detector (fast, slow from pixel 0's corner) and per convention
+        g.set_item("fbeam_m", d.fbeam)?;
+        g.set_item("sbeam_m", d.sbeam)?;
+        g.set_item("fclose_m", d.fclose)?;
+        g.set_item("sclose_m", d.sclose)?;
+        g.set_item("beam_center_mm", (h.beam_center_x, h.beam_center_y))?;
+        g.set_item("adxv_center_mm", (h.adxv_center_x, h.adxv_center_y))?;
+        g.set_item("mosflm_center_mm", (h.mosflm_center_x, h.mosflm_center_y))?;
+        g.set_item("denzo_beam_mm", (h.denzo_x_beam, h.denzo_y_beam))?;
+        g.set_item("xds_org_px", (h.xds_orgx, h.xds_orgy))?;
+        g.set_item("dials_origin_mm", h.dials_origin.to_vec())?;
+        Ok(g)
+    }
+
+    /// The crystal at phi = 0 without mosaic: real vectors (metres), reciprocal vectors (1/Angstrom), size in cells.
+    fn crystal<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let e = &self.exp;
+        let l = &e.lattice;
+        let c = PyDict::new(py);
+        c.set_item("a_m", l.a0.to_vec())?;
+        c.set_item("b_m", l.b0.to_vec())?;
+        c.set_item("c_m", l.c0.to_vec())?;
+        c.set_item("a_star_per_A", l.a_star.to_vec())?;
+        c.set_item("b_star_per_A", l.b_star.to_vec())?;
+        c.set_item("c_star_per_A", l.c_star.to_vec())?;
+        c.set_item("cell_lengths_m", (l.a_len, l.b_len, l.c_len))?;
+        c.set_item("volume_A3", l.v_cell)?;
+        c.set_item("N", (e.na, e.nb, e.nc))?;
+        c.set_item("mosaic_domains", e.domains())?;
+        c.set_item("phisteps", e.phisteps)?;
+        Ok(c)
+    }
+
+    fn __repr__(&self) -> String {
+        let (s, f) = shape_of(&self.exp);
+        format!("nanobragg.Simulation({} x {} pixels, {} steps)", s, f, self.exp.steps)
+    }
+}
+
+/// Every flag the parser knows, as spelled on the command line.
+#[pyfunction]
+fn flag_names() -> Vec<&'static str> {
+    nbcore::cli::all_spellings()
+}
+
+/// The flag reference (as `nanobragg-rs simulate --help`).
+#[pyfunction]
+fn flag_help() -> String {
+    nbcore::cli::flags::help_text()
+}
+
+#[pymodule]
+fn _nanobragg(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Core>()?;
+    m.add_function(wrap_pyfunction!(flag_names, m)?)?;
+    m.add_function(wrap_pyfunction!(flag_help, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
