@@ -195,6 +195,10 @@ pub struct Config {
     /// `-stol`/`-4stol`/`-Q` table (read, checked, unused) and its multiplier.
     pub stol_file: Option<(PathBuf, f64)>,
 
+    /// `-add_float FILE` (repeatable): float images (photons/pixel, e.g. `nonbragg` water) added to the
+    /// rendered image before statistics, int/PGM conversion and noise.
+    pub add_float: Vec<PathBuf>,
+
     // ---------------------------------------------------------------- outputs
     pub floatfile: PathBuf,
     pub intfile: PathBuf,
@@ -315,6 +319,7 @@ impl Default for Config {
             phisteps: None,
             water_size: 0.0,
             stol_file: None,
+            add_float: Vec::new(),
             floatfile: PathBuf::from("floatimage.bin"),
             intfile: PathBuf::from("intimage.img"),
             pgmfile: PathBuf::from("image.pgm"),

@@ -405,9 +405,12 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
             b.inc(n as u64);
         }
     };
-    let r = render(&exp, cfg.threads, &tick)?;
+    let mut r = render(&exp, cfg.threads, &tick)?;
     if let Some(b) = bar {
         b.finish_and_clear();
+    }
+    for p in &cfg.add_float {
+        crate::float_add::add_into(&mut r.float, p)?;
     }
     let render_s = t1.elapsed().as_secs_f64();
 

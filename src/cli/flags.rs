@@ -648,6 +648,10 @@ pub static FLAGS: &[Flag] = &[
         category: Sampling, help: "As -stol with Q = 4·pi·sin(theta)/lambda in the first column.",
         set: |c, v| { c.stol_file = Some((v.path(0), 1e10 / std::f64::consts::PI / 4.0)); Ok(()) } },
     // ------------------------------------------------------------------ outputs
+    Flag { name: "-add_float", aliases: &["--add_float", "-add_floatfile"], arity: Path, values: "FILE",
+        units: "raw f32", default: "none", category: Output,
+        help: "Add this float image (photons/pixel, e.g. from `nonbragg`) before statistics, int/PGM and noise; repeatable.",
+        set: |c, v| { c.add_float.push(v.path(0)); Ok(()) } },
     Flag { name: "-floatfile", aliases: &["-floatimage", "--floatfile"], arity: Path, values: "FILE",
         units: "raw f32", default: "floatimage.bin", category: Output, help: "Float image (photons per pixel), always written.",
         set: |c, v| { c.floatfile = v.path(0); Ok(()) } },
