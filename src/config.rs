@@ -94,6 +94,8 @@ pub struct Config {
 
     // ---------------------------------------------------------------- structure factors
     pub hkl_file: Option<PathBuf>,
+    /// `-pdb`/`-cif` and their options (structure factors computed from an atomic model).
+    pub model: crate::model::ModelConfig,
     pub dump_file: PathBuf,
     pub default_f: f64,
     /// `Some(true)` = `-interpolate`, `Some(false)` = `-nointerpolate`, `None` = auto.
@@ -193,12 +195,22 @@ pub struct Config {
     /// `-stol`/`-4stol`/`-Q` table (read, checked, unused) and its multiplier.
     pub stol_file: Option<(PathBuf, f64)>,
 
+    /// `-add_float FILE` (repeatable): float images (photons/pixel, e.g. `nonbragg` water) added to the
+    /// rendered image before statistics, int/PGM conversion and noise.
+    pub add_float: Vec<PathBuf>,
+
     // ---------------------------------------------------------------- outputs
     pub floatfile: PathBuf,
     pub intfile: PathBuf,
     pub pgmfile: PathBuf,
     pub noisefile: PathBuf,
     pub pngfile: Option<PathBuf>,
+    /// CBF image (32-bit counts, miniCBF geometry header), not in the C.
+    pub cbffile: Option<PathBuf>,
+    /// NeXus/NXmx HDF5 image with the full geometry, not in the C.
+    pub nexusfile: Option<PathBuf>,
+    /// SMV headers with the keys dxtbx's ADSC reader expects (opt-in; the default header is the C's).
+    pub smv_dxtbx: bool,
     pub write_pgm: bool,
     pub calculate_noise: bool,
     /// 0 = auto
@@ -237,6 +249,7 @@ impl Default for Config {
             shape: CrystalShape::Square,
             fudge: 1.0,
             hkl_file: None,
+            model: Default::default(),
             dump_file: PathBuf::from("Fdump.bin"),
             default_f: 0.0,
             interpolate: None,
@@ -306,11 +319,15 @@ impl Default for Config {
             phisteps: None,
             water_size: 0.0,
             stol_file: None,
+            add_float: Vec::new(),
             floatfile: PathBuf::from("floatimage.bin"),
             intfile: PathBuf::from("intimage.img"),
             pgmfile: PathBuf::from("image.pgm"),
             noisefile: PathBuf::from("noiseimage.img"),
             pngfile: None,
+            cbffile: None,
+            nexusfile: None,
+            smv_dxtbx: false,
             write_pgm: true,
             calculate_noise: true,
             intfile_scale: 0.0,

@@ -176,13 +176,22 @@ pub fn build_with(cfg: &Config, log: &mut Log, preloaded: Option<HklGrid>) -> Re
     // ------------------------------------------------------------------ banner and inputs check (L1275)
     log.line("nanoBragg nanocrystal diffraction simulator - James Holton and Ken Frankel 5-17-17");
     let dump_path = resolve_out(cfg, &cfg.dump_file);
-    let dump_exists = preloaded.is_none() && cfg.hkl_file.is_none() && dump_path.is_file();
-    if preloaded.is_none() && cfg.hkl_file.is_none() && !dump_exists && cfg.default_f == 0.0 {
+    // -pdb/-cif: the model is read here for its cell; its structure factors are computed below
+    let model = crate::model::load(&cfg.model, log)?;
+    if model.is_some() && cfg.hkl_file.is_some() {
+        return Err(Error::flag("-hkl", "give one source of structure factors: -hkl or -pdb/-cif, not both"));
+    }
+    let dump_exists = preloaded.is_none() && cfg.hkl_file.is_none() && model.is_none() && dump_path.is_file();
+    if preloaded.is_none() && cfg.hkl_file.is_none() && model.is_none() && !dump_exists && cfg.default_f == 0.0 {
         return Err(Error::setup(
             "no structure factors: give -hkl FILE or -default_F VALUE (and no Fdump.bin cache was found)",
         ));
     }
-    let cell_a = cfg.cell.map(|c| c.a).unwrap_or(0.0);
+    let cell_in = cfg.cell.or_else(|| {
+        let c = model.as_ref()?.model.cell?;
+        Some(crate::config::CellInput { a: c[0], b: c[1], c: c[2], alpha: c[3] / RTD, beta: c[4] / RTD, gamma: c[5] / RTD })
+    });
+    let cell_a = cell_in.map(|c| c.a).unwrap_or(0.0);
     if cfg.mat_file.is_none() && cell_a == 0.0 {
         return Err(Error::setup("no unit cell: give -cell a b c alpha beta gamma or -mat FILE"));
     }
@@ -244,7 +253,7 @@ pub fn build_with(cfg: &Config, log: &mut Log, preloaded: Option<HklGrid>) -> Re
         }
         None => None,
     };
-    let lattice = build_lattice(cfg.cell, mat, cfg.misset, cfg.lambda0, &mut rng, &mut misset_seed, log)?;
+    let lattice = build_lattice(cell_in, mat, cfg.misset, cfg.lambda0, &mut rng, &mut misset_seed, log)?;
 
     let na = cells_from_size(cfg.na, sample_x, lattice.a_len);
     let nb = cells_from_size(cfg.nb, sample_y, lattice.b_len);
@@ -279,8 +288,17 @@ pub fn build_with(cfg: &Config, log: &mut Log, preloaded: Option<HklGrid>) -> Re
     // ------------------------------------------------------------------ structure factors (L2101)
     let fhkl = if preloaded.is_some() {
         preloaded
-    } else if let Some(hkl) = &cfg.hkl_file {
-        let grid = read_hkl(hkl, cfg.default_f, log)?;
+    } else if cfg.hkl_file.is_some() || model.is_some() {
+        let grid = match (&model, &cfg.hkl_file) {
+            (Some(m), _) => {
+                let lambda_min = cfg.lambda0 * (1.0 - cfg.dispersion.max(0.0) / 2.0);
+                let d = if cfg.dmin > 0.0 { cfg.dmin * 1e10 } else { crate::model::detector_d_min(det.pix0_vector, det.fdet_vector, det.sdet_vector, det.detsize_f, det.detsize_s, det.beam_vector, lambda_min) };
+                let entries = crate::model::entries_for_simulation(&cfg.model, m, d, cfg.lambda0 * 1e10, log)?;
+                crate::model::grid_from_entries(&entries, cfg.default_f)?
+            }
+            (None, Some(hkl)) => read_hkl(hkl, cfg.default_f, log)?,
+            (None, None) => unreachable!(),
+        };
         match write_fdump(&dump_path, &grid) {
             Ok(()) => log.line(format!("writing dump file for next time: {}", dump_path.display())),
             Err(_) => log.line(format!("WARNING: unable to open dump file: {}", dump_path.display())),

@@ -29,7 +29,7 @@ pub fn noise_image(
     adc_offset: f64,
 ) -> NoiseImage {
     let mut pixels = vec![0u16; fpixels * spixels];
-    let (photons, overloads) = noise_rows(rng, seed, float, fpixels, spixels, roi, adc_offset, |s, row| {
+    let (photons, overloads) = noise_rows(rng, seed, float, fpixels, spixels, roi, adc_offset, |s, row, _| {
         pixels[s * fpixels..(s + 1) * fpixels].copy_from_slice(row);
         Ok(())
     })
@@ -51,11 +51,38 @@ pub fn write_noise_smv(
     roi: [i64; 4],
     adc_offset: f64,
 ) -> crate::Result<(f64, u64)> {
+    write_noise_smv_counts(path, header, rng, seed, float, fpixels, spixels, roi, adc_offset, None)
+}
+
+/// [`write_noise_smv`], also keeping every pixel as a 32-bit count without the SMV's 65535 cap
+/// (deviate + `adc_offset`, same draws) in `counts` when given: the CBF and NeXus images.
+#[allow(clippy::too_many_arguments)]
+pub fn write_noise_smv_counts(
+    path: &std::path::Path,
+    header: &crate::io::smv::SmvHeader,
+    rng: &mut NrRandom,
+    seed: &mut i64,
+    float: &[f32],
+    fpixels: usize,
+    spixels: usize,
+    roi: [i64; 4],
+    adc_offset: f64,
+    mut counts: Option<&mut Vec<i32>>,
+) -> crate::Result<(f64, u64)> {
     use std::io::Write;
+    if let Some(c) = counts.as_mut() {
+        c.clear();
+        c.reserve(fpixels * spixels);
+    }
     let err = |e: std::io::Error| crate::Error::Output { path: path.to_path_buf(), reason: e.to_string() };
     let mut file = crate::io::atomic::AtomicFile::create(path)?;
     file.write_all(&crate::io::smv::smv_header_bytes(header)?).map_err(err)?;
-    let counts = noise_rows(rng, seed, float, fpixels, spixels, roi, adc_offset, |_, row| crate::io::write_le(&mut file, row).map_err(err))?;
+    let counts = noise_rows(rng, seed, float, fpixels, spixels, roi, adc_offset, |_, row, row32| {
+        if let Some(c) = counts.as_mut() {
+            c.extend_from_slice(row32);
+        }
+        crate::io::write_le(&mut file, row).map_err(err)
+    })?;
     file.commit()?;
     Ok(counts)
 }
@@ -75,7 +102,7 @@ fn noise_rows(
     spixels: usize,
     roi: [i64; 4],
     adc_offset: f64,
-    mut sink: impl FnMut(usize, &[u16]) -> crate::Result<()> + Send,
+    mut sink: impl FnMut(usize, &[u16], &[i32]) -> crate::Result<()> + Send,
 ) -> crate::Result<(f64, u64)> {
     let n = fpixels * spixels;
     assert!(float.len() >= n, "float image has {} values, expected {}x{}", float.len(), fpixels, spixels);
@@ -91,6 +118,7 @@ fn noise_rows(
     let mut photons = 0.0f64;
     let mut overloads = 0u64;
     let mut row = vec![0u16; fpixels];
+    let mut row32 = vec![0i32; fpixels];
     let mut current = if blocks > 0 { exp_block(0) } else { Vec::new() };
     for b in 0..blocks {
         let (next, drawn) = rayon::join(
@@ -98,6 +126,7 @@ fn noise_rows(
             || -> crate::Result<()> {
                 for s in b * BLOCK_ROWS..((b + 1) * BLOCK_ROWS).min(spixels) {
                     row.fill(0);
+                    row32.fill(0);
                     let si = s as i64;
                     if si >= ymin && si <= ymax {
                         for f in 0..fpixels {
@@ -114,6 +143,8 @@ fn noise_rows(
                             let mut test = dev as f64;
                             photons += test;
                             test += adc_offset;
+                            // uncapped 32-bit count (saturating; NaN becomes 0)
+                            row32[f] = test as i32;
                             if test > 65535.0 {
                                 test = 65535.0;
                                 overloads += 1;
@@ -122,7 +153,7 @@ fn noise_rows(
                             row[f] = test as u16;
                         }
                     }
-                    sink(s, &row)?;
+                    sink(s, &row, &row32)?;
                 }
                 Ok(())
             },

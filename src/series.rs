@@ -413,6 +413,12 @@ fn output_names(c: &Config) -> Vec<(&'static str, PathBuf)> {
     if let Some(p) = &c.pngfile {
         v.push(("png", p.clone()));
     }
+    if let Some(p) = &c.cbffile {
+        v.push(("CBF", p.clone()));
+    }
+    if let Some(p) = &c.nexusfile {
+        v.push(("NeXus", p.clone()));
+    }
     v
 }
 
@@ -505,6 +511,8 @@ impl Plan {
                 "pgm" => "-pgmfile",
                 "noise" => "-noisefile",
                 "png" => "--png",
+                "CBF" => "-cbffile",
+                "NeXus" => "-nexusfile",
                 _ => continue,
             };
             flags.extend([flag.to_string(), frame_name(&p.to_string_lossy(), k)]);
@@ -535,6 +543,8 @@ impl Plan {
                 "pgm" => c.pgmfile = name,
                 "noise" => c.noisefile = name,
                 "png" => c.pngfile = Some(name),
+                "CBF" => c.cbffile = Some(name),
+                "NeXus" => c.nexusfile = Some(name),
                 _ => {}
             }
         }
@@ -702,43 +712,57 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
     });
 
     let threads = plan.base.threads;
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Rendered>(1);
+    // Writers: the outputs of frame k (and k+1) while the next frame renders. The noise image is one
+    // serial random stream per frame, so two writers keep two noise streams going at once.
+    let writers = threads.unwrap_or(usize::MAX).clamp(1, 2);
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Rendered>(writers);
+    let rx = std::sync::Mutex::new(rx);
+    let failed = std::sync::atomic::AtomicBool::new(false);
+    // the manifest, when it was last saved, frames written
+    let state = std::sync::Mutex::new((&mut manifest, Instant::now(), 0usize));
     let result = std::thread::scope(|scope| -> Result<()> {
-        let manifest = &mut manifest;
-        let mpath = &mpath;
-        let bar = &bar;
-        let plan = &plan;
-        // Writer: the outputs of frame k while frame k+1 renders; the manifest after each frame (at
-        // most every half second, and at the end).
-        let writer = scope.spawn(move || -> Result<()> {
-            let mut last_save = Instant::now();
-            let mut written = 0usize;
-            for mut job in rx {
-                let mut sink = std::io::sink();
-                let (_stats, _files) = crate::simulate::write_outputs(&job.cfg, &mut job.exp, &job.out, &mut sink)?;
-                let mut rec = job.rec;
-                for (role, p) in &plan.outputs {
-                    let named = PathBuf::from(frame_name(&p.to_string_lossy(), rec.frame));
-                    let full = resolve_out(&job.cfg, &named);
-                    let (sha, bytes) = file_sha256(&full).map_err(|e| Error::Output { path: full.clone(), reason: format!("cannot read back: {e}") })?;
-                    rec.files.push(FileRecord { role: role.to_string(), path: named, bytes, sha256: sha });
-                }
-                manifest.frames.push(rec);
-                written += 1;
-                let kill_now = std::env::var("NANOBRAGG_SERIES_KILL_AFTER").ok().and_then(|v| v.parse::<usize>().ok()) == Some(written);
-                if kill_now || last_save.elapsed() > Duration::from_millis(500) {
-                    manifest.frames.sort_by_key(|r| r.frame);
-                    write_manifest(mpath, manifest)?;
-                    last_save = Instant::now();
-                }
-                kill_hook(written);
-                if let Some(b) = bar {
-                    b.inc(1);
-                }
+        let (mpath, bar, plan, rx, failed, state) = (&mpath, &bar, &plan, &rx, &failed, &state);
+        let write_one = move |mut job: Rendered| -> Result<()> {
+            let mut sink = std::io::sink();
+            crate::simulate::write_outputs(&job.cfg, &mut job.exp, &job.out, &mut sink)?;
+            let mut rec = job.rec;
+            for (role, p) in &plan.outputs {
+                let named = PathBuf::from(frame_name(&p.to_string_lossy(), rec.frame));
+                let full = resolve_out(&job.cfg, &named);
+                let (sha, bytes) = file_sha256(&full).map_err(|e| Error::Output { path: full.clone(), reason: format!("cannot read back: {e}") })?;
+                rec.files.push(FileRecord { role: role.to_string(), path: named, bytes, sha256: sha });
             }
-            manifest.frames.sort_by_key(|r| r.frame);
-            write_manifest(mpath, manifest)
-        });
+            // The manifest is saved at most every half second (and at the end).
+            let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
+            let (m, last_save, written) = &mut *st;
+            m.frames.push(rec);
+            *written += 1;
+            let kill_now = std::env::var("NANOBRAGG_SERIES_KILL_AFTER").ok().and_then(|v| v.parse::<usize>().ok()) == Some(*written);
+            if kill_now || last_save.elapsed() > Duration::from_millis(500) {
+                m.frames.sort_by_key(|r| r.frame);
+                write_manifest(mpath, m)?;
+                *last_save = Instant::now();
+            }
+            kill_hook(*written);
+            if let Some(b) = bar {
+                b.inc(1);
+            }
+            Ok(())
+        };
+        let handles: Vec<_> = (0..writers)
+            .map(|_| {
+                scope.spawn(move || -> Result<()> {
+                    loop {
+                        let job = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                        let Ok(job) = job else { return Ok(()) };
+                        if let Err(e) = write_one(job) {
+                            failed.store(true, std::sync::atomic::Ordering::SeqCst);
+                            return Err(e);
+                        }
+                    }
+                })
+            })
+            .collect();
         let mut render_err = Ok(());
         for &k in &todo {
             let step = (|| -> Result<Rendered> {
@@ -752,8 +776,23 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
             })();
             match step {
                 Ok(job) => {
-                    if tx.send(job).is_err() {
-                        break; // the writer failed; its error is reported below
+                    // wait for a free writer (or a failed one: its error is reported below)
+                    let mut job = job;
+                    let sent = loop {
+                        if failed.load(std::sync::atomic::Ordering::SeqCst) {
+                            break false;
+                        }
+                        match tx.try_send(job) {
+                            Ok(()) => break true,
+                            Err(std::sync::mpsc::TrySendError::Full(j)) => {
+                                job = j;
+                                std::thread::sleep(Duration::from_millis(1));
+                            }
+                            Err(std::sync::mpsc::TrySendError::Disconnected(_)) => break false,
+                        }
+                    };
+                    if !sent {
+                        break;
                     }
                 }
                 Err(e) => {
@@ -763,9 +802,18 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
             }
         }
         drop(tx);
-        let w = writer.join().unwrap_or_else(|_| Err(Error::setup("series writer thread panicked")));
-        w.and(render_err)
+        let mut res = Ok(());
+        for h in handles {
+            let w = h.join().unwrap_or_else(|_| Err(Error::setup("series writer thread panicked")));
+            if res.is_ok() {
+                res = w;
+            }
+        }
+        res.and(render_err)
     });
+    drop(state);
+    manifest.frames.sort_by_key(|r| r.frame);
+    write_manifest(&mpath, &manifest)?;
     if let Some(b) = &bar {
         b.finish_and_clear();
     }

@@ -95,6 +95,16 @@ pub fn smv_header(exp: &Experiment) -> SmvHeader {
     }
 }
 
+/// `-dxtbx_smv`: BEAM_CENTER_X/Y as dxtbx's reader of these files (FormatSMVJHSim, chosen by
+/// `BEAMLINE=fake`) reads them: it takes (X + pixel, SIZE2·pixel − Y + pixel) as the beam centre from
+/// the first pixel's corner along +fast and +slow, so X = fbeam − pixel, Y = SIZE2·pixel − sbeam + pixel.
+pub fn dxtbx_beam_centre(h: &mut SmvHeader, exp: &Experiment) {
+    let d = &exp.det;
+    let px = d.pixel_size;
+    h.beam_center_x = (d.fbeam - px) * 1000.0;
+    h.beam_center_y = (d.spixels as f64 * px - d.sbeam + px) * 1000.0;
+}
+
 /// Output paths (resolved against `--out-dir`) with their roles, in the order they are written.
 pub fn output_paths(cfg: &Config) -> Vec<(&'static str, PathBuf)> {
     let mut v = vec![("float", resolve_out(cfg, &cfg.floatfile)), ("int", resolve_out(cfg, &cfg.intfile))];
@@ -107,7 +117,67 @@ pub fn output_paths(cfg: &Config) -> Vec<(&'static str, PathBuf)> {
     if let Some(p) = &cfg.pngfile {
         v.push(("png", resolve_out(cfg, p)));
     }
+    if let Some(p) = &cfg.cbffile {
+        v.push(("CBF", resolve_out(cfg, p)));
+    }
+    if let Some(p) = &cfg.nexusfile {
+        v.push(("NeXus", resolve_out(cfg, p)));
+    }
     v
+}
+
+/// Refuse, before rendering, a CBF whose geometry a miniCBF header cannot carry and a NeXus file
+/// without the HDF5 library.
+pub fn check_geometry_outputs(cfg: &Config, exp: &Experiment) -> Result<()> {
+    if let Some(p) = &cfg.cbffile {
+        let m = crate::io::meta::ImageMeta::from_experiment(exp, cfg.exposure);
+        if let Err(e) = m.mini_cbf_ok() {
+            return Err(Error::flag("-cbffile", format!("{e}: a miniCBF header cannot describe this geometry ({}); -nexusfile writes it", p.display())));
+        }
+    }
+    if cfg.smv_dxtbx {
+        let m = crate::io::meta::ImageMeta::from_experiment(exp, cfg.exposure);
+        if let Err(e) = m.mini_cbf_ok() {
+            return Err(Error::flag("-dxtbx_smv", format!("{e}: dxtbx reads SMV files as a detector normal to the beam with the spindle along fast; use -nexusfile")));
+        }
+    }
+    if let Some(p) = &cfg.nexusfile {
+        crate::io::nexus::available().map_err(|e| Error::Output { path: p.clone(), reason: e })?;
+    }
+    Ok(())
+}
+
+/// What the CBF/NeXus pixels hold, for their headers and the log.
+fn counts_description(cfg: &Config) -> String {
+    if cfg.calculate_noise {
+        format!("Poisson photon counts + {} ADC offset (the noise image without its 65535 cap)", g(cfg.adc_offset))
+    } else {
+        format!("noiseless expected photons rounded to integers + {} ADC offset (-nonoise)", g(cfg.adc_offset))
+    }
+}
+
+/// Write the CBF and NeXus images from the 32-bit counts.
+fn write_geometry_outputs(cfg: &Config, exp: &Experiment, counts: &[i32], out: &mut dyn Write, files: &mut Vec<PathBuf>) -> Result<()> {
+    let m = crate::io::meta::ImageMeta::from_experiment(exp, cfg.exposure);
+    let what = counts_description(cfg);
+    if let Some(p) = &cfg.cbffile {
+        let _ = writeln!(out, "writing {} as 4-byte integers (CBF, byte-offset): {what}", p.display());
+        let path = resolve_out(cfg, p);
+        crate::io::cbf::write_cbf(&path, &m, counts, &what)?;
+        files.push(path);
+    }
+    if let Some(p) = &cfg.nexusfile {
+        let _ = writeln!(out, "writing {} as 4-byte integers (NeXus/NXmx, deflate): {what}", p.display());
+        let path = resolve_out(cfg, p);
+        crate::io::nexus::write_nexus(&path, &m, counts)?;
+        files.push(path);
+    }
+    Ok(())
+}
+
+/// The noiseless counts for -nonoise: each ROI pixel rounded half up plus the ADC offset, 0 outside.
+fn noiseless_counts(float: &[f32], fp: usize, sp: usize, roi: [i64; 4], adc: f64) -> Vec<i32> {
+    crate::io::map_roi(float, fp, sp, roi, |v| ((v as f64) + adc + 0.5).floor() as i32)
 }
 
 /// Refuse outputs that would overwrite an input or land in a missing directory, before any work.
@@ -192,10 +262,16 @@ fn write_derived_outputs(cfg: &Config, exp: &mut Experiment, r: &RenderOutput, o
         }
     }
     w(out, format!("intfile_scale = {}", g(intfile_scale)));
-    let header = smv_header(exp);
+    let mut header = smv_header(exp);
+    if cfg.smv_dxtbx {
+        dxtbx_beam_centre(&mut header, exp);
+    }
     let roi = exp.roi;
     let noise_path = resolve_out(cfg, &cfg.noisefile);
     let seed = exp.seed;
+    let want_counts = cfg.cbffile.is_some() || cfg.nexusfile.is_some();
+    let mut counts: Vec<i32> = Vec::new();
+    let counts_ref = &mut counts;
     let rng = &mut exp.rng;
     // The noise image is one serial random stream; it is drawn and written on its own thread while
     // the integer, PGM and PNG images are made, and reported in the C's order afterwards.
@@ -204,7 +280,8 @@ fn write_derived_outputs(cfg: &Config, exp: &mut Experiment, r: &RenderOutput, o
             let (header, noise_path) = (&header, &noise_path);
             scope.spawn(move || {
                 let mut seed = seed;
-                crate::noise::write_noise_smv(noise_path, header, rng, &mut seed, &r.float, fp, sp, roi, cfg.adc_offset)
+                let c = if want_counts { Some(counts_ref) } else { None };
+                crate::noise::write_noise_smv_counts(noise_path, header, rng, &mut seed, &r.float, fp, sp, roi, cfg.adc_offset, c)
             })
         });
         let ints = int_pixels(&r.float, fp, sp, roi, intfile_scale, cfg.adc_offset);
@@ -243,6 +320,12 @@ fn write_derived_outputs(cfg: &Config, exp: &mut Experiment, r: &RenderOutput, o
         }
         Ok(())
     })?;
+    if want_counts {
+        if !cfg.calculate_noise {
+            counts = noiseless_counts(&r.float, fp, sp, roi, cfg.adc_offset);
+        }
+        write_geometry_outputs(cfg, exp, &counts, out, &mut files)?;
+    }
     Ok((stats, files))
 }
 
@@ -301,6 +384,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
     if !cfg.quiet {
         let _ = log.flush_to(out);
     }
+    check_geometry_outputs(cfg, &exp)?;
     let setup_s = t0.elapsed().as_secs_f64();
 
     let t1 = Instant::now();
@@ -321,9 +405,12 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
             b.inc(n as u64);
         }
     };
-    let r = render(&exp, cfg.threads, &tick)?;
+    let mut r = render(&exp, cfg.threads, &tick)?;
     if let Some(b) = bar {
         b.finish_and_clear();
+    }
+    for p in &cfg.add_float {
+        crate::float_add::add_into(&mut r.float, p)?;
     }
     let render_s = t1.elapsed().as_secs_f64();
 

@@ -25,7 +25,7 @@ import json
 import math
 import os
 import tempfile
-from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, Optional, Sequence
 
 import numpy as np
 
@@ -39,6 +39,8 @@ __all__ = [
     "from_args",
     "from_json",
     "render_stills",
+    "Series",
+    "Frame",
     "flag_help",
     "flag_names",
     "BENCHMARK_CRYSTAL",
@@ -461,6 +463,48 @@ def from_args(args: Sequence[str]) -> Simulation:
 def from_json(path: str | os.PathLike) -> Simulation:
     """A simulation from a parameter file written by ``Simulation.save_json``."""
     return Simulation.from_json(path)
+
+
+class Frame(NamedTuple):
+    """One frame of a series: its number (from 1), the simulation that makes it, and its float image."""
+    index: int
+    simulation: Simulation
+    image: np.ndarray
+
+
+class Series:
+    """A dataset as ``nanobragg-rs series`` makes it, as an iterator of frames::
+
+        for frame in nanobragg.Series(flags + ["--frames", "90", "-osc", "1"]):       # rotation sweep
+            frame.image                                                              # float32 (slow, fast)
+        nanobragg.Series(flags + ["--stills", "100", "--orientation", "random"])      # random stills
+
+    Frame k is byte-identical to the command line's frame k (same phi or misset, seeds and file names:
+    ``frame.simulation.write_outputs(frame.image)`` writes the files the series would)."""
+
+    def __init__(self, args: Sequence[str], threads: Optional[int] = None) -> None:
+        if isinstance(args, (str, bytes)):
+            raise ValueError("args: give a list of flags, not one string")
+        self._base, self._frames = _nanobragg.series_frames([os.fspath(a) for a in args])
+        self._threads = threads
+
+    def __len__(self) -> int:
+        return len(self._frames)
+
+    def frame_args(self, k: int) -> list[str]:
+        """The ``simulate`` flags of frame k (counted from 1)."""
+        if not 1 <= k <= len(self._frames):
+            raise IndexError(f"frame {k} is not in 1..{len(self._frames)}")
+        return self._base + self._frames[k - 1]
+
+    def simulation(self, k: int) -> Simulation:
+        """The simulation of frame k (counted from 1)."""
+        return Simulation(self.frame_args(k))
+
+    def __iter__(self) -> Iterator[Frame]:
+        for k in range(1, len(self._frames) + 1):
+            sim = self.simulation(k)
+            yield Frame(k, sim, sim.render(threads=self._threads))
 
 
 def _render_one(args: Sequence[str], threads: Optional[int] = None) -> np.ndarray:

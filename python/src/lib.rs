@@ -369,11 +369,23 @@ fn flag_help() -> String {
     nbcore::cli::flags::help_text()
 }
 
+/// The frames of a `nanobragg-rs series` command line (`--frames N` rotation or `--stills N
+/// --orientation random`): the `simulate` flags, and for each frame k = 1..N the flags that make the
+/// single-image run byte-identical to the series' frame k (phi/osc or misset, seeds, output names).
+#[pyfunction]
+fn series_frames(args: Vec<String>) -> PyResult<(Vec<String>, Vec<Vec<String>>)> {
+    let sa = nbcore::series::split_args(&args).map_err(to_py)?;
+    let plan = nbcore::series::Plan::new(&sa).map_err(to_py)?;
+    let frames = (1..=plan.total).map(|k| plan.frame(k).map(|r| r.simulate_flags)).collect::<nbcore::Result<Vec<_>>>().map_err(to_py)?;
+    Ok((sa.simulate, frames))
+}
+
 #[pymodule]
 fn _nanobragg(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Core>()?;
     m.add_function(wrap_pyfunction!(flag_names, m)?)?;
     m.add_function(wrap_pyfunction!(flag_help, m)?)?;
+    m.add_function(wrap_pyfunction!(series_frames, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -7,6 +7,8 @@
 //! img), as the C's pre-pass does, so every other flag overrides them.
 
 pub mod flags;
+pub mod noisify;
+pub mod nonbragg;
 
 #[cfg(test)]
 mod tests;

@@ -1,5 +1,9 @@
 //! File formats: one module per format. STUB.
 pub mod atomic;
+pub mod cbf;
+pub mod hdf5;
+pub mod meta;
+pub mod nexus;
 pub mod float;
 pub mod pgm;
 pub mod png;

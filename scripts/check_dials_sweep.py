@@ -1,0 +1,72 @@
+#!/usr/bin/python3
+"""End to end with DIALS: a short off-centre sweep simulated frame by frame, written as CBF and as
+NeXus/NXmx, goes through dials.import, dials.find_spots and dials.index; the indexed cell must match
+the simulated one within 0.1 % and the imported beam centre the simulated one within 0.1 pixel.
+
+Usage: check_dials_sweep.py NANOBRAGG_RS WORKDIR [FORMAT ...]   (formats: cbf nexus; default both)
+"""
+import json
+import os
+import subprocess
+import sys
+
+RS, WORK = sys.argv[1], sys.argv[2]
+FORMATS = sys.argv[3:] or ["cbf", "nexus"]
+CELL = (61.0, 73.0, 87.0, 90.0, 90.0, 90.0)
+NFRAMES, OSC, PX, NPIX = 10, 0.5, 0.172, 512
+XBEAM, YBEAM = 38.3, 47.9  # MOSFLM convention, mm: well off the 44 mm centre
+FLAGS = (
+    f"-mosflm -cell {' '.join(map(str, CELL))} -misset 10 20 30 -default_F 1000 -N 15 -round_xtal "
+    f"-lambda 1.0 -distance 150 -detpixels {NPIX} -pixel {PX} -Xbeam {XBEAM} -Ybeam {YBEAM} "
+    f"-mosaic 0.1 -mosaic_dom 4 -phisteps 4 -fluence 1e24 -adc 0 -nopgm --quiet"
+).split()
+failures = []
+
+
+def run(cmd, cwd):
+    r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    if r.returncode != 0:
+        print(r.stdout[-3000:], r.stderr[-3000:])
+        raise SystemExit(f"FAIL: {' '.join(cmd[:3])} ... exited {r.returncode}")
+    return r.stdout
+
+
+for fmt in FORMATS:
+    d = os.path.join(WORK, fmt)
+    os.makedirs(d, exist_ok=True)
+    files = []
+    for i in range(NFRAMES):
+        name = f"sweep_{i + 1:04d}." + ("cbf" if fmt == "cbf" else "nxs")
+        flag = "-cbffile" if fmt == "cbf" else "-nexusfile"
+        run([RS, "simulate"] + FLAGS + ["-phi", str(i * OSC), "-osc", str(OSC), "-seed", str(i + 1), flag, name,
+             "-floatfile", f"f_{i}.bin", "-intfile", f"i_{i}.img", "-noisefile", f"n_{i}.img"], d)
+        files.append(name)
+    run(["dials.import"] + files + ["output.experiments=imported.expt"], d)
+    run(["dials.find_spots", "imported.expt", "nproc=2"], d)
+    # the geometry is known exactly (a simulation): refine the crystal only, so the cell is tested
+    run(["dials.index", "imported.expt", "strong.refl", "detector.fix=all", "beam.fix=all"], d)
+    expt = json.load(open(os.path.join(d, "indexed.expt")))
+    # the beam centre of the imported (unrefined) model, in pixels from the first pixel's corner
+    import dxtbx.model.experiment_list as el
+
+    imported = el.ExperimentListFactory.from_json_file(os.path.join(d, "imported.expt"), check_format=False)
+    if len(imported.imagesets()) != 1 or len(imported[0].imageset) != NFRAMES:
+        failures.append(f"{fmt}: dials.import made {len(imported.imagesets())} image sets, not one sweep of {NFRAMES}")
+    p = imported[0].detector[0]
+    bc = p.get_beam_centre_px(imported[0].beam.get_s0())
+    want = ((YBEAM + PX / 2) / PX, (XBEAM + PX / 2) / PX)  # MOSFLM: X is along slow, first pixel centre at 0.5 px
+    if abs(bc[0] - want[0]) > 0.1 or abs(bc[1] - want[1]) > 0.1:
+        failures.append(f"{fmt}: imported beam centre {bc} px, simulated {want}")
+    indexed = el.ExperimentListFactory.from_json_file(os.path.join(d, "indexed.expt"), check_format=False)
+    uc = indexed[0].crystal.get_unit_cell().parameters()
+    lengths = sorted(uc[:3])
+    ok = all(abs(g - w) / w < 1e-3 for g, w in zip(lengths, CELL[:3])) and all(abs(a - 90) < 0.1 for a in uc[3:])
+    log = open(os.path.join(d, "dials.index.log")).read()
+    frac = [l for l in log.splitlines() if "% indexed" in l or "indexed" in l.lower() and "%" in l][-1:]
+    print(f"{fmt}: cell {tuple(round(x, 3) for x in uc)} (simulated {CELL}); beam centre {bc}; {frac}")
+    if not ok:
+        failures.append(f"{fmt}: indexed cell {uc} is not {CELL} within 0.1 %")
+
+for f in failures:
+    print("FAIL:", f)
+sys.exit(1 if failures else 0)

@@ -1,0 +1,342 @@
+//! The few HDF5 C-library calls the NeXus writer needs, bound at run time (dlopen) so that the
+//! program builds on any machine; `-nexusfile` needs the shared library (Debian: libhdf5-103-1 or
+//! libhdf5-dev; any HDF5 ≥ 1.10, whose ids are 64-bit) only when it is used. The file-level API
+//! below is small and safe: every id is closed by its owner's Drop.
+
+use std::ffi::{c_char, c_int, c_uint, c_void, CString};
+use std::sync::{Mutex, OnceLock};
+
+pub type Hid = i64;
+type Herr = c_int;
+type Hsize = u64;
+
+const H5P_DEFAULT: Hid = 0;
+const H5S_ALL: Hid = 0;
+const H5F_ACC_TRUNC: c_uint = 0x0002;
+const H5S_SCALAR: c_int = 0;
+const H5S_SELECT_SET: c_int = 0;
+
+#[allow(clippy::type_complexity)]
+pub struct Lib {
+    fcreate: unsafe extern "C" fn(*const c_char, c_uint, Hid, Hid) -> Hid,
+    fclose: unsafe extern "C" fn(Hid) -> Herr,
+    gcreate2: unsafe extern "C" fn(Hid, *const c_char, Hid, Hid, Hid) -> Hid,
+    gclose: unsafe extern "C" fn(Hid) -> Herr,
+    screate: unsafe extern "C" fn(c_int) -> Hid,
+    screate_simple: unsafe extern "C" fn(c_int, *const Hsize, *const Hsize) -> Hid,
+    sselect_hyperslab: unsafe extern "C" fn(Hid, c_int, *const Hsize, *const Hsize, *const Hsize, *const Hsize) -> Herr,
+    sclose: unsafe extern "C" fn(Hid) -> Herr,
+    tcopy: unsafe extern "C" fn(Hid) -> Hid,
+    tset_size: unsafe extern "C" fn(Hid, usize) -> Herr,
+    tclose: unsafe extern "C" fn(Hid) -> Herr,
+    dcreate2: unsafe extern "C" fn(Hid, *const c_char, Hid, Hid, Hid, Hid, Hid) -> Hid,
+    dget_space: unsafe extern "C" fn(Hid) -> Hid,
+    dwrite: unsafe extern "C" fn(Hid, Hid, Hid, Hid, Hid, *const c_void) -> Herr,
+    dclose: unsafe extern "C" fn(Hid) -> Herr,
+    acreate2: unsafe extern "C" fn(Hid, *const c_char, Hid, Hid, Hid, Hid) -> Hid,
+    awrite: unsafe extern "C" fn(Hid, Hid, *const c_void) -> Herr,
+    aclose: unsafe extern "C" fn(Hid) -> Herr,
+    pcreate: unsafe extern "C" fn(Hid) -> Hid,
+    pset_chunk: unsafe extern "C" fn(Hid, c_int, *const Hsize) -> Herr,
+    pset_deflate: unsafe extern "C" fn(Hid, c_uint) -> Herr,
+    pclose: unsafe extern "C" fn(Hid) -> Herr,
+    t_double: Hid,
+    t_int32: Hid,
+    t_int64: Hid,
+    t_c_s1: Hid,
+    p_dataset_create: Hid,
+}
+
+// SAFETY: the ids and function pointers are plain values; every call goes through `LOCK`.
+unsafe impl Send for Lib {}
+unsafe impl Sync for Lib {}
+
+/// Serialises every HDF5 call (the distribution library is usually built without thread safety).
+pub static LOCK: Mutex<()> = Mutex::new(());
+
+const NAMES: &[&str] = &[
+    "libhdf5_serial.so.103",
+    "libhdf5.so.103",
+    "libhdf5.so.200",
+    "libhdf5.so.310",
+    "libhdf5_serial.so.200",
+    "libhdf5_serial.so.310",
+    "libhdf5_serial.so",
+    "libhdf5.so",
+    "libhdf5.dylib",
+];
+
+unsafe fn sym<T: Copy>(h: *mut c_void, name: &str) -> Result<T, String> {
+    let c = CString::new(name).map_err(|e| e.to_string())?;
+    let p = libc::dlsym(h, c.as_ptr());
+    if p.is_null() {
+        return Err(format!("the HDF5 library has no {name}"));
+    }
+    Ok(std::mem::transmute_copy::<*mut c_void, T>(&p))
+}
+
+unsafe fn global(h: *mut c_void, name: &str) -> Result<Hid, String> {
+    let p: *const Hid = sym(h, name)?;
+    Ok(*p)
+}
+
+fn load() -> Result<Lib, String> {
+    let mut handle = std::ptr::null_mut();
+    let env = std::env::var("NANOBRAGG_HDF5_LIB").ok();
+    for name in env.iter().map(|s| s.as_str()).chain(NAMES.iter().copied()) {
+        let c = CString::new(name).map_err(|e| e.to_string())?;
+        // SAFETY: dlopen of a library name; HDF5's initialisers have no requirements on the caller.
+        handle = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+        if !handle.is_null() {
+            break;
+        }
+    }
+    if handle.is_null() {
+        return Err("-nexusfile needs the HDF5 shared library (libhdf5, version 1.10 or later) at run time, and none was found \
+                    (Debian/Ubuntu: apt-get install libhdf5-dev; or set NANOBRAGG_HDF5_LIB to its path)"
+            .into());
+    }
+    // SAFETY: the symbols are HDF5's public API with the C signatures declared in `Lib` (HDF5 ≥ 1.10).
+    unsafe {
+        let h5open: unsafe extern "C" fn() -> Herr = sym(handle, "H5open")?;
+        if h5open() < 0 {
+            return Err("the HDF5 library failed to initialise".into());
+        }
+        let eset: unsafe extern "C" fn(Hid, *const c_void, *mut c_void) -> Herr = sym(handle, "H5Eset_auto2")?;
+        eset(0, std::ptr::null(), std::ptr::null_mut()); // errors come back as return codes, not printed
+        Ok(Lib {
+            fcreate: sym(handle, "H5Fcreate")?,
+            fclose: sym(handle, "H5Fclose")?,
+            gcreate2: sym(handle, "H5Gcreate2")?,
+            gclose: sym(handle, "H5Gclose")?,
+            screate: sym(handle, "H5Screate")?,
+            screate_simple: sym(handle, "H5Screate_simple")?,
+            sselect_hyperslab: sym(handle, "H5Sselect_hyperslab")?,
+            sclose: sym(handle, "H5Sclose")?,
+            tcopy: sym(handle, "H5Tcopy")?,
+            tset_size: sym(handle, "H5Tset_size")?,
+            tclose: sym(handle, "H5Tclose")?,
+            dcreate2: sym(handle, "H5Dcreate2")?,
+            dget_space: sym(handle, "H5Dget_space")?,
+            dwrite: sym(handle, "H5Dwrite")?,
+            dclose: sym(handle, "H5Dclose")?,
+            acreate2: sym(handle, "H5Acreate2")?,
+            awrite: sym(handle, "H5Awrite")?,
+            aclose: sym(handle, "H5Aclose")?,
+            pcreate: sym(handle, "H5Pcreate")?,
+            pset_chunk: sym(handle, "H5Pset_chunk")?,
+            pset_deflate: sym(handle, "H5Pset_deflate")?,
+            pclose: sym(handle, "H5Pclose")?,
+            t_double: global(handle, "H5T_NATIVE_DOUBLE_g")?,
+            t_int32: global(handle, "H5T_NATIVE_INT_g")?,
+            t_int64: global(handle, "H5T_NATIVE_LLONG_g")?,
+            t_c_s1: global(handle, "H5T_C_S1_g")?,
+            p_dataset_create: global(handle, "H5P_CLS_DATASET_CREATE_ID_g")?,
+        })
+    }
+}
+
+/// The library, loaded once.
+pub fn lib() -> Result<&'static Lib, String> {
+    static LIB: OnceLock<Result<Lib, String>> = OnceLock::new();
+    LIB.get_or_init(load).as_ref().map_err(|e| e.clone())
+}
+
+fn cstr(s: &str) -> Result<CString, String> {
+    CString::new(s).map_err(|_| format!("name {s:?} contains a NUL byte"))
+}
+
+fn check(id: i64, what: &str) -> Result<i64, String> {
+    if id < 0 {
+        Err(format!("HDF5 failed to {what}"))
+    } else {
+        Ok(id)
+    }
+}
+
+/// An open HDF5 file or group (closed on drop).
+pub struct Node {
+    lib: &'static Lib,
+    id: Hid,
+    is_file: bool,
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        // SAFETY: `id` is an open file/group id owned by this value.
+        unsafe {
+            if self.is_file {
+                (self.lib.fclose)(self.id);
+            } else {
+                (self.lib.gclose)(self.id);
+            }
+        }
+    }
+}
+
+/// Scalar or 1-D values for a dataset or attribute.
+pub enum Val<'a> {
+    F64(&'a [f64]),
+    /// Always 1-D, even with one value.
+    F64Array(&'a [f64]),
+    I64(&'a [i64]),
+    Str(&'a str),
+}
+
+struct Guard(Hid, unsafe extern "C" fn(Hid) -> Herr);
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if self.0 >= 0 {
+            // SAFETY: an id created by this module and not closed elsewhere.
+            unsafe {
+                (self.1)(self.0);
+            }
+        }
+    }
+}
+
+impl Node {
+    /// Create (truncate) a file.
+    pub fn create_file(path: &std::path::Path) -> Result<Node, String> {
+        let lib = lib()?;
+        let c = cstr(&path.to_string_lossy())?;
+        // SAFETY: valid C string, default property lists.
+        let id = unsafe { (lib.fcreate)(c.as_ptr(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT) };
+        Ok(Node { lib, id: check(id, "create the file")?, is_file: true })
+    }
+
+    pub fn group(&self, name: &str, nx_class: &str) -> Result<Node, String> {
+        let c = cstr(name)?;
+        // SAFETY: valid parent id and C string.
+        let id = unsafe { (self.lib.gcreate2)(self.id, c.as_ptr(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT) };
+        let g = Node { lib: self.lib, id: check(id, &format!("create group {name}"))?, is_file: false };
+        g.attr("NX_class", Val::Str(nx_class))?;
+        Ok(g)
+    }
+
+    /// (memory type, dataspace, data pointer, element count, string type guard) for a value.
+    fn prepare(&self, v: &Val, scalar: bool) -> Result<(Hid, Guard, Option<Guard>, *const c_void, Option<CString>), String> {
+        let lib = self.lib;
+        // SAFETY: dataspace/type creation with valid arguments; the returned ids are owned by guards.
+        unsafe {
+            let mut keep = None;
+            let (n, ty, ptr, tguard) = match v {
+                Val::F64(x) => (x.len(), lib.t_double, x.as_ptr() as *const c_void, None),
+                Val::F64Array(x) => (x.len(), lib.t_double, x.as_ptr() as *const c_void, None),
+                Val::I64(x) => (x.len(), lib.t_int64, x.as_ptr() as *const c_void, None),
+                Val::Str(s) => {
+                    // fixed-length, NUL-terminated (the length includes the NUL)
+                    let t = check((lib.tcopy)(lib.t_c_s1), "make a string type")?;
+                    let g = Guard(t, lib.tclose);
+                    let cs = cstr(s)?;
+                    (lib.tset_size)(t, s.len() + 1);
+                    let p = cs.as_ptr() as *const c_void;
+                    keep = Some(cs);
+                    (1, t, p, Some(g))
+                }
+            };
+            let space = if scalar && n == 1 && !matches!(v, Val::F64Array(_)) {
+                (lib.screate)(H5S_SCALAR)
+            } else {
+                let d = [n as Hsize];
+                (lib.screate_simple)(1, d.as_ptr(), std::ptr::null())
+            };
+            let space = Guard(check(space, "make a dataspace")?, lib.sclose);
+            Ok((ty, space, tguard, ptr, keep))
+        }
+    }
+
+    /// Attribute on this group.
+    pub fn attr(&self, name: &str, v: Val) -> Result<(), String> {
+        attr_on(self.lib, self.id, name, v, self)
+    }
+
+    /// A small dataset (scalar when one value), with attributes.
+    pub fn data(&self, name: &str, v: Val, attrs: &[(&str, Val)]) -> Result<(), String> {
+        let lib = self.lib;
+        let (ty, space, _tg, ptr, _keep) = self.prepare(&v, true)?;
+        let c = cstr(name)?;
+        // SAFETY: valid ids; `ptr` points at data of the declared type and count.
+        unsafe {
+            let d = check((lib.dcreate2)(self.id, c.as_ptr(), ty, space.0, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), &format!("create {name}"))?;
+            let dg = Guard(d, lib.dclose);
+            check((lib.dwrite)(d, ty, H5S_ALL, H5S_ALL, H5P_DEFAULT, ptr) as i64, &format!("write {name}"))?;
+            for (an, av) in attrs {
+                attr_on(lib, dg.0, an, match av {
+                    Val::F64(x) => Val::F64(x),
+                    Val::F64Array(x) => Val::F64Array(x),
+                    Val::I64(x) => Val::I64(x),
+                    Val::Str(s) => Val::Str(s),
+                }, self)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A chunked, deflate-compressed 32-bit integer dataset of shape `dims`, one chunk per
+    /// `chunk`, written later piece by piece.
+    pub fn big_i32(&self, name: &str, dims: &[u64], chunk: &[u64], deflate: u32) -> Result<Dataset, String> {
+        let lib = self.lib;
+        let c = cstr(name)?;
+        // SAFETY: valid ids and arrays of `dims.len()` elements.
+        unsafe {
+            let space = Guard(check((lib.screate_simple)(dims.len() as c_int, dims.as_ptr(), std::ptr::null()), "make a dataspace")?, lib.sclose);
+            let p = Guard(check((lib.pcreate)(lib.p_dataset_create), "make a property list")?, lib.pclose);
+            check((lib.pset_chunk)(p.0, chunk.len() as c_int, chunk.as_ptr()) as i64, "set chunks")?;
+            check((lib.pset_deflate)(p.0, deflate) as i64, "set deflate (is zlib in this HDF5?)")?;
+            let d = check((lib.dcreate2)(self.id, c.as_ptr(), lib.t_int32, space.0, H5P_DEFAULT, p.0, H5P_DEFAULT), &format!("create {name}"))?;
+            Ok(Dataset { lib, id: d, dims: dims.to_vec() })
+        }
+    }
+}
+
+fn attr_on(lib: &'static Lib, obj: Hid, name: &str, v: Val, n: &Node) -> Result<(), String> {
+    let (ty, space, _tg, ptr, _keep) = n.prepare(&v, true)?;
+    let c = cstr(name)?;
+    // SAFETY: valid ids; `ptr` points at data of the declared type and count.
+    unsafe {
+        let a = check((lib.acreate2)(obj, c.as_ptr(), ty, space.0, H5P_DEFAULT, H5P_DEFAULT), &format!("create attribute {name}"))?;
+        let _ag = Guard(a, lib.aclose);
+        check((lib.awrite)(a, ty, ptr) as i64, &format!("write attribute {name}"))?;
+    }
+    Ok(())
+}
+
+/// A large dataset being filled.
+pub struct Dataset {
+    lib: &'static Lib,
+    id: Hid,
+    dims: Vec<u64>,
+}
+
+impl Drop for Dataset {
+    fn drop(&mut self) {
+        // SAFETY: an open dataset id owned by this value.
+        unsafe {
+            (self.lib.dclose)(self.id);
+        }
+    }
+}
+
+impl Dataset {
+    /// Write `data` as index `i` along the first dimension.
+    pub fn write_slab(&self, i: u64, data: &[i32]) -> Result<(), String> {
+        let lib = self.lib;
+        let per: u64 = self.dims[1..].iter().product();
+        if data.len() as u64 != per || i >= self.dims[0] {
+            return Err(format!("frame {i} has {} values, expected {per}", data.len()));
+        }
+        let mut start = vec![0u64; self.dims.len()];
+        start[0] = i;
+        let mut count = self.dims.clone();
+        count[0] = 1;
+        // SAFETY: valid ids; arrays of the dataset's rank; `data` holds `per` i32 values.
+        unsafe {
+            let fs = Guard(check((lib.dget_space)(self.id), "get the dataspace")?, lib.sclose);
+            check((lib.sselect_hyperslab)(fs.0, H5S_SELECT_SET, start.as_ptr(), std::ptr::null(), count.as_ptr(), std::ptr::null()) as i64, "select a frame")?;
+            let ms = Guard(check((lib.screate_simple)(count.len() as c_int, count.as_ptr(), std::ptr::null()), "make a dataspace")?, lib.sclose);
+            check((lib.dwrite)(self.id, lib.t_int32, ms.0, fs.0, H5P_DEFAULT, data.as_ptr() as *const c_void) as i64, "write a frame")?;
+        }
+        Ok(())
+    }
+}

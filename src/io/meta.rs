@@ -1,0 +1,131 @@
+//! What the geometry-carrying formats (CBF, NeXus/NXmx) need to know about an image: detector axes,
+//! the first pixel's corner, the beam, the spindle and the oscillation, taken from the resolved
+//! experiment (the vectors the pixel loop uses, nanoBragg.c L1701-L1776), in one place.
+
+use crate::crystal::RTD;
+use crate::experiment::Experiment;
+use crate::vec3::{cross, dot, unitize, V3};
+
+/// Geometry and beam of one image (or of every frame of a series: only the spindle angle changes).
+#[derive(Clone, Debug)]
+pub struct ImageMeta {
+    pub fpixels: usize,
+    pub spixels: usize,
+    /// metres
+    pub pixel_size: f64,
+    /// Unit vectors in the simulation's lab frame (the convention's).
+    pub fdet: V3,
+    pub sdet: V3,
+    pub odet: V3,
+    pub beam: V3,
+    pub spindle: V3,
+    /// Sample to the outer corner of the first pixel (fast 0, slow 0), metres.
+    pub pix0: V3,
+    /// Sample to the direct-beam spot along the beam, metres (the header `DISTANCE`).
+    pub distance: f64,
+    /// Sample to the detector plane along its normal, metres.
+    pub close_distance: f64,
+    /// Direct-beam spot from the first pixel's corner along the fast and slow axes, metres.
+    pub fbeam: f64,
+    pub sbeam: f64,
+    /// Central wavelength (Angstrom) and the distinct wavelengths of the sources with their weights
+    /// (number of sources at each), Angstrom.
+    pub wavelength: f64,
+    pub spectrum: Vec<(f64, f64)>,
+    /// Spindle angle of the (first) frame and the oscillation per frame, degrees.
+    pub phi_start: f64,
+    pub osc: f64,
+    pub twotheta: f64,
+    /// Sensor thickness (metres; 0 when not given).
+    pub thickness: f64,
+    /// Exposure time (s) when a flux was given, else 0.
+    pub exposure: f64,
+    /// Largest trusted pixel value written.
+    pub saturation: i64,
+    pub convention: &'static str,
+}
+
+impl ImageMeta {
+    pub fn from_experiment(exp: &Experiment, exposure: f64) -> ImageMeta {
+        let d = &exp.det;
+        let mut spectrum: Vec<(f64, f64)> = Vec::new();
+        for s in &exp.sources {
+            let l = s.lambda * 1e10;
+            match spectrum.iter_mut().find(|(x, _)| *x == l) {
+                Some(e) => e.1 += 1.0,
+                None => spectrum.push((l, 1.0)),
+            }
+        }
+        ImageMeta {
+            fpixels: d.fpixels,
+            spixels: d.spixels,
+            pixel_size: d.pixel_size,
+            fdet: d.fdet_vector,
+            sdet: d.sdet_vector,
+            odet: d.odet_vector,
+            beam: d.beam_vector,
+            spindle: d.spindle_vector,
+            pix0: d.pix0_vector,
+            distance: d.distance,
+            close_distance: d.close_distance,
+            fbeam: d.fbeam,
+            sbeam: d.sbeam,
+            wavelength: exp.lambda0 * 1e10,
+            spectrum,
+            phi_start: exp.phi0 * RTD,
+            osc: exp.osc * RTD,
+            twotheta: d.detector_twotheta * RTD,
+            thickness: exp.detector_thick,
+            exposure,
+            saturation: i32::MAX as i64,
+            convention: match d.convention {
+                crate::config::Convention::Adxv => "ADXV",
+                crate::config::Convention::Mosflm => "MOSFLM",
+                crate::config::Convention::Xds => "XDS",
+                crate::config::Convention::Dials => "DIALS",
+                crate::config::Convention::Denzo => "DENZO",
+                crate::config::Convention::Custom => "CUSTOM",
+            },
+        }
+    }
+
+    /// The rotation from the simulation's lab frame to the NeXus (McStas) frame, as three rows:
+    /// z along the beam, x along the part of the spindle normal to the beam, y = z × x.
+    pub fn to_mcstas(&self) -> [V3; 3] {
+        let z = unitize(&self.beam).0;
+        let along = dot(&self.spindle, &z);
+        let mut x = [self.spindle[0] - along * z[0], self.spindle[1] - along * z[1], self.spindle[2] - along * z[2]];
+        if dot(&x, &x) < 1e-12 {
+            // spindle along the beam: any axis normal to the beam
+            let t = if z[0].abs() < 0.9 { [1.0, 0.0, 0.0] } else { [0.0, 1.0, 0.0] };
+            let a = dot(&t, &z);
+            x = [t[0] - a * z[0], t[1] - a * z[1], t[2] - a * z[2]];
+        }
+        let x = unitize(&x).0;
+        let y = cross(&z, &x);
+        [x, y, z]
+    }
+
+    /// `v` in the McStas frame.
+    pub fn mcstas(&self, v: &V3) -> V3 {
+        let r = self.to_mcstas();
+        [dot(&r[0], v), dot(&r[1], v), dot(&r[2], v)]
+    }
+
+    /// True when the detector is normal to the beam, not mirrored (fast × slow along the beam) and
+    /// the spindle runs along the fast axis: the geometry a miniCBF header (and dxtbx's reader of it)
+    /// can express.
+    pub fn mini_cbf_ok(&self) -> std::result::Result<(), String> {
+        const TOL: f64 = 1e-9;
+        if dot(&self.fdet, &self.beam).abs() > TOL || dot(&self.sdet, &self.beam).abs() > TOL {
+            return Err("the detector is not normal to the beam (two-theta or detector rotation)".into());
+        }
+        if dot(&cross(&self.fdet, &self.sdet), &self.beam) < 0.0 {
+            return Err("the detector's fast and slow axes are mirrored relative to the beam (as in -adxv)".into());
+        }
+        if (dot(&self.spindle, &self.fdet) - 1.0).abs() > TOL {
+            return Err("the spindle does not run along the fast axis (as in -dials)".into());
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,286 @@
+//! Structure factors straight from an atomic model (`-pdb` / `-cif`): read the coordinates, expand the
+//! asymmetric unit to P1 with the space group's operators, and sum F(hkl) for every reflection to a
+//! resolution limit, F000 and both Friedel mates included. The result is the same `h k l |F|` list an
+//! `-hkl` file gives, and fills the same grid (see [`grid_from_entries`]).
+//!
+//! Physics: Waasmaier–Kirfel (1995) form factors (ions where the table has them), isotropic B or
+//! ANISOU, occupancy; optional Henke f′/f″ at the beam's wavelength (`-anomalous`); optional bulk
+//! solvent by Babinet's principle (`-k_sol`, `-b_sol`), see [`BulkSolvent`].
+
+pub mod read;
+pub mod scattering;
+pub mod sfcalc;
+pub mod spacegroup;
+
+use crate::cfmt::g;
+use crate::report::Log;
+use crate::structure_factors::HklGrid;
+use crate::{Error, Result};
+use std::path::{Path, PathBuf};
+
+pub use read::{read_mmcif, read_pdb, Atom, Model};
+pub use sfcalc::{Cell, SfResult};
+
+/// Command-line settings of the model path (all `None`/off unless `-pdb` or `-cif` is given).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ModelConfig {
+    /// `-pdb FILE`
+    pub pdb: Option<PathBuf>,
+    /// `-cif FILE`
+    pub cif: Option<PathBuf>,
+    /// `-hklout FILE`: write the computed P1 list.
+    pub hklout: Option<PathBuf>,
+    /// `-anomalous`: add Henke f′, f″ at the beam's wavelength.
+    pub anomalous: bool,
+    /// `-k_sol` (e/Å³) and `-b_sol` (Å²): bulk solvent (off when k_sol is 0).
+    pub k_sol: f64,
+    pub b_sol: f64,
+}
+
+impl ModelConfig {
+    pub fn path(&self) -> Option<&Path> {
+        self.pdb.as_deref().or(self.cif.as_deref())
+    }
+}
+
+/// Bulk solvent by Babinet's principle: F_total = F_calc · (1 − (k_sol/ρ_protein) · exp(−B_sol s²/4)),
+/// ρ_protein = 0.43 e/Å³. This is the flat-solvent approximation of Moews & Kretsinger (1975) (the
+/// solvent is the negative of the protein smeared by B_sol), not phenix.fmodel's mask-based model:
+/// it matches the mask model's effect on the low-resolution amplitudes only roughly.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BulkSolvent {
+    pub k_sol: f64,
+    pub b_sol: f64,
+}
+
+/// Options for [`compute`].
+#[derive(Clone, Copy, Debug)]
+pub struct SfOptions {
+    pub d_min: f64,
+    /// Wavelength in Å for f′/f″ (None: no anomalous scattering).
+    pub anomalous_lambda: Option<f64>,
+    pub bulk: Option<BulkSolvent>,
+}
+
+/// Computed P1 structure factors of a model.
+pub struct ModelF {
+    pub cell: [f64; 6],
+    pub space_group: String,
+    pub n_ops: usize,
+    pub hkl: Vec<[i32; 3]>,
+    /// Complex F (electrons).
+    pub f: Vec<[f64; 2]>,
+    /// Informational lines (ions replaced by neutral atoms, elements without f′/f″, ...).
+    pub notes: Vec<String>,
+}
+
+impl ModelF {
+    pub fn amplitudes(&self) -> Vec<f64> {
+        self.f.iter().map(|c| c[0].hypot(c[1])).collect()
+    }
+    /// `(h, k, l, |F|)` as an `-hkl` file gives them.
+    pub fn entries(&self) -> Vec<(i32, i32, i32, f64)> {
+        self.hkl.iter().zip(self.amplitudes()).map(|(h, f)| (h[0], h[1], h[2], f)).collect()
+    }
+}
+
+/// Read a model file; `.cif`/`.mmcif` (or `cif = true`) as mmCIF, otherwise PDB.
+pub fn read_model(path: &Path, cif: bool) -> Result<Model> {
+    if cif {
+        read_mmcif(path)
+    } else {
+        read_pdb(path)
+    }
+}
+
+/// Library entry point: model → P1 (h, k, l, F). `cell_override` replaces the model's cell.
+pub fn compute(model: &Model, path: &Path, opts: &SfOptions) -> Result<ModelF> {
+    let cellp = model.cell.ok_or_else(|| Error::file(path, "the model has no unit cell (CRYST1 or _cell)"))?;
+    let cell = Cell::new(cellp).ok_or_else(|| Error::file(path, format!("unusable unit cell {cellp:?}")))?;
+    let sg_name = model.space_group.clone().unwrap_or_else(|| "P 1".to_string());
+    let sg = spacegroup::lookup(&sg_name, cellp[5]).map_err(|e| Error::file(path, e.to_string()))?;
+    if !(opts.d_min > 0.0) {
+        return Err(Error::flag("-dmin", "must be greater than 0"));
+    }
+    let mut notes = Vec::new();
+    let mut labels: Vec<String> = Vec::new();
+    let mut atoms = Vec::with_capacity(model.atoms.len());
+    for a in &model.atoms {
+        let label = scattering::type_label(&a.element, a.charge);
+        let t = match labels.iter().position(|l| *l == label) {
+            Some(t) => t,
+            None => {
+                labels.push(label);
+                labels.len() - 1
+            }
+        };
+        let u_star = match a.u_aniso {
+            Some(u) => cell.u_star_from_cart(u),
+            None => {
+                let u_iso = a.b_iso / (8.0 * std::f64::consts::PI * std::f64::consts::PI);
+                cell.g_star.map(|r| r.map(|v| v * u_iso))
+            }
+        };
+        atoms.push(sfcalc::SfAtom { frac: cell.frac(a.xyz), occ: a.occ, u_star, type_index: t });
+    }
+    let mut gaussians = Vec::new();
+    let mut anom = Vec::new();
+    for l in &labels {
+        let (gs, exact) = scattering::wk1995(l).map_err(|e| Error::file(path, e.to_string()))?;
+        if !exact {
+            notes.push(format!("no Waasmaier-Kirfel factor for ion {l}: using the neutral atom"));
+        }
+        gaussians.push(gs);
+        let element: String = l.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
+        let fpfdp = match opts.anomalous_lambda {
+            None => (0.0, 0.0),
+            Some(lam) => match scattering::henke_fp_fdp(&element, scattering::HC_EV_ANGSTROM / lam) {
+                Some(v) => v,
+                None => {
+                    notes.push(format!("no Henke f'/f'' for {element} at {} A: using 0", g(lam)));
+                    (0.0, 0.0)
+                }
+            },
+        };
+        anom.push(fpfdp);
+    }
+    let f0s: Vec<Box<dyn Fn(f64) -> f64 + Sync>> =
+        gaussians.iter().map(|gs| { let gs = *gs; Box::new(move |s: f64| gs.at_stol_sq(s)) as Box<dyn Fn(f64) -> f64 + Sync> }).collect();
+    let types: Vec<sfcalc::SfType> =
+        f0s.iter().zip(&anom).map(|(f0, &(fp, fdp))| sfcalc::SfType { f0: f0.as_ref(), fp, fdp }).collect();
+    let mut r = sfcalc::structure_factors(&cell, &sg.ops, &atoms, &types, opts.d_min);
+    if let Some(b) = opts.bulk {
+        for (h, f) in r.hkl.iter().zip(r.f.iter_mut()) {
+            let s_sq = cell.s_sq(h.map(|v| v as f64));
+            let k = 1.0 - b.k_sol / 0.43 * (-b.b_sol * s_sq / 4.0).exp();
+            f[0] *= k;
+            f[1] *= k;
+        }
+    }
+    Ok(ModelF { cell: cellp, space_group: sg.name, n_ops: sg.ops.len(), hkl: r.hkl, f: r.f, notes })
+}
+
+/// Write `h k l |F|` lines (the format `-hkl` reads).
+pub fn write_hkl(path: &Path, entries: &[(i32, i32, i32, f64)]) -> Result<()> {
+    let mut s = String::with_capacity(entries.len() * 24);
+    for (h, k, l, f) in entries {
+        s.push_str(&format!("{h} {k} {l} {f}\n")); // shortest round-trip form: reads back exactly
+    }
+    crate::io::atomic::write_atomic(path, s.as_bytes()).map_err(|e| Error::file(path, format!("cannot write -hklout file: {e}")))
+}
+
+/// The grid `read_hkl` builds from the same entries (range from the entries, `default_f` elsewhere,
+/// nanoBragg.c L2101-L2258).
+pub fn grid_from_entries(entries: &[(i32, i32, i32, f64)], default_f: f64) -> Result<HklGrid> {
+    if entries.is_empty() {
+        return Err(Error::setup("the model gave no reflections"));
+    }
+    let h_min = entries.iter().map(|e| e.0).min().unwrap();
+    let h_max = entries.iter().map(|e| e.0).max().unwrap();
+    let k_min = entries.iter().map(|e| e.1).min().unwrap();
+    let k_max = entries.iter().map(|e| e.1).max().unwrap();
+    let l_min = entries.iter().map(|e| e.2).min().unwrap();
+    let l_max = entries.iter().map(|e| e.2).max().unwrap();
+    let (h_range, k_range, l_range) = (h_max - h_min + 1, k_max - k_min + 1, l_max - l_min + 1);
+    let n = (h_range as i64 + 1) * (k_range as i64 + 1) * (l_range as i64 + 1);
+    if n > (1i64 << 31) {
+        return Err(Error::setup("the model's reflections span too large a Miller index range"));
+    }
+    let mut grid = HklGrid { h_min, h_max, k_min, k_max, l_min, l_max, h_range, k_range, l_range, data: vec![0.0; n as usize], hkls: 0 };
+    if default_f != 0.0 {
+        for i in 0..h_range {
+            for j in 0..k_range {
+                for k in 0..l_range {
+                    let idx = grid.index(i, j, k);
+                    grid.data[idx] = default_f;
+                }
+            }
+        }
+    }
+    for &(h, k, l, f) in entries {
+        let idx = grid.index(h - h_min, k - k_min, l - l_min);
+        grid.data[idx] = f;
+    }
+    grid.hkls = entries.len() as i64;
+    Ok(grid)
+}
+
+/// A model read for a simulation: its file, and the cell it gives (degrees).
+pub struct LoadedModel {
+    pub path: PathBuf,
+    pub model: Model,
+}
+
+/// Read the model named by `-pdb`/`-cif`, if any (before the cell is needed).
+pub fn load(cfg: &ModelConfig, log: &mut Log) -> Result<Option<LoadedModel>> {
+    let Some(path) = cfg.path() else { return Ok(None) };
+    if cfg.pdb.is_some() && cfg.cif.is_some() {
+        return Err(Error::flag("-cif", "give one model: -pdb or -cif, not both"));
+    }
+    let model = read_model(path, cfg.cif.is_some())?;
+    log.line(format!(
+        "read {} atoms from {} (space group {}, cell {})",
+        model.atoms.len(),
+        path.display(),
+        model.space_group.as_deref().unwrap_or("P 1 (none given)"),
+        model.cell.map(|c| c.iter().map(|v| g(*v)).collect::<Vec<_>>().join(" ")).unwrap_or_else(|| "none".into())
+    ));
+    if model.cell.is_none() {
+        return Err(Error::file(path, "the model has no unit cell (CRYST1 or _cell)"));
+    }
+    Ok(Some(LoadedModel { path: path.to_path_buf(), model }))
+}
+
+/// Highest resolution (smallest d, Å) any corner of the detector reaches at the shortest wavelength.
+/// Corners bound the scattering angle on a flat detector. `pix0`, `fdet`, `sdet`, `beam` in the
+/// detector frame (metres), `lambda_min` in metres.
+pub fn detector_d_min(pix0: [f64; 3], fdet: [f64; 3], sdet: [f64; 3], size_f: f64, size_s: f64, beam: [f64; 3], lambda_min: f64) -> f64 {
+    let mut max_tt: f64 = 0.0;
+    for (f, s) in [(0.0, 0.0), (size_f, 0.0), (0.0, size_s), (size_f, size_s)] {
+        let p = [0, 1, 2].map(|i| pix0[i] + f * fdet[i] + s * sdet[i]);
+        let n = (p[0] * p[0] + p[1] * p[1] + p[2] * p[2]).sqrt();
+        let bn = (beam[0] * beam[0] + beam[1] * beam[1] + beam[2] * beam[2]).sqrt();
+        if n > 0.0 && bn > 0.0 {
+            let c = ((p[0] * beam[0] + p[1] * beam[1] + p[2] * beam[2]) / (n * bn)).clamp(-1.0, 1.0);
+            max_tt = max_tt.max(c.acos());
+        }
+    }
+    let s = (max_tt / 2.0).sin().max(1e-3);
+    lambda_min * 1e10 / (2.0 * s)
+}
+
+/// Compute the structure factors for a simulation, log the setup summary (with the time), write
+/// `-hklout` if asked, and return the `-hkl`-style entries.
+/// `d_limit` (Å) is `-dmin` when given, otherwise what the detector reaches ([`detector_d_min`]).
+pub fn entries_for_simulation(cfg: &ModelConfig, lm: &LoadedModel, d_limit: f64, lambda_angstrom: f64, log: &mut Log) -> Result<Vec<(i32, i32, i32, f64)>> {
+    // 5% beyond the limit, so the reflections next to the last pixels (nearest or interpolated) exist
+    let d_min = d_limit / 1.05;
+    let opts = SfOptions {
+        d_min,
+        anomalous_lambda: if cfg.anomalous { Some(lambda_angstrom) } else { None },
+        bulk: if cfg.k_sol != 0.0 { Some(BulkSolvent { k_sol: cfg.k_sol, b_sol: cfg.b_sol }) } else { None },
+    };
+    let t0 = std::time::Instant::now();
+    let mf = compute(&lm.model, &lm.path, &opts)?;
+    let secs = t0.elapsed().as_secs_f64();
+    for n in &mf.notes {
+        log.line(format!("WARNING: {n}"));
+    }
+    log.line(format!(
+        "computed {} structure factors (P1, Friedel mates and F000 included) to {} A from {} atoms x {} symmetry operators of {} in {:.2} s{}{}",
+        mf.hkl.len(),
+        g(d_min),
+        lm.model.atoms.len(),
+        mf.n_ops,
+        mf.space_group,
+        secs,
+        if cfg.anomalous { format!(", with Henke f'/f'' at {} A", g(lambda_angstrom)) } else { String::new() },
+        if cfg.k_sol != 0.0 { format!(", Babinet bulk solvent k_sol={} b_sol={}", g(cfg.k_sol), g(cfg.b_sol)) } else { String::new() },
+    ));
+    let entries = mf.entries();
+    if let Some(out) = &cfg.hklout {
+        write_hkl(out, &entries)?;
+        log.line(format!("wrote {} reflections to {}", entries.len(), out.display()));
+    }
+    Ok(entries)
+}

@@ -1,0 +1,26 @@
+//! Entry points of the rest of the nanoBragg suite in the same binary: `noisify`, `nonbragg`,
+//! `float-add`, `matrix` (one dispatcher so that `main.rs` needs one line).
+
+use crate::Result;
+use std::io::Write;
+
+/// Run one suite subcommand with its arguments (the C programs' flags, verbatim).
+pub fn suite_main(cmd: &str, args: &[String]) -> Result<()> {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let r = match cmd {
+        "noisify" => {
+            let c = crate::cli::noisify::parse_noisify_args(args)?;
+            crate::noisify::run(&c, &mut out).map(|_| ())
+        }
+        "nonbragg" => {
+            let c = crate::cli::nonbragg::parse_nonbragg_args(args)?;
+            crate::nonbragg::run(&c, &mut out)
+        }
+        "float-add" => crate::float_add::run(args, &mut out),
+        "matrix" => crate::matrix::run(args, &mut out),
+        other => Err(crate::Error::flag(other, "unknown command")),
+    };
+    let _ = out.flush();
+    r
+}

@@ -1,0 +1,195 @@
+//! Structure factors from atomic models (-pdb/-cif) against cctbx (direct summation, WK1995 table,
+//! Henke f'/f''), on real models shipped with cctbx's Python tree (read there at test time, never
+//! copied): 1yjp (P 1 21 1), 2ERL (C 1 2 1, ANISOU; also as mmCIF) and a 1brf fragment with Fe
+//! (P 21 21 21, anomalous). Skipped loudly when cctbx is not installed.
+
+use nanobragg::model::{compute, read_mmcif, read_pdb, SfOptions};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn python() -> String {
+    std::env::var("NANOBRAGG_CCTBX_PYTHON").unwrap_or_else(|_| "/usr/bin/python3".into())
+}
+
+/// The directory holding iotbx/ and mmtbx/, or None (with the reason) when cctbx is absent.
+fn cctbx_tree() -> Result<PathBuf, String> {
+    let out = Command::new(python())
+        .args(["-c", "import os, iotbx.pdb, mmtbx; print(os.path.dirname(os.path.dirname(iotbx.__file__)))"])
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", python()))?;
+    if !out.status.success() {
+        return Err(format!("{} cannot import cctbx (iotbx, mmtbx)", python()));
+    }
+    Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+}
+
+fn read_ref(p: &Path) -> HashMap<[i32; 3], (f64, f64)> {
+    let mut m = HashMap::new();
+    for line in std::fs::read_to_string(p).unwrap().lines() {
+        let v: Vec<f64> = line.split_whitespace().map(|x| x.parse().unwrap()).collect();
+        m.insert([v[0] as i32, v[1] as i32, v[2] as i32], (v[3], v[4]));
+    }
+    m
+}
+
+fn corr(x: &[f64], y: &[f64]) -> f64 {
+    let n = x.len() as f64;
+    let (mx, my) = (x.iter().sum::<f64>() / n, y.iter().sum::<f64>() / n);
+    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
+    for (a, b) in x.iter().zip(y) {
+        sxy += (a - mx) * (b - my);
+        sxx += (a - mx) * (a - mx);
+        syy += (b - my) * (b - my);
+    }
+    sxy / (sxx * syy).sqrt()
+}
+
+/// Compare our |F| with cctbx's on the reflections cctbx lists; returns (ours, ref) by hkl.
+fn compare(name: &str, ours: &nanobragg::model::ModelF, reference: &HashMap<[i32; 3], (f64, f64)>) -> HashMap<[i32; 3], f64> {
+    let amps = ours.amplitudes();
+    let mine: HashMap<[i32; 3], f64> = ours.hkl.iter().cloned().zip(amps).collect();
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    let mut missing = 0;
+    for (h, (f, _)) in reference {
+        match mine.get(h) {
+            Some(v) => {
+                a.push(*v);
+                b.push(*f);
+            }
+            None => missing += 1,
+        }
+    }
+    let r = a.iter().zip(&b).map(|(x, y)| (x - y).abs()).sum::<f64>() / b.iter().sum::<f64>();
+    let c = corr(&a, &b);
+    eprintln!("{name}: {} reflections compared ({missing} of cctbx's missing here, {} here), CC = {c:.7}, R = {:.4}%", a.len(), ours.hkl.len(), 100.0 * r);
+    assert!(missing * 1000 <= reference.len(), "{name}: {missing} of cctbx's reflections missing");
+    assert!(c >= 0.9999, "{name}: CC {c}");
+    assert!(r < 0.005, "{name}: R {r}");
+    mine
+}
+
+#[test]
+fn models_against_cctbx() {
+    let tree = match cctbx_tree() {
+        Ok(t) => t,
+        Err(why) => {
+            eprintln!("SKIPPED: model_cctbx::models_against_cctbx because {why}");
+            return;
+        }
+    };
+    let m_1yjp = tree.join("iotbx/regression/data/1yjp.pdb");
+    let m_2erl = tree.join("iotbx/regression/data/2ERL.pdb");
+    let m_1brf = tree.join("mmtbx/regression/pdbs/Fe_1brf_snip_reduced.pdb");
+    for m in [&m_1yjp, &m_2erl, &m_1brf] {
+        if !m.is_file() {
+            eprintln!("SKIPPED: model_cctbx::models_against_cctbx because {} is absent", m.display());
+            return;
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/model/cctbx_fcalc.py");
+    let (d1, d2, d3, wl) = (1.2, 1.8, 2.0, 1.6);
+    let st = Command::new(python())
+        .arg(&script)
+        .args([m_1yjp.to_str().unwrap(), &d1.to_string(), "0", d.join("1yjp.txt").to_str().unwrap(), "--"])
+        .args([m_2erl.to_str().unwrap(), &d2.to_string(), "0", d.join("2erl.txt").to_str().unwrap(), d.join("2erl.cif").to_str().unwrap(), "--"])
+        .args([m_1brf.to_str().unwrap(), &d3.to_string(), &wl.to_string(), d.join("1brf.txt").to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(st.success(), "cctbx reference script failed");
+
+    let opts = |d_min: f64, lam: Option<f64>| SfOptions { d_min, anomalous_lambda: lam, bulk: None };
+    // 1yjp, P 1 21 1
+    let model = read_pdb(&m_1yjp).unwrap();
+    let f = compute(&model, &m_1yjp, &opts(d1, None)).unwrap();
+    assert_eq!(f.space_group, "P1211");
+    let mine = compare("1yjp P 1 21 1", &f, &read_ref(&d.join("1yjp.txt")));
+    assert!(mine.contains_key(&[0, 0, 0]) && mine[&[0, 0, 0]] > 100.0, "F000 present");
+
+    // 2ERL, C 1 2 1 with ANISOU, from PDB and from mmCIF
+    let model = read_pdb(&m_2erl).unwrap();
+    assert!(model.atoms.iter().filter(|a| a.u_aniso.is_some()).count() > 600);
+    let r2 = read_ref(&d.join("2erl.txt"));
+    let f = compute(&model, &m_2erl, &opts(d2, None)).unwrap();
+    assert_eq!(f.space_group, "C121");
+    compare("2ERL C 1 2 1 ANISOU (PDB)", &f, &r2);
+    let cif = d.join("2erl.cif");
+    let model_cif = read_mmcif(&cif).unwrap();
+    assert_eq!(model_cif.atoms.len(), model.atoms.len());
+    assert!(model_cif.atoms.iter().filter(|a| a.u_aniso.is_some()).count() > 600);
+    let f = compute(&model_cif, &cif, &opts(d2, None)).unwrap();
+    compare("2ERL C 1 2 1 ANISOU (mmCIF)", &f, &r2);
+
+    // 1brf fragment with Fe, P 21 21 21, Henke f'/f'' at 1.6 A: amplitudes and Bijvoet differences
+    let model = read_pdb(&m_1brf).unwrap();
+    let r3 = read_ref(&d.join("1brf.txt"));
+    let f = compute(&model, &m_1brf, &opts(d3, Some(wl))).unwrap();
+    assert_eq!(f.space_group, "P212121");
+    let mine = compare("1brf P 21 21 21 anomalous", &f, &r3);
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for (h, (fp, _)) in &r3 {
+        let m = [-h[0], -h[1], -h[2]];
+        if let (Some(fm), Some(x), Some(y)) = (r3.get(&m).map(|v| v.0), mine.get(h), mine.get(&m)) {
+            a.push(x - y);
+            b.push(fp - fm);
+        }
+    }
+    let c = corr(&a, &b);
+    let rms = (b.iter().map(|v| v * v).sum::<f64>() / b.len() as f64).sqrt();
+    eprintln!("1brf Bijvoet differences: {} pairs, rms {rms:.3} e, CC = {c:.5}", a.len());
+    assert!(rms > 0.1, "anomalous differences are present");
+    assert!(c >= 0.99, "Bijvoet CC {c}");
+}
+
+/// The one-command path: an image from a model file, the -hklout list, and clear refusals.
+#[test]
+fn simulate_from_model() {
+    let exe = env!("CARGO_BIN_EXE_nanobragg-rs");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // a tiny model of our own: two atoms in P 21 21 21
+    let pdb = d.join("tiny.pdb");
+    std::fs::write(
+        &pdb,
+        "CRYST1   20.000   25.000   30.000  90.00  90.00  90.00 P 21 21 21    4\n\
+ATOM      1  C   ALA A   1       1.000   2.000   3.000  1.00 10.00           C\n\
+HETATM    2 ZN    ZN A   2       5.000   6.000   7.000  1.00 15.00          ZN2+\n",
+    )
+    .unwrap();
+    let out = Command::new(exe)
+        .current_dir(d)
+        .args(["simulate", "-pdb", "tiny.pdb", "-lambda", "1", "-N", "5", "-detpixels", "64", "-pixel", "0.4", "-distance", "60"])
+        .args(["-hklout", "P1.hkl", "-floatfile", "img.bin", "-dmin", "3"])
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    assert!(log.contains("computed") && log.contains("structure factors"), "{log}");
+    assert_eq!(std::fs::metadata(d.join("img.bin")).unwrap().len(), 64 * 64 * 4);
+    let hkl = std::fs::read_to_string(d.join("P1.hkl")).unwrap();
+    assert!(hkl.lines().any(|l| l.starts_with("0 0 0 ")));
+    // the written list reads back as an -hkl file
+    let out = Command::new(exe)
+        .current_dir(d)
+        .args(["simulate", "-hkl", "P1.hkl", "-cell", "20", "25", "30", "90", "90", "90", "-lambda", "1", "-N", "5"])
+        .args(["-detpixels", "64", "-pixel", "0.4", "-distance", "60", "-floatfile", "img2.bin", "-dmin", "3"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(std::fs::read(d.join("img.bin")).unwrap() == std::fs::read(d.join("img2.bin")).unwrap(), "-pdb and -hkl of its -hklout give different images");
+
+    // unknown space group: exit 9 naming the file
+    std::fs::write(d.join("bad.pdb"), "CRYST1   20.000   25.000   30.000  90.00  90.00  90.00 Q 7 7\nATOM      1  C   ALA A   1       1.000   2.000   3.000  1.00 10.00           C\n").unwrap();
+    let out = Command::new(exe).current_dir(d).args(["simulate", "-pdb", "bad.pdb", "-detpixels", "16"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(9), "{err}");
+    assert!(err.contains("bad.pdb") && err.contains("space group"), "{err}");
+    // garbage coordinates: exit 9 naming the line
+    std::fs::write(d.join("bad2.pdb"), "CRYST1   20.000   25.000   30.000  90.00  90.00  90.00 P 1\nATOM      1  C   ALA A   1       1.000   xxxxx   3.000  1.00 10.00           C\n").unwrap();
+    let out = Command::new(exe).current_dir(d).args(["simulate", "-pdb", "bad2.pdb", "-detpixels", "16"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(9), "{err}");
+    assert!(err.contains("bad2.pdb") && err.contains('2'), "{err}");
+}
