@@ -28,6 +28,7 @@ pub mod experiment;
 pub mod geometry;
 pub mod io;
 pub mod kernel;
+pub mod limits;
 pub mod noise;
 pub mod physics;
 pub mod report;

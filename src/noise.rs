@@ -60,6 +60,34 @@ pub fn write_noise_smv(
     Ok(counts)
 }
 
+/// Generate the noise image row by row into `w` (after the header, which the caller writes):
+/// returns (photons, overloads).
+#[allow(clippy::too_many_arguments)]
+pub fn write_noise_rows(
+    w: &mut (dyn std::io::Write + Send),
+    rng: &mut NrRandom,
+    seed: &mut i64,
+    float: &[f32],
+    fpixels: usize,
+    spixels: usize,
+    roi: [i64; 4],
+    adc_offset: f64,
+) -> std::io::Result<(f64, u64)> {
+    let mut io_error = None;
+    let r = noise_rows(rng, seed, float, fpixels, spixels, roi, adc_offset, |_, row| {
+        crate::io::write_le(w, row).map_err(|e| {
+            let msg = e.to_string();
+            io_error = Some(e);
+            crate::Error::Output { path: Default::default(), reason: msg }
+        })
+    });
+    match (r, io_error) {
+        (Ok(c), _) => Ok(c),
+        (Err(_), Some(e)) => Err(e),
+        (Err(e), None) => Err(std::io::Error::other(e.to_string())),
+    }
+}
+
 /// Rows per block whose exp(-mean) values are computed in parallel ahead of the serial draws.
 const BLOCK_ROWS: usize = 16;
 
