@@ -112,6 +112,12 @@ pub fn time_seed() -> i64 {
 
 /// Build the experiment. Setup messages go to `log` in the C's order.
 pub fn build(cfg: &Config, log: &mut Log) -> Result<Experiment> {
+    build_with(cfg, log, None)
+}
+
+/// [`build`] with structure factors already read (an image series reads the HKL file once): no HKL or
+/// Fdump file is read or written.
+pub fn build_with(cfg: &Config, log: &mut Log, preloaded: Option<HklGrid>) -> Result<Experiment> {
     // the C reads -mask, then -img, before anything else (its GetFrame prints the names)
     for smv in [&cfg.mask, &cfg.img].into_iter().flatten() {
         log.line(format!("reading {}", smv.path.display()));
@@ -170,8 +176,8 @@ pub fn build(cfg: &Config, log: &mut Log) -> Result<Experiment> {
     // ------------------------------------------------------------------ banner and inputs check (L1275)
     log.line("nanoBragg nanocrystal diffraction simulator - James Holton and Ken Frankel 5-17-17");
     let dump_path = resolve_out(cfg, &cfg.dump_file);
-    let dump_exists = cfg.hkl_file.is_none() && dump_path.is_file();
-    if cfg.hkl_file.is_none() && !dump_exists && cfg.default_f == 0.0 {
+    let dump_exists = preloaded.is_none() && cfg.hkl_file.is_none() && dump_path.is_file();
+    if preloaded.is_none() && cfg.hkl_file.is_none() && !dump_exists && cfg.default_f == 0.0 {
         return Err(Error::setup(
             "no structure factors: give -hkl FILE or -default_F VALUE (and no Fdump.bin cache was found)",
         ));
@@ -293,7 +299,9 @@ pub fn build(cfg: &Config, log: &mut Log) -> Result<Experiment> {
     log.line(format!("approximate MW = {}", g(volume * 1.2e6 * AVOGADRO / (na * nb * nc))));
 
     // ------------------------------------------------------------------ structure factors (L2101)
-    let fhkl = if let Some(hkl) = &cfg.hkl_file {
+    let fhkl = if preloaded.is_some() {
+        preloaded
+    } else if let Some(hkl) = &cfg.hkl_file {
         let grid = read_hkl(hkl, cfg.default_f, log)?;
         // The cache is written with the other outputs at the end of the run (io::outputs), so a
         // refused run never leaves one; here only the C's message, from a check of the target.

@@ -20,6 +20,7 @@ fn usage() -> String {
         "{}\nA Rust port of nanoBragg (James Holton), the nanocrystal X-ray diffraction image simulator.\n\n\
          USAGE:\n  nanobragg-rs simulate [FLAGS]   render an image (nanoBragg's flags, verbatim)\n  \
          nanobragg-rs simulate --help    list every flag with units and defaults\n  \
+         nanobragg-rs series [FLAGS] --frames N | --stills N --orientation random   a dataset (see README)\n  \
          nanobragg-rs flags --markdown   the flag reference as a Markdown table\n  \
          nanobragg-rs --version\n\n\
          Try: nanobragg-rs simulate --detector 512   (the built-in benchmark crystal)\n",
@@ -168,9 +169,14 @@ fn dispatch(args: &[String]) -> Result<(), Failure> {
             nanobragg::io::atomic::install_signal_cleanup();
             simulate(rest)
         }
+        "series" => {
+            check_thread_env()?;
+            nanobragg::io::atomic::install_signal_cleanup();
+            nanobragg::series::main(rest).map_err(Failure::Error)
+        }
         "flags" => print_out(&flags::markdown_reference()),
         "--version" | "-V" | "version" => print_out(&format!("{}\n", version())),
         "--help" | "-h" | "help" => print_out(&usage()),
-        other => Err(nanobragg::Error::flag(other, "unknown command (expected `simulate`; see `nanobragg-rs --help`)").into()),
+        other => Err(nanobragg::Error::flag(other, "unknown command (expected `simulate` or `series`; see `nanobragg-rs --help`)").into()),
     }
 }
