@@ -233,10 +233,12 @@ fn fdump_reader_refuses_damage() {
 #[test]
 fn huge_sizes_are_refused_before_allocating() {
     let d = tmp();
+    for args in [["-detsize", "1e300"], ["-pixel", "1e-300"]] {
+        let o = run(d.path(), &["-cell", "100", "100", "100", "90", "90", "90", "-default_F", "100", "-nonoise", "-nopgm", args[0], args[1]]);
+        refused(&o, "far too large", &format!("{args:?}"));
+    }
     for extra in [
-        &["-detsize", "1e300"][..],
-        &["-pixel", "1e-300"],
-        &["-detpixels", "32768"],
+        &["-detpixels", "32768"][..],
         &["-phisteps", "1000000000", "-osc", "1"],
         &["-hdivsteps", "1000000000", "-hdivrange", "1"],
         &["-divsteps", "1000000000", "-divergence", "1"],
