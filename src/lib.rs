@@ -29,6 +29,7 @@ pub mod geometry;
 pub mod io;
 pub mod kernel;
 pub mod noise;
+pub mod params;
 pub mod physics;
 pub mod report;
 pub mod rng;
@@ -40,4 +41,5 @@ pub mod structure_factors;
 pub mod vec3;
 
 pub use config::Config;
+pub use params::{OutputSettings, Params, RunOptions};
 pub use error::{Error, Result};

@@ -35,22 +35,25 @@ fn simulate(args: &[String]) -> Result<(), nanobragg::Error> {
         ));
     }
     let mut cfg = flags::parse_simulate_args(args)?;
-    let no_crystal = cfg.cell.is_none() && cfg.mat_file.is_none() && cfg.hkl_file.is_none() && cfg.default_f == 0.0;
-    let dump = nanobragg::experiment::resolve_out(&cfg, &cfg.dump_file);
+    let no_crystal = cfg.params.cell.is_none() && cfg.params.mat_file.is_none() && cfg.params.hkl_file.is_none() && cfg.params.default_f == 0.0;
+    let dump = nanobragg::experiment::resolve_out(&cfg, &cfg.params.dump_file);
     if no_crystal && !dump.is_file() {
         // No crystal at all: run the embedded benchmark crystal; the user's flags still apply on top.
         let mut with_default: Vec<String> = DEFAULT_CRYSTAL.iter().map(|s| s.to_string()).collect();
         with_default.extend(args.iter().cloned());
         cfg = flags::parse_simulate_args(&with_default)?;
-        if !cfg.quiet {
+        if !cfg.run.quiet {
             println!("no crystal given: using the built-in benchmark crystal ({})", DEFAULT_CRYSTAL.join(" "));
         }
+    }
+    if let Some(p) = &cfg.run.save_params {
+        cfg.save_json(p)?;
     }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let summary = nanobragg::simulate::run(&cfg, &mut out)?;
     let _ = out.flush();
-    if !cfg.quiet {
+    if !cfg.run.quiet {
         eprintln!(
             "done: {} pixels, {} steps, setup {:.6} s, render {:.6} s, output {:.6} s, max_I = {}",
             summary.pixels,

@@ -97,14 +97,14 @@ pub fn smv_header(exp: &Experiment) -> SmvHeader {
 
 /// Output paths (resolved against `--out-dir`) with their roles, in the order they are written.
 pub fn output_paths(cfg: &Config) -> Vec<(&'static str, PathBuf)> {
-    let mut v = vec![("float", resolve_out(cfg, &cfg.floatfile)), ("int", resolve_out(cfg, &cfg.intfile))];
-    if cfg.write_pgm {
-        v.push(("pgm", resolve_out(cfg, &cfg.pgmfile)));
+    let mut v = vec![("float", resolve_out(cfg, &cfg.output.floatfile)), ("int", resolve_out(cfg, &cfg.output.intfile))];
+    if cfg.output.write_pgm {
+        v.push(("pgm", resolve_out(cfg, &cfg.output.pgmfile)));
     }
-    if cfg.calculate_noise {
-        v.push(("noise", resolve_out(cfg, &cfg.noisefile)));
+    if cfg.output.calculate_noise {
+        v.push(("noise", resolve_out(cfg, &cfg.output.noisefile)));
     }
-    if let Some(p) = &cfg.pngfile {
+    if let Some(p) = &cfg.output.pngfile {
         v.push(("png", resolve_out(cfg, p)));
     }
     v
@@ -112,11 +112,11 @@ pub fn output_paths(cfg: &Config) -> Vec<(&'static str, PathBuf)> {
 
 /// Refuse outputs that would overwrite an input or land in a missing directory, before any work.
 pub fn check_outputs(cfg: &Config) -> Result<()> {
-    if let Some(dir) = &cfg.out_dir {
+    if let Some(dir) = &cfg.output.out_dir {
         std::fs::create_dir_all(dir).map_err(|e| Error::Output { path: dir.clone(), reason: format!("cannot create the output directory: {e}") })?;
     }
     let mut inputs: Vec<&Path> = Vec::new();
-    for p in [&cfg.hkl_file, &cfg.mat_file, &cfg.source_file].into_iter().flatten() {
+    for p in [&cfg.params.hkl_file, &cfg.params.mat_file, &cfg.params.source_file].into_iter().flatten() {
         inputs.push(p);
     }
     if let Some(m) = &cfg.mask {
@@ -156,8 +156,8 @@ pub fn check_outputs(cfg: &Config) -> Result<()> {
 /// Write every output file the C writes (float, int, PGM, noise) plus the PNG preview, printing the
 /// C's closing lines. Consumes the RNG state of the experiment for the noise image.
 pub fn write_outputs(cfg: &Config, exp: &mut Experiment, r: &RenderOutput, out: &mut dyn Write) -> Result<(ImageStats, Vec<PathBuf>)> {
-    let float_path = resolve_out(cfg, &cfg.floatfile);
-    let _ = writeln!(out, "writing {} as {} 4-byte floats", cfg.floatfile.display(), exp.pixels());
+    let float_path = resolve_out(cfg, &cfg.output.floatfile);
+    let _ = writeln!(out, "writing {} as {} 4-byte floats", cfg.output.floatfile.display(), exp.pixels());
     // The float file is written on its own thread while everything derived from the image (statistics,
     // integer, PGM and noise images) is computed and written: they are independent, and writing is
     // mostly a copy into the page cache.
@@ -184,7 +184,7 @@ fn write_derived_outputs(cfg: &Config, exp: &mut Experiment, r: &RenderOutput, o
     w(out, format!("max_I = {}  at {} {}", g(stats.max_i), g(stats.max_i_x), g(stats.max_i_y)));
     w(out, format!("mean= {} rms= {} rmsd= {}", g(stats.mean), g(stats.rms), g(stats.rmsd)));
 
-    let mut intfile_scale = cfg.intfile_scale;
+    let mut intfile_scale = cfg.output.intfile_scale;
     if intfile_scale <= 0.0 {
         intfile_scale = 1.0;
         if stats.max_i > 0.0 {
@@ -194,28 +194,28 @@ fn write_derived_outputs(cfg: &Config, exp: &mut Experiment, r: &RenderOutput, o
     w(out, format!("intfile_scale = {}", g(intfile_scale)));
     let header = smv_header(exp);
     let roi = exp.roi;
-    let noise_path = resolve_out(cfg, &cfg.noisefile);
+    let noise_path = resolve_out(cfg, &cfg.output.noisefile);
     let seed = exp.seed;
     let rng = &mut exp.rng;
     // The noise image is one serial random stream; it is drawn and written on its own thread while
     // the integer, PGM and PNG images are made, and reported in the C's order afterwards.
     std::thread::scope(|scope| -> Result<()> {
-        let noise = cfg.calculate_noise.then(|| {
+        let noise = cfg.output.calculate_noise.then(|| {
             let (header, noise_path) = (&header, &noise_path);
             scope.spawn(move || {
                 let mut seed = seed;
-                crate::noise::write_noise_smv(noise_path, header, rng, &mut seed, &r.float, fp, sp, roi, cfg.adc_offset)
+                crate::noise::write_noise_smv(noise_path, header, rng, &mut seed, &r.float, fp, sp, roi, cfg.output.adc_offset)
             })
         });
-        let ints = int_pixels(&r.float, fp, sp, roi, intfile_scale, cfg.adc_offset);
-        w(out, format!("writing {} as 2-byte integers", cfg.intfile.display()));
-        let int_path = resolve_out(cfg, &cfg.intfile);
+        let ints = int_pixels(&r.float, fp, sp, roi, intfile_scale, cfg.output.adc_offset);
+        w(out, format!("writing {} as 2-byte integers", cfg.output.intfile.display()));
+        let int_path = resolve_out(cfg, &cfg.output.intfile);
         write_smv(&int_path, &header, &ints)?;
         files.push(int_path);
         drop(ints);
 
-        if cfg.write_pgm {
-            let mut pgm_scale = cfg.pgm_scale;
+        if cfg.output.write_pgm {
+            let mut pgm_scale = cfg.output.pgm_scale;
             if pgm_scale <= 0.0 {
                 pgm_scale = intfile_scale;
                 if stats.rmsd > 0.0 {
@@ -224,12 +224,12 @@ fn write_derived_outputs(cfg: &Config, exp: &mut Experiment, r: &RenderOutput, o
             }
             w(out, format!("pgm_scale = {}", g(pgm_scale)));
             let bytes = crate::io::pgm::pgm_pixels(&r.float, fp, sp, roi, pgm_scale);
-            w(out, format!("writing {} as 1-byte integers", cfg.pgmfile.display()));
-            let p = resolve_out(cfg, &cfg.pgmfile);
+            w(out, format!("writing {} as 1-byte integers", cfg.output.pgmfile.display()));
+            let p = resolve_out(cfg, &cfg.output.pgmfile);
             crate::io::pgm::write_pgm(&p, fp, sp, pgm_scale, &bytes)?;
             files.push(p);
         }
-        if let Some(png) = &cfg.pngfile {
+        if let Some(png) = &cfg.output.pngfile {
             let p = resolve_out(cfg, png);
             crate::io::png::write_png_preview(&p, &r.float, fp, sp)?;
             files.push(p);
@@ -238,7 +238,7 @@ fn write_derived_outputs(cfg: &Config, exp: &mut Experiment, r: &RenderOutput, o
             let noise_failed = || Error::Output { path: noise_path.clone(), reason: "noise thread panicked".into() };
             let (photons, overloads) = handle.join().map_err(|_| noise_failed())??;
             w(out, format!("{} photons on noise image ({} overloads)", cf("%.0f", photons), overloads));
-            w(out, format!("writing {} as 2-byte integers", cfg.noisefile.display()));
+            w(out, format!("writing {} as 2-byte integers", cfg.output.noisefile.display()));
             files.push(noise_path.clone());
         }
         Ok(())
@@ -298,13 +298,13 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
     check_outputs(cfg)?;
     let t0 = Instant::now();
     let (mut exp, mut log) = setup(cfg)?;
-    if !cfg.quiet {
+    if !cfg.run.quiet {
         let _ = log.flush_to(out);
     }
     let setup_s = t0.elapsed().as_secs_f64();
 
     let t1 = Instant::now();
-    let show_bar = cfg.progress && !cfg.quiet && !cfg.printout && std::io::stderr().is_terminal();
+    let show_bar = cfg.run.progress && !cfg.run.quiet && !cfg.run.printout && std::io::stderr().is_terminal();
     let bar = if show_bar {
         let b = indicatif::ProgressBar::new(exp.det.spixels as u64);
         b.set_style(
@@ -321,14 +321,14 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
             b.inc(n as u64);
         }
     };
-    let r = render(&exp, cfg.threads, &tick)?;
+    let r = render(&exp, cfg.run.threads, &tick)?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
     let render_s = t1.elapsed().as_secs_f64();
 
     let mut sink = std::io::sink();
-    let out: &mut dyn Write = if cfg.quiet { &mut sink } else { out };
+    let out: &mut dyn Write = if cfg.run.quiet { &mut sink } else { out };
     if let Some((h, k, l, h0, k0, l0)) = r.interp_oob {
         let _ = writeln!(
             out,
