@@ -112,6 +112,12 @@ pub fn time_seed() -> i64 {
 
 /// Build the experiment. Setup messages go to `log` in the C's order.
 pub fn build(cfg: &Config, log: &mut Log) -> Result<Experiment> {
+    build_with(cfg, log, None)
+}
+
+/// [`build`] with structure factors already read (an image series reads the HKL file once): no HKL or
+/// Fdump file is read or written.
+pub fn build_with(cfg: &Config, log: &mut Log, preloaded: Option<HklGrid>) -> Result<Experiment> {
     // the C reads -mask, then -img, before anything else (its GetFrame prints the names)
     for smv in [&cfg.mask, &cfg.img].into_iter().flatten() {
         log.line(format!("reading {}", smv.path.display()));
@@ -170,8 +176,8 @@ pub fn build(cfg: &Config, log: &mut Log) -> Result<Experiment> {
     // ------------------------------------------------------------------ banner and inputs check (L1275)
     log.line("nanoBragg nanocrystal diffraction simulator - James Holton and Ken Frankel 5-17-17");
     let dump_path = resolve_out(cfg, &cfg.params.dump_file);
-    let dump_exists = cfg.params.hkl_file.is_none() && dump_path.is_file();
-    if cfg.params.hkl_file.is_none() && !dump_exists && cfg.params.default_f == 0.0 {
+    let dump_exists = preloaded.is_none() && cfg.params.hkl_file.is_none() && dump_path.is_file();
+    if preloaded.is_none() && cfg.params.hkl_file.is_none() && !dump_exists && cfg.params.default_f == 0.0 {
         return Err(Error::setup(
             "no structure factors: give -hkl FILE or -default_F VALUE (and no Fdump.bin cache was found)",
         ));
@@ -271,7 +277,9 @@ pub fn build(cfg: &Config, log: &mut Log) -> Result<Experiment> {
     log.line(format!("approximate MW = {}", g(volume * 1.2e6 * AVOGADRO / (na * nb * nc))));
 
     // ------------------------------------------------------------------ structure factors (L2101)
-    let fhkl = if let Some(hkl) = &cfg.params.hkl_file {
+    let fhkl = if preloaded.is_some() {
+        preloaded
+    } else if let Some(hkl) = &cfg.params.hkl_file {
         let grid = read_hkl(hkl, cfg.params.default_f, log)?;
         match write_fdump(&dump_path, &grid) {
             Ok(()) => log.line(format!("writing dump file for next time: {}", dump_path.display())),

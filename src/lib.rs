@@ -33,6 +33,7 @@ pub mod params;
 pub mod physics;
 pub mod report;
 pub mod rng;
+pub mod series;
 pub mod simulate;
 pub mod sources;
 pub mod stats;

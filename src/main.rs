@@ -20,6 +20,7 @@ fn usage() -> String {
         "{}\nA Rust port of nanoBragg (James Holton), the nanocrystal X-ray diffraction image simulator.\n\n\
          USAGE:\n  nanobragg-rs simulate [FLAGS]   render an image (nanoBragg's flags, verbatim)\n  \
          nanobragg-rs simulate --help    list every flag with units and defaults\n  \
+         nanobragg-rs series [FLAGS] --frames N | --stills N --orientation random   a dataset (see README)\n  \
          nanobragg-rs flags --markdown   the flag reference as a Markdown table\n  \
          nanobragg-rs --version\n\n\
          Try: nanobragg-rs simulate --detector 512   (the built-in benchmark crystal)\n",
@@ -82,6 +83,7 @@ fn main() -> ExitCode {
             }
             simulate(rest)
         }
+        "series" => nanobragg::series::main(rest),
         "flags" => {
             print!("{}", flags::markdown_reference());
             return ExitCode::SUCCESS;
@@ -94,7 +96,7 @@ fn main() -> ExitCode {
             print!("{}", usage());
             return ExitCode::SUCCESS;
         }
-        other => Err(nanobragg::Error::flag(other, "unknown command (expected `simulate`; see `nanobragg-rs --help`)")),
+        other => Err(nanobragg::Error::flag(other, "unknown command (expected `simulate` or `series`; see `nanobragg-rs --help`)")),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

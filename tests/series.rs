@@ -1,0 +1,299 @@
+//! `nanobragg-rs series` end to end: frame k equals the single-image run, shards (explicit, Slurm
+//! variables, a real `mpirun -n 2`) together equal the unsharded run, `--resume` after a killed run
+//! completes the set with identical files, and `--verify` finds incomplete or altered datasets.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_nanobragg-rs"));
+    // keep the launcher variables of whoever runs the tests out of the runs that do not set them
+    for v in [
+        "SLURM_ARRAY_TASK_ID",
+        "SLURM_ARRAY_TASK_COUNT",
+        "SLURM_ARRAY_TASK_MIN",
+        "SLURM_PROCID",
+        "SLURM_NTASKS",
+        "OMPI_COMM_WORLD_RANK",
+        "OMPI_COMM_WORLD_SIZE",
+        "PMI_RANK",
+        "PMI_SIZE",
+        "NANOBRAGG_SERIES_KILL_AFTER",
+    ] {
+        c.env_remove(v);
+    }
+    c
+}
+
+/// A small crystal and detector: quick frames with spots.
+const CRYSTAL: &[&str] = &[
+    "-cell", "50", "60", "70", "90", "90", "90", "-default_F", "100", "-N", "4", "-lambda", "1", "-detpixels", "48", "-pixel", "0.4",
+    "-distance", "60", "-oversample", "1", "-mosaic", "0.3", "-mosaic_domains", "3",
+];
+
+fn strs(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+fn rotation_args() -> Vec<String> {
+    let mut a = strs(CRYSTAL);
+    a.extend(strs(&["-phi", "10", "-osc", "0.1", "-phisteps", "2", "--frames", "6", "-seed", "42", "-noisefile", "sweep_#####.img", "-floatfile", "sweep_#####.bin"]));
+    a
+}
+
+fn stills_args() -> Vec<String> {
+    let mut a = strs(CRYSTAL);
+    a.extend(strs(&["--stills", "5", "--orientation", "random", "-floatfile", "still_#####.bin", "-misset_seed", "3", "-seed", "5"]));
+    a
+}
+
+fn series(dir: &Path, args: &[String], extra: &[&str]) -> Output {
+    let out = bin().arg("series").args(args).args(["--out-dir", dir.to_str().unwrap()]).args(extra).output().unwrap();
+    assert!(out.status.success(), "series failed: {}\n{}", String::from_utf8_lossy(&out.stderr), String::from_utf8_lossy(&out.stdout));
+    out
+}
+
+/// sha256 of every image file in `dir` (manifests left out: they name their shard).
+fn image_hashes(dir: &Path) -> BTreeMap<String, String> {
+    let mut m = BTreeMap::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if name.ends_with(".json") || name.starts_with('.') || name == "Fdump.bin" {
+            continue;
+        }
+        m.insert(name, nanobragg::series::file_sha256(&p).unwrap().0);
+    }
+    m
+}
+
+fn verify(dir: &Path) -> Output {
+    bin().args(["series", "--verify", "--out-dir", dir.to_str().unwrap()]).output().unwrap()
+}
+
+fn manifest_frames(path: &Path) -> Vec<serde_json::Value> {
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    v["frames"].as_array().unwrap().clone()
+}
+
+#[test]
+fn rotation_frames_equal_single_image_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = series(tmp.path(), &rotation_args(), &["--threads", "2"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("shard 0/1"), "{text}");
+    let names: Vec<String> = image_hashes(tmp.path()).keys().cloned().collect();
+    for k in 1..=6 {
+        for n in [format!("sweep_{k:05}.img"), format!("sweep_{k:05}.bin"), format!("intimage_{k:05}.img"), format!("image_{k:05}.pgm")] {
+            assert!(names.contains(&n), "{n} missing from {names:?}");
+        }
+    }
+    // frame 4 with the documented values: -phi 10+3*0.1 -osc 0.1 -seed 42+3
+    let frames = manifest_frames(&tmp.path().join("series.shard-0-of-1.json"));
+    let f4 = frames.iter().find(|f| f["frame"] == 4).unwrap();
+    assert_eq!(f4["seed"], 45);
+    assert_eq!(f4["phi_deg"].as_f64().unwrap(), 10.0 + 3.0 * 0.1);
+    let single = tempfile::tempdir().unwrap();
+    let mut a = strs(CRYSTAL);
+    a.extend(strs(&["-phisteps", "2", "-phi", &format!("{}", 10.0 + 3.0 * 0.1), "-osc", "0.1", "-seed", "45", "--threads", "1"]));
+    let o = bin().arg("simulate").args(&a).current_dir(single.path()).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let same = |series_name: &str, single_name: &str| {
+        let a = std::fs::read(tmp.path().join(series_name)).unwrap();
+        let b = std::fs::read(single.path().join(single_name)).unwrap();
+        assert!(a == b, "{series_name} differs from the single-image {single_name}");
+    };
+    same("sweep_00004.bin", "floatimage.bin");
+    same("sweep_00004.img", "noiseimage.img");
+    same("intimage_00004.img", "intimage.img");
+    same("image_00004.pgm", "image.pgm");
+    // the header carries the frame's start and range
+    let hdr = String::from_utf8_lossy(&std::fs::read(tmp.path().join("sweep_00004.img")).unwrap()[..512]).into_owned();
+    assert!(hdr.contains("OSC_START=10.3"), "{hdr}");
+    assert!(hdr.contains("OSC_RANGE=0.1"), "{hdr}");
+    // frame 4 rendered alone (--only) is the same file again
+    let alone = tempfile::tempdir().unwrap();
+    series(alone.path(), &rotation_args(), &["--only", "4", "--threads", "1"]);
+    assert_eq!(std::fs::read(alone.path().join("sweep_00004.bin")).unwrap(), std::fs::read(tmp.path().join("sweep_00004.bin")).unwrap());
+    assert_eq!(std::fs::read(alone.path().join("sweep_00004.img")).unwrap(), std::fs::read(tmp.path().join("sweep_00004.img")).unwrap());
+    let v = verify(tmp.path());
+    assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stderr));
+}
+
+#[test]
+fn stills_equal_single_image_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    series(tmp.path(), &stills_args(), &[]);
+    let frames = manifest_frames(&tmp.path().join("series.shard-0-of-1.json"));
+    assert_eq!(frames.len(), 5);
+    let f2 = &frames[1];
+    let m: Vec<String> = f2["misset_deg"].as_array().unwrap().iter().map(|x| format!("{}", x.as_f64().unwrap())).collect();
+    // each still has its own orientation
+    assert_ne!(frames[0]["misset_deg"], frames[1]["misset_deg"]);
+    let single = tempfile::tempdir().unwrap();
+    let mut a = strs(CRYSTAL);
+    a.extend(strs(&["-misset", &m[0], &m[1], &m[2], "-seed", "6", "-mosaic_seed", &f2["mosaic_seed"].to_string()]));
+    let o = bin().arg("simulate").args(&a).current_dir(single.path()).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(std::fs::read(tmp.path().join("still_00002.bin")).unwrap(), std::fs::read(single.path().join("floatimage.bin")).unwrap());
+    assert_eq!(std::fs::read(tmp.path().join("noiseimage_00002.img")).unwrap(), std::fs::read(single.path().join("noiseimage.img")).unwrap());
+}
+
+#[test]
+fn three_shards_equal_the_unsharded_run() {
+    let whole = tempfile::tempdir().unwrap();
+    series(whole.path(), &rotation_args(), &[]);
+    let parts = tempfile::tempdir().unwrap();
+    for i in 0..3 {
+        let out = series(parts.path(), &rotation_args(), &["--shard", &format!("{i}/3"), "--threads", "1"]);
+        assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("shard {i}/3 (--shard {i}/3)")));
+        if i < 2 {
+            // incomplete until the last shard ran
+            let v = verify(parts.path());
+            assert_eq!(v.status.code(), Some(9));
+            assert!(String::from_utf8_lossy(&v.stderr).contains("no manifest for shard"), "{}", String::from_utf8_lossy(&v.stderr));
+        }
+    }
+    assert_eq!(image_hashes(whole.path()), image_hashes(parts.path()));
+    let v = verify(parts.path());
+    assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stderr));
+    assert!(String::from_utf8_lossy(&v.stdout).contains("6 frames"));
+    // an altered file is found
+    std::fs::write(parts.path().join("sweep_00005.img"), b"not an image").unwrap();
+    let v = verify(parts.path());
+    assert_eq!(v.status.code(), Some(9));
+    assert!(String::from_utf8_lossy(&v.stderr).contains("sweep_00005.img"), "{}", String::from_utf8_lossy(&v.stderr));
+}
+
+#[test]
+fn slurm_array_variables_pick_the_shard() {
+    let whole = tempfile::tempdir().unwrap();
+    series(whole.path(), &stills_args(), &[]);
+    let parts = tempfile::tempdir().unwrap();
+    for id in [7, 8] {
+        let out = bin()
+            .arg("series")
+            .args(stills_args())
+            .args(["--out-dir", parts.path().to_str().unwrap()])
+            .env("SLURM_ARRAY_TASK_ID", id.to_string())
+            .env("SLURM_ARRAY_TASK_MIN", "7")
+            .env("SLURM_ARRAY_TASK_COUNT", "2")
+            .env("SLURM_PROCID", "0")
+            .env("SLURM_NTASKS", "1")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains(&format!("shard {}/2 (SLURM_ARRAY_TASK_ID={id}", id - 7)), "{text}");
+    }
+    // Slurm tasks (srun -n 2) without an array
+    let tasks = tempfile::tempdir().unwrap();
+    for r in 0..2 {
+        let out = bin()
+            .arg("series")
+            .args(stills_args())
+            .args(["--out-dir", tasks.path().to_str().unwrap()])
+            .env("SLURM_PROCID", r.to_string())
+            .env("SLURM_NTASKS", "2")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("shard {r}/2 (SLURM_PROCID={r} SLURM_NTASKS=2)")));
+    }
+    assert_eq!(image_hashes(whole.path()), image_hashes(parts.path()));
+    assert_eq!(image_hashes(whole.path()), image_hashes(tasks.path()));
+    assert!(verify(parts.path()).status.success());
+    assert!(verify(tasks.path()).status.success());
+}
+
+#[test]
+fn mpirun_two_ranks_equal_one_process() {
+    let Ok(mpirun) = which("mpirun") else {
+        println!("SKIPPED: mpirun_two_ranks_equal_one_process because mpirun is not on PATH (install openmpi-bin)");
+        eprintln!("SKIPPED: mpirun_two_ranks_equal_one_process because mpirun is not on PATH (install openmpi-bin)");
+        return;
+    };
+    for (label, args) in [("rotation", rotation_args()), ("stills", stills_args())] {
+        let whole = tempfile::tempdir().unwrap();
+        series(whole.path(), &args, &[]);
+        let ranks = tempfile::tempdir().unwrap();
+        let out = Command::new(&mpirun)
+            .args(["-n", "2", "--oversubscribe"])
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .env("OMPI_MCA_plm_rsh_agent", "")
+            .arg(env!("CARGO_BIN_EXE_nanobragg-rs"))
+            .arg("series")
+            .args(&args)
+            .args(["--out-dir", ranks.path().to_str().unwrap(), "--threads", "1"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "mpirun failed ({label}): {text}");
+        assert!(text.contains("shard 0/2 (OMPI_COMM_WORLD_RANK=0") && text.contains("shard 1/2 (OMPI_COMM_WORLD_RANK=1"), "{text}");
+        assert_eq!(image_hashes(whole.path()), image_hashes(ranks.path()), "{label}");
+        let v = verify(ranks.path());
+        assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stderr));
+    }
+}
+
+fn which(name: &str) -> Result<std::path::PathBuf, ()> {
+    let path = std::env::var_os("PATH").ok_or(())?;
+    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| p.is_file()).ok_or(())
+}
+
+#[test]
+fn resume_after_a_killed_run_completes_the_set() {
+    let whole = tempfile::tempdir().unwrap();
+    series(whole.path(), &rotation_args(), &[]);
+    let tmp = tempfile::tempdir().unwrap();
+    let killed = bin()
+        .arg("series")
+        .args(rotation_args())
+        .args(["--out-dir", tmp.path().to_str().unwrap(), "--threads", "1"])
+        .env("NANOBRAGG_SERIES_KILL_AFTER", "3")
+        .output()
+        .unwrap();
+    assert!(!killed.status.success(), "the run was meant to be killed");
+    let m = tmp.path().join("series.shard-0-of-1.json");
+    assert_eq!(manifest_frames(&m).len(), 3);
+    assert!(!tmp.path().join("sweep_00006.img").exists());
+    assert_eq!(verify(tmp.path()).status.code(), Some(9));
+    // a damaged file of a recorded frame is rendered again
+    std::fs::write(tmp.path().join("sweep_00002.bin"), b"damaged").unwrap();
+    let out = series(tmp.path(), &rotation_args(), &["--resume"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("--resume: 2 frames already complete, 4 to render"), "{text}");
+    assert_eq!(image_hashes(whole.path()), image_hashes(tmp.path()));
+    assert!(verify(tmp.path()).status.success());
+    // resuming a finished set renders nothing
+    let out = series(tmp.path(), &rotation_args(), &["--resume"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("6 frames already complete, 0 to render"));
+    // other parameters are refused
+    let mut other = rotation_args();
+    other.extend(strs(&["-N", "5"]));
+    let o = bin().arg("series").args(&other).args(["--out-dir", tmp.path().to_str().unwrap(), "--resume"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(9));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("other parameters"));
+}
+
+#[test]
+fn bad_series_command_lines_are_one_line_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (extra, needle) in [
+        (vec!["--frames", "3"], "-osc"),
+        (vec!["--frames", "3", "--stills", "2", "-osc", "1"], "--stills"),
+        (vec!["--stills", "2", "--shard", "2/2"], "--shard"),
+        (vec!["--stills", "x"], "--stills"),
+        (vec!["--stills", "2", "-misset", "1", "2", "3"], "-misset"),
+        (vec![], "--frames N"),
+    ] {
+        let o = bin().arg("series").args(CRYSTAL).args(&extra).current_dir(tmp.path()).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(9), "{extra:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(needle), "{extra:?}: {err}");
+    }
+    assert!(std::fs::read_dir(tmp.path()).unwrap().next().is_none(), "a refused series wrote files");
+}
