@@ -8,7 +8,6 @@ use crate::report::Log;
 use crate::rng::{mosaic_rotation_umat, umat2misset, NrRandom};
 use crate::vec3::{cross, dot, magnitude, rescale, rotate, scale, V3};
 use crate::{Error, Result};
-use std::path::Path;
 
 /// Degrees per radian as the C computes it.
 pub const RTD: f64 = 180.0 * std::f64::consts::FRAC_1_PI;
@@ -32,27 +31,7 @@ pub struct Lattice {
     pub c_len: f64,
 }
 
-/// Read the first nine numbers of a MOSFLM A-matrix file: rows x, y, z; columns a*, b*, c*.
-pub fn read_matrix_file(path: &Path) -> Result<[[f64; 3]; 3]> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::file(path, format!("cannot read orientation matrix: {e}")))?;
-    let mut nums = Vec::with_capacity(9);
-    for (lineno, line) in text.lines().enumerate() {
-        for tok in line.split_whitespace() {
-            if nums.len() == 9 {
-                break;
-            }
-            let v: f64 = tok
-                .parse()
-                .map_err(|_| Error::file_line(path, lineno + 1, format!("expected a number in the A matrix, found '{tok}'")))?;
-            nums.push(v);
-        }
-    }
-    if nums.len() < 9 {
-        return Err(Error::file(path, format!("an A matrix needs 9 numbers, found {}", nums.len())));
-    }
-    // rows are x, y, z; columns a*, b*, c* (as the C's three fscanf calls)
-    Ok([[nums[0], nums[1], nums[2]], [nums[3], nums[4], nums[5]], [nums[6], nums[7], nums[8]]])
-}
+pub use crate::io::matrix::read_matrix_file;
 
 /// Build the lattice exactly as the C does. `mat` holds the reciprocal vectors (a*, b*, c*) read from
 /// a `-mat` file (lambda-scaled, as MOSFLM writes them).

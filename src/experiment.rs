@@ -9,7 +9,7 @@ use crate::report::Log;
 use crate::rng::{mosaic_rotation_umat, NrRandom};
 use crate::sources::{build_sources, Source};
 use crate::steps::{resolve_mosaic, resolve_phi, resolve_sweep, resolve_thickness, sanitize, Sweep};
-use crate::structure_factors::{read_fdump, read_hkl, write_fdump, HklGrid};
+use crate::structure_factors::{read_fdump, read_hkl, HklGrid};
 use crate::vec3::{rotate_axis, rotate_umat, V3};
 use crate::{Error, Result};
 use std::path::{Path, PathBuf};
@@ -128,7 +128,7 @@ pub fn build_with(cfg: &Config, log: &mut Log, preloaded: Option<HklGrid>) -> Re
     if fpixels <= 0 || spixels <= 0 {
         return Err(Error::setup(format!("detector has no pixels ({fpixels} x {spixels}): check -detpixels, -detsize and -pixel")));
     }
-    let npix = fpixels as u64 * spixels as u64;
+    let npix = (fpixels as u64).checked_mul(spixels as u64).unwrap_or(u64::MAX);
     if npix > MAX_PIXELS {
         return Err(Error::setup(format!(
             "detector of {fpixels} x {spixels} pixels needs {:.1} GiB for the float image alone; the limit is {} pixels",
@@ -193,6 +193,15 @@ pub fn build_with(cfg: &Config, log: &mut Log, preloaded: Option<HklGrid>) -> Re
     });
     let cell_a = cell_in.map(|c| c.a).unwrap_or(0.0);
     if cfg.mat_file.is_none() && cell_a == 0.0 {
+        if cfg.cell.is_some() {
+            return Err(Error::flag("-cell", "the cell edge a must be greater than 0"));
+        }
+        if dump_exists {
+            return Err(Error::setup(format!(
+                "no unit cell: give -cell a b c alpha beta gamma or -mat FILE (structure factors would come from {}, found in this folder; without it and with no crystal flags the built-in crystal runs)",
+                dump_path.display()
+            )));
+        }
         return Err(Error::setup("no unit cell: give -cell a b c alpha beta gamma or -mat FILE"));
     }
     if let Some(mask) = &cfg.mask {
@@ -280,7 +289,20 @@ pub fn build_with(cfg: &Config, log: &mut Log, preloaded: Option<HklGrid>) -> Re
         log.line(format!("         recommend -oversample {recommended} to work around this"));
     }
     if oversample > 1000 {
-        return Err(Error::setup(format!("oversample of {oversample} sub-pixels per axis is impractical")));
+        if cfg.oversample.is_some_and(|o| o > 0) {
+            return Err(Error::flag("-oversample", format!("{oversample} sub-pixels per axis is impractical (at most 1000)")));
+        }
+        // automatic: say which inputs made it huge instead of printing a meaningless count
+        let ratio = 3.0 * xtalsize_max / reciprocal_pixel_size;
+        return Err(Error::setup(format!(
+            "automatic oversampling would need {} sub-pixels per axis: the crystal ({} m across, from -N/-xtalsize and the cell) is large compared with lambda*distance/pixel = {} m (-lambda {} m, -distance {} m, -pixel {} m); check these values or give -oversample",
+            if ratio.is_finite() { format!("{:.3e}", ratio.ceil()) } else { "an infinite number of".to_string() },
+            g(xtalsize_max),
+            g(reciprocal_pixel_size),
+            g(cfg.lambda0),
+            g(det.distance),
+            g(det.pixel_size)
+        )));
     }
     let volume = xa * xb * xc;
     log.line(format!("approximate MW = {}", g(volume * 1.2e6 * AVOGADRO / (na * nb * nc))));
@@ -299,9 +321,12 @@ pub fn build_with(cfg: &Config, log: &mut Log, preloaded: Option<HklGrid>) -> Re
             (None, Some(hkl)) => read_hkl(hkl, cfg.default_f, log)?,
             (None, None) => unreachable!(),
         };
-        match write_fdump(&dump_path, &grid) {
-            Ok(()) => log.line(format!("writing dump file for next time: {}", dump_path.display())),
-            Err(_) => log.line(format!("WARNING: unable to open dump file: {}", dump_path.display())),
+        // The cache is written with the other outputs at the end of the run (io::outputs), so a
+        // refused run never leaves one; here only the C's message, from a check of the target.
+        if crate::io::atomic::target_kind(&dump_path).is_ok() {
+            log.line(format!("writing dump file for next time: {}", dump_path.display()));
+        } else {
+            log.line(format!("WARNING: unable to open dump file: {}", dump_path.display()));
         }
         Some(grid)
     } else if dump_exists {

@@ -29,6 +29,7 @@ pub mod float_add;
 pub mod geometry;
 pub mod io;
 pub mod kernel;
+pub mod limits;
 pub mod matrix;
 pub mod model;
 pub mod noise;

@@ -32,31 +32,76 @@ fn usage() -> String {
     )
 }
 
-fn simulate(args: &[String]) -> Result<(), nanobragg::Error> {
+/// Standard output that remembers its first write error instead of failing the run: the images are
+/// still written, and `main` reports the error at the end (quietly for a closed pipe).
+struct Stdout {
+    inner: std::io::StdoutLock<'static>,
+    error: Option<std::io::Error>,
+}
+
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.error.is_none() {
+            if let Err(e) = self.inner.write_all(buf) {
+                self.error = Some(e);
+            }
+        }
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.error.is_none() {
+            if let Err(e) = self.inner.flush() {
+                self.error = Some(e);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How a run ended.
+enum Failure {
+    /// Bad input or a file that could not be written: one line, exit 9.
+    Error(nanobragg::Error),
+    /// Standard output or error could not be written.
+    Stream(std::io::Error),
+}
+
+impl From<nanobragg::Error> for Failure {
+    fn from(e: nanobragg::Error) -> Self {
+        Failure::Error(e)
+    }
+}
+
+fn simulate(args: &[String]) -> Result<(), Failure> {
     if args.is_empty() {
         // nanoBragg.c prints its usage and exits 9 when run with nothing to do.
         return Err(nanobragg::Error::setup(
             "nothing to simulate: give a crystal (-cell/-mat with -hkl/-default_F), or try `simulate --detector 512` for the built-in demo crystal; `simulate --help` lists every flag",
-        ));
+        )
+        .into());
     }
     let mut cfg = flags::parse_simulate_args(args)?;
     let no_crystal = cfg.cell.is_none() && cfg.mat_file.is_none() && cfg.hkl_file.is_none() && cfg.model.path().is_none() && cfg.default_f == 0.0;
     let dump = nanobragg::experiment::resolve_out(&cfg, &cfg.dump_file);
+    let mut out = Stdout { inner: std::io::stdout().lock(), error: None };
     if no_crystal && !dump.is_file() {
         // No crystal at all: run the embedded benchmark crystal; the user's flags still apply on top.
+        // (With an Fdump.bin in the folder, setup says a cell is missing and names that file.)
         let mut with_default: Vec<String> = DEFAULT_CRYSTAL.iter().map(|s| s.to_string()).collect();
         with_default.extend(args.iter().cloned());
         cfg = flags::parse_simulate_args(&with_default)?;
         if !cfg.quiet {
-            println!("no crystal given: using the built-in benchmark crystal ({})", DEFAULT_CRYSTAL.join(" "));
+            let _ = writeln!(out, "no crystal given: using the built-in benchmark crystal ({})", DEFAULT_CRYSTAL.join(" "));
         }
     }
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
     let summary = nanobragg::simulate::run(&cfg, &mut out)?;
     let _ = out.flush();
+    if let Some(e) = out.error.take() {
+        return Err(Failure::Stream(e));
+    }
     if !cfg.quiet {
-        eprintln!(
+        writeln!(
+            std::io::stderr(),
             "done: {} pixels, {} steps, setup {:.6} s, render {:.6} s, output {:.6} s, max_I = {}",
             summary.pixels,
             summary.steps,
@@ -64,47 +109,83 @@ fn simulate(args: &[String]) -> Result<(), nanobragg::Error> {
             summary.timings.render_s,
             summary.timings.io_s,
             nanobragg::cfmt::g(summary.stats.max_i)
-        );
+        )
+        .map_err(Failure::Stream)?;
     }
     Ok(())
 }
 
+/// Print `text` on standard output (help, version).
+fn print_out(text: &str) -> Result<(), Failure> {
+    let mut o = std::io::stdout().lock();
+    o.write_all(text.as_bytes()).and_then(|_| o.flush()).map_err(Failure::Stream)
+}
+
+/// RAYON_NUM_THREADS as rayon reads it, refused when it cannot work (rayon would panic later).
+fn check_thread_env() -> Result<(), nanobragg::Error> {
+    let Ok(v) = std::env::var("RAYON_NUM_THREADS") else { return Ok(()) };
+    let Ok(n) = v.trim().parse::<usize>() else { return Ok(()) }; // rayon ignores what it cannot parse
+    if n > MAX_THREADS {
+        return Err(nanobragg::Error::flag(
+            "RAYON_NUM_THREADS",
+            format!("{n} threads is more than this program will start (at most {MAX_THREADS}); unset it or use --threads N"),
+        ));
+    }
+    rayon::ThreadPoolBuilder::new()
+        .build_global()
+        .map_err(|e| nanobragg::Error::flag("RAYON_NUM_THREADS", format!("cannot start {n} threads: {e}")))
+}
+
+/// Most worker threads we agree to start.
+const MAX_THREADS: usize = 4096;
+
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let Some(cmd) = args.first() else {
-        print!("{}", usage());
-        return ExitCode::SUCCESS;
-    };
-    let rest = &args[1..];
-    let result = match cmd.as_str() {
-        "simulate" => {
-            if rest.iter().any(|a| a == "--help" || a == "-h" || a == "-help") {
-                print!("{}", flags::help_text());
-                return ExitCode::SUCCESS;
-            }
-            simulate(rest)
-        }
-        "series" => nanobragg::series::main(rest),
-        "noisify" | "nonbragg" | "float-add" | "matrix" => nanobragg::suite_main(cmd, rest),
-        "flags" => {
-            print!("{}", flags::markdown_reference());
-            return ExitCode::SUCCESS;
-        }
-        "--version" | "-V" | "version" => {
-            println!("{}", version());
-            return ExitCode::SUCCESS;
-        }
-        "--help" | "-h" | "help" => {
-            print!("{}", usage());
-            return ExitCode::SUCCESS;
-        }
-        other => Err(nanobragg::Error::flag(other, "unknown command (expected `simulate` or `series`; see `nanobragg-rs --help`)")),
-    };
+    // Arguments are bytes on Unix: file names need not be UTF-8 (the C accepts any bytes).
+    let args: Vec<String> = flags::os_args(std::env::args_os().skip(1).collect());
+    let result = dispatch(&args);
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("nanobragg-rs: error: {e}");
+        Err(Failure::Error(e)) => {
+            let _ = writeln!(std::io::stderr(), "nanobragg-rs: error: {e}");
             ExitCode::from(EXIT_BAD_INPUT)
         }
+        // a closed pipe (`| head`, `| true`): stop quietly, as Unix tools do
+        Err(Failure::Stream(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(Failure::Stream(e)) => {
+            let _ = writeln!(std::io::stderr(), "nanobragg-rs: error: cannot write to standard output or error: {e}");
+            ExitCode::from(EXIT_BAD_INPUT)
+        }
+    }
+}
+
+fn dispatch(args: &[String]) -> Result<(), Failure> {
+    let Some(cmd) = args.first() else {
+        return print_out(&usage());
+    };
+    let rest = &args[1..];
+    match cmd.as_str() {
+        "simulate" => {
+            if rest.iter().any(|a| a == "--help" || a == "-h" || a == "-help") {
+                return print_out(&flags::help_text());
+            }
+            check_thread_env()?;
+            // SIGINT/SIGTERM/SIGHUP remove this run's temporary files (exit 130/143/129)
+            nanobragg::io::atomic::install_signal_cleanup();
+            simulate(rest)
+        }
+        "series" => {
+            check_thread_env()?;
+            nanobragg::io::atomic::install_signal_cleanup();
+            nanobragg::series::main(rest).map_err(Failure::Error)
+        }
+        "noisify" | "nonbragg" | "float-add" | "matrix" => {
+            check_thread_env()?;
+            nanobragg::io::atomic::install_signal_cleanup();
+            nanobragg::suite_main(cmd, rest).map_err(Failure::Error)
+        }
+        "flags" => print_out(&flags::markdown_reference()),
+        "--version" | "-V" | "version" => print_out(&format!("{}\n", version())),
+        "--help" | "-h" | "help" => print_out(&usage()),
+        other => Err(nanobragg::Error::flag(other, "unknown command (expected simulate, series, noisify, nonbragg, float-add or matrix; see `nanobragg-rs --help`)").into()),
     }
 }

@@ -37,29 +37,24 @@ pub fn noise_image(
     NoiseImage { pixels, photons, overloads }
 }
 
-/// Generate the noise image row by row and write it as an SMV file (atomically) without holding the
-/// whole image: returns (photons, overloads).
+/// The noise image's draws as 32-bit counts (deviate + `adc_offset`, without the SMV's 65535 cap):
+/// the CBF and NeXus images. The same random stream as [`noise_image`] for the same RNG state.
 #[allow(clippy::too_many_arguments)]
-pub fn write_noise_smv(
-    path: &std::path::Path,
-    header: &crate::io::smv::SmvHeader,
-    rng: &mut NrRandom,
-    seed: &mut i64,
-    float: &[f32],
-    fpixels: usize,
-    spixels: usize,
-    roi: [i64; 4],
-    adc_offset: f64,
-) -> crate::Result<(f64, u64)> {
-    write_noise_smv_counts(path, header, rng, seed, float, fpixels, spixels, roi, adc_offset, None)
+pub fn noise_counts(rng: &mut NrRandom, seed: &mut i64, float: &[f32], fpixels: usize, spixels: usize, roi: [i64; 4], adc_offset: f64) -> Vec<i32> {
+    let mut counts = Vec::with_capacity(fpixels * spixels);
+    noise_rows(rng, seed, float, fpixels, spixels, roi, adc_offset, |_, _, row32| {
+        counts.extend_from_slice(row32);
+        Ok(())
+    })
+    .expect("collecting rows cannot fail");
+    counts
 }
 
-/// [`write_noise_smv`], also keeping every pixel as a 32-bit count without the SMV's 65535 cap
-/// (deviate + `adc_offset`, same draws) in `counts` when given: the CBF and NeXus images.
+/// Generate the noise image row by row into `w` (after the header, which the caller writes):
+/// returns (photons, overloads).
 #[allow(clippy::too_many_arguments)]
-pub fn write_noise_smv_counts(
-    path: &std::path::Path,
-    header: &crate::io::smv::SmvHeader,
+pub fn write_noise_rows(
+    w: &mut (dyn std::io::Write + Send),
     rng: &mut NrRandom,
     seed: &mut i64,
     float: &[f32],
@@ -67,24 +62,20 @@ pub fn write_noise_smv_counts(
     spixels: usize,
     roi: [i64; 4],
     adc_offset: f64,
-    mut counts: Option<&mut Vec<i32>>,
-) -> crate::Result<(f64, u64)> {
-    use std::io::Write;
-    if let Some(c) = counts.as_mut() {
-        c.clear();
-        c.reserve(fpixels * spixels);
+) -> std::io::Result<(f64, u64)> {
+    let mut io_error = None;
+    let r = noise_rows(rng, seed, float, fpixels, spixels, roi, adc_offset, |_, row, _| {
+        crate::io::write_le(w, row).map_err(|e| {
+            let msg = e.to_string();
+            io_error = Some(e);
+            crate::Error::Output { path: Default::default(), reason: msg }
+        })
+    });
+    match (r, io_error) {
+        (Ok(c), _) => Ok(c),
+        (Err(_), Some(e)) => Err(e),
+        (Err(e), None) => Err(std::io::Error::other(e.to_string())),
     }
-    let err = |e: std::io::Error| crate::Error::Output { path: path.to_path_buf(), reason: e.to_string() };
-    let mut file = crate::io::atomic::AtomicFile::create(path)?;
-    file.write_all(&crate::io::smv::smv_header_bytes(header)?).map_err(err)?;
-    let counts = noise_rows(rng, seed, float, fpixels, spixels, roi, adc_offset, |_, row, row32| {
-        if let Some(c) = counts.as_mut() {
-            c.extend_from_slice(row32);
-        }
-        crate::io::write_le(&mut file, row).map_err(err)
-    })?;
-    file.commit()?;
-    Ok(counts)
 }
 
 /// Rows per block whose exp(-mean) values are computed in parallel ahead of the serial draws.

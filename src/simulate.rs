@@ -5,7 +5,8 @@ use crate::cfmt::{cf, g};
 use crate::config::Config;
 use crate::crystal::RTD;
 use crate::experiment::{self, resolve_out, Experiment};
-use crate::io::smv::{int_pixels, write_smv, SmvHeader};
+use crate::io::outputs::{self, OutputCtx, Planned};
+use crate::io::smv::SmvHeader;
 use crate::kernel::{self, RenderOutput, Trace};
 use crate::report::Log;
 use crate::stats::{image_stats, ImageStats};
@@ -105,27 +106,6 @@ pub fn dxtbx_beam_centre(h: &mut SmvHeader, exp: &Experiment) {
     h.beam_center_y = (d.spixels as f64 * px - d.sbeam + px) * 1000.0;
 }
 
-/// Output paths (resolved against `--out-dir`) with their roles, in the order they are written.
-pub fn output_paths(cfg: &Config) -> Vec<(&'static str, PathBuf)> {
-    let mut v = vec![("float", resolve_out(cfg, &cfg.floatfile)), ("int", resolve_out(cfg, &cfg.intfile))];
-    if cfg.write_pgm {
-        v.push(("pgm", resolve_out(cfg, &cfg.pgmfile)));
-    }
-    if cfg.calculate_noise {
-        v.push(("noise", resolve_out(cfg, &cfg.noisefile)));
-    }
-    if let Some(p) = &cfg.pngfile {
-        v.push(("png", resolve_out(cfg, p)));
-    }
-    if let Some(p) = &cfg.cbffile {
-        v.push(("CBF", resolve_out(cfg, p)));
-    }
-    if let Some(p) = &cfg.nexusfile {
-        v.push(("NeXus", resolve_out(cfg, p)));
-    }
-    v
-}
-
 /// Refuse, before rendering, a CBF whose geometry a miniCBF header cannot carry and a NeXus file
 /// without the HDF5 library.
 pub fn check_geometry_outputs(cfg: &Config, exp: &Experiment) -> Result<()> {
@@ -147,113 +127,48 @@ pub fn check_geometry_outputs(cfg: &Config, exp: &Experiment) -> Result<()> {
     Ok(())
 }
 
-/// What the CBF/NeXus pixels hold, for their headers and the log.
-fn counts_description(cfg: &Config) -> String {
-    if cfg.calculate_noise {
-        format!("Poisson photon counts + {} ADC offset (the noise image without its 65535 cap)", g(cfg.adc_offset))
-    } else {
-        format!("noiseless expected photons rounded to integers + {} ADC offset (-nonoise)", g(cfg.adc_offset))
-    }
+
+/// Output paths (resolved against `--out-dir`) with their roles, in the order they are written
+/// (the list of writers in [`crate::io::outputs::WRITERS`]).
+pub fn output_paths(cfg: &Config) -> Vec<(&'static str, PathBuf)> {
+    crate::io::outputs::WRITERS
+        .iter()
+        .filter_map(|w| w.requested(cfg).map(|p| (w.role(), resolve_out(cfg, &p))))
+        .collect()
 }
 
-/// Write the CBF and NeXus images from the 32-bit counts.
-fn write_geometry_outputs(cfg: &Config, exp: &Experiment, counts: &[i32], out: &mut dyn Write, files: &mut Vec<PathBuf>) -> Result<()> {
-    let m = crate::io::meta::ImageMeta::from_experiment(exp, cfg.exposure);
-    let what = counts_description(cfg);
-    if let Some(p) = &cfg.cbffile {
-        let _ = writeln!(out, "writing {} as 4-byte integers (CBF, byte-offset): {what}", p.display());
-        let path = resolve_out(cfg, p);
-        crate::io::cbf::write_cbf(&path, &m, counts, &what)?;
-        files.push(path);
-    }
-    if let Some(p) = &cfg.nexusfile {
-        let _ = writeln!(out, "writing {} as 4-byte integers (NeXus/NXmx, deflate): {what}", p.display());
-        let path = resolve_out(cfg, p);
-        crate::io::nexus::write_nexus(&path, &m, counts)?;
-        files.push(path);
-    }
-    Ok(())
-}
-
-/// The noiseless counts for -nonoise: each ROI pixel rounded half up plus the ADC offset, 0 outside.
-fn noiseless_counts(float: &[f32], fp: usize, sp: usize, roi: [i64; 4], adc: f64) -> Vec<i32> {
-    crate::io::map_roi(float, fp, sp, roi, |v| ((v as f64) + adc + 0.5).floor() as i32)
-}
-
-/// Refuse outputs that would overwrite an input or land in a missing directory, before any work.
-pub fn check_outputs(cfg: &Config) -> Result<()> {
-    if let Some(dir) = &cfg.out_dir {
-        std::fs::create_dir_all(dir).map_err(|e| Error::Output { path: dir.clone(), reason: format!("cannot create the output directory: {e}") })?;
-    }
-    let mut inputs: Vec<&Path> = Vec::new();
-    for p in [&cfg.hkl_file, &cfg.mat_file, &cfg.source_file].into_iter().flatten() {
-        inputs.push(p);
-    }
-    if let Some(m) = &cfg.mask {
-        inputs.push(&m.path);
-    }
-    if let Some(m) = &cfg.img {
-        inputs.push(&m.path);
-    }
-    let canon = |p: &Path| std::fs::canonicalize(p).ok();
-    let outs = output_paths(cfg);
-    for (role, out) in &outs {
-        let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        if !parent.is_dir() {
-            return Err(Error::Output { path: out.clone(), reason: format!("directory {} does not exist", parent.display()) });
-        }
-        if out.is_dir() {
-            return Err(Error::Output { path: out.clone(), reason: "is a directory".into() });
-        }
-        if let Some(co) = canon(out) {
-            for inp in &inputs {
-                if canon(inp).as_ref() == Some(&co) {
-                    return Err(Error::Output { path: out.clone(), reason: format!("the {role} image would overwrite an input file") });
-                }
+/// Refuse, before any work, unreadable inputs and outputs that cannot be written, would overwrite an
+/// input or each other. Creates `--out-dir` (only after every input was found).
+pub fn check_outputs(cfg: &Config) -> Result<Vec<Planned>> {
+    outputs::check_inputs(cfg)?;
+    let created = outputs::create_out_dir(cfg)?;
+    let planned = outputs::plan(cfg).inspect_err(|_| outputs::remove_created_dirs(&created))?;
+    // temporary files of earlier runs that were killed (SIGKILL, crash) in these folders
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for p in &planned {
+        if let crate::io::atomic::TargetKind::Regular(t) = &p.kind {
+            let d = t.parent().filter(|d| !d.as_os_str().is_empty()).map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
+            if !dirs.contains(&d) {
+                crate::io::atomic::sweep_stale_temps(&d);
+                dirs.push(d);
             }
         }
     }
-    for (i, (_, a)) in outs.iter().enumerate() {
-        for (_, b) in &outs[i + 1..] {
-            if a == b {
-                return Err(Error::Output { path: a.clone(), reason: "the same file is named for two outputs".into() });
-            }
-        }
-    }
-    Ok(())
+    Ok(planned)
 }
 
-/// Write every output file the C writes (float, int, PGM, noise) plus the PNG preview, printing the
-/// C's closing lines. Consumes the RNG state of the experiment for the noise image.
+/// Write every output file the C writes (Fdump, float, int, PGM, noise) plus the PNG preview, printing
+/// the C's closing lines. Every file is written under a temporary name and renamed at the end, all
+/// together: a failed run leaves no new file.
 pub fn write_outputs(cfg: &Config, exp: &mut Experiment, r: &RenderOutput, out: &mut dyn Write) -> Result<(ImageStats, Vec<PathBuf>)> {
-    let float_path = resolve_out(cfg, &cfg.floatfile);
-    let _ = writeln!(out, "writing {} as {} 4-byte floats", cfg.floatfile.display(), exp.pixels());
-    // The float file is written on its own thread while everything derived from the image (statistics,
-    // integer, PGM and noise images) is computed and written: they are independent, and writing is
-    // mostly a copy into the page cache.
-    std::thread::scope(|scope| {
-        let writer = scope.spawn(|| crate::io::float::write_float_image(&float_path, &r.float));
-        let derived = write_derived_outputs(cfg, exp, r, out);
-        let written = writer.join().unwrap_or_else(|_| Err(Error::Output { path: float_path.clone(), reason: "writer thread panicked".into() }));
-        written?;
-        let (stats, mut files) = derived?;
-        files.insert(0, float_path.clone());
-        Ok((stats, files))
-    })
+    let planned = outputs::plan(cfg)?;
+    write_planned(&planned, cfg, exp, r, out)
 }
 
-/// Everything after the float file, in the C's order: statistics, int image, PGM, PNG, noise image.
-fn write_derived_outputs(cfg: &Config, exp: &mut Experiment, r: &RenderOutput, out: &mut dyn Write) -> Result<(ImageStats, Vec<PathBuf>)> {
-    let w = |out: &mut dyn Write, s: String| {
-        let _ = writeln!(out, "{s}");
-    };
+fn write_planned(planned: &[Planned], cfg: &Config, exp: &Experiment, r: &RenderOutput, out: &mut dyn Write) -> Result<(ImageStats, Vec<PathBuf>)> {
     let d = &exp.det;
     let (fp, sp) = (d.fpixels, d.spixels);
-    let mut files = Vec::new();
     let stats = image_stats(&r.float, fp, sp, exp.roi, exp.mask.as_deref(), exp.subpixel_size, exp.oversample);
-    w(out, format!("max_I = {}  at {} {}", g(stats.max_i), g(stats.max_i_x), g(stats.max_i_y)));
-    w(out, format!("mean= {} rms= {} rmsd= {}", g(stats.mean), g(stats.rms), g(stats.rmsd)));
-
     let mut intfile_scale = cfg.intfile_scale;
     if intfile_scale <= 0.0 {
         intfile_scale = 1.0;
@@ -261,70 +176,26 @@ fn write_derived_outputs(cfg: &Config, exp: &mut Experiment, r: &RenderOutput, o
             intfile_scale = 55000.0 / stats.max_i;
         }
     }
-    w(out, format!("intfile_scale = {}", g(intfile_scale)));
+    let mut pgm_scale = cfg.pgm_scale;
+    if pgm_scale <= 0.0 {
+        pgm_scale = intfile_scale;
+        if stats.rmsd > 0.0 {
+            pgm_scale = 250.0 / (5.0 * stats.rmsd);
+        }
+    }
+    let stats_lines = vec![
+        format!("max_I = {}  at {} {}", g(stats.max_i), g(stats.max_i_x), g(stats.max_i_y)),
+        format!("mean= {} rms= {} rmsd= {}", g(stats.mean), g(stats.rms), g(stats.rmsd)),
+        format!("intfile_scale = {}", g(intfile_scale)),
+    ];
     let mut header = smv_header(exp);
     if cfg.smv_dxtbx {
         dxtbx_beam_centre(&mut header, exp);
     }
-    let roi = exp.roi;
-    let noise_path = resolve_out(cfg, &cfg.noisefile);
-    let seed = exp.seed;
-    let want_counts = cfg.cbffile.is_some() || cfg.nexusfile.is_some();
-    let mut counts: Vec<i32> = Vec::new();
-    let counts_ref = &mut counts;
-    let rng = &mut exp.rng;
-    // The noise image is one serial random stream; it is drawn and written on its own thread while
-    // the integer, PGM and PNG images are made, and reported in the C's order afterwards.
-    std::thread::scope(|scope| -> Result<()> {
-        let noise = cfg.calculate_noise.then(|| {
-            let (header, noise_path) = (&header, &noise_path);
-            scope.spawn(move || {
-                let mut seed = seed;
-                let c = if want_counts { Some(counts_ref) } else { None };
-                crate::noise::write_noise_smv_counts(noise_path, header, rng, &mut seed, &r.float, fp, sp, roi, cfg.adc_offset, c)
-            })
-        });
-        let ints = int_pixels(&r.float, fp, sp, roi, intfile_scale, cfg.adc_offset);
-        w(out, format!("writing {} as 2-byte integers", cfg.intfile.display()));
-        let int_path = resolve_out(cfg, &cfg.intfile);
-        write_smv(&int_path, &header, &ints)?;
-        files.push(int_path);
-        drop(ints);
-
-        if cfg.write_pgm {
-            let mut pgm_scale = cfg.pgm_scale;
-            if pgm_scale <= 0.0 {
-                pgm_scale = intfile_scale;
-                if stats.rmsd > 0.0 {
-                    pgm_scale = 250.0 / (5.0 * stats.rmsd);
-                }
-            }
-            w(out, format!("pgm_scale = {}", g(pgm_scale)));
-            let bytes = crate::io::pgm::pgm_pixels(&r.float, fp, sp, roi, pgm_scale);
-            w(out, format!("writing {} as 1-byte integers", cfg.pgmfile.display()));
-            let p = resolve_out(cfg, &cfg.pgmfile);
-            crate::io::pgm::write_pgm(&p, fp, sp, pgm_scale, &bytes)?;
-            files.push(p);
-        }
-        if let Some(png) = &cfg.pngfile {
-            let p = resolve_out(cfg, png);
-            crate::io::png::write_png_preview(&p, &r.float, fp, sp)?;
-            files.push(p);
-        }
-        if let Some(handle) = noise {
-            let noise_failed = || Error::Output { path: noise_path.clone(), reason: "noise thread panicked".into() };
-            let (photons, overloads) = handle.join().map_err(|_| noise_failed())??;
-            w(out, format!("{} photons on noise image ({} overloads)", cf("%.0f", photons), overloads));
-            w(out, format!("writing {} as 2-byte integers", cfg.noisefile.display()));
-            files.push(noise_path.clone());
-        }
-        Ok(())
-    })?;
-    if want_counts {
-        if !cfg.calculate_noise {
-            counts = noiseless_counts(&r.float, fp, sp, roi, cfg.adc_offset);
-        }
-        write_geometry_outputs(cfg, exp, &counts, out, &mut files)?;
+    let ctx = OutputCtx { cfg, exp, float: &r.float, stats, intfile_scale, pgm_scale, header, counts: Default::default() };
+    let (lines, files) = outputs::write_all(planned, &ctx, stats_lines)?;
+    for l in lines {
+        let _ = writeln!(out, "{l}");
     }
     Ok((stats, files))
 }
@@ -378,9 +249,17 @@ fn cf_int(v: usize) -> String {
 /// The whole `simulate` command: prints the C's messages to `out`, a progress bar on stderr when it is
 /// a terminal, and returns the summary.
 pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
-    check_outputs(cfg)?;
+    outputs::check_inputs(cfg)?;
+    crate::limits::check_values(cfg)?;
+    let estimate = crate::limits::check_run(cfg)?;
+    if !cfg.quiet {
+        if let Some(hint) = crate::limits::time_hint(estimate.samples) {
+            let _ = writeln!(std::io::stderr(), "nanobragg-rs: {hint}");
+        }
+    }
     let t0 = Instant::now();
-    let (mut exp, mut log) = setup(cfg)?;
+    let (exp, mut log) = setup(cfg)?;
+    let planned = check_outputs(cfg)?;
     if !cfg.quiet {
         let _ = log.flush_to(out);
     }
@@ -449,7 +328,16 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
         g(100.0 * r.omega_sum / steps / 4.0 / std::f64::consts::PI)
     );
     let t2 = Instant::now();
-    let (stats, files) = write_outputs(cfg, &mut exp, &r, out)?;
+    let (stats, files) = write_planned(&planned, cfg, &exp, &r, out)?;
+    // a silently wrong image must not look like a good one
+    let bad = r.float.iter().filter(|v| !v.is_finite()).count();
+    if bad > 0 {
+        let _ = writeln!(
+            std::io::stderr(),
+            "nanobragg-rs: warning: {bad} of {} pixels are not finite (NaN or infinite): some input value is too large for the arithmetic",
+            r.float.len()
+        );
+    }
     let io_s = t2.elapsed().as_secs_f64();
     Ok(RunSummary {
         stats,

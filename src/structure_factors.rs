@@ -2,11 +2,11 @@
 //! (nearest neighbour, or tricubic Lagrange interpolation with the C's range rule).
 //! nanoBragg.c L2101-L2258 and L2929-L3007.
 
-use crate::cfmt::g;
-use crate::io::atomic::write_atomic;
-use crate::report::Log;
 use crate::{Error, Result};
-use std::path::Path;
+
+// The readers and the writer moved to `io` (one module per format); re-exported here for old paths.
+pub use crate::io::fdump::{fdump_bytes, read_fdump, write_fdump};
+pub use crate::io::hkl::read_hkl;
 
 /// A dense grid of |F| over h_min..=h_max (and k, l), with the C's extra zero plane per axis.
 #[derive(Clone, Debug, PartialEq)]
@@ -27,17 +27,31 @@ pub struct HklGrid {
 }
 
 impl HklGrid {
-    fn empty(h_min: i32, h_max: i32, k_min: i32, k_max: i32, l_min: i32, l_max: i32) -> Result<Self> {
-        let h_range = h_max - h_min + 1;
-        let k_range = k_max - k_min + 1;
-        let l_range = l_max - l_min + 1;
-        let n = (h_range as i64 + 1) * (k_range as i64 + 1) * (l_range as i64 + 1);
-        if h_range < 0 || k_range < 0 || l_range < 0 || n > (1i64 << 31) {
-            return Err(Error::setup(format!(
-                "unusable Miller index ranges h {h_min}..{h_max}, k {k_min}..{k_max}, l {l_min}..{l_max}"
-            )));
+    pub(crate) fn empty(h_min: i32, h_max: i32, k_min: i32, k_max: i32, l_min: i32, l_max: i32) -> Result<Self> {
+        // ranges in i64: h_max - h_min + 1 overflows i32 for a hostile Fdump header
+        let span = |lo: i32, hi: i32| hi as i64 - lo as i64 + 1;
+        let (hr, kr, lr) = (span(h_min, h_max), span(k_min, k_max), span(l_min, l_max));
+        let bad = || {
+            Error::setup(format!("unusable Miller index ranges h {h_min}..{h_max}, k {k_min}..{k_max}, l {l_min}..{l_max}"))
+        };
+        if hr < 0 || kr < 0 || lr < 0 || hr >= i32::MAX as i64 || kr >= i32::MAX as i64 || lr >= i32::MAX as i64 {
+            return Err(bad());
         }
-        Ok(HklGrid { h_min, h_max, k_min, k_max, l_min, l_max, h_range, k_range, l_range, data: vec![0.0; n as usize], hkls: 0 })
+        let n = ((hr + 1) as u64).checked_mul((kr + 1) as u64).and_then(|x| x.checked_mul((lr + 1) as u64));
+        let bytes = n.and_then(|n| n.checked_mul(8)).filter(|&b| b < (1u64 << 46));
+        crate::limits::check_alloc(
+            || {
+                Error::setup(format!(
+                    "Miller index ranges h {h_min}..{h_max}, k {k_min}..{k_max}, l {l_min}..{l_max} need a dense grid of {} but only {} of memory is available",
+                    bytes.map(crate::limits::human).unwrap_or_else(|| "more than 64 TiB".into()),
+                    crate::limits::human(crate::limits::memory_budget())
+                ))
+            },
+            bytes,
+        )?;
+        let n = n.ok_or_else(bad)? as usize;
+        let (h_range, k_range, l_range) = (hr as i32, kr as i32, lr as i32);
+        Ok(HklGrid { h_min, h_max, k_min, k_max, l_min, l_max, h_range, k_range, l_range, data: vec![0.0; n], hkls: 0 })
     }
 
     /// Flat index of grid cell (i, j, k) = (h - h_min, k - k_min, l - l_min).
@@ -50,123 +64,6 @@ impl HklGrid {
     pub fn at(&self, i: i32, j: i32, k: i32) -> f64 {
         self.data[self.index(i, j, k)]
     }
-}
-
-/// Read an HKL text file: one reflection per line, `h k l F` (integers h, k, l). Unlike the C, a line
-/// that is not four numbers is an error naming the line, instead of silently ending the read.
-pub fn read_hkl(path: &Path, default_f: f64, log: &mut Log) -> Result<HklGrid> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::file(path, format!("cannot read HKL file: {e}")))?;
-    log.line(format!("counting entries in {}", path.display()));
-    let mut entries: Vec<(i32, i32, i32, f64)> = Vec::new();
-    for (lineno, line) in text.lines().enumerate() {
-        let toks: Vec<&str> = line.split_whitespace().collect();
-        if toks.is_empty() {
-            continue;
-        }
-        if toks.len() != 4 {
-            return Err(Error::file_line(path, lineno + 1, format!("expected 4 columns (h k l F), found {}", toks.len())));
-        }
-        let mut v = [0.0f64; 4];
-        for (i, t) in toks.iter().enumerate() {
-            v[i] = t
-                .parse::<f64>()
-                .ok()
-                .filter(|x| x.is_finite())
-                .ok_or_else(|| Error::file_line(path, lineno + 1, format!("'{t}' is not a number")))?;
-        }
-        for (name, x) in ["h", "k", "l"].iter().zip(&v[..3]) {
-            if *x != x.round() || x.abs() > 1e6 {
-                return Err(Error::file_line(path, lineno + 1, format!("non-integer Miller index {name} = {}", g(*x))));
-            }
-        }
-        entries.push((v[0] as i32, v[1] as i32, v[2] as i32, v[3]));
-    }
-    if entries.is_empty() {
-        return Err(Error::file(path, "no reflections (expected lines of h k l F)"));
-    }
-    let h_min = entries.iter().map(|e| e.0).min().unwrap();
-    let h_max = entries.iter().map(|e| e.0).max().unwrap();
-    let k_min = entries.iter().map(|e| e.1).min().unwrap();
-    let k_max = entries.iter().map(|e| e.1).max().unwrap();
-    let l_min = entries.iter().map(|e| e.2).min().unwrap();
-    let l_max = entries.iter().map(|e| e.2).max().unwrap();
-    let mut grid = HklGrid::empty(h_min, h_max, k_min, k_max, l_min, l_max)?;
-    if default_f != 0.0 {
-        log.line(format!("initializing to default_F = {}:", g(default_f)));
-        for i in 0..grid.h_range {
-            for j in 0..grid.k_range {
-                for k in 0..grid.l_range {
-                    let idx = grid.index(i, j, k);
-                    grid.data[idx] = default_f;
-                }
-            }
-        }
-        log.line("done initializing:");
-    }
-    log.line(format!("re-reading {}", path.display()));
-    for &(h, k, l, f) in &entries {
-        let idx = grid.index(h - h_min, k - k_min, l - l_min);
-        grid.data[idx] = f;
-    }
-    grid.hkls = entries.len() as i64;
-    Ok(grid)
-}
-
-/// The Fdump.bin bytes: `h_min h_max k_min k_max l_min l_max\n\f` then native (little-endian) f64s.
-pub fn fdump_bytes(grid: &HklGrid) -> Vec<u8> {
-    let mut out = format!("{} {} {} {} {} {}\n\x0c", grid.h_min, grid.h_max, grid.k_min, grid.k_max, grid.l_min, grid.l_max).into_bytes();
-    out.reserve(grid.data.len() * 8);
-    for v in &grid.data {
-        out.extend_from_slice(&v.to_le_bytes());
-    }
-    out
-}
-
-/// Write the Fdump.bin cache atomically.
-pub fn write_fdump(path: &Path, grid: &HklGrid) -> Result<()> {
-    write_atomic(path, &fdump_bytes(grid))
-}
-
-/// Read an Fdump.bin cache. As the C's `fscanf("%d...%d\n\f")`, the whitespace after the header also
-/// swallows leading data bytes that happen to be whitespace (checklist Q23).
-pub fn read_fdump(path: &Path) -> Result<HklGrid> {
-    let bytes = std::fs::read(path).map_err(|e| Error::file(path, format!("cannot read structure-factor dump: {e}")))?;
-    let mut pos = 0usize;
-    let mut nums = [0i32; 6];
-    for n in nums.iter_mut() {
-        while pos < bytes.len() && is_c_space(bytes[pos]) {
-            pos += 1;
-        }
-        let start = pos;
-        if pos < bytes.len() && (bytes[pos] == b'-' || bytes[pos] == b'+') {
-            pos += 1;
-        }
-        while pos < bytes.len() && bytes[pos].is_ascii_digit() {
-            pos += 1;
-        }
-        let s = std::str::from_utf8(&bytes[start..pos]).unwrap_or("");
-        *n = s.parse().map_err(|_| Error::file(path, "not a structure-factor dump (bad header)"))?;
-    }
-    while pos < bytes.len() && is_c_space(bytes[pos]) {
-        pos += 1;
-    }
-    let mut grid = HklGrid::empty(nums[0], nums[1], nums[2], nums[3], nums[4], nums[5])?;
-    let need = grid.data.len() * 8;
-    let have = bytes.len() - pos;
-    if have + 8 < need {
-        return Err(Error::file(path, format!("truncated structure-factor dump: {have} data bytes, expected {need}")));
-    }
-    let mut data = bytes[pos..].to_vec();
-    data.resize(need.max(data.len()), 0);
-    for (i, v) in grid.data.iter_mut().enumerate() {
-        *v = f64::from_le_bytes(data[i * 8..i * 8 + 8].try_into().unwrap());
-    }
-    grid.hkls = grid.h_range as i64 * grid.k_range as i64 * grid.l_range as i64;
-    Ok(grid)
-}
-
-fn is_c_space(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
 }
 
 /// Outcome of one structure-factor evaluation.
@@ -233,6 +130,7 @@ pub fn nearest_f(grid: Option<&HklGrid>, default_f: f64, h0: i32, k0: i32, l0: i
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::Log;
 
     #[test]
     fn fdump_round_trip() {

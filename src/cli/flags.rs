@@ -9,7 +9,7 @@ use crate::config::{CellInput, Config, Convention, CrystalShape, Misset, Pivot, 
 use crate::{Error, Result};
 use std::path::PathBuf;
 
-pub use super::{help_text, markdown_reference, parse_simulate_args, wants_help};
+pub use super::{help_text, markdown_reference, os_args, os_path, parse_simulate_args, wants_help};
 
 /// The C's degrees-per-radian constant, `180.0*M_1_PI`; angles are converted as `value/RTD`.
 pub const RTD: f64 = 180.0 * std::f64::consts::FRAC_1_PI;
@@ -157,7 +157,7 @@ impl Vals<'_> {
     }
 
     pub fn path(&self, i: usize) -> PathBuf {
-        PathBuf::from(&self.words[i])
+        super::os_path(&self.words[i])
     }
 
     pub fn word(&self, i: usize) -> &str {
@@ -713,6 +713,13 @@ pub static FLAGS: &[Flag] = &[
     Flag { name: "--threads", aliases: &[], arity: Ints(1), values: "N", units: "threads", default: "0 (all cores)",
         category: Port, help: "Worker threads (0 = one per core). Results do not depend on it.",
         set: set_threads },
+    Flag { name: "--max-memory", aliases: &[], arity: Word, values: "BYTES", units: "bytes (k, M, G suffixes)",
+        default: "available RAM + swap", category: Port,
+        help: "Refuse, before allocating, a run estimated to need more memory than this (also NANOBRAGG_MAX_MEMORY).",
+        set: |_, v| match crate::limits::parse_size(v.word(0)) {
+            Some(b) => { crate::limits::set_max_memory(b); Ok(()) }
+            None => Err(Error::flag(v.flag, format!("'{}' is not a size such as 4G or 512M", v.word(0)))),
+        } },
     Flag { name: "--precision", aliases: &[], arity: Word, values: "double|single", units: "", default: "double",
         category: Port, help: "Arithmetic of the pixel kernel (double matches the C).", set: set_precision },
     Flag { name: "--quiet", aliases: &["-quiet"], arity: Switch, values: "", units: "", default: "off",

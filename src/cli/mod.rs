@@ -18,8 +18,46 @@ use crate::io::smv::{header_value, read_smv};
 use crate::{Config, Error, Result};
 use flags::{Arity, Category, Flag, Vals, FLAGS, RTD};
 use std::collections::HashMap;
+#[cfg(test)]
 use std::path::Path;
 use std::sync::OnceLock;
+
+/// Arguments that were not UTF-8, by the text that stands for them in the parser (each byte that is
+/// not part of valid UTF-8 becomes the private-use character U+10FF00 + byte, so distinct byte strings
+/// stay distinct). [`os_path`] turns such a text back into the original bytes.
+fn non_utf8() -> &'static std::sync::Mutex<HashMap<String, std::ffi::OsString>> {
+    static MAP: OnceLock<std::sync::Mutex<HashMap<String, std::ffi::OsString>>> = OnceLock::new();
+    MAP.get_or_init(Default::default)
+}
+
+/// The command-line words as text for the parser; file names keep their exact bytes (see [`os_path`]).
+pub fn os_args(args: Vec<std::ffi::OsString>) -> Vec<String> {
+    use std::os::unix::ffi::OsStrExt;
+    args.into_iter()
+        .map(|a| match a.to_str() {
+            Some(s) => s.to_string(),
+            None => {
+                let mut text = String::new();
+                for chunk in a.as_bytes().utf8_chunks() {
+                    text.push_str(chunk.valid());
+                    for &b in chunk.invalid() {
+                        text.push(char::from_u32(0x10FF00 + b as u32).unwrap_or('?'));
+                    }
+                }
+                non_utf8().lock().unwrap_or_else(|e| e.into_inner()).insert(text.clone(), a);
+                text
+            }
+        })
+        .collect()
+}
+
+/// The path a command-line word names, with the original bytes of a non-UTF-8 argument.
+pub fn os_path(word: &str) -> std::path::PathBuf {
+    match non_utf8().lock().unwrap_or_else(|e| e.into_inner()).get(word) {
+        Some(os) => std::path::PathBuf::from(os),
+        None => std::path::PathBuf::from(word),
+    }
+}
 
 /// Spelling -> index into [`FLAGS`].
 fn lookup_table() -> &'static HashMap<&'static str, usize> {
@@ -150,13 +188,26 @@ fn levenshtein(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
-/// The known spelling closest to `word`, if reasonably close.
+/// The known spelling closest to `word`, only when it is a likely typo: at most one edit for short
+/// words (two for words of 8+ characters, a third of the length beyond that), never a different word
+/// of similar length (`-cbf` is not `-Nb`, `-h5` is not `-h`). A spelling that differs only in
+/// dashes or case (`--floatfile`, `-FLOATFILE`) is always offered.
 pub fn suggest(word: &str) -> Option<&'static str> {
+    let norm = |s: &str| s.trim_start_matches('-').to_ascii_lowercase();
+    let w = norm(word);
+    if w.is_empty() {
+        return None;
+    }
+    if let Some(s) = all_spellings().into_iter().find(|s| norm(s) == w) {
+        return Some(s);
+    }
     let (d, best) = all_spellings()
         .into_iter()
-        .map(|s| (levenshtein(word, s), s))
+        .map(|s| (levenshtein(&w, &norm(s)), s))
         .min_by_key(|&(d, _)| d)?;
-    (d <= (word.chars().count() / 3).max(2)).then_some(best)
+    let n = w.chars().count().min(norm(best).chars().count());
+    let allowed = if n < 4 { 0 } else if n < 8 { 1 } else { (n / 3).max(2) };
+    (d >= 1 && d <= allowed).then_some(best)
 }
 
 fn unknown(word: &str) -> Error {
@@ -207,52 +258,70 @@ fn tokenize(args: &[String]) -> Result<Vec<Occurrence>> {
 }
 
 /// Apply an `-img`/`-mask` header as the C does (nanoBragg.c pre-pass); `is_mask` selects the mask's
-/// BEAM_CENTER_Y rule (measured from the other edge).
-fn apply_smv_header(c: &mut Config, smv: &SmvInput, is_mask: bool) {
+/// BEAM_CENTER_Y rule (measured from the other edge). Values the same flags would refuse (a pixel size,
+/// distance or wavelength that is not positive and finite, a non-finite beam centre or angle) are
+/// refused here too, naming the file and keyword.
+fn apply_smv_header(c: &mut Config, smv: &SmvInput, is_mask: bool, flag: &str) -> Result<()> {
+    let bad = |key: &str, v: f64, why: &str| {
+        Error::flag(flag, format!("{}: header {key}={v} {why}", smv.path.display()))
+    };
     let value = |key: &str| header_value(&smv.header, key).filter(|v| !v.is_nan());
+    let positive = |key: &str| -> Result<Option<f64>> {
+        match value(key) {
+            Some(v) if !(v > 0.0 && v.is_finite()) => Err(bad(key, v, "must be positive and finite")),
+            v => Ok(v),
+        }
+    };
+    let finite = |key: &str| -> Result<Option<f64>> {
+        match value(key) {
+            Some(v) if !v.is_finite() => Err(bad(key, v, "must be finite")),
+            v => Ok(v),
+        }
+    };
     c.fpixels = smv.width as i64;
     c.spixels = smv.height as i64;
-    if let Some(v) = value("PIXEL_SIZE") {
+    if let Some(v) = positive("PIXEL_SIZE")? {
         c.pixel_size = v / 1000.0;
     }
     c.detsize_f = c.pixel_size * c.fpixels as f64;
     c.detsize_s = c.pixel_size * c.spixels as f64;
-    if let Some(v) = value("DISTANCE") {
+    if let Some(v) = positive("DISTANCE")? {
         c.distance = v / 1000.0;
     }
-    if let Some(v) = value("CLOSE_DISTANCE") {
+    if let Some(v) = positive("CLOSE_DISTANCE")? {
         c.close_distance = Some(v / 1000.0);
     }
-    if let Some(v) = value("WAVELENGTH") {
+    if let Some(v) = positive("WAVELENGTH")? {
         c.lambda0 = v / 1e10;
     }
-    if let Some(v) = value("BEAM_CENTER_X") {
+    if let Some(v) = finite("BEAM_CENTER_X")? {
         c.xbeam = Some(v / 1000.0);
     }
-    if let Some(v) = value("BEAM_CENTER_Y") {
+    if let Some(v) = finite("BEAM_CENTER_Y")? {
         c.ybeam = Some(if is_mask {
             c.detsize_s - v / 1000.0
         } else {
             v / 1000.0
         });
     }
-    if let Some(v) = value("ORGX") {
+    if let Some(v) = finite("ORGX")? {
         c.orgx = Some(v);
     }
-    if let Some(v) = value("ORGY") {
+    if let Some(v) = finite("ORGY")? {
         c.orgy = Some(v);
     }
-    if let Some(v) = value("PHI") {
+    if let Some(v) = finite("PHI")? {
         c.phi0 = v / RTD;
     }
-    if let Some(v) = value("OSC_RANGE") {
+    if let Some(v) = finite("OSC_RANGE")? {
         c.osc = Some(v / RTD);
     }
     // TWOTHETA: the C reads it into a variable that is never used.
+    Ok(())
 }
 
 fn load_smv(flag: &str, path: &str) -> Result<SmvInput> {
-    read_smv(Path::new(path)).map_err(|e| Error::flag(flag, format!("cannot read {path}: {e}")))
+    read_smv(&os_path(path)).map_err(|e| Error::flag(flag, format!("cannot read {path}: {e}")))
 }
 
 /// Parse the words after `simulate` (C-style flags and long options) into a Config.
@@ -264,12 +333,12 @@ pub fn parse_simulate_args(args: &[String]) -> Result<Config> {
     let last = |name: &str| occurrences.iter().rev().find(|o| o.flag.name == name);
     if let Some(o) = last("-mask") {
         let smv = load_smv(&o.typed, &o.words[0])?;
-        apply_smv_header(&mut c, &smv, true);
+        apply_smv_header(&mut c, &smv, true, &o.typed)?;
         c.mask = Some(smv);
     }
     if let Some(o) = last("-img") {
         let smv = load_smv(&o.typed, &o.words[0])?;
-        apply_smv_header(&mut c, &smv, false);
+        apply_smv_header(&mut c, &smv, false, &o.typed)?;
         c.img = Some(smv);
     }
 
@@ -325,8 +394,9 @@ pub fn help_text() -> String {
         "Usage: nanobragg-rs simulate [FLAGS]\n\n\
          Flags are nanoBragg.c's (single dash), matched exactly by the names listed; a few have readable\n\
          --long aliases. Values that are negative numbers are fine (-fdet_vector -1 0 0). Later flags\n\
-         override earlier ones. A structure-factor source (-hkl, an existing -dump file or -default_F)\n\
-         and a cell (-cell or -mat) are required.\n",
+         override earlier ones. A crystal is a cell (-cell or -mat) with structure factors (-hkl, an\n\
+         existing -dump file or -default_F); with no crystal flags at all the built-in benchmark crystal\n\
+         (-cell 100 100 100 90 90 90 -N 5 -default_F 100 -lambda 6.2) is simulated.\n",
     );
     for cat in Category::ALL {
         s.push_str(&format!("\n{}:\n", cat.title()));

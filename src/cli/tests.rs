@@ -75,6 +75,7 @@ fn sample_values(f: &Flag) -> Vec<String> {
     let v: &[&str] = match (f.name, f.arity) {
         ("-pivot", _) => &["sample"],
         ("--precision", _) => &["single"],
+        ("--max-memory", _) => &["64G"],
         ("-detector_absorb", _) => &["250"],
         (_, Arity::Switch) => &[],
         (_, Arity::SwitchNeedsNext) => &["-nonoise"],

@@ -9,41 +9,115 @@
 use crate::{Error, Result};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Write};
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 /// Distinguishes temporary files of concurrent writers inside one process.
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// Temporary files of this process that exist right now. Creating, renaming and removing a temp
+/// happen under this lock, so the signal handler ([`install_signal_cleanup`]) sees a consistent set:
+/// it removes every temp and exits while holding the lock (a commit in progress completes first).
+static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+fn live() -> MutexGuard<'static, Vec<PathBuf>> {
+    LIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn forget(live: &mut Vec<PathBuf>, tmp: &Path) {
+    if let Some(i) = live.iter().position(|p| p == tmp) {
+        live.swap_remove(i);
+    }
+}
 
 fn out_err(path: &Path, reason: impl std::fmt::Display) -> Error {
     Error::Output { path: path.to_path_buf(), reason: reason.to_string() }
 }
 
-/// Create a fresh temporary file `.<name>.tmp-<pid>-<n>` next to `path`.
+/// How an output path is written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TargetKind {
+    /// A regular file (existing or not): temporary file beside it, renamed over it at the end. For a
+    /// symbolic link, the file it points to is replaced (the link stays).
+    Regular(PathBuf),
+    /// A character or block device, FIFO or socket: opened and written in place, as the C does
+    /// (`-floatfile /dev/null` must not replace the device with a regular file).
+    Special,
+}
+
+/// Decide how `path` will be written; refuses a directory, an empty name and a missing directory.
+pub fn target_kind(path: &Path) -> Result<TargetKind> {
+    if path.as_os_str().is_empty() {
+        return Err(out_err(path, "empty file name"));
+    }
+    match fs::metadata(path) {
+        Ok(m) => {
+            let t = m.file_type();
+            if t.is_dir() {
+                return Err(out_err(path, "is a directory"));
+            }
+            if t.is_char_device() || t.is_block_device() || t.is_fifo() || t.is_socket() {
+                return Ok(TargetKind::Special);
+            }
+            // follow a symlink to the file it names, so the rename replaces that file, not the link
+            let real = if fs::symlink_metadata(path).map(|m| m.file_type().is_symlink()).unwrap_or(false) {
+                fs::canonicalize(path).map_err(|e| out_err(path, e))?
+            } else {
+                path.to_path_buf()
+            };
+            Ok(TargetKind::Regular(real))
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            if path.file_name().is_none() {
+                return Err(out_err(path, "not a file name"));
+            }
+            let dir = parent_dir(path);
+            if !dir.is_dir() {
+                return Err(out_err(path, format!("directory {} does not exist", dir.display())));
+            }
+            Ok(TargetKind::Regular(path.to_path_buf()))
+        }
+        Err(e) => Err(out_err(path, e)),
+    }
+}
+
+fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Create a fresh temporary file `.<name>.tmp-<pid>-<n>` next to `path`, registered for cleanup.
 fn create_temp(path: &Path) -> Result<(PathBuf, File)> {
     let name = path
         .file_name()
         .ok_or_else(|| out_err(path, "not a file name"))?
         .to_string_lossy()
         .into_owned();
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
+    // keep the temp name within NAME_MAX even for a long target name
+    let name: String = name.chars().take(180).collect();
+    let dir = parent_dir(path);
     let pid = std::process::id();
     loop {
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         let tmp = dir.join(format!(".{name}.tmp-{pid}-{n}"));
+        let mut reg = live();
         // create_new: never follow or clobber something already there (e.g. a stale temp or a symlink)
         match OpenOptions::new().write(true).create_new(true).open(&tmp) {
-            Ok(f) => return Ok((tmp, f)),
+            Ok(f) => {
+                reg.push(tmp.clone());
+                return Ok((tmp, f));
+            }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < usize::MAX => continue,
             Err(e) => return Err(out_err(path, e)),
         }
     }
 }
 
-/// Write `bytes` to `path` atomically.
+/// Write `bytes` to `path` atomically (in place for a device, FIFO or socket).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let mut f = AtomicFile::create(path)?;
     f.write_all(bytes).map_err(|e| out_err(path, e))?;
@@ -51,18 +125,78 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 /// A file being written under a temporary name; it appears under its final name only on
-/// [`AtomicFile::commit`]. Dropping it uncommitted (error, panic) removes the temporary file.
+/// [`AtomicFile::commit`] (or [`commit_all`] after [`AtomicFile::finish`]). Dropping it uncommitted
+/// (error, panic) removes the temporary file. A special file (device, FIFO, socket) is written in place.
 pub struct AtomicFile {
     path: PathBuf,
+    /// Rename target (the path, or the file a symlink points to).
+    target: PathBuf,
+    /// Empty once committed or abandoned, and for a special file.
     tmp: PathBuf,
     file: Option<BufWriter<File>>,
 }
 
+/// A completely written temporary file waiting for its rename (see [`commit_all`]). Dropping it
+/// removes the temporary file.
+pub struct Finished {
+    path: PathBuf,
+    target: PathBuf,
+    tmp: PathBuf,
+}
+
+impl Finished {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for Finished {
+    fn drop(&mut self) {
+        if !self.tmp.as_os_str().is_empty() {
+            let mut reg = live();
+            let _ = fs::remove_file(&self.tmp);
+            forget(&mut reg, &self.tmp);
+        }
+    }
+}
+
+/// Rename every finished file onto its final name, all under one lock (a signal arriving meanwhile
+/// waits until the whole set is in place). Stops at the first failure; the rest are removed.
+pub fn commit_all(files: Vec<Finished>) -> Result<()> {
+    let mut reg = live();
+    let mut first_err = None;
+    for mut f in files {
+        if f.tmp.as_os_str().is_empty() {
+            continue;
+        }
+        if first_err.is_none() {
+            if let Err(e) = fs::rename(&f.tmp, &f.target) {
+                first_err = Some(out_err(&f.path, e));
+                let _ = fs::remove_file(&f.tmp);
+            }
+        } else {
+            let _ = fs::remove_file(&f.tmp);
+        }
+        forget(&mut reg, &f.tmp);
+        f.tmp = PathBuf::new();
+    }
+    first_err.map_or(Ok(()), Err)
+}
+
 impl AtomicFile {
-    /// Start writing `path` (nothing is visible under that name yet).
+    /// Start writing `path` (nothing is visible under that name yet, unless it is a special file).
     pub fn create(path: &Path) -> Result<AtomicFile> {
-        let (tmp, f) = create_temp(path)?;
-        Ok(AtomicFile { path: path.to_path_buf(), tmp, file: Some(BufWriter::with_capacity(1 << 16, f)) })
+        match target_kind(path)? {
+            TargetKind::Special => {
+                // as the C's fopen(...,"wb"): a device or FIFO is written where it is
+                let f = OpenOptions::new().write(true).open(path).map_err(|e| out_err(path, e))?;
+                Ok(AtomicFile { path: path.to_path_buf(), target: path.to_path_buf(), tmp: PathBuf::new(), file: Some(BufWriter::with_capacity(1 << 16, f)) })
+            }
+            TargetKind::Regular(target) => {
+                let (tmp, f) = create_temp(&target)?;
+                Ok(AtomicFile { path: path.to_path_buf(), target, tmp, file: Some(BufWriter::with_capacity(1 << 16, f)) })
+            }
+        }
     }
 
     /// The final path.
@@ -70,27 +204,22 @@ impl AtomicFile {
         &self.path
     }
 
-    /// Flush and rename onto the final path. On error the temporary file is removed.
-    pub fn commit(mut self) -> Result<()> {
+    /// Flush and close, keeping the temporary name; the rename happens in [`commit_all`].
+    pub fn finish(mut self) -> Result<Finished> {
         let file = self.file.take().expect("AtomicFile used after commit");
-        let res = file
-            .into_inner()
-            .map_err(|e| e.into_error())
-            .and_then(|f| {
-                drop(f); // close before the rename
-                fs::rename(&self.tmp, &self.path)
-            });
+        let res = file.into_inner().map_err(|e| e.into_error()).map(drop); // close before the rename
+        let tmp = std::mem::take(&mut self.tmp);
+        let fin = Finished { path: self.path.clone(), target: self.target.clone(), tmp };
         match res {
-            Ok(()) => {
-                self.tmp = PathBuf::new(); // nothing left to clean up
-                Ok(())
-            }
-            Err(e) => {
-                let _ = fs::remove_file(&self.tmp);
-                self.tmp = PathBuf::new();
-                Err(out_err(&self.path, e))
-            }
+            Ok(()) => Ok(fin),
+            Err(e) => Err(out_err(&self.path, e)), // `fin` dropped: temp removed
         }
+    }
+
+    /// Flush and rename onto the final path. On error the temporary file is removed.
+    pub fn commit(self) -> Result<()> {
+        let f = self.finish()?;
+        commit_all(vec![f])
     }
 }
 
@@ -117,13 +246,74 @@ impl Write for AtomicFile {
 
 impl Drop for AtomicFile {
     fn drop(&mut self) {
+        // close first; discard buffered data without reporting (the write is being abandoned)
+        if let Some(f) = self.file.take() {
+            let (f, _) = f.into_parts();
+            drop(f);
+        }
         if !self.tmp.as_os_str().is_empty() {
-            // close first; discard buffered data without reporting (the write is being abandoned)
-            if let Some(f) = self.file.take() {
-                let (f, _) = f.into_parts();
-                drop(f);
-            }
+            let mut reg = live();
             let _ = fs::remove_file(&self.tmp);
+            forget(&mut reg, &self.tmp);
+        }
+    }
+}
+
+/// Remove every temporary file of this process now (signal handler; also safe at any time).
+pub fn remove_all_temps() {
+    let mut reg = live();
+    for p in reg.drain(..) {
+        let _ = fs::remove_file(p);
+    }
+}
+
+/// On SIGINT, SIGTERM or SIGHUP: remove this process's temporary files and exit with 128 + the
+/// signal number (130, 143, 129). Outputs already renamed stay; an output set being renamed is
+/// completed first (see [`commit_all`]).
+pub fn install_signal_cleanup() {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    // A file-size limit (`ulimit -f`) must fail the write with EFBIG, which is reported and cleaned
+    // up, instead of killing the process with SIGXFSZ and leaving temporary files.
+    // SAFETY: setting a signal to SIG_IGN has no handler code to run.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+        return;
+    };
+    let _ = std::thread::Builder::new().name("signals".into()).spawn(move || {
+        if let Some(sig) = signals.forever().next() {
+            let reg = live();
+            for p in reg.iter() {
+                let _ = fs::remove_file(p);
+            }
+            // exit while holding the lock: no temp can be created or renamed after the sweep
+            std::process::exit(128 + sig);
+        }
+    });
+}
+
+/// Remove temporary files `.<name>.tmp-<pid>-<n>` left in `dir` by processes that no longer exist
+/// (killed with SIGKILL, crashed). Temps of live processes are left alone.
+pub fn sweep_stale_temps(dir: &Path) {
+    let Ok(rd) = fs::read_dir(dir) else { return };
+    let me = std::process::id();
+    for e in rd.flatten() {
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !name.starts_with('.') {
+            continue;
+        }
+        let Some((_, tail)) = name.rsplit_once(".tmp-") else { continue };
+        let Some((pid, n)) = tail.split_once('-') else { continue };
+        let (Ok(pid), true) = (pid.parse::<u32>(), !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())) else { continue };
+        if pid == me || pid == 0 || pid > i32::MAX as u32 {
+            continue;
+        }
+        // SAFETY: kill with signal 0 only checks whether the process exists.
+        let alive = unsafe { libc::kill(pid as libc::pid_t, 0) } == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH);
+        if !alive && e.file_type().map(|t| t.is_file()).unwrap_or(false) {
+            let _ = fs::remove_file(e.path());
         }
     }
 }

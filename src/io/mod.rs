@@ -1,10 +1,16 @@
-//! File formats: one module per format. STUB.
+//! File formats: one module per format. Readers: [`hkl`], [`fdump`], [`matrix`], [`sourcefile`], [`smv`]
+//! (`-img`/`-mask` headers), [`text`]. Writers: every output goes through the list in [`outputs`].
 pub mod atomic;
 pub mod cbf;
+pub mod fdump;
 pub mod hdf5;
 pub mod meta;
 pub mod nexus;
 pub mod float;
+pub mod hkl;
+pub mod matrix;
+pub mod outputs;
+pub mod sourcefile;
 pub mod pgm;
 pub mod png;
 pub mod smv;
@@ -33,7 +39,7 @@ impl LeBytes for u16 {
 }
 
 /// Write `data` as little-endian bytes.
-pub fn write_le<T: LeBytes>(w: &mut impl std::io::Write, data: &[T]) -> std::io::Result<()> {
+pub fn write_le<T: LeBytes>(w: &mut (impl std::io::Write + ?Sized), data: &[T]) -> std::io::Result<()> {
     if cfg!(target_endian = "little") {
         // SAFETY: f32 and u16 have no padding and every bit pattern is a valid u8 sequence; the
         // byte slice covers exactly the same memory as `data`.

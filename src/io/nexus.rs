@@ -109,6 +109,16 @@ pub fn write_nexus(path: &Path, m: &ImageMeta, counts: &[i32]) -> Result<()> {
     w.finish()
 }
 
+/// A one-frame NXmx file as bytes, for the output list (which writes every file under a temporary
+/// name and renames them together). libhdf5 writes to a path, so the file is made in the system's
+/// temporary folder and read back.
+pub fn nexus_bytes(m: &ImageMeta, counts: &[i32]) -> Result<Vec<u8>> {
+    let dir = tempfile::tempdir().map_err(|e| Error::Output { path: std::env::temp_dir(), reason: format!("cannot make a temporary folder for the HDF5 file: {e}") })?;
+    let p = dir.path().join("image.nxs");
+    write_nexus(&p, m, counts)?;
+    std::fs::read(&p).map_err(|e| Error::Output { path: p.clone(), reason: e.to_string() })
+}
+
 /// Check that the HDF5 library can be loaded (before a long simulation).
 pub fn available() -> std::result::Result<(), String> {
     super::hdf5::lib().map(|_| ())

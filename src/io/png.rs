@@ -46,9 +46,9 @@ pub fn preview_pixels(float: &[f32]) -> Vec<u8> {
         .collect()
 }
 
-/// Write an 8-bit greyscale PNG preview of the float image, atomically.
-pub fn write_png_preview(path: &Path, float: &[f32], fpixels: usize, spixels: usize) -> Result<()> {
-    let err = |reason: String| Error::Output { path: path.to_path_buf(), reason };
+/// The PNG bytes of the preview.
+pub fn png_bytes(float: &[f32], fpixels: usize, spixels: usize) -> Result<Vec<u8>> {
+    let err = |reason: String| Error::Output { path: Default::default(), reason };
     if float.len() != fpixels * spixels {
         return Err(err(format!("{} pixels for a {fpixels}x{spixels} image", float.len())));
     }
@@ -66,6 +66,15 @@ pub fn write_png_preview(path: &Path, float: &[f32], fpixels: usize, spixels: us
         wr.write_image_data(&grey).map_err(|e| err(e.to_string()))?;
         wr.finish().map_err(|e| err(e.to_string()))?;
     }
+    Ok(bytes)
+}
+
+/// Write an 8-bit greyscale PNG preview of the float image, atomically.
+pub fn write_png_preview(path: &Path, float: &[f32], fpixels: usize, spixels: usize) -> Result<()> {
+    let bytes = png_bytes(float, fpixels, spixels).map_err(|e| match e {
+        Error::Output { reason, .. } => Error::Output { path: path.to_path_buf(), reason },
+        e => e,
+    })?;
     write_atomic(path, &bytes)
 }
 

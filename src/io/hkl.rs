@@ -1,0 +1,74 @@
+//! HKL text files (`-hkl`): one reflection per line, `h k l F` (nanoBragg.c L2101-L2200).
+
+use crate::cfmt::g;
+use crate::report::Log;
+use crate::structure_factors::HklGrid;
+use crate::{Error, Result};
+use std::path::Path;
+
+/// Read an HKL text file: one reflection per line, `h k l F` (integers h, k, l). Unlike the C, a line
+/// that is not four numbers is an error naming the line, instead of silently ending the read.
+pub fn read_hkl(path: &Path, default_f: f64, log: &mut Log) -> Result<HklGrid> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::file(path, format!("cannot read HKL file: {e}")))?;
+    log.line(format!("counting entries in {}", path.display()));
+    let mut entries: Vec<(i32, i32, i32, f64)> = Vec::new();
+    for (lineno, line) in text.lines().enumerate() {
+        let toks: Vec<&str> = line.split_whitespace().collect();
+        if toks.is_empty() {
+            continue;
+        }
+        if toks.len() != 4 {
+            return Err(Error::file_line(path, lineno + 1, format!("expected 4 columns (h k l F), found {}", toks.len())));
+        }
+        let mut v = [0.0f64; 4];
+        for (i, t) in toks.iter().enumerate() {
+            v[i] = t
+                .parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite())
+                .ok_or_else(|| Error::file_line(path, lineno + 1, format!("'{t}' is not a number")))?;
+        }
+        for (name, x) in ["h", "k", "l"].iter().zip(&v[..3]) {
+            if *x != x.round() {
+                return Err(Error::file_line(path, lineno + 1, format!("non-integer Miller index {name} = {}", g(*x))));
+            }
+            if x.abs() > 1e6 {
+                return Err(Error::file_line(path, lineno + 1, format!("Miller index {name} = {} is out of range (at most 1000000 in size)", g(*x))));
+            }
+        }
+        if v[3].abs() > 1e100 {
+            return Err(Error::file_line(path, lineno + 1, format!("structure factor {} is too large (its square would overflow)", g(v[3]))));
+        }
+        entries.push((v[0] as i32, v[1] as i32, v[2] as i32, v[3]));
+    }
+    if entries.is_empty() {
+        return Err(Error::file(path, "no reflections (expected lines of h k l F)"));
+    }
+    let h_min = entries.iter().map(|e| e.0).min().unwrap();
+    let h_max = entries.iter().map(|e| e.0).max().unwrap();
+    let k_min = entries.iter().map(|e| e.1).min().unwrap();
+    let k_max = entries.iter().map(|e| e.1).max().unwrap();
+    let l_min = entries.iter().map(|e| e.2).min().unwrap();
+    let l_max = entries.iter().map(|e| e.2).max().unwrap();
+    let mut grid = HklGrid::empty(h_min, h_max, k_min, k_max, l_min, l_max).map_err(|e| Error::file(path, e.to_string()))?;
+    if default_f != 0.0 {
+        log.line(format!("initializing to default_F = {}:", g(default_f)));
+        for i in 0..grid.h_range {
+            for j in 0..grid.k_range {
+                for k in 0..grid.l_range {
+                    let idx = grid.index(i, j, k);
+                    grid.data[idx] = default_f;
+                }
+            }
+        }
+        log.line("done initializing:");
+    }
+    log.line(format!("re-reading {}", path.display()));
+    for &(h, k, l, f) in &entries {
+        let idx = grid.index(h - h_min, k - k_min, l - l_min);
+        grid.data[idx] = f;
+    }
+    grid.hkls = entries.len() as i64;
+    Ok(grid)
+}
+

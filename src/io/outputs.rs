@@ -1,0 +1,513 @@
+//! Every output file of a run, one writer each, in one list ([`WRITERS`]). Planning (which files a run
+//! writes), the pre-flight checks (before any work: writable, not a directory, no output naming an
+//! input or another output) and the writing itself all loop over this list, so a new format is one
+//! writer here plus its module.
+//!
+//! Writing: every regular file is written under a temporary name beside its target; only when all of
+//! them are complete are they renamed, together ([`atomic::commit_all`]). A run that fails or is
+//! interrupted before that leaves no new file and every old one intact. Devices, FIFOs and sockets
+//! are written in place, as the C does.
+
+use super::atomic::{self, AtomicFile, Finished, TargetKind};
+use crate::cfmt::{cf, g};
+use crate::config::Config;
+use crate::experiment::{resolve_out, Experiment};
+use crate::io::smv::{int_pixels, smv_header_bytes, SmvHeader};
+use crate::stats::ImageStats;
+use crate::{Error, Result};
+use std::io::Write;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// What the writers need: the rendered image and what the run derived from it.
+pub struct OutputCtx<'a> {
+    pub cfg: &'a Config,
+    pub exp: &'a Experiment,
+    pub float: &'a [f32],
+    pub stats: ImageStats,
+    pub intfile_scale: f64,
+    pub pgm_scale: f64,
+    pub header: SmvHeader,
+    /// The 32-bit counts of the CBF and NeXus images, made once by whichever needs them first.
+    pub counts: std::sync::OnceLock<Vec<i32>>,
+}
+
+impl OutputCtx<'_> {
+    /// Counts for the CBF and NeXus images: with noise, the noise image's own draws (the same random
+    /// stream, replayed from the experiment's RNG state) plus the ADC offset without the SMV's 65535
+    /// cap; with `-nonoise`, the expected photons rounded half up plus the ADC offset. 0 outside the ROI.
+    pub fn counts(&self) -> &[i32] {
+        self.counts.get_or_init(|| {
+            let d = &self.exp.det;
+            let adc = self.cfg.adc_offset;
+            if self.cfg.calculate_noise {
+                let mut rng = self.exp.rng.clone();
+                let mut seed = self.exp.seed;
+                crate::noise::noise_counts(&mut rng, &mut seed, self.float, d.fpixels, d.spixels, self.exp.roi, adc)
+            } else {
+                super::map_roi(self.float, d.fpixels, d.spixels, self.exp.roi, |v| ((v as f64) + adc + 0.5).floor() as i32)
+            }
+        })
+    }
+
+    /// What the CBF/NeXus pixels hold, for their headers and the log.
+    pub fn counts_description(&self) -> String {
+        if self.cfg.calculate_noise {
+            format!("Poisson photon counts + {} ADC offset (the noise image without its 65535 cap)", g(self.cfg.adc_offset))
+        } else {
+            format!("noiseless expected photons rounded to integers + {} ADC offset (-nonoise)", g(self.cfg.adc_offset))
+        }
+    }
+}
+
+/// One output format.
+pub trait OutputWriter: Sync {
+    /// Short name used in messages ("float", "int", ...).
+    fn role(&self) -> &'static str;
+    /// The path as the user gave it (before `--out-dir`), when the run writes this output.
+    fn requested(&self, cfg: &Config) -> Option<PathBuf>;
+    /// Write the whole file to `w`; returns the lines the C prints about it, in its order.
+    fn write(&self, ctx: &OutputCtx, path: &Path, w: &mut (dyn Write + Send)) -> Result<Vec<String>>;
+    /// A cache whose failure is only a warning (the C goes on without its Fdump.bin).
+    fn optional(&self) -> bool {
+        false
+    }
+    /// Written on a thread of its own beside the others (long serial work).
+    fn own_thread(&self) -> bool {
+        false
+    }
+    /// Its lines come before the image statistics (the C prints "writing floatfile" first).
+    fn before_stats(&self) -> bool {
+        false
+    }
+    /// Bytes of memory it needs for an image of `pixels` (beyond the float image).
+    fn memory(&self, pixels: u64) -> u64 {
+        let _ = pixels;
+        0
+    }
+}
+
+fn io_err(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
+    move |e| Error::Output { path: path.to_path_buf(), reason: e.to_string() }
+}
+
+/// `-dump` (Fdump.bin), written when `-hkl` was read (nanoBragg.c L2200).
+pub struct FdumpWriter;
+impl OutputWriter for FdumpWriter {
+    fn role(&self) -> &'static str {
+        "dump"
+    }
+    fn requested(&self, cfg: &Config) -> Option<PathBuf> {
+        cfg.hkl_file.as_ref().map(|_| cfg.dump_file.clone())
+    }
+    fn write(&self, ctx: &OutputCtx, path: &Path, w: &mut (dyn Write + Send)) -> Result<Vec<String>> {
+        if let Some(grid) = &ctx.exp.fhkl {
+            w.write_all(&super::fdump::fdump_bytes(grid)).map_err(io_err(path))?;
+        }
+        Ok(vec![])
+    }
+    fn optional(&self) -> bool {
+        true
+    }
+}
+
+/// `-floatfile`: raw little-endian f32.
+pub struct FloatWriter;
+impl OutputWriter for FloatWriter {
+    fn role(&self) -> &'static str {
+        "float"
+    }
+    fn requested(&self, cfg: &Config) -> Option<PathBuf> {
+        Some(cfg.floatfile.clone())
+    }
+    fn write(&self, ctx: &OutputCtx, path: &Path, w: &mut (dyn Write + Send)) -> Result<Vec<String>> {
+        super::write_le(w, ctx.float).map_err(io_err(path))?;
+        Ok(vec![format!("writing {} as {} 4-byte floats", ctx.cfg.floatfile.display(), ctx.float.len())])
+    }
+    fn own_thread(&self) -> bool {
+        true
+    }
+    fn before_stats(&self) -> bool {
+        true
+    }
+}
+
+/// `-intfile`: SMV with the scaled image.
+pub struct IntWriter;
+impl OutputWriter for IntWriter {
+    fn role(&self) -> &'static str {
+        "int"
+    }
+    fn requested(&self, cfg: &Config) -> Option<PathBuf> {
+        Some(cfg.intfile.clone())
+    }
+    fn write(&self, ctx: &OutputCtx, path: &Path, w: &mut (dyn Write + Send)) -> Result<Vec<String>> {
+        let d = &ctx.exp.det;
+        let ints = int_pixels(ctx.float, d.fpixels, d.spixels, ctx.exp.roi, ctx.intfile_scale, ctx.cfg.adc_offset);
+        w.write_all(&smv_header_bytes(&ctx.header).map_err(|e| with_path(e, path))?).map_err(io_err(path))?;
+        super::write_le(w, &ints).map_err(io_err(path))?;
+        Ok(vec![format!("writing {} as 2-byte integers", ctx.cfg.intfile.display())])
+    }
+    fn memory(&self, pixels: u64) -> u64 {
+        pixels * 2
+    }
+}
+
+/// `-pgmfile` (unless `-nopgm`).
+pub struct PgmWriter;
+impl OutputWriter for PgmWriter {
+    fn role(&self) -> &'static str {
+        "pgm"
+    }
+    fn requested(&self, cfg: &Config) -> Option<PathBuf> {
+        cfg.write_pgm.then(|| cfg.pgmfile.clone())
+    }
+    fn write(&self, ctx: &OutputCtx, path: &Path, w: &mut (dyn Write + Send)) -> Result<Vec<String>> {
+        let d = &ctx.exp.det;
+        let bytes = super::pgm::pgm_pixels(ctx.float, d.fpixels, d.spixels, ctx.exp.roi, ctx.pgm_scale);
+        w.write_all(super::pgm::pgm_header(d.fpixels, d.spixels, ctx.pgm_scale).as_bytes()).map_err(io_err(path))?;
+        w.write_all(&bytes).map_err(io_err(path))?;
+        Ok(vec![format!("pgm_scale = {}", g(ctx.pgm_scale)), format!("writing {} as 1-byte integers", ctx.cfg.pgmfile.display())])
+    }
+    fn memory(&self, pixels: u64) -> u64 {
+        pixels
+    }
+}
+
+/// `--png`: an 8-bit preview (port option).
+pub struct PngWriter;
+impl OutputWriter for PngWriter {
+    fn role(&self) -> &'static str {
+        "png"
+    }
+    fn requested(&self, cfg: &Config) -> Option<PathBuf> {
+        cfg.pngfile.clone()
+    }
+    fn write(&self, ctx: &OutputCtx, path: &Path, w: &mut (dyn Write + Send)) -> Result<Vec<String>> {
+        let d = &ctx.exp.det;
+        let bytes = super::png::png_bytes(ctx.float, d.fpixels, d.spixels).map_err(|e| with_path(e, path))?;
+        w.write_all(&bytes).map_err(io_err(path))?;
+        Ok(vec![])
+    }
+    fn memory(&self, pixels: u64) -> u64 {
+        pixels * 3
+    }
+}
+
+/// `-noisefile` (unless `-nonoise`): the Poisson image, one serial random stream.
+pub struct NoiseWriter;
+impl OutputWriter for NoiseWriter {
+    fn role(&self) -> &'static str {
+        "noise"
+    }
+    fn requested(&self, cfg: &Config) -> Option<PathBuf> {
+        cfg.calculate_noise.then(|| cfg.noisefile.clone())
+    }
+    fn write(&self, ctx: &OutputCtx, path: &Path, w: &mut (dyn Write + Send)) -> Result<Vec<String>> {
+        let d = &ctx.exp.det;
+        // the noise stream continues the experiment's RNG state (misset and mosaic draws came first)
+        let mut rng = ctx.exp.rng.clone();
+        let mut seed = ctx.exp.seed;
+        w.write_all(&smv_header_bytes(&ctx.header).map_err(|e| with_path(e, path))?).map_err(io_err(path))?;
+        let (photons, overloads) = crate::noise::write_noise_rows(w, &mut rng, &mut seed, ctx.float, d.fpixels, d.spixels, ctx.exp.roi, ctx.cfg.adc_offset)
+            .map_err(io_err(path))?;
+        Ok(vec![
+            format!("{} photons on noise image ({} overloads)", cf("%.0f", photons), overloads),
+            format!("writing {} as 2-byte integers", ctx.cfg.noisefile.display()),
+        ])
+    }
+    fn own_thread(&self) -> bool {
+        true
+    }
+    fn memory(&self, pixels: u64) -> u64 {
+        // a block of exp(-mean) values ahead of the draws; small
+        pixels.min(1 << 22) * 8
+    }
+}
+
+/// `-cbffile`: the photon counts as 32-bit byte-offset CBF with a miniCBF header (port option).
+pub struct CbfWriter;
+impl OutputWriter for CbfWriter {
+    fn role(&self) -> &'static str {
+        "CBF"
+    }
+    fn requested(&self, cfg: &Config) -> Option<PathBuf> {
+        cfg.cbffile.clone()
+    }
+    fn write(&self, ctx: &OutputCtx, path: &Path, w: &mut (dyn Write + Send)) -> Result<Vec<String>> {
+        let m = super::meta::ImageMeta::from_experiment(ctx.exp, ctx.cfg.exposure);
+        let what = ctx.counts_description();
+        w.write_all(&super::cbf::cbf_bytes(&m, ctx.counts(), &what)).map_err(io_err(path))?;
+        Ok(vec![format!("writing {} as 4-byte integers (CBF, byte-offset): {what}", self.requested(ctx.cfg).unwrap_or_default().display())])
+    }
+    fn own_thread(&self) -> bool {
+        true
+    }
+    fn memory(&self, pixels: u64) -> u64 {
+        pixels * 4 + pixels * 2 // the counts, then the compressed stream (at most ~5 bytes a pixel, usually 1-2)
+    }
+}
+
+/// `-nexusfile`: the photon counts as an NXmx HDF5 file (port option).
+pub struct NexusWriter;
+impl OutputWriter for NexusWriter {
+    fn role(&self) -> &'static str {
+        "NeXus"
+    }
+    fn requested(&self, cfg: &Config) -> Option<PathBuf> {
+        cfg.nexusfile.clone()
+    }
+    fn write(&self, ctx: &OutputCtx, path: &Path, w: &mut (dyn Write + Send)) -> Result<Vec<String>> {
+        let m = super::meta::ImageMeta::from_experiment(ctx.exp, ctx.cfg.exposure);
+        let what = ctx.counts_description();
+        w.write_all(&super::nexus::nexus_bytes(&m, ctx.counts()).map_err(|e| with_path(e, path))?).map_err(io_err(path))?;
+        Ok(vec![format!("writing {} as 4-byte integers (NeXus/NXmx, deflate): {what}", self.requested(ctx.cfg).unwrap_or_default().display())])
+    }
+    fn own_thread(&self) -> bool {
+        true
+    }
+    fn memory(&self, pixels: u64) -> u64 {
+        pixels * 4 + pixels * 2
+    }
+}
+
+/// Every output, in the order the C writes them, then the port's own. A new format: one writer above
+/// and one entry here.
+pub static WRITERS: &[&dyn OutputWriter] =
+    &[&FdumpWriter, &FloatWriter, &IntWriter, &PgmWriter, &PngWriter, &NoiseWriter, &CbfWriter, &NexusWriter];
+
+fn with_path(e: Error, path: &Path) -> Error {
+    match e {
+        Error::Output { reason, .. } => Error::Output { path: path.to_path_buf(), reason },
+        e => e,
+    }
+}
+
+/// One planned output.
+pub struct Planned {
+    pub writer: &'static dyn OutputWriter,
+    /// The path as given (printed in messages).
+    pub given: PathBuf,
+    /// Resolved against `--out-dir`.
+    pub path: PathBuf,
+    pub kind: TargetKind,
+}
+
+/// Which files identify the same file: (device, inode) when it exists, else the canonical directory
+/// plus the name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum FileId {
+    Inode(u64, u64),
+    Path(PathBuf),
+}
+
+fn file_id(p: &Path) -> Option<FileId> {
+    if let Ok(m) = std::fs::metadata(p) {
+        return Some(FileId::Inode(m.dev(), m.ino()));
+    }
+    let dir = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let dir = std::fs::canonicalize(dir).ok()?;
+    Some(FileId::Path(dir.join(p.file_name()?)))
+}
+
+/// Every input file a run reads (the Fdump cache when it will be read), with the flag naming it.
+pub fn input_files(cfg: &Config) -> Vec<(&'static str, PathBuf)> {
+    let mut v: Vec<(&'static str, PathBuf)> = Vec::new();
+    if let Some(p) = &cfg.hkl_file {
+        v.push(("-hkl", p.clone()));
+    } else {
+        let dump = resolve_out(cfg, &cfg.dump_file);
+        if dump.is_file() {
+            v.push(("-dump (Fdump cache being read)", dump));
+        }
+    }
+    if let Some(p) = &cfg.mat_file {
+        v.push(("-mat", p.clone()));
+    }
+    if let Some(p) = &cfg.source_file {
+        v.push(("-sourcefile", p.clone()));
+    }
+    if let Some((p, _)) = &cfg.stol_file {
+        v.push(("-stol", p.clone()));
+    }
+    if let Some(m) = &cfg.mask {
+        v.push(("-mask", m.path.clone()));
+    }
+    if let Some(m) = &cfg.img {
+        v.push(("-img", m.path.clone()));
+    }
+    v
+}
+
+/// Check every input can be opened (before anything is created, `--out-dir` included).
+pub fn check_inputs(cfg: &Config) -> Result<()> {
+    for (flag, p) in input_files(cfg) {
+        match std::fs::metadata(&p) {
+            Ok(m) if m.is_dir() => return Err(Error::file(&p, format!("{flag}: is a directory"))),
+            Ok(_) => {}
+            Err(e) => return Err(Error::file(&p, format!("{flag}: cannot open: {e}"))),
+        }
+        if let Err(e) = std::fs::File::open(&p) {
+            return Err(Error::file(&p, format!("{flag}: cannot open: {e}")));
+        }
+    }
+    Ok(())
+}
+
+/// The outputs of a run and how each will be written; refuses, before any work, a target that is a
+/// directory, lies in a missing directory, has an empty or over-long name, or names an input or
+/// another output. `--out-dir` must exist already (see [`create_out_dir`]).
+pub fn plan(cfg: &Config) -> Result<Vec<Planned>> {
+    let inputs: Vec<(&str, PathBuf, Option<FileId>)> = input_files(cfg).into_iter().map(|(f, p)| {
+        let id = std::fs::metadata(&p).ok().map(|m| FileId::Inode(m.dev(), m.ino()));
+        (f, p, id)
+    }).collect();
+    let mut planned: Vec<(Planned, Option<FileId>)> = Vec::new();
+    for &w in WRITERS {
+        let Some(given) = w.requested(cfg) else { continue };
+        let path = resolve_out(cfg, &given);
+        let kind = match atomic::target_kind(&path) {
+            Ok(k) => k,
+            Err(e) if w.optional() => {
+                let _ = e;
+                continue; // the setup log already warned that the cache cannot be written
+            }
+            Err(e) => return Err(e),
+        };
+        if let TargetKind::Regular(target) = &kind {
+            if let Some(name) = target.file_name() {
+                // the temporary name adds ".", ".tmp-PID-N": keep within NAME_MAX
+                if name.len() > 255 {
+                    return Err(Error::Output { path: path.clone(), reason: "file name too long".into() });
+                }
+            }
+            let dir = match target.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+                _ => PathBuf::from("."),
+            };
+            if !dir_writable(&dir) {
+                if w.optional() {
+                    continue;
+                }
+                return Err(Error::Output { path: path.clone(), reason: format!("directory {} is not writable", dir.display()) });
+            }
+        }
+        let id = file_id(&path);
+        if kind == TargetKind::Regular(path.clone()) || matches!(kind, TargetKind::Regular(_)) {
+            for (flag, inp, iid) in &inputs {
+                if id.is_some() && id == *iid {
+                    return Err(Error::Output {
+                        path: path.clone(),
+                        reason: format!("the {} output would overwrite the {flag} input {}", w.role(), inp.display()),
+                    });
+                }
+            }
+            for (other, oid) in &planned {
+                if matches!(other.kind, TargetKind::Regular(_)) && id.is_some() && id == *oid {
+                    return Err(Error::Output {
+                        path: path.clone(),
+                        reason: format!("the {} and {} outputs name the same file", other.writer.role(), w.role()),
+                    });
+                }
+            }
+        }
+        planned.push((Planned { writer: w, given, path, kind }, id));
+    }
+    Ok(planned.into_iter().map(|(p, _)| p).collect())
+}
+
+fn dir_writable(dir: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else { return false };
+    // SAFETY: a valid NUL-terminated path.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) == 0 }
+}
+
+/// Create `--out-dir` when missing; returns the directories it created (to remove again if the run
+/// is refused before writing).
+pub fn create_out_dir(cfg: &Config) -> Result<Vec<PathBuf>> {
+    let Some(dir) = &cfg.out_dir else { return Ok(vec![]) };
+    let mut created = Vec::new();
+    let mut p = dir.clone();
+    while !p.as_os_str().is_empty() && !p.exists() {
+        created.push(p.clone());
+        match p.parent() {
+            Some(q) => p = q.to_path_buf(),
+            None => break,
+        }
+    }
+    std::fs::create_dir_all(dir).map_err(|e| Error::Output { path: dir.clone(), reason: format!("cannot create the output directory: {e}") })?;
+    Ok(created)
+}
+
+/// Remove directories [`create_out_dir`] made (innermost first), if still empty.
+pub fn remove_created_dirs(created: &[PathBuf]) {
+    for d in created {
+        let _ = std::fs::remove_dir(d);
+    }
+}
+
+/// Write every planned output: all regular files under temporary names, then renamed together.
+/// Returns the lines to print, in the C's order: lines of the `before_stats` writers, `stats_lines`,
+/// then the others.
+pub fn write_all(planned: &[Planned], ctx: &OutputCtx, stats_lines: Vec<String>) -> Result<(Vec<String>, Vec<PathBuf>)> {
+    type One = Result<(Vec<String>, Option<Finished>)>;
+    let run_one = |p: &Planned| -> One {
+        let mut f = AtomicFile::create(&p.path)?;
+        let lines = p.writer.write(ctx, &p.path, &mut f)?;
+        f.flush().map_err(io_err(&p.path))?;
+        Ok((lines, Some(f.finish()?)))
+    };
+    let results: Vec<One> = std::thread::scope(|scope| {
+        let handles: Vec<_> = planned
+            .iter()
+            .map(|p| if p.writer.own_thread() { Some(scope.spawn(|| run_one(p))) } else { None })
+            .collect();
+        let mut inline: Vec<Option<One>> = planned.iter().map(|p| (!p.writer.own_thread()).then(|| run_one(p))).collect();
+        handles
+            .into_iter()
+            .zip(planned)
+            .enumerate()
+            .map(|(i, (h, p))| match h {
+                Some(h) => h.join().unwrap_or_else(|_| Err(Error::Output { path: p.path.clone(), reason: "writer thread panicked".into() })),
+                None => inline[i].take().expect("inline result"),
+            })
+            .collect()
+    });
+    let mut finished = Vec::new();
+    let mut before = Vec::new();
+    let mut after = Vec::new();
+    let mut first_err = None;
+    let mut files = Vec::new();
+    for (p, r) in planned.iter().zip(results) {
+        match r {
+            Ok((lines, fin)) => {
+                if p.writer.before_stats() {
+                    before.extend(lines);
+                } else {
+                    after.extend(lines);
+                }
+                finished.extend(fin);
+                files.push(p.path.clone());
+            }
+            Err(e) if p.writer.optional() => {
+                eprintln!("nanobragg-rs: warning: {e} (cache not written)");
+            }
+            Err(e) => {
+                if first_err.is_none() {
+                    first_err = Some(e);
+                }
+            }
+        }
+    }
+    if let Some(e) = first_err {
+        return Err(e); // `finished` dropped: every temporary file removed, old files intact
+    }
+    atomic::commit_all(finished)?;
+    before.extend(stats_lines);
+    before.extend(after);
+    Ok((before, files))
+}

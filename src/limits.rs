@@ -1,0 +1,242 @@
+//! Resource checks made before anything is allocated: the memory a run needs (images, orientation and
+//! source tables, the structure-factor grid, the setup log) against what the machine has (or
+//! `NANOBRAGG_MAX_MEMORY` / `--max-memory`), with checked arithmetic wherever sizes multiply.
+
+use crate::config::Config;
+use crate::crystal::RTD;
+use crate::geometry::detector_pixels;
+use crate::steps::{resolve_mosaic, resolve_phi, resolve_sweep, resolve_thickness, sanitize};
+use crate::{Error, Result};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A user-set memory limit in bytes (0 = none), from `--max-memory` or `NANOBRAGG_MAX_MEMORY`.
+static USER_LIMIT: AtomicU64 = AtomicU64::new(0);
+
+/// Set the memory limit (bytes; 0 = the machine's).
+pub fn set_max_memory(bytes: u64) {
+    USER_LIMIT.store(bytes, Ordering::Relaxed);
+}
+
+/// Parse a size such as `4G`, `512M`, `1e9` or `2GiB` into bytes.
+pub fn parse_size(s: &str) -> Option<u64> {
+    let t = s.trim();
+    if let Ok(v) = t.parse::<f64>() {
+        return (v.is_finite() && v >= 1.0 && v < 1.8e19).then_some(v as u64);
+    }
+    let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let v: f64 = num.trim().parse().ok().filter(|v: &f64| v.is_finite() && *v > 0.0)?;
+    let mult = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kb" | "kib" => 1024.0,
+        "m" | "mb" | "mib" => 1024.0 * 1024.0,
+        "g" | "gb" | "gib" => 1024.0 * 1024.0 * 1024.0,
+        "t" | "tb" | "tib" => 1024.0f64.powi(4),
+        _ => return None,
+    };
+    let b = v * mult;
+    (b >= 1.0 && b < 1.8e19).then_some(b as u64)
+}
+
+fn meminfo(key: &str) -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with(key))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kb.checked_mul(1024)
+}
+
+/// Bytes this process may still allocate: the user's limit, else available RAM plus free swap, also
+/// bounded by the address-space limit (RLIMIT_AS) less what is already mapped.
+pub fn memory_budget() -> u64 {
+    let user = USER_LIMIT.load(Ordering::Relaxed);
+    let user = if user > 0 {
+        Some(user)
+    } else {
+        std::env::var("NANOBRAGG_MAX_MEMORY").ok().and_then(|s| parse_size(&s))
+    };
+    let mut budget = match user {
+        Some(u) => u,
+        None => match meminfo("MemAvailable:") {
+            Some(a) => a.saturating_add(meminfo("SwapFree:").unwrap_or(0)),
+            None => u64::MAX,
+        },
+    };
+    let mut rl = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes into the struct we pass.
+    if unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut rl) } == 0 && rl.rlim_cur != libc::RLIM_INFINITY {
+        let mapped = std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|t| t.lines().find(|l| l.starts_with("VmSize:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok()))
+            .map(|kb| kb * 1024)
+            .unwrap_or(0);
+        // thread stacks and allocator slack come out of the same address space
+        budget = budget.min((rl.rlim_cur as u64).saturating_sub(mapped) / 10 * 8);
+    }
+    budget
+}
+
+/// Human-readable bytes.
+pub fn human(bytes: u64) -> String {
+    let b = bytes as f64;
+    if b >= 1024.0 * 1024.0 * 1024.0 {
+        format!("{:.1} GiB", b / (1024.0 * 1024.0 * 1024.0))
+    } else if b >= 1024.0 * 1024.0 {
+        format!("{:.1} MiB", b / (1024.0 * 1024.0))
+    } else {
+        format!("{:.0} KiB", (b / 1024.0).ceil())
+    }
+}
+
+/// Refuse an allocation of `bytes` for `what` when it exceeds the budget.
+pub fn check_alloc(what: impl FnOnce() -> Error, bytes: Option<u64>) -> Result<()> {
+    let budget = memory_budget();
+    match bytes {
+        Some(b) if b <= budget => Ok(()),
+        _ => Err(what()),
+    }
+}
+
+/// An estimate of the run's memory and work, made from the flags alone.
+#[derive(Clone, Copy, Debug)]
+pub struct Estimate {
+    pub pixels: u64,
+    pub bytes: u64,
+    /// pixel × sub-pixel × source × domain × phi × layer evaluations (oversampling 1 when automatic).
+    pub samples: f64,
+}
+
+const LOG_LINE: u64 = 96;
+
+/// Values that can only give a wrong image (NaN, infinities, negative photon counts), refused up
+/// front with the flag that set them.
+pub fn check_values(cfg: &Config) -> Result<()> {
+    let flag = |f: &str, why: String| Err(Error::flag(f, why));
+    for (f, v) in [
+        ("-fdet_vector", cfg.fdet_vector),
+        ("-sdet_vector", cfg.sdet_vector),
+        ("-odet_vector", cfg.odet_vector),
+        ("-beam_vector", cfg.beam_vector),
+        ("-polar_vector", cfg.polar_vector),
+        ("-spindle_axis", cfg.spindle_vector),
+    ] {
+        let len2 = v[0] * v[0] + v[1] * v[1] + v[2] * v[2];
+        if !(len2 > 1e-200 && len2.is_finite()) {
+            return flag(f, format!("{} {} {} has no direction (a zero or non-finite vector)", v[0], v[1], v[2]));
+        }
+    }
+    if !(cfg.lambda0 >= 1e-16 && cfg.lambda0 <= 1e-3) {
+        return flag("-lambda", format!("{} m is not an X-ray wavelength this program can simulate (1e-6 to 1e7 Angstrom)", cfg.lambda0));
+    }
+    if cfg.default_f.abs() > 1e100 {
+        return flag("-default_F", format!("{} is too large: its square overflows", cfg.default_f));
+    }
+    if !(cfg.fluence >= 0.0 && cfg.fluence <= 1e100) {
+        return flag("-fluence", format!("{} photons/m^2 must be between 0 and 1e100", cfg.fluence));
+    }
+    if !(cfg.flux >= 0.0 && cfg.flux <= 1e100) {
+        return flag("-flux", format!("{} photons/s must be between 0 and 1e100 (a negative flux gives negative photon counts)", cfg.flux));
+    }
+    if !(cfg.water_size >= 0.0 && cfg.water_size <= 1.0) {
+        return flag("-water", format!("a droplet of {} m must be between 0 and 1 m (a negative size gives negative photon counts)", cfg.water_size));
+    }
+    if !(cfg.polarization.abs() <= 1.0) {
+        return flag("-polar", format!("Kahn factor {} must be between -1 and 1", cfg.polarization));
+    }
+    if let Some(m) = cfg.mosaic_spread {
+        if !(m.abs() <= 2.0 * std::f64::consts::PI) {
+            return flag("-mosaic", format!("{} degrees is more than a full turn", m * RTD));
+        }
+    }
+    for (f, n) in [("-Na", cfg.na), ("-Nb", cfg.nb), ("-Nc", cfg.nc)] {
+        if n > 1e7 {
+            return flag(f, format!("{n} unit cells is too many (at most 1e7 per axis)"));
+        }
+    }
+    Ok(())
+}
+
+/// Estimate memory and work before setup; refuse (exit 9) what cannot fit, naming the flags.
+pub fn check_run(cfg: &Config) -> Result<Estimate> {
+    let (_, _, fp, sp) = detector_pixels(cfg);
+    if fp <= 0 || sp <= 0 {
+        return Ok(Estimate { pixels: 0, bytes: 0, samples: 0.0 }); // setup names the problem
+    }
+    let too_big = |what: String| Error::setup(what);
+    let pixels = (fp as u64).checked_mul(sp as u64).filter(|&n| n < (1u64 << 40)).ok_or_else(|| {
+        too_big(format!("-detpixels/-detsize/-pixel: a detector of {fp} x {sp} pixels is far too large"))
+    })?;
+    let (_, _, phisteps) = resolve_phi(cfg.osc.unwrap_or(-1.0), cfg.phistep.unwrap_or(-1.0), cfg.phisteps.unwrap_or(-1), RTD);
+    let hdiv = sanitize(resolve_sweep(cfg.hdivrange.unwrap_or(-1.0), cfg.hdivstep.unwrap_or(-1.0), cfg.hdivsteps.unwrap_or(-1), 1.0));
+    let vdiv = sanitize(resolve_sweep(cfg.vdivrange.unwrap_or(-1.0), cfg.vdivstep.unwrap_or(-1.0), cfg.vdivsteps.unwrap_or(-1), 1.0));
+    let disp = sanitize(resolve_sweep(cfg.dispersion, -1.0, cfg.dispsteps.unwrap_or(-1), 1.0));
+    let thick = sanitize(resolve_thickness(cfg.detector_thick, -1.0, cfg.detector_thicksteps.unwrap_or(-1)));
+    let (_, domains, _) = resolve_mosaic(cfg.mosaic_spread.unwrap_or(-1.0), cfg.mosaic_domains.unwrap_or(-1));
+    let c = |v: i64| v.max(1) as u64;
+    let (phisteps, domains) = (c(phisteps as i64), c(domains as i64));
+    let divs = c(hdiv.steps as i64).saturating_mul(c(vdiv.steps as i64));
+    let sources = match &cfg.source_file {
+        // at most one source per two bytes of the file
+        Some(p) => std::fs::metadata(p).map(|m| m.len() / 2 + 1).unwrap_or(1),
+        None => divs.saturating_mul(c(disp.steps as i64)),
+    };
+    let os = c(cfg.oversample.unwrap_or(1) as i64);
+    let f = |what: &str, n: u64, per: u64| -> (String, u64) { (what.to_string(), n.saturating_mul(per)) };
+    let mut parts = vec![
+        f("the float image (-detpixels/-detsize/-pixel)", pixels, 4),
+        f("the output images", pixels, crate::io::outputs::WRITERS.iter().filter(|w| w.requested(cfg).is_some()).map(|w| w.memory(1)).sum::<u64>()),
+        f("the orientation table (-phisteps x -mosaic_dom)", phisteps.saturating_mul(domains), 72 + LOG_LINE / 8),
+        f("the mosaic domains (-mosaic_dom)", domains, 72),
+        f("the sources (-divsteps/-hdivsteps/-vdivsteps x -dispsteps, or -sourcefile)", sources, 48 + 2 * LOG_LINE),
+        f("the setup log (-phisteps, -detector_thicksteps, divergence points)", phisteps.saturating_add(c(thick.steps as i64)).saturating_add(divs).saturating_add(c(disp.steps as i64)), LOG_LINE),
+    ];
+    if cfg.mask.is_some() || cfg.img.is_some() {
+        parts.push(f("the -mask/-img images", pixels, 4));
+    }
+    let bytes = parts.iter().fold(0u64, |a, p| a.saturating_add(p.1)).saturating_add(32 << 20);
+    let budget = memory_budget();
+    if bytes > budget {
+        let worst = parts.iter().max_by_key(|p| p.1).map(|p| p.0.clone()).unwrap_or_default();
+        return Err(Error::setup(format!(
+            "this run needs about {} of memory (mostly {worst}) but only {} is available{}; reduce it or raise the limit",
+            human(bytes),
+            human(budget),
+            if USER_LIMIT.load(Ordering::Relaxed) > 0 || std::env::var_os("NANOBRAGG_MAX_MEMORY").is_some() { " under --max-memory/NANOBRAGG_MAX_MEMORY" } else { "" }
+        )));
+    }
+    let samples = pixels as f64 * (os * os) as f64 * sources as f64 * domains as f64 * phisteps as f64 * c(thick.steps as i64) as f64;
+    Ok(Estimate { pixels, bytes, samples })
+}
+
+/// A rough wall time for `samples` evaluations (about 1e8 per second per core), as text.
+pub fn time_hint(samples: f64) -> Option<String> {
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as f64;
+    let s = samples / (1e8 * cores);
+    if s < 600.0 {
+        return None;
+    }
+    let t = if s < 7200.0 {
+        format!("{:.0} minutes", s / 60.0)
+    } else if s < 3.0 * 86400.0 {
+        format!("{:.0} hours", s / 3600.0)
+    } else if s < 3.0 * 365.0 * 86400.0 {
+        format!("{:.0} days", s / 86400.0)
+    } else {
+        format!("{:.1e} years", s / (365.0 * 86400.0))
+    };
+    Some(format!("note: about {samples:.2e} sample evaluations: this run may take {t} on {cores} cores"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("1k"), Some(1024));
+        assert_eq!(parse_size("2G"), Some(2 << 30));
+        assert_eq!(parse_size("1e6"), Some(1_000_000));
+        assert_eq!(parse_size("-1"), None);
+        assert_eq!(parse_size("x"), None);
+        assert_eq!(parse_size("5 parsecs"), None);
+    }
+}
