@@ -10,7 +10,7 @@ use nanobragg::physics::sincg;
 fn config(flags: &str, out: &std::path::Path) -> nanobragg::Config {
     let args: Vec<String> = flags.split_whitespace().map(String::from).collect();
     let mut cfg = nanobragg::cli::flags::parse_simulate_args(&args).unwrap();
-    cfg.out_dir = Some(out.to_path_buf());
+    cfg.output.out_dir = Some(out.to_path_buf());
     cfg
 }
 

@@ -21,6 +21,13 @@ fi
 # --- Rust: library, CLI, golden parity, outputs, hostile input ---------------------------------------
 cargo test --release
 
+# --- The library alone: no harness, no progress bars; the examples/ program (typed parameters, an
+# in-memory reflection list, render, SMV) must build that way and write a readable image.
+cargo build --release --lib --no-default-features
+EX_DIR="$(mktemp -d)"
+cargo run --release --quiet --example in_memory -- "$EX_DIR/in_memory.img"
+head -c 512 "$EX_DIR/in_memory.img" | grep -q "SIZE1=256" || { echo "FAILED: examples/in_memory.rs wrote no 256-pixel SMV image"; exit 1; }
+
 # --- Independent readers -----------------------------------------------------------------------------
 # fabio (what DIALS/dxtbx users open SMV with) must read our images.
 if python3 -m pip install --quiet --disable-pip-version-check fabio >/dev/null 2>&1; then

@@ -98,7 +98,7 @@ impl Experiment {
 
 /// Resolve an output (or cache) path against `--out-dir`.
 pub fn resolve_out(cfg: &Config, p: &Path) -> PathBuf {
-    match &cfg.out_dir {
+    match &cfg.output.out_dir {
         Some(d) if p.is_relative() => d.join(p),
         _ => p.to_path_buf(),
     }
@@ -139,24 +139,24 @@ pub fn build_with(cfg: &Config, log: &mut Log, preloaded: Option<HklGrid>) -> Re
     let (fpixels, spixels) = (fpixels as usize, spixels as usize);
 
     // ------------------------------------------------------------------ fluence and sample clipping (L1129)
-    let mut fluence = cfg.fluence;
-    if cfg.flux != 0.0 && cfg.exposure > 0.0 && cfg.beamsize >= 0.0 {
-        fluence = cfg.flux * cfg.exposure / cfg.beamsize / cfg.beamsize;
+    let mut fluence = cfg.params.fluence;
+    if cfg.params.flux != 0.0 && cfg.params.exposure > 0.0 && cfg.params.beamsize >= 0.0 {
+        fluence = cfg.params.flux * cfg.params.exposure / cfg.params.beamsize / cfg.params.beamsize;
     }
-    let (sample_x, mut sample_y, mut sample_z) = (cfg.sample_x, cfg.sample_y, cfg.sample_z);
-    if cfg.beamsize >= 0.0 {
-        if cfg.beamsize < sample_y {
-            log.line(format!("WARNING: clipping sample ({} m high) with beam ({} m)", g(sample_y), g(cfg.beamsize)));
-            sample_y = cfg.beamsize;
+    let (sample_x, mut sample_y, mut sample_z) = (cfg.params.sample_x, cfg.params.sample_y, cfg.params.sample_z);
+    if cfg.params.beamsize >= 0.0 {
+        if cfg.params.beamsize < sample_y {
+            log.line(format!("WARNING: clipping sample ({} m high) with beam ({} m)", g(sample_y), g(cfg.params.beamsize)));
+            sample_y = cfg.params.beamsize;
         }
-        if cfg.beamsize < sample_z {
-            log.line(format!("WARNING: clipping sample ({} m wide) with beam ({} m)", g(sample_z), g(cfg.beamsize)));
-            sample_z = cfg.beamsize;
+        if cfg.params.beamsize < sample_z {
+            log.line(format!("WARNING: clipping sample ({} m wide) with beam ({} m)", g(sample_z), g(cfg.params.beamsize)));
+            sample_z = cfg.params.beamsize;
         }
     }
 
     // ------------------------------------------------------------------ ROI (L1164)
-    let mut roi = cfg.roi.unwrap_or([-1, -1, -1, -1]);
+    let mut roi = cfg.params.roi.unwrap_or([-1, -1, -1, -1]);
     if roi[0] < 0 {
         roi[0] = 0;
     }
@@ -175,25 +175,25 @@ pub fn build_with(cfg: &Config, log: &mut Log, preloaded: Option<HklGrid>) -> Re
 
     // ------------------------------------------------------------------ banner and inputs check (L1275)
     log.line("nanoBragg nanocrystal diffraction simulator - James Holton and Ken Frankel 5-17-17");
-    let dump_path = resolve_out(cfg, &cfg.dump_file);
+    let dump_path = resolve_out(cfg, &cfg.params.dump_file);
     // -pdb/-cif: the model is read here for its cell; its structure factors are computed below
-    let model = crate::model::load(&cfg.model, log)?;
-    if model.is_some() && cfg.hkl_file.is_some() {
+    let model = crate::model::load(&cfg.params.model, log)?;
+    if model.is_some() && cfg.params.hkl_file.is_some() {
         return Err(Error::flag("-hkl", "give one source of structure factors: -hkl or -pdb/-cif, not both"));
     }
-    let dump_exists = preloaded.is_none() && cfg.hkl_file.is_none() && model.is_none() && dump_path.is_file();
-    if preloaded.is_none() && cfg.hkl_file.is_none() && model.is_none() && !dump_exists && cfg.default_f == 0.0 {
+    let dump_exists = preloaded.is_none() && cfg.params.hkl_file.is_none() && model.is_none() && dump_path.is_file();
+    if preloaded.is_none() && cfg.params.hkl_file.is_none() && model.is_none() && !dump_exists && cfg.params.default_f == 0.0 {
         return Err(Error::setup(
             "no structure factors: give -hkl FILE or -default_F VALUE (and no Fdump.bin cache was found)",
         ));
     }
-    let cell_in = cfg.cell.or_else(|| {
+    let cell_in = cfg.params.cell.or_else(|| {
         let c = model.as_ref()?.model.cell?;
         Some(crate::config::CellInput { a: c[0], b: c[1], c: c[2], alpha: c[3] / RTD, beta: c[4] / RTD, gamma: c[5] / RTD })
     });
     let cell_a = cell_in.map(|c| c.a).unwrap_or(0.0);
-    if cfg.mat_file.is_none() && cell_a == 0.0 {
-        if cfg.cell.is_some() {
+    if cfg.params.mat_file.is_none() && cell_a == 0.0 {
+        if cfg.params.cell.is_some() {
             return Err(Error::flag("-cell", "the cell edge a must be greater than 0"));
         }
         if dump_exists {
@@ -214,17 +214,17 @@ pub fn build_with(cfg: &Config, log: &mut Log, preloaded: Option<HklGrid>) -> Re
     }
 
     // ------------------------------------------------------------------ sampling rules (L1381)
-    let (osc, phistep, phisteps) = resolve_phi(cfg.osc.unwrap_or(-1.0), cfg.phistep.unwrap_or(-1.0), cfg.phisteps.unwrap_or(-1), RTD);
-    let hdiv = resolve_sweep(cfg.hdivrange.unwrap_or(-1.0), cfg.hdivstep.unwrap_or(-1.0), cfg.hdivsteps.unwrap_or(-1), 1.0);
-    let vdiv = resolve_sweep(cfg.vdivrange.unwrap_or(-1.0), cfg.vdivstep.unwrap_or(-1.0), cfg.vdivsteps.unwrap_or(-1), 1.0);
-    let disp = resolve_sweep(cfg.dispersion, -1.0, cfg.dispsteps.unwrap_or(-1), 1.0);
-    let thick = resolve_thickness(cfg.detector_thick, -1.0, cfg.detector_thicksteps.unwrap_or(-1));
-    let mut detector_mu = cfg.detector_mu.unwrap_or(-1.0);
+    let (osc, phistep, phisteps) = resolve_phi(cfg.params.osc.unwrap_or(-1.0), cfg.params.phistep.unwrap_or(-1.0), cfg.params.phisteps.unwrap_or(-1), RTD);
+    let hdiv = resolve_sweep(cfg.params.hdivrange.unwrap_or(-1.0), cfg.params.hdivstep.unwrap_or(-1.0), cfg.params.hdivsteps.unwrap_or(-1), 1.0);
+    let vdiv = resolve_sweep(cfg.params.vdivrange.unwrap_or(-1.0), cfg.params.vdivstep.unwrap_or(-1.0), cfg.params.vdivsteps.unwrap_or(-1), 1.0);
+    let disp = resolve_sweep(cfg.params.dispersion, -1.0, cfg.params.dispsteps.unwrap_or(-1), 1.0);
+    let thick = resolve_thickness(cfg.params.detector_thick, -1.0, cfg.params.detector_thicksteps.unwrap_or(-1));
+    let mut detector_mu = cfg.params.detector_mu.unwrap_or(-1.0);
     if thick.range > 0.0 && detector_mu < 0.0 {
         detector_mu = 1.0 / thick.range;
         log.line(format!("WARNING: setting detector attenuation depth to {} m", g(detector_mu)));
     }
-    let (mosaic_spread, mosaic_domains, warn) = resolve_mosaic(cfg.mosaic_spread.unwrap_or(-1.0), cfg.mosaic_domains.unwrap_or(-1));
+    let (mosaic_spread, mosaic_domains, warn) = resolve_mosaic(cfg.params.mosaic_spread.unwrap_or(-1.0), cfg.params.mosaic_domains.unwrap_or(-1));
     if let Some(w) = warn {
         log.line(w);
     }
@@ -237,10 +237,10 @@ pub fn build_with(cfg: &Config, log: &mut Log, preloaded: Option<HklGrid>) -> Re
     let det = orient_detector(conv, log);
 
     // ------------------------------------------------------------------ interpolation auto (L1778)
-    let mut interpolate = match cfg.interpolate {
+    let mut interpolate = match cfg.params.interpolate {
         Some(v) => v,
         None => {
-            if cfg.na <= 2.0 || cfg.nb <= 2.0 || cfg.nc <= 2.0 {
+            if cfg.params.na <= 2.0 || cfg.params.nb <= 2.0 || cfg.params.nc <= 2.0 {
                 log.line("auto-selected tricubic interpolation of structure factors");
                 true
             } else {
@@ -253,8 +253,8 @@ pub fn build_with(cfg: &Config, log: &mut Log, preloaded: Option<HklGrid>) -> Re
     // ------------------------------------------------------------------ crystal (L1791)
     let mut rng = NrRandom::new();
     let time_seed = time_seed();
-    let mut misset_seed = cfg.misset_seed.unwrap_or(time_seed);
-    let mat = match &cfg.mat_file {
+    let mut misset_seed = cfg.params.misset_seed.unwrap_or(time_seed);
+    let mat = match &cfg.params.mat_file {
         Some(p) => {
             let m = read_matrix_file(p)?;
             log.line(format!("reading {}", p.display()));
@@ -262,22 +262,22 @@ pub fn build_with(cfg: &Config, log: &mut Log, preloaded: Option<HklGrid>) -> Re
         }
         None => None,
     };
-    let lattice = build_lattice(cell_in, mat, cfg.misset, cfg.lambda0, &mut rng, &mut misset_seed, log)?;
+    let lattice = build_lattice(cell_in, mat, cfg.params.misset, cfg.params.lambda0, &mut rng, &mut misset_seed, log)?;
 
-    let na = cells_from_size(cfg.na, sample_x, lattice.a_len);
-    let nb = cells_from_size(cfg.nb, sample_y, lattice.b_len);
-    let nc = cells_from_size(cfg.nc, sample_z, lattice.c_len);
+    let na = cells_from_size(cfg.params.na, sample_x, lattice.a_len);
+    let nb = cells_from_size(cfg.params.nb, sample_y, lattice.b_len);
+    let nc = cells_from_size(cfg.params.nc, sample_z, lattice.c_len);
     let xa = lattice.a_len * na;
     let xb = lattice.b_len * nb;
     let xc = lattice.c_len * nc;
     log.line(format!("crystal is {} x {} x {} microns", g(xa * 1e6), g(xb * 1e6), g(xc * 1e6)));
     let xtalsize_max = xa.max(xb).max(xc);
-    let reciprocal_pixel_size = cfg.lambda0 * det.distance / det.pixel_size;
+    let reciprocal_pixel_size = cfg.params.lambda0 * det.distance / det.pixel_size;
     let mut recommended = (3.0 * xtalsize_max / reciprocal_pixel_size).ceil() as i64;
     if recommended <= 0 {
         recommended = 1;
     }
-    let mut oversample = cfg.oversample.map(|o| o as i64).unwrap_or(-1);
+    let mut oversample = cfg.params.oversample.map(|o| o as i64).unwrap_or(-1);
     if oversample <= 0 {
         oversample = recommended;
         log.line(format!("auto-selected {oversample}-fold oversampling"));
@@ -289,7 +289,7 @@ pub fn build_with(cfg: &Config, log: &mut Log, preloaded: Option<HklGrid>) -> Re
         log.line(format!("         recommend -oversample {recommended} to work around this"));
     }
     if oversample > 1000 {
-        if cfg.oversample.is_some_and(|o| o > 0) {
+        if cfg.params.oversample.is_some_and(|o| o > 0) {
             return Err(Error::flag("-oversample", format!("{oversample} sub-pixels per axis is impractical (at most 1000)")));
         }
         // automatic: say which inputs made it huge instead of printing a meaningless count
@@ -299,7 +299,7 @@ pub fn build_with(cfg: &Config, log: &mut Log, preloaded: Option<HklGrid>) -> Re
             if ratio.is_finite() { format!("{:.3e}", ratio.ceil()) } else { "an infinite number of".to_string() },
             g(xtalsize_max),
             g(reciprocal_pixel_size),
-            g(cfg.lambda0),
+            g(cfg.params.lambda0),
             g(det.distance),
             g(det.pixel_size)
         )));
@@ -310,15 +310,15 @@ pub fn build_with(cfg: &Config, log: &mut Log, preloaded: Option<HklGrid>) -> Re
     // ------------------------------------------------------------------ structure factors (L2101)
     let fhkl = if preloaded.is_some() {
         preloaded
-    } else if cfg.hkl_file.is_some() || model.is_some() {
-        let grid = match (&model, &cfg.hkl_file) {
+    } else if cfg.params.hkl_file.is_some() || model.is_some() {
+        let grid = match (&model, &cfg.params.hkl_file) {
             (Some(m), _) => {
-                let lambda_min = cfg.lambda0 * (1.0 - cfg.dispersion.max(0.0) / 2.0);
-                let d = if cfg.dmin > 0.0 { cfg.dmin * 1e10 } else { crate::model::detector_d_min(det.pix0_vector, det.fdet_vector, det.sdet_vector, det.detsize_f, det.detsize_s, det.beam_vector, lambda_min) };
-                let entries = crate::model::entries_for_simulation(&cfg.model, m, d, cfg.lambda0 * 1e10, log)?;
-                crate::model::grid_from_entries(&entries, cfg.default_f)?
+                let lambda_min = cfg.params.lambda0 * (1.0 - cfg.params.dispersion.max(0.0) / 2.0);
+                let d = if cfg.params.dmin > 0.0 { cfg.params.dmin * 1e10 } else { crate::model::detector_d_min(det.pix0_vector, det.fdet_vector, det.sdet_vector, det.detsize_f, det.detsize_s, det.beam_vector, lambda_min) };
+                let entries = crate::model::entries_for_simulation(&cfg.params.model, m, d, cfg.params.lambda0 * 1e10, log)?;
+                crate::model::grid_from_entries(&entries, cfg.params.default_f)?
             }
-            (None, Some(hkl)) => read_hkl(hkl, cfg.default_f, log)?,
+            (None, Some(hkl)) => read_hkl(hkl, cfg.params.default_f, log)?,
             (None, None) => unreachable!(),
         };
         // The cache is written with the other outputs at the end of the run (io::outputs), so a
@@ -341,7 +341,7 @@ pub fn build_with(cfg: &Config, log: &mut Log, preloaded: Option<HklGrid>) -> Re
     }
 
     // ------------------------------------------------------------------ stol table: read, checked, unused (L2261)
-    if let Some((p, _mult)) = &cfg.stol_file {
+    if let Some((p, _mult)) = &cfg.params.stol_file {
         log.line(format!("reading {}", p.display()));
         let cols = crate::io::text::read_text_file(p, 2)?;
         if cols[0].is_empty() {
@@ -353,26 +353,26 @@ pub fn build_with(cfg: &Config, log: &mut Log, preloaded: Option<HklGrid>) -> Re
         log.line(format!("thick{t} = {} um", g(thick.step * t as f64 * 1e6)));
     }
     for k in 0..phisteps {
-        let phi = cfg.phi0 + phistep * k as f64;
+        let phi = cfg.params.phi0 + phistep * k as f64;
         log.line(format!("phi{k} = {}", g(phi * RTD)));
     }
 
     // ------------------------------------------------------------------ sources (L2310)
     let set = build_sources(
-        cfg.source_file.as_deref(),
+        cfg.params.source_file.as_deref(),
         &det.beam_vector,
         &det.polar_vector,
         &det.vert_vector,
-        cfg.lambda0,
+        cfg.params.lambda0,
         hdiv,
         vdiv,
         disp,
-        cfg.round_div,
+        cfg.params.round_div,
         log,
     )?;
 
     // ------------------------------------------------------------------ mosaic domains (L2436)
-    let mut mosaic_seed = cfg.mosaic_seed;
+    let mut mosaic_seed = cfg.params.mosaic_seed;
     let mut mosaic_umats = Vec::with_capacity(mosaic_domains as usize);
     for m in 0..mosaic_domains {
         let u = mosaic_rotation_umat(&mut rng, mosaic_spread as f32, &mut mosaic_seed);
@@ -387,7 +387,7 @@ pub fn build_with(cfg: &Config, log: &mut Log, preloaded: Option<HklGrid>) -> Re
     // Orientation table: phi rotation then mosaic rotation, the C's arithmetic hoisted out of the pixel loop.
     let mut orientations = Vec::with_capacity((phisteps * mosaic_domains) as usize);
     for k in 0..phisteps {
-        let phi = cfg.phi0 + phistep * k as f64;
+        let phi = cfg.params.phi0 + phistep * k as f64;
         let (ap, bp, cp) = if phi != 0.0 {
             (
                 rotate_axis(&lattice.a0, &det.spindle_vector, phi),
@@ -407,8 +407,8 @@ pub fn build_with(cfg: &Config, log: &mut Log, preloaded: Option<HklGrid>) -> Re
     }
 
     // ------------------------------------------------------------------ summary (L2466)
-    let shape = cfg.shape;
-    let default_f = cfg.default_f;
+    let shape = cfg.params.shape;
+    let default_f = cfg.params.default_f;
     log.line(format!("  {hkls} initialized hkls (all others ={})", g(default_f)));
     let shape_name = match shape {
         CrystalShape::Round => "ellipsoidal",
@@ -417,11 +417,11 @@ pub fn build_with(cfg: &Config, log: &mut Log, preloaded: Option<HklGrid>) -> Re
         CrystalShape::Tophat => "tophat-spot",
     };
     log.line(format!("  {shape_name} xtal: {}x{}x{} cells", cf("%.0f", na), cf("%.0f", nb), cf("%.0f", nc)));
-    log.line(format!("  wave={} meters +/- {}% in {} steps", g(cfg.lambda0), g(disp.range * 100.0), disp.steps));
-    if cfg.nopolar {
+    log.line(format!("  wave={} meters +/- {}% in {} steps", g(cfg.params.lambda0), g(disp.range * 100.0), disp.steps));
+    if cfg.params.nopolar {
         log.line("  polarization effect disabled");
     } else {
-        log.line(format!("  Kahn polarization factor: {}", cf("%f", cfg.polarization)));
+        log.line(format!("  Kahn polarization factor: {}", cf("%f", cfg.params.polarization)));
     }
     if det.curved_detector {
         log.line("  curved detector: all pixels same distance from origin");
@@ -458,32 +458,32 @@ pub fn build_with(cfg: &Config, log: &mut Log, preloaded: Option<HklGrid>) -> Re
     log.line(format!("  {} divergence steps", set.divsteps));
     log.line(format!("  {} sources", set.sources.len()));
     log.line(format!("  {} mosaic domains over mosaic spread of {} degrees", mosaic_domains, g(mosaic_spread * RTD)));
-    log.line(format!("  {} phi steps from {} to {} degrees", phisteps, g(cfg.phi0 * RTD), g((cfg.phi0 + osc) * RTD)));
+    log.line(format!("  {} phi steps from {} to {} degrees", phisteps, g(cfg.params.phi0 * RTD), g((cfg.params.phi0 + osc) * RTD)));
     let mut ov = format!("  {os}x{os} pixel oversample steps");
-    if cfg.oversample_thick {
+    if cfg.params.oversample_thick {
         ov.push_str(" +thick");
     }
-    if cfg.oversample_polar {
+    if cfg.params.oversample_polar {
         ov.push_str(" +polar");
     }
-    if cfg.oversample_omega {
+    if cfg.params.oversample_omega {
         ov.push_str(" +omega");
     }
     log.line(ov);
     if let Some(m) = &cfg.mask {
         log.line(format!("  skipping zero-flagged pixels in {}", m.path.display()));
     }
-    let seed = cfg.seed.unwrap_or(time_seed);
-    if cfg.calculate_noise {
+    let seed = cfg.params.seed.unwrap_or(time_seed);
+    if cfg.output.calculate_noise {
         log.line("");
         log.line("  noise image paramters:");
         log.line(format!("  seed: {seed}"));
-        log.line(format!("  water droplet size: {} m", g(cfg.water_size)));
+        log.line(format!("  water droplet size: {} m", g(cfg.params.water_size)));
     }
 
     // water background (checklist Q18: already carries r_e^2*fluence)
     let water_f = 2.57;
-    let i_bg = water_f * water_f * R_E_SQR * fluence * cfg.water_size * cfg.water_size * cfg.water_size * 1e6 * AVOGADRO / 18.0;
+    let i_bg = water_f * water_f * R_E_SQR * fluence * cfg.params.water_size * cfg.params.water_size * cfg.params.water_size * 1e6 * AVOGADRO / 18.0;
 
     Ok(Experiment {
         det,
@@ -492,14 +492,14 @@ pub fn build_with(cfg: &Config, log: &mut Log, preloaded: Option<HklGrid>) -> Re
         nb,
         nc,
         shape,
-        fudge: cfg.fudge,
+        fudge: cfg.params.fudge,
         sources: set.sources,
         divsteps: set.divsteps,
         hdiv,
         vdiv,
         disp,
-        lambda0: cfg.lambda0,
-        phi0: cfg.phi0,
+        lambda0: cfg.params.lambda0,
+        phi0: cfg.params.phi0,
         phistep,
         phisteps,
         osc,
@@ -511,18 +511,18 @@ pub fn build_with(cfg: &Config, log: &mut Log, preloaded: Option<HklGrid>) -> Re
         interpolate,
         oversample: os,
         subpixel_size,
-        oversample_thick: cfg.oversample_thick,
-        oversample_polar: cfg.oversample_polar,
-        oversample_omega: cfg.oversample_omega,
+        oversample_thick: cfg.params.oversample_thick,
+        oversample_polar: cfg.params.oversample_polar,
+        oversample_omega: cfg.params.oversample_omega,
         thicksteps: thick.steps,
         thickstep: thick.step,
         detector_thick: thick.range,
         detector_mu,
-        polarization: cfg.polarization,
-        nopolar: cfg.nopolar,
-        dmin: cfg.dmin,
+        polarization: cfg.params.polarization,
+        nopolar: cfg.params.nopolar,
+        dmin: cfg.params.dmin,
         fluence,
-        water_size: cfg.water_size,
+        water_size: cfg.params.water_size,
         i_bg,
         steps,
         roi,
@@ -530,8 +530,8 @@ pub fn build_with(cfg: &Config, log: &mut Log, preloaded: Option<HklGrid>) -> Re
         mask_path: cfg.mask.as_ref().map(|m| m.path.clone()),
         rng,
         seed,
-        printout: cfg.printout,
-        printout_pixel: cfg.printout_pixel,
-        precision: cfg.precision,
+        printout: cfg.run.printout,
+        printout_pixel: cfg.run.printout_pixel,
+        precision: cfg.run.precision,
     })
 }

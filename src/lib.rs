@@ -18,6 +18,8 @@
 //! * statistics printed by the C: [`stats`]
 //! * files: [`io`]; C-style number formatting: [`cfmt`]
 
+/// The `bench-detailed` harness (cargo feature `harness`, on by default).
+#[cfg(feature = "harness")]
 pub mod bench;
 pub mod cfmt;
 pub mod cli;
@@ -35,7 +37,9 @@ pub mod model;
 pub mod noise;
 pub mod noisify;
 pub mod nonbragg;
+pub mod params;
 pub mod physics;
+pub mod progress;
 pub mod report;
 pub mod rng;
 pub mod series;
@@ -48,5 +52,6 @@ pub mod suite;
 pub mod vec3;
 
 pub use config::Config;
+pub use params::{OutputSettings, Params, RunOptions};
 pub use error::{Error, Result};
 pub use suite::suite_main;

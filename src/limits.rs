@@ -112,42 +112,42 @@ const LOG_LINE: u64 = 96;
 pub fn check_values(cfg: &Config) -> Result<()> {
     let flag = |f: &str, why: String| Err(Error::flag(f, why));
     for (f, v) in [
-        ("-fdet_vector", cfg.fdet_vector),
-        ("-sdet_vector", cfg.sdet_vector),
-        ("-odet_vector", cfg.odet_vector),
-        ("-beam_vector", cfg.beam_vector),
-        ("-polar_vector", cfg.polar_vector),
-        ("-spindle_axis", cfg.spindle_vector),
+        ("-fdet_vector", cfg.params.fdet_vector),
+        ("-sdet_vector", cfg.params.sdet_vector),
+        ("-odet_vector", cfg.params.odet_vector),
+        ("-beam_vector", cfg.params.beam_vector),
+        ("-polar_vector", cfg.params.polar_vector),
+        ("-spindle_axis", cfg.params.spindle_vector),
     ] {
         let len2 = v[0] * v[0] + v[1] * v[1] + v[2] * v[2];
         if !(len2 > 1e-200 && len2.is_finite()) {
             return flag(f, format!("{} {} {} has no direction (a zero or non-finite vector)", v[0], v[1], v[2]));
         }
     }
-    if !(cfg.lambda0 >= 1e-16 && cfg.lambda0 <= 1e-3) {
-        return flag("-lambda", format!("{} m is not an X-ray wavelength this program can simulate (1e-6 to 1e7 Angstrom)", cfg.lambda0));
+    if !(cfg.params.lambda0 >= 1e-16 && cfg.params.lambda0 <= 1e-3) {
+        return flag("-lambda", format!("{} m is not an X-ray wavelength this program can simulate (1e-6 to 1e7 Angstrom)", cfg.params.lambda0));
     }
-    if cfg.default_f.abs() > 1e100 {
-        return flag("-default_F", format!("{} is too large: its square overflows", cfg.default_f));
+    if cfg.params.default_f.abs() > 1e100 {
+        return flag("-default_F", format!("{} is too large: its square overflows", cfg.params.default_f));
     }
-    if !(cfg.fluence >= 0.0 && cfg.fluence <= 1e100) {
-        return flag("-fluence", format!("{} photons/m^2 must be between 0 and 1e100", cfg.fluence));
+    if !(cfg.params.fluence >= 0.0 && cfg.params.fluence <= 1e100) {
+        return flag("-fluence", format!("{} photons/m^2 must be between 0 and 1e100", cfg.params.fluence));
     }
-    if !(cfg.flux >= 0.0 && cfg.flux <= 1e100) {
-        return flag("-flux", format!("{} photons/s must be between 0 and 1e100 (a negative flux gives negative photon counts)", cfg.flux));
+    if !(cfg.params.flux >= 0.0 && cfg.params.flux <= 1e100) {
+        return flag("-flux", format!("{} photons/s must be between 0 and 1e100 (a negative flux gives negative photon counts)", cfg.params.flux));
     }
-    if !(cfg.water_size >= 0.0 && cfg.water_size <= 1.0) {
-        return flag("-water", format!("a droplet of {} m must be between 0 and 1 m (a negative size gives negative photon counts)", cfg.water_size));
+    if !(cfg.params.water_size >= 0.0 && cfg.params.water_size <= 1.0) {
+        return flag("-water", format!("a droplet of {} m must be between 0 and 1 m (a negative size gives negative photon counts)", cfg.params.water_size));
     }
-    if !(cfg.polarization.abs() <= 1.0) {
-        return flag("-polar", format!("Kahn factor {} must be between -1 and 1", cfg.polarization));
+    if !(cfg.params.polarization.abs() <= 1.0) {
+        return flag("-polar", format!("Kahn factor {} must be between -1 and 1", cfg.params.polarization));
     }
-    if let Some(m) = cfg.mosaic_spread {
+    if let Some(m) = cfg.params.mosaic_spread {
         if !(m.abs() <= 2.0 * std::f64::consts::PI) {
             return flag("-mosaic", format!("{} degrees is more than a full turn", m * RTD));
         }
     }
-    for (f, n) in [("-Na", cfg.na), ("-Nb", cfg.nb), ("-Nc", cfg.nc)] {
+    for (f, n) in [("-Na", cfg.params.na), ("-Nb", cfg.params.nb), ("-Nc", cfg.params.nc)] {
         if n > 1e7 {
             return flag(f, format!("{n} unit cells is too many (at most 1e7 per axis)"));
         }
@@ -165,21 +165,21 @@ pub fn check_run(cfg: &Config) -> Result<Estimate> {
     let pixels = (fp as u64).checked_mul(sp as u64).filter(|&n| n < (1u64 << 40)).ok_or_else(|| {
         too_big(format!("-detpixels/-detsize/-pixel: a detector of {fp} x {sp} pixels is far too large"))
     })?;
-    let (_, _, phisteps) = resolve_phi(cfg.osc.unwrap_or(-1.0), cfg.phistep.unwrap_or(-1.0), cfg.phisteps.unwrap_or(-1), RTD);
-    let hdiv = sanitize(resolve_sweep(cfg.hdivrange.unwrap_or(-1.0), cfg.hdivstep.unwrap_or(-1.0), cfg.hdivsteps.unwrap_or(-1), 1.0));
-    let vdiv = sanitize(resolve_sweep(cfg.vdivrange.unwrap_or(-1.0), cfg.vdivstep.unwrap_or(-1.0), cfg.vdivsteps.unwrap_or(-1), 1.0));
-    let disp = sanitize(resolve_sweep(cfg.dispersion, -1.0, cfg.dispsteps.unwrap_or(-1), 1.0));
-    let thick = sanitize(resolve_thickness(cfg.detector_thick, -1.0, cfg.detector_thicksteps.unwrap_or(-1)));
-    let (_, domains, _) = resolve_mosaic(cfg.mosaic_spread.unwrap_or(-1.0), cfg.mosaic_domains.unwrap_or(-1));
+    let (_, _, phisteps) = resolve_phi(cfg.params.osc.unwrap_or(-1.0), cfg.params.phistep.unwrap_or(-1.0), cfg.params.phisteps.unwrap_or(-1), RTD);
+    let hdiv = sanitize(resolve_sweep(cfg.params.hdivrange.unwrap_or(-1.0), cfg.params.hdivstep.unwrap_or(-1.0), cfg.params.hdivsteps.unwrap_or(-1), 1.0));
+    let vdiv = sanitize(resolve_sweep(cfg.params.vdivrange.unwrap_or(-1.0), cfg.params.vdivstep.unwrap_or(-1.0), cfg.params.vdivsteps.unwrap_or(-1), 1.0));
+    let disp = sanitize(resolve_sweep(cfg.params.dispersion, -1.0, cfg.params.dispsteps.unwrap_or(-1), 1.0));
+    let thick = sanitize(resolve_thickness(cfg.params.detector_thick, -1.0, cfg.params.detector_thicksteps.unwrap_or(-1)));
+    let (_, domains, _) = resolve_mosaic(cfg.params.mosaic_spread.unwrap_or(-1.0), cfg.params.mosaic_domains.unwrap_or(-1));
     let c = |v: i64| v.max(1) as u64;
     let (phisteps, domains) = (c(phisteps as i64), c(domains as i64));
     let divs = c(hdiv.steps as i64).saturating_mul(c(vdiv.steps as i64));
-    let sources = match &cfg.source_file {
+    let sources = match &cfg.params.source_file {
         // at most one source per two bytes of the file
         Some(p) => std::fs::metadata(p).map(|m| m.len() / 2 + 1).unwrap_or(1),
         None => divs.saturating_mul(c(disp.steps as i64)),
     };
-    let os = c(cfg.oversample.unwrap_or(1) as i64);
+    let os = c(cfg.params.oversample.unwrap_or(1) as i64);
     let f = |what: &str, n: u64, per: u64| -> (String, u64) { (what.to_string(), n.saturating_mul(per)) };
     let mut parts = vec![
         f("the float image (-detpixels/-detsize/-pixel)", pixels, 4),

@@ -81,8 +81,8 @@ fn simulate(args: &[String]) -> Result<(), Failure> {
         .into());
     }
     let mut cfg = flags::parse_simulate_args(args)?;
-    let no_crystal = cfg.cell.is_none() && cfg.mat_file.is_none() && cfg.hkl_file.is_none() && cfg.model.path().is_none() && cfg.default_f == 0.0;
-    let dump = nanobragg::experiment::resolve_out(&cfg, &cfg.dump_file);
+    let no_crystal = cfg.params.cell.is_none() && cfg.params.mat_file.is_none() && cfg.params.hkl_file.is_none() && cfg.params.model.path().is_none() && cfg.params.default_f == 0.0;
+    let dump = nanobragg::experiment::resolve_out(&cfg, &cfg.params.dump_file);
     let mut out = Stdout { inner: std::io::stdout().lock(), error: None };
     if no_crystal && !dump.is_file() {
         // No crystal at all: run the embedded benchmark crystal; the user's flags still apply on top.
@@ -90,16 +90,19 @@ fn simulate(args: &[String]) -> Result<(), Failure> {
         let mut with_default: Vec<String> = DEFAULT_CRYSTAL.iter().map(|s| s.to_string()).collect();
         with_default.extend(args.iter().cloned());
         cfg = flags::parse_simulate_args(&with_default)?;
-        if !cfg.quiet {
+        if !cfg.run.quiet {
             let _ = writeln!(out, "no crystal given: using the built-in benchmark crystal ({})", DEFAULT_CRYSTAL.join(" "));
         }
+    }
+    if let Some(p) = &cfg.run.save_params {
+        cfg.save_json(p)?;
     }
     let summary = nanobragg::simulate::run(&cfg, &mut out)?;
     let _ = out.flush();
     if let Some(e) = out.error.take() {
         return Err(Failure::Stream(e));
     }
-    if !cfg.quiet {
+    if !cfg.run.quiet {
         writeln!(
             std::io::stderr(),
             "done: {} pixels, {} steps, setup {:.6} s, render {:.6} s, output {:.6} s, max_I = {}",

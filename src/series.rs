@@ -27,7 +27,7 @@ use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
-use std::io::{IsTerminal, Read};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -403,20 +403,20 @@ pub fn file_sha256(path: &Path) -> std::io::Result<(String, u64)> {
 /// The outputs a single-image run writes, by role, as named (before `--out-dir`), in
 /// [`crate::simulate::output_paths`]' order.
 fn output_names(c: &Config) -> Vec<(&'static str, PathBuf)> {
-    let mut v = vec![("float", c.floatfile.clone()), ("int", c.intfile.clone())];
-    if c.write_pgm {
-        v.push(("pgm", c.pgmfile.clone()));
+    let mut v = vec![("float", c.output.floatfile.clone()), ("int", c.output.intfile.clone())];
+    if c.output.write_pgm {
+        v.push(("pgm", c.output.pgmfile.clone()));
     }
-    if c.calculate_noise {
-        v.push(("noise", c.noisefile.clone()));
+    if c.output.calculate_noise {
+        v.push(("noise", c.output.noisefile.clone()));
     }
-    if let Some(p) = &c.pngfile {
+    if let Some(p) = &c.output.pngfile {
         v.push(("png", p.clone()));
     }
-    if let Some(p) = &c.cbffile {
+    if let Some(p) = &c.output.cbffile {
         v.push(("CBF", p.clone()));
     }
-    if let Some(p) = &c.nexusfile {
+    if let Some(p) = &c.output.nexusfile {
         v.push(("NeXus", p.clone()));
     }
     v
@@ -468,15 +468,15 @@ impl Plan {
         if mode == Mode::Rotation && !(osc_deg > 0.0) {
             return Err(Error::flag("--frames", "a rotation series needs -osc RANGE (degrees per frame, > 0)"));
         }
-        if mode == Mode::Stills && base.misset.is_some() {
+        if mode == Mode::Stills && base.params.misset.is_some() {
             return Err(Error::flag("-misset", "stills draw their own orientation (--orientation random); drop -misset"));
         }
         // C stores seeds negated (flags.rs); the user-facing value is the negation.
-        let seed = base.seed.map(|s| -s).unwrap_or(1);
-        let misset_seed = base.misset_seed.map(|s| -s).unwrap_or(1);
-        let mosaic_seed = -base.mosaic_seed;
-        base.quiet = true;
-        base.progress = false;
+        let seed = base.params.seed.map(|s| -s).unwrap_or(1);
+        let misset_seed = base.params.misset_seed.map(|s| -s).unwrap_or(1);
+        let mosaic_seed = -base.params.mosaic_seed;
+        base.run.quiet = true;
+        base.run.progress = false;
         let mut outputs = output_names(&base);
         for (_, p) in outputs.iter_mut() {
             *p = template_name(p, total);
@@ -524,27 +524,27 @@ impl Plan {
     /// The configuration `simulate` would parse from the series flags plus the frame's flags.
     pub fn frame_config(&self, rec: &FrameRecord) -> Config {
         let mut c = self.base.clone();
-        c.seed = Some(-rec.seed);
-        c.mosaic_seed = -rec.mosaic_seed;
+        c.params.seed = Some(-rec.seed);
+        c.params.mosaic_seed = -rec.mosaic_seed;
         if let Some(phi) = rec.phi_deg {
-            c.phi0 = phi / RTD;
+            c.params.phi0 = phi / RTD;
         }
         if let Some(osc) = rec.osc_deg {
-            c.osc = Some(osc / RTD);
+            c.params.osc = Some(osc / RTD);
         }
         if let Some(m) = rec.misset_deg {
-            c.misset = Some(Misset::Angles([m[0] / RTD, m[1] / RTD, m[2] / RTD]));
+            c.params.misset = Some(Misset::Angles([m[0] / RTD, m[1] / RTD, m[2] / RTD]));
         }
         for (role, p) in &self.outputs {
             let name = PathBuf::from(frame_name(&p.to_string_lossy(), rec.frame));
             match *role {
-                "float" => c.floatfile = name,
-                "int" => c.intfile = name,
-                "pgm" => c.pgmfile = name,
-                "noise" => c.noisefile = name,
-                "png" => c.pngfile = Some(name),
-                "CBF" => c.cbffile = Some(name),
-                "NeXus" => c.nexusfile = Some(name),
+                "float" => c.output.floatfile = name,
+                "int" => c.output.intfile = name,
+                "pgm" => c.output.pgmfile = name,
+                "noise" => c.output.noisefile = name,
+                "png" => c.output.pngfile = Some(name),
+                "CBF" => c.output.cbffile = Some(name),
+                "NeXus" => c.output.nexusfile = Some(name),
                 _ => {}
             }
         }
@@ -663,7 +663,7 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
     let todo: Vec<usize> = frames.iter().copied().filter(|k| !done.contains_key(k)).collect();
     if let Some(&k) = todo.first() {
         crate::simulate::check_outputs(&plan.frame_config(&plan.frame(k)?))?;
-    } else if let Some(dir) = &plan.base.out_dir {
+    } else if let Some(dir) = &plan.base.output.out_dir {
         std::fs::create_dir_all(dir).map_err(|e| Error::Output { path: dir.clone(), reason: format!("cannot create the output directory: {e}") })?;
     }
     if !quiet_user && skipped > 0 {
@@ -700,18 +700,9 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
         exp.fhkl
     };
 
-    let show_bar = !quiet_user && std::io::stderr().is_terminal() && !todo.is_empty();
-    let bar = show_bar.then(|| {
-        let b = indicatif::ProgressBar::new(todo.len() as u64);
-        b.set_style(
-            indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} frames, {per_sec}, ETA {eta}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        b.enable_steady_tick(Duration::from_millis(250));
-        b
-    });
+    let bar = crate::progress::Bar::on_terminal(!quiet_user && !todo.is_empty(), todo.len() as u64, "frames");
 
-    let threads = plan.base.threads;
+    let threads = plan.base.run.threads;
     // Writers: the outputs of frame k (and k+1) while the next frame renders. The noise image is one
     // serial random stream per frame, so two writers keep two noise streams going at once.
     let writers = threads.unwrap_or(usize::MAX).clamp(1, 2);
@@ -852,7 +843,7 @@ pub struct VerifyReport {
 pub fn verify(sa: &SeriesArgs) -> Result<VerifyReport> {
     let name = sa.name.clone().unwrap_or_else(|| "series".to_string());
     let cfg = crate::cli::flags::parse_simulate_args(&sa.simulate)?;
-    let dir = cfg.out_dir.clone().unwrap_or_else(|| PathBuf::from("."));
+    let dir = cfg.output.out_dir.clone().unwrap_or_else(|| PathBuf::from("."));
     let prefix = format!("{name}.shard-");
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
         .map_err(|e| Error::file(&dir, format!("cannot list: {e}")))?

@@ -11,9 +11,9 @@ use crate::kernel::{self, RenderOutput, Trace};
 use crate::report::Log;
 use crate::stats::{image_stats, ImageStats};
 use crate::{Error, Result};
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Wall time of each phase of a run.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
@@ -109,19 +109,19 @@ pub fn dxtbx_beam_centre(h: &mut SmvHeader, exp: &Experiment) {
 /// Refuse, before rendering, a CBF whose geometry a miniCBF header cannot carry and a NeXus file
 /// without the HDF5 library.
 pub fn check_geometry_outputs(cfg: &Config, exp: &Experiment) -> Result<()> {
-    if let Some(p) = &cfg.cbffile {
-        let m = crate::io::meta::ImageMeta::from_experiment(exp, cfg.exposure);
+    if let Some(p) = &cfg.output.cbffile {
+        let m = crate::io::meta::ImageMeta::from_experiment(exp, cfg.params.exposure);
         if let Err(e) = m.mini_cbf_ok() {
             return Err(Error::flag("-cbffile", format!("{e}: a miniCBF header cannot describe this geometry ({}); -nexusfile writes it", p.display())));
         }
     }
-    if cfg.smv_dxtbx {
-        let m = crate::io::meta::ImageMeta::from_experiment(exp, cfg.exposure);
+    if cfg.output.smv_dxtbx {
+        let m = crate::io::meta::ImageMeta::from_experiment(exp, cfg.params.exposure);
         if let Err(e) = m.mini_cbf_ok() {
             return Err(Error::flag("-dxtbx_smv", format!("{e}: dxtbx reads SMV files as a detector normal to the beam with the spindle along fast; use -nexusfile")));
         }
     }
-    if let Some(p) = &cfg.nexusfile {
+    if let Some(p) = &cfg.output.nexusfile {
         crate::io::nexus::available().map_err(|e| Error::Output { path: p.clone(), reason: e })?;
     }
     Ok(())
@@ -169,14 +169,14 @@ fn write_planned(planned: &[Planned], cfg: &Config, exp: &Experiment, r: &Render
     let d = &exp.det;
     let (fp, sp) = (d.fpixels, d.spixels);
     let stats = image_stats(&r.float, fp, sp, exp.roi, exp.mask.as_deref(), exp.subpixel_size, exp.oversample);
-    let mut intfile_scale = cfg.intfile_scale;
+    let mut intfile_scale = cfg.output.intfile_scale;
     if intfile_scale <= 0.0 {
         intfile_scale = 1.0;
         if stats.max_i > 0.0 {
             intfile_scale = 55000.0 / stats.max_i;
         }
     }
-    let mut pgm_scale = cfg.pgm_scale;
+    let mut pgm_scale = cfg.output.pgm_scale;
     if pgm_scale <= 0.0 {
         pgm_scale = intfile_scale;
         if stats.rmsd > 0.0 {
@@ -189,7 +189,7 @@ fn write_planned(planned: &[Planned], cfg: &Config, exp: &Experiment, r: &Render
         format!("intfile_scale = {}", g(intfile_scale)),
     ];
     let mut header = smv_header(exp);
-    if cfg.smv_dxtbx {
+    if cfg.output.smv_dxtbx {
         dxtbx_beam_centre(&mut header, exp);
     }
     let ctx = OutputCtx { cfg, exp, float: &r.float, stats, intfile_scale, pgm_scale, header, counts: Default::default() };
@@ -252,7 +252,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
     outputs::check_inputs(cfg)?;
     crate::limits::check_values(cfg)?;
     let estimate = crate::limits::check_run(cfg)?;
-    if !cfg.quiet {
+    if !cfg.run.quiet {
         if let Some(hint) = crate::limits::time_hint(estimate.samples) {
             let _ = writeln!(std::io::stderr(), "nanobragg-rs: {hint}");
         }
@@ -260,41 +260,30 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
     let t0 = Instant::now();
     let (exp, mut log) = setup(cfg)?;
     let planned = check_outputs(cfg)?;
-    if !cfg.quiet {
+    if !cfg.run.quiet {
         let _ = log.flush_to(out);
     }
     check_geometry_outputs(cfg, &exp)?;
     let setup_s = t0.elapsed().as_secs_f64();
 
     let t1 = Instant::now();
-    let show_bar = cfg.progress && !cfg.quiet && !cfg.printout && std::io::stderr().is_terminal();
-    let bar = if show_bar {
-        let b = indicatif::ProgressBar::new(exp.det.spixels as u64);
-        b.set_style(
-            indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} rows, ETA {eta}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        b.enable_steady_tick(Duration::from_millis(200));
-        Some(b)
-    } else {
-        None
-    };
+    let bar = crate::progress::Bar::on_terminal(cfg.run.progress && !cfg.run.quiet && !cfg.run.printout, exp.det.spixels as u64, "rows");
     let tick = |n: usize| {
         if let Some(b) = &bar {
             b.inc(n as u64);
         }
     };
-    let mut r = render(&exp, cfg.threads, &tick)?;
+    let mut r = render(&exp, cfg.run.threads, &tick)?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    for p in &cfg.add_float {
+    for p in &cfg.params.add_float {
         crate::float_add::add_into(&mut r.float, p)?;
     }
     let render_s = t1.elapsed().as_secs_f64();
 
     let mut sink = std::io::sink();
-    let out: &mut dyn Write = if cfg.quiet { &mut sink } else { out };
+    let out: &mut dyn Write = if cfg.run.quiet { &mut sink } else { out };
     if let Some((h, k, l, h0, k0, l0)) = r.interp_oob {
         let _ = writeln!(
             out,

@@ -27,6 +27,50 @@ pub struct HklGrid {
 }
 
 impl HklGrid {
+    /// The dense grid of an in-memory reflection list `(h, k, l, F)`: indices span the list's minima
+    /// to maxima, unlisted reflections hold `default_f`, a repeated reflection keeps its last F (as
+    /// nanoBragg.c's second pass over the file, L2180). This is what `-hkl` builds from its file and
+    /// `-pdb` from its model; a library caller passes its own list.
+    pub fn from_entries(entries: &[(i32, i32, i32, f64)], default_f: f64) -> Result<Self> {
+        let mut grid = Self::with_default(entries, default_f)?;
+        grid.fill(entries);
+        Ok(grid)
+    }
+
+    /// The empty grid spanning `entries`, every value `default_f` (the C's first pass).
+    pub(crate) fn with_default(entries: &[(i32, i32, i32, f64)], default_f: f64) -> Result<Self> {
+        if entries.is_empty() {
+            return Err(Error::setup("no reflections (expected a list of h k l F)"));
+        }
+        let min_max = |f: fn(&(i32, i32, i32, f64)) -> i32| {
+            let it = entries.iter().map(f);
+            (it.clone().min().unwrap_or(0), it.max().unwrap_or(0))
+        };
+        let ((h_min, h_max), (k_min, k_max), (l_min, l_max)) = (min_max(|e| e.0), min_max(|e| e.1), min_max(|e| e.2));
+        let mut grid = Self::empty(h_min, h_max, k_min, k_max, l_min, l_max)?;
+        if default_f != 0.0 {
+            // only the (range)^3 cells the lookups use, as the C's loops (L2160); the padding stays 0
+            for i in 0..grid.h_range {
+                for j in 0..grid.k_range {
+                    for k in 0..grid.l_range {
+                        let idx = grid.index(i, j, k);
+                        grid.data[idx] = default_f;
+                    }
+                }
+            }
+        }
+        Ok(grid)
+    }
+
+    /// Store every listed F (the C's second pass).
+    pub(crate) fn fill(&mut self, entries: &[(i32, i32, i32, f64)]) {
+        for &(h, k, l, f) in entries {
+            let idx = self.index(h - self.h_min, k - self.k_min, l - self.l_min);
+            self.data[idx] = f;
+        }
+        self.hkls = entries.len() as i64;
+    }
+
     pub(crate) fn empty(h_min: i32, h_max: i32, k_min: i32, k_max: i32, l_min: i32, l_max: i32) -> Result<Self> {
         // ranges in i64: h_max - h_min + 1 overflows i32 for a hostile Fdump header
         let span = |lo: i32, hi: i32| hi as i64 - lo as i64 + 1;

@@ -21,10 +21,10 @@ fn golden_config(golden: &Path, case: &Value, out: &Path) -> nanobragg::Config {
     let inputs = golden.join("inputs");
     let args: Vec<String> = args(case).into_iter().map(|a| a.replace("../../inputs", inputs.to_str().unwrap())).collect();
     let mut cfg = nanobragg::cli::flags::parse_simulate_args(&args).unwrap();
-    cfg.out_dir = Some(out.to_path_buf());
+    cfg.output.out_dir = Some(out.to_path_buf());
     let dump = golden.join("cases").join(case_id(case)).join("Fdump.bin");
-    if cfg.hkl_file.is_none() && dump.is_file() {
-        std::fs::copy(&dump, out.join(&cfg.dump_file)).unwrap();
+    if cfg.params.hkl_file.is_none() && dump.is_file() {
+        std::fs::copy(&dump, out.join(&cfg.params.dump_file)).unwrap();
     }
     cfg
 }
@@ -202,7 +202,7 @@ fn fast_kernels_match_the_reference_on_random_geometries() {
     for trial in 0..24 {
         let args = random_args(&mut rng, &hkl);
         let mut cfg = nanobragg::cli::flags::parse_simulate_args(&args).unwrap();
-        cfg.out_dir = Some(tmp.path().to_path_buf());
+        cfg.output.out_dir = Some(tmp.path().to_path_buf());
         let (mut exp, _) = simulate::setup(&cfg).unwrap();
         assert!(fast::supports(&exp), "trial {trial}: {args:?}");
         let reference = kernel::render_at(&exp, SimdLevel::Scalar, &no_progress).float;

@@ -40,9 +40,9 @@ fn setup_matches_the_numbers_the_c_printed() {
         let tmp = tempfile::tempdir().unwrap();
         let args: Vec<String> = args(case).into_iter().map(|a| a.replace("../../inputs", inputs.to_str().unwrap())).collect();
         let mut cfg = nanobragg::cli::flags::parse_simulate_args(&args).unwrap();
-        cfg.out_dir = Some(tmp.path().to_path_buf());
+        cfg.output.out_dir = Some(tmp.path().to_path_buf());
         let dump = golden.join("cases").join(id).join("Fdump.bin");
-        if cfg.hkl_file.is_none() && dump.is_file() {
+        if cfg.params.hkl_file.is_none() && dump.is_file() {
             std::fs::copy(&dump, tmp.path().join("Fdump.bin")).unwrap();
         }
         let (exp, _) = simulate::setup(&cfg).unwrap();

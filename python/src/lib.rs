@@ -20,7 +20,7 @@ use std::time::Duration;
 fn to_py(e: nbcore::Error) -> PyErr {
     let msg = e.to_string();
     match &e {
-        nbcore::Error::Output { .. } => PyOSError::new_err(msg),
+        nbcore::Error::Output { .. } | nbcore::Error::OutputIo { .. } | nbcore::Error::FileIo { .. } => PyOSError::new_err(msg),
         nbcore::Error::File { line: None, reason, .. } if reason.starts_with("cannot read") || reason.starts_with("cannot open") => {
             PyOSError::new_err(msg)
         }
@@ -189,7 +189,7 @@ impl Core {
             }
         }
         let e = &self.exp;
-        let adc = adc.unwrap_or(self.cfg.adc_offset);
+        let adc = adc.unwrap_or(self.cfg.output.adc_offset);
         let mut rng = e.rng.clone();
         let mut seed = seed.map(|s| -s).unwrap_or(e.seed);
         let (fp, sp, roi) = (e.det.fpixels, e.det.spixels, e.roi);
@@ -227,7 +227,7 @@ impl Core {
         let e = &self.exp;
         let header = simulate::smv_header(e);
         py.detach(|| {
-            let ints = nbcore::io::smv::int_pixels(data, e.det.fpixels, e.det.spixels, e.roi, scale, self.cfg.adc_offset);
+            let ints = nbcore::io::smv::int_pixels(data, e.det.fpixels, e.det.spixels, e.roi, scale, self.cfg.output.adc_offset);
             nbcore::io::smv::write_smv(&path, &header, &ints)
         })
         .map_err(to_py)?;

@@ -176,11 +176,11 @@ fn run_size(
     let mut warm_args = base.clone();
     warm_args.extend(plan::warm_output_args());
     let mut cfg = crate::cli::flags::parse_simulate_args(&warm_args).map_err(|e| anyhow!("size {size}: bad arguments: {e}"))?;
-    cfg.out_dir = Some(warm_dir.to_path_buf());
-    cfg.threads = plan.threads;
-    cfg.precision = if plan.single_precision { Precision::Single } else { Precision::Double };
-    cfg.progress = false;
-    cfg.quiet = true;
+    cfg.output.out_dir = Some(warm_dir.to_path_buf());
+    cfg.run.threads = plan.threads;
+    cfg.run.precision = if plan.single_precision { Precision::Single } else { Precision::Double };
+    cfg.run.progress = false;
+    cfg.run.quiet = true;
 
     // ---------------------------------------------------------------- process arguments
     let mut c_args = base.clone();
@@ -286,7 +286,7 @@ fn run_size(
         let (mut exp, _log) = crate::simulate::setup(&cfg).map_err(|e| anyhow!("size {size}: setup failed: {e}"))?;
         let setup_s = t0.elapsed().as_secs_f64();
         let t1 = Instant::now();
-        let rendered = crate::simulate::render(&exp, cfg.threads, &|_| {}).map_err(|e| anyhow!("size {size}: render failed: {e}"))?;
+        let rendered = crate::simulate::render(&exp, cfg.run.threads, &|_| {}).map_err(|e| anyhow!("size {size}: render failed: {e}"))?;
         let render_s = t1.elapsed().as_secs_f64();
         let t2 = Instant::now();
         crate::simulate::write_outputs(&cfg, &mut exp, &rendered, &mut std::io::sink())

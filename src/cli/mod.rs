@@ -16,7 +16,7 @@ mod tests;
 use crate::config::SmvInput;
 use crate::io::smv::{header_value, read_smv};
 use crate::{Config, Error, Result};
-use flags::{Arity, Category, Flag, Vals, FLAGS, RTD};
+use flags::{units, Arity, Category, Flag, Vals, FLAGS};
 use std::collections::HashMap;
 #[cfg(test)]
 use std::path::Path;
@@ -278,43 +278,43 @@ fn apply_smv_header(c: &mut Config, smv: &SmvInput, is_mask: bool, flag: &str) -
             v => Ok(v),
         }
     };
-    c.fpixels = smv.width as i64;
-    c.spixels = smv.height as i64;
+    c.params.fpixels = smv.width as i64;
+    c.params.spixels = smv.height as i64;
     if let Some(v) = positive("PIXEL_SIZE")? {
-        c.pixel_size = v / 1000.0;
+        c.params.pixel_size = units::mm(v);
     }
-    c.detsize_f = c.pixel_size * c.fpixels as f64;
-    c.detsize_s = c.pixel_size * c.spixels as f64;
+    c.params.detsize_f = c.params.pixel_size * c.params.fpixels as f64;
+    c.params.detsize_s = c.params.pixel_size * c.params.spixels as f64;
     if let Some(v) = positive("DISTANCE")? {
-        c.distance = v / 1000.0;
+        c.params.distance = units::mm(v);
     }
     if let Some(v) = positive("CLOSE_DISTANCE")? {
-        c.close_distance = Some(v / 1000.0);
+        c.params.close_distance = Some(units::mm(v));
     }
     if let Some(v) = positive("WAVELENGTH")? {
-        c.lambda0 = v / 1e10;
+        c.params.lambda0 = units::angstrom(v);
     }
     if let Some(v) = finite("BEAM_CENTER_X")? {
-        c.xbeam = Some(v / 1000.0);
+        c.params.xbeam = Some(units::mm(v));
     }
     if let Some(v) = finite("BEAM_CENTER_Y")? {
-        c.ybeam = Some(if is_mask {
-            c.detsize_s - v / 1000.0
+        c.params.ybeam = Some(if is_mask {
+            c.params.detsize_s - units::mm(v)
         } else {
-            v / 1000.0
+            units::mm(v)
         });
     }
     if let Some(v) = finite("ORGX")? {
-        c.orgx = Some(v);
+        c.params.orgx = Some(v);
     }
     if let Some(v) = finite("ORGY")? {
-        c.orgy = Some(v);
+        c.params.orgy = Some(v);
     }
     if let Some(v) = finite("PHI")? {
-        c.phi0 = v / RTD;
+        c.params.phi0 = units::deg(v);
     }
     if let Some(v) = finite("OSC_RANGE")? {
-        c.osc = Some(v / RTD);
+        c.params.osc = Some(units::deg(v));
     }
     // TWOTHETA: the C reads it into a variable that is never used.
     Ok(())
@@ -328,17 +328,24 @@ fn load_smv(flag: &str, path: &str) -> Result<SmvInput> {
 pub fn parse_simulate_args(args: &[String]) -> Result<Config> {
     let occurrences = tokenize(args)?;
     let mut c = Config::default();
+    let last = |name: &str| occurrences.iter().rev().find(|o| o.flag.name == name);
+
+    // `--params FILE`: a saved parameter set is the base; every flag on the command line overrides it.
+    if let Some(o) = last("--params") {
+        c = Config::load_json(&os_path(&o.words[0])).map_err(|e| Error::flag(&o.typed, e.to_string()))?;
+    }
 
     // Pre-pass (C L400-L502): the last -mask and the last -img are read before every other flag.
-    let last = |name: &str| occurrences.iter().rev().find(|o| o.flag.name == name);
     if let Some(o) = last("-mask") {
         let smv = load_smv(&o.typed, &o.words[0])?;
         apply_smv_header(&mut c, &smv, true, &o.typed)?;
+        c.params.mask_file = Some(smv.path.clone());
         c.mask = Some(smv);
     }
     if let Some(o) = last("-img") {
         let smv = load_smv(&o.typed, &o.words[0])?;
         apply_smv_header(&mut c, &smv, false, &o.typed)?;
+        c.params.img_file = Some(smv.path.clone());
         c.img = Some(smv);
     }
 

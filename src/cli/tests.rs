@@ -121,8 +121,8 @@ fn every_checklist_and_port_spelling_is_known() {
 #[test]
 fn every_spelling_parses() {
     for f in FLAGS {
-        if f.name == "-img" || f.name == "-mask" {
-            continue; // these read files; see the img/mask tests
+        if f.name == "-img" || f.name == "-mask" || f.name == "--params" {
+            continue; // these read files; see the img/mask and params tests
         }
         for s in f.spellings() {
             let mut args = vec![s.to_string()];
@@ -137,9 +137,9 @@ fn every_spelling_parses() {
 #[test]
 fn no_arguments_give_the_defaults() {
     let c = parse_simulate_args(&[]).unwrap();
-    assert_eq!(c.distance, 0.1);
-    assert_eq!(c.convention, Convention::Mosflm);
-    assert!(c.calculate_noise && c.write_pgm && c.progress);
+    assert_eq!(c.params.distance, 0.1);
+    assert_eq!(c.params.convention, Convention::Mosflm);
+    assert!(c.output.calculate_noise && c.output.write_pgm && c.run.progress);
 }
 
 fn golden_dir() -> Option<PathBuf> {
@@ -219,39 +219,39 @@ fn golden_argument_values() {
         return;
     }
     let c = get("base_mosflm_cubic");
-    assert_eq!(c.cell.unwrap().a, 100.0);
-    assert_eq!(c.cell.unwrap().gamma, 90.0 / RTD);
-    assert_eq!((c.na, c.nb, c.nc), (5.0, 5.0, 5.0));
-    assert_eq!((c.fpixels, c.spixels), (128, 128));
-    assert_eq!(c.seed, Some(-12345));
-    assert!(!c.progress && c.calculate_noise && c.write_pgm);
-    assert_eq!(c.noisefile, PathBuf::from("noise.img"));
+    assert_eq!(c.params.cell.unwrap().a, 100.0);
+    assert_eq!(c.params.cell.unwrap().gamma, 90.0 / RTD);
+    assert_eq!((c.params.na, c.params.nb, c.params.nc), (5.0, 5.0, 5.0));
+    assert_eq!((c.params.fpixels, c.params.spixels), (128, 128));
+    assert_eq!(c.params.seed, Some(-12345));
+    assert!(!c.run.progress && c.output.calculate_noise && c.output.write_pgm);
+    assert_eq!(c.output.noisefile, PathBuf::from("noise.img"));
 
     let c = get("conv_custom_beam");
-    assert_eq!(c.convention, Convention::Custom);
-    assert_eq!(c.fdet_vector, [-1.0, 0.0, 0.0]);
-    assert_eq!(c.pivot, Pivot::Beam);
-    assert_eq!(c.polarization, 0.8);
+    assert_eq!(c.params.convention, Convention::Custom);
+    assert_eq!(c.params.fdet_vector, [-1.0, 0.0, 0.0]);
+    assert_eq!(c.params.pivot, Pivot::Beam);
+    assert_eq!(c.params.polarization, 0.8);
 
     let c = get("conv_custom_sample");
-    assert_eq!(c.pix0_vector, Some([0.01, 0.02, 0.1]));
-    assert_eq!(c.close_distance, Some(95.0 / 1000.0));
-    assert_eq!(c.pivot, Pivot::Sample);
+    assert_eq!(c.params.pix0_vector, Some([0.01, 0.02, 0.1]));
+    assert_eq!(c.params.close_distance, Some(95.0 / 1000.0));
+    assert_eq!(c.params.pivot, Pivot::Sample);
 
     let c = get("noeffect_flags");
-    assert_eq!(c.stol_file.as_ref().unwrap().1, 1e10);
+    assert_eq!(c.params.stol_file.as_ref().unwrap().1, 1e10);
 
     let c = get("combo_256");
-    assert_eq!(c.mosaic_seed, -99);
-    assert_eq!(c.detector_mu, Some(1.0 / (300.0 * 1e-6)));
-    assert_eq!(c.detector_thicksteps, Some(2));
-    assert_eq!(c.hdivsteps, Some(3));
-    assert_eq!(c.vdivrange, Some(0.4 / 1000.0));
+    assert_eq!(c.params.mosaic_seed, -99);
+    assert_eq!(c.params.detector_mu, Some(1.0 / (300.0 * 1e-6)));
+    assert_eq!(c.params.detector_thicksteps, Some(2));
+    assert_eq!(c.params.hdivsteps, Some(3));
+    assert_eq!(c.params.vdivrange, Some(0.4 / 1000.0));
 
     let c = get("conv_xds_orgx");
-    assert_eq!(c.convention, Convention::Xds);
-    assert_eq!((c.orgx, c.orgy), (Some(40.5), Some(70.2)));
-    assert_eq!((c.fpixels, c.spixels), (96, 128));
+    assert_eq!(c.params.convention, Convention::Xds);
+    assert_eq!((c.params.orgx, c.params.orgy), (Some(40.5), Some(70.2)));
+    assert_eq!((c.params.fpixels, c.params.spixels), (96, 128));
 }
 
 #[test]
@@ -262,74 +262,74 @@ fn unit_conversions() {
          -dispersion 1.5 -detector_thick 300 -water 0.5 -dmin 4 -beamsize 0.15 -sample_thick 0.0008 \
          -cell 70 80 90 85 95 105 -misset 10 -20 30",
     );
-    assert_eq!(c.distance, 100.0 / 1000.0);
-    assert_eq!(c.pixel_size, 0.172 / 1000.0);
-    assert_eq!(c.lambda0, 1.5 / 1.0e10);
-    assert_eq!(c.xbeam, Some(51.2 / 1000.0));
-    assert_eq!(c.ybeam, Some(-3.0 / 1000.0));
-    assert_eq!((c.detsize_f, c.detsize_s), (0.03, 0.03));
+    assert_eq!(c.params.distance, 100.0 / 1000.0);
+    assert_eq!(c.params.pixel_size, 0.172 / 1000.0);
+    assert_eq!(c.params.lambda0, 1.5 / 1.0e10);
+    assert_eq!(c.params.xbeam, Some(51.2 / 1000.0));
+    assert_eq!(c.params.ybeam, Some(-3.0 / 1000.0));
+    assert_eq!((c.params.detsize_f, c.params.detsize_s), (0.03, 0.03));
     assert_eq!(RTD, 180.0 * std::f64::consts::FRAC_1_PI);
-    assert_eq!(c.detector_twotheta, 15.0 / RTD);
-    assert_eq!(c.detector_rotx, 5.0 / RTD);
-    assert_eq!(c.phi0, 10.0 / RTD);
-    assert_eq!(c.osc, Some(2.0 / RTD));
-    assert_eq!(c.phistep, Some(0.5 / RTD));
-    assert_eq!(c.mosaic_spread, Some(0.8 / RTD));
+    assert_eq!(c.params.detector_twotheta, 15.0 / RTD);
+    assert_eq!(c.params.detector_rotx, 5.0 / RTD);
+    assert_eq!(c.params.phi0, 10.0 / RTD);
+    assert_eq!(c.params.osc, Some(2.0 / RTD));
+    assert_eq!(c.params.phistep, Some(0.5 / RTD));
+    assert_eq!(c.params.mosaic_spread, Some(0.8 / RTD));
     assert_eq!(
-        (c.hdivrange, c.vdivrange),
+        (c.params.hdivrange, c.params.vdivrange),
         (Some(1.2 / 1000.0), Some(1.2 / 1000.0))
     );
-    assert_eq!(c.hdivstep, Some(0.3 / 1000.0));
-    assert_eq!(c.dispersion, 1.5 / 100.0);
-    assert_eq!(c.detector_thick, 300.0 * 1e-6);
-    assert_eq!(c.water_size, 0.5 / 1e6);
-    assert_eq!(c.dmin, 4.0 * 1e-10);
-    assert_eq!(c.beamsize, 0.15 / 1000.0);
-    assert_eq!(c.sample_x, 0.0008 / 1000.0);
-    let cell = c.cell.unwrap();
+    assert_eq!(c.params.hdivstep, Some(0.3 / 1000.0));
+    assert_eq!(c.params.dispersion, 1.5 / 100.0);
+    assert_eq!(c.params.detector_thick, 300.0 * 1e-6);
+    assert_eq!(c.params.water_size, 0.5 / 1e6);
+    assert_eq!(c.params.dmin, 4.0 * 1e-10);
+    assert_eq!(c.params.beamsize, 0.15 / 1000.0);
+    assert_eq!(c.params.sample_x, 0.0008 / 1000.0);
+    let cell = c.params.cell.unwrap();
     assert_eq!((cell.a, cell.b, cell.c), (70.0, 80.0, 90.0));
     assert_eq!(
         (cell.alpha, cell.beta, cell.gamma),
         (85.0 / RTD, 95.0 / RTD, 105.0 / RTD)
     );
     assert_eq!(
-        c.misset,
+        c.params.misset,
         Some(Misset::Angles([10.0 / RTD, -20.0 / RTD, 30.0 / RTD]))
     );
 
     assert_eq!(
-        parse("-energy 12000").lambda0,
+        parse("-energy 12000").params.lambda0,
         (12398.42 / 12000.0) / 1.0e10
     );
-    assert_eq!(parse("-wavelength 2").lambda0, 2e-10);
-    assert_eq!(parse("-close_distance 95").close_distance, Some(0.095));
+    assert_eq!(parse("-wavelength 2").params.lambda0, 2e-10);
+    assert_eq!(parse("-close_distance 95").params.close_distance, Some(0.095));
     assert_eq!(
-        parse("-detector_abs 250").detector_mu,
+        parse("-detector_abs 250").params.detector_mu,
         Some(1.0 / (250.0 * 1e-6))
     );
     let c = parse("-detector_thick 300 -detector_absorb inf");
-    assert_eq!((c.detector_thick, c.detector_mu), (0.0, Some(0.0)));
+    assert_eq!((c.params.detector_thick, c.params.detector_mu), (0.0, Some(0.0)));
     let c = parse("-detector_thick 300 -detector_abs 0");
-    assert_eq!((c.detector_thick, c.detector_mu), (0.0, Some(0.0)));
+    assert_eq!((c.params.detector_thick, c.params.detector_mu), (0.0, Some(0.0)));
     // Order matters, as in the C: a later thickness survives.
     assert_eq!(
-        parse("-detector_abs inf -detector_thick 300").detector_thick,
+        parse("-detector_abs inf -detector_thick 300").params.detector_thick,
         300.0 * 1e-6
     );
     let c = parse("-xtalsize 0.25");
     assert_eq!(
-        (c.sample_x, c.sample_y, c.sample_z),
+        (c.params.sample_x, c.params.sample_y, c.params.sample_z),
         (0.25 / 1000.0, 0.25 / 1000.0, 0.25 / 1000.0)
     );
-    assert_eq!(parse("-height 0.1").sample_z, 0.1 / 1000.0);
-    assert_eq!(parse("-ORGX 40.5").orgx, Some(40.5));
-    assert_eq!(parse("-stol a").stol_file, Some((PathBuf::from("a"), 1e10)));
+    assert_eq!(parse("-height 0.1").params.sample_z, 0.1 / 1000.0);
+    assert_eq!(parse("-ORGX 40.5").params.orgx, Some(40.5));
+    assert_eq!(parse("-stol a").params.stol_file, Some((PathBuf::from("a"), 1e10)));
     assert_eq!(
-        parse("-4stol a").stol_file,
+        parse("-4stol a").params.stol_file,
         Some((PathBuf::from("a"), 1e10 / 4.0))
     );
     assert_eq!(
-        parse("-Q a").stol_file,
+        parse("-Q a").params.stol_file,
         Some((PathBuf::from("a"), 1e10 / std::f64::consts::PI / 4.0))
     );
 }
@@ -337,22 +337,22 @@ fn unit_conversions() {
 #[test]
 fn integer_flags() {
     let c = parse("-N 5 -Nb 7");
-    assert_eq!((c.na, c.nb, c.nc), (5.0, 7.0, 5.0));
+    assert_eq!((c.params.na, c.params.nb, c.params.nc), (5.0, 7.0, 5.0));
     let c =
         parse("-detpixels 128 -detpixels_y 96 -oversample 3 -phisteps 4 -dispsteps 2 -divsteps 5");
-    assert_eq!((c.fpixels, c.spixels), (128, 96));
-    assert_eq!(c.oversample, Some(3));
-    assert_eq!(c.phisteps, Some(4));
-    assert_eq!(c.dispsteps, Some(2));
-    assert_eq!((c.hdivsteps, c.vdivsteps), (Some(5), Some(5)));
-    assert_eq!(parse("-roi 20 90 30 100").roi, Some([20, 90, 30, 100]));
-    assert_eq!(parse("-roi 5 5 0 0").roi, Some([5, 5, 0, 0]));
-    assert_eq!(parse("-N 4.0").na, 4.0);
+    assert_eq!((c.params.fpixels, c.params.spixels), (128, 96));
+    assert_eq!(c.params.oversample, Some(3));
+    assert_eq!(c.params.phisteps, Some(4));
+    assert_eq!(c.params.dispsteps, Some(2));
+    assert_eq!((c.params.hdivsteps, c.params.vdivsteps), (Some(5), Some(5)));
+    assert_eq!(parse("-roi 20 90 30 100").params.roi, Some([20, 90, 30, 100]));
+    assert_eq!(parse("-roi 5 5 0 0").params.roi, Some([5, 5, 0, 0]));
+    assert_eq!(parse("-N 4.0").params.na, 4.0);
     // As in the C, N <= 1 is accepted here and clamped later.
-    assert_eq!(parse("-N 0").na, 0.0);
-    assert_eq!(parse("-Na -3").na, -3.0);
+    assert_eq!(parse("-N 0").params.na, 0.0);
+    assert_eq!(parse("-Na -3").params.na, -3.0);
     assert_eq!(
-        parse("-printout_pixel 70 60").printout_pixel,
+        parse("-printout_pixel 70 60").run.printout_pixel,
         Some((70, 60))
     );
 }
@@ -360,18 +360,18 @@ fn integer_flags() {
 #[test]
 fn seeds_are_stored_negated() {
     let c = parse("-seed 12345 -mosaic_seed 777");
-    assert_eq!(c.seed, Some(-12345));
-    assert_eq!(c.mosaic_seed, -777);
-    assert_eq!(c.misset_seed, None);
+    assert_eq!(c.params.seed, Some(-12345));
+    assert_eq!(c.params.mosaic_seed, -777);
+    assert_eq!(c.params.misset_seed, None);
     let c = parse("-misset_seed 42 -misset random");
-    assert_eq!(c.misset, Some(Misset::Random));
-    assert_eq!(c.misset_seed, Some(-42));
-    assert_eq!(c.seed, None);
+    assert_eq!(c.params.misset, Some(Misset::Random));
+    assert_eq!(c.params.misset_seed, Some(-42));
+    assert_eq!(c.params.seed, None);
     // -misset_seed does not read misset angles (the C's substring match would).
-    assert_eq!(parse("-misset_seed 42 -N 5").misset, None);
+    assert_eq!(parse("-misset_seed 42 -N 5").params.misset, None);
     assert!(parse_err("-misset_seed 42 10 20 30").starts_with("10: unexpected word"));
-    assert_eq!(parse("-misset randomize").misset, Some(Misset::Random));
-    assert_eq!(parse("--seed 9").seed, Some(-9));
+    assert_eq!(parse("-misset randomize").params.misset, Some(Misset::Random));
+    assert_eq!(parse("--seed 9").params.seed, Some(-9));
 }
 
 #[test]
@@ -388,17 +388,17 @@ fn side_effects_convention_and_pivot() {
         "-pix0_vector_mm",
     ] {
         let c = parse(&format!("-xds {f} 0 -1 0"));
-        assert_eq!(c.convention, Convention::Custom, "{f}");
+        assert_eq!(c.params.convention, Convention::Custom, "{f}");
     }
-    assert_eq!(parse("-fdet_vector -1 0 0").fdet_vector, [-1.0, 0.0, 0.0]);
-    assert_eq!(parse("-spindle_axis 0 1 0").spindle_vector, [0.0, 1.0, 0.0]);
+    assert_eq!(parse("-fdet_vector -1 0 0").params.fdet_vector, [-1.0, 0.0, 0.0]);
+    assert_eq!(parse("-spindle_axis 0 1 0").params.spindle_vector, [0.0, 1.0, 0.0]);
     assert_eq!(
-        parse("-pix0_vector_mm 1 2 3").pix0_vector,
+        parse("-pix0_vector_mm 1 2 3").params.pix0_vector,
         Some([1.0, 2.0, 3.0])
     );
     // A later convention flag wins over custom vectors (last occurrence wins).
     assert_eq!(
-        parse("-beam_vector 0 0 1 -adxv").convention,
+        parse("-beam_vector 0 0 1 -adxv").params.convention,
         Convention::Adxv
     );
 
@@ -410,7 +410,7 @@ fn side_effects_convention_and_pivot() {
         ("-dials", Convention::Dials, Pivot::Beam),
     ] {
         let c = parse(&format!("-pivot sample {args}"));
-        assert_eq!((c.convention, c.pivot), (conv, pivot), "{args}");
+        assert_eq!((c.params.convention, c.params.pivot), (conv, pivot), "{args}");
     }
     for (args, pivot) in [
         ("-Xbeam 5", Pivot::Beam),
@@ -428,73 +428,73 @@ fn side_effects_convention_and_pivot() {
         ("-pivot sample -Xbeam 5", Pivot::Beam),
         ("-xds -distance 100", Pivot::Beam),
     ] {
-        assert_eq!(parse(&format!("-mosflm {args}")).pivot, pivot, "{args}");
+        assert_eq!(parse(&format!("-mosflm {args}")).params.pivot, pivot, "{args}");
         let start = if pivot == Pivot::Beam {
             "-pivot sample"
         } else {
             "-pivot beam"
         };
-        assert_eq!(parse(&format!("{start} {args}")).pivot, pivot, "{args}");
+        assert_eq!(parse(&format!("{start} {args}")).params.pivot, pivot, "{args}");
     }
     // -twotheta_axis sets neither the angle nor the pivot.
     let c = parse("-pivot beam -twotheta_axis 0 0 -1");
-    assert_eq!((c.detector_twotheta, c.pivot), (0.0, Pivot::Beam));
+    assert_eq!((c.params.detector_twotheta, c.params.pivot), (0.0, Pivot::Beam));
 }
 
 #[test]
 fn twotheta_axis_keeps_the_angle() {
     let c = parse("-twotheta 15 -twotheta_axis 0 0 -1");
-    assert_eq!(c.detector_twotheta, 15.0 / RTD);
-    assert_eq!(c.twotheta_axis, [0.0, 0.0, -1.0]);
-    assert_eq!(c.convention, Convention::Custom);
-    assert_eq!(c.pivot, Pivot::Sample);
+    assert_eq!(c.params.detector_twotheta, 15.0 / RTD);
+    assert_eq!(c.params.twotheta_axis, [0.0, 0.0, -1.0]);
+    assert_eq!(c.params.convention, Convention::Custom);
+    assert_eq!(c.params.pivot, Pivot::Sample);
 }
 
 #[test]
 fn last_occurrence_wins() {
     let c = parse("-nonoise -noisefile n.img");
-    assert!(c.calculate_noise);
-    assert_eq!(c.noisefile, PathBuf::from("n.img"));
-    assert!(!parse("-noisefile n.img -nonoise").calculate_noise);
-    assert!(parse("-nopgm -pgmfile p.pgm").write_pgm);
+    assert!(c.output.calculate_noise);
+    assert_eq!(c.output.noisefile, PathBuf::from("n.img"));
+    assert!(!parse("-noisefile n.img -nonoise").output.calculate_noise);
+    assert!(parse("-nopgm -pgmfile p.pgm").output.write_pgm);
     let c = parse("-nopgm -pgmscale 2");
-    assert!(c.write_pgm);
-    assert_eq!(c.pgm_scale, 2.0);
-    assert!(!parse("-pgmscale 2 -nopgm").write_pgm);
+    assert!(c.output.write_pgm);
+    assert_eq!(c.output.pgm_scale, 2.0);
+    assert!(!parse("-pgmscale 2 -nopgm").output.write_pgm);
     assert_eq!(
-        parse("-interpolate -nointerpolate").interpolate,
+        parse("-interpolate -nointerpolate").params.interpolate,
         Some(false)
     );
-    assert_eq!(parse("-nointerpolate -interpolate").interpolate, Some(true));
+    assert_eq!(parse("-nointerpolate -interpolate").params.interpolate, Some(true));
     let c = parse("-nopolar -polar 0.5");
-    assert!(!c.nopolar);
-    assert_eq!(c.polarization, 0.5);
-    assert!(parse("-polar 0.5 -nopolar").nopolar);
-    assert!(!parse("-progress -noprogress").progress);
-    assert!(parse("-noprogress -progress").progress);
-    assert_eq!(parse("-lambda 2 -energy 12398.42").lambda0, 1e-10);
-    assert_eq!(parse("-N 3 -Na 2").na, 2.0);
-    assert_eq!(parse("-Na 2 -N 3").na, 3.0);
-    assert_eq!(parse("-round_xtal -gauss_xtal").shape, CrystalShape::Gauss);
-    assert_eq!(parse("-binary_spots").shape, CrystalShape::Tophat);
-    assert!(!parse("-square_div").round_div);
-    assert!(parse("-square_div -round_div").round_div);
-    assert!(parse("-printout").printout);
-    assert!(parse("-printout_pixel 1 2").printout);
+    assert!(!c.params.nopolar);
+    assert_eq!(c.params.polarization, 0.5);
+    assert!(parse("-polar 0.5 -nopolar").params.nopolar);
+    assert!(!parse("-progress -noprogress").run.progress);
+    assert!(parse("-noprogress -progress").run.progress);
+    assert_eq!(parse("-lambda 2 -energy 12398.42").params.lambda0, 1e-10);
+    assert_eq!(parse("-N 3 -Na 2").params.na, 2.0);
+    assert_eq!(parse("-Na 2 -N 3").params.na, 3.0);
+    assert_eq!(parse("-round_xtal -gauss_xtal").params.shape, CrystalShape::Gauss);
+    assert_eq!(parse("-binary_spots").params.shape, CrystalShape::Tophat);
+    assert!(!parse("-square_div").params.round_div);
+    assert!(parse("-square_div -round_div").params.round_div);
+    assert!(parse("-printout").run.printout);
+    assert!(parse("-printout_pixel 1 2").run.printout);
 }
 
 #[test]
 fn cell_values() {
     let c = parse("-cell 100 -N 5");
-    let cell = c.cell.unwrap();
+    let cell = c.params.cell.unwrap();
     assert_eq!((cell.a, cell.b, cell.c, cell.alpha), (100.0, 0.0, 0.0, 0.0));
-    assert_eq!(c.na, 5.0);
-    let cell = parse("-cell 70 80 90 -distance 10").cell.unwrap();
+    assert_eq!(c.params.na, 5.0);
+    let cell = parse("-cell 70 80 90 -distance 10").params.cell.unwrap();
     assert_eq!(
         (cell.a, cell.b, cell.c, cell.gamma),
         (70.0, 80.0, 90.0, 0.0)
     );
-    let cell = parse("--cell 70 80 90 85 95 105").cell.unwrap();
+    let cell = parse("--cell 70 80 90 85 95 105").params.cell.unwrap();
     assert_eq!(cell.beta, 95.0 / RTD);
     // A word starting with '-' ends the list (as in the C), so a negative value becomes a stray word.
     assert!(parse_err("-cell 70 -80 90").starts_with("-80: "));
@@ -506,8 +506,8 @@ fn cell_values() {
 
 #[test]
 fn curved_det_needs_a_following_word() {
-    assert!(parse("-curved_det -nonoise").curved_detector);
-    assert!(!parse("-nonoise -curved_det").curved_detector);
+    assert!(parse("-curved_det -nonoise").params.curved_detector);
+    assert!(!parse("-nonoise -curved_det").params.curved_detector);
 }
 
 #[test]
@@ -517,31 +517,31 @@ fn long_options() {
          --default-F 50 --out-dir out --threads 3 --precision single --png p.png --quiet \
          --floatfile f.bin --intfile i.img --noisefile n.img --nonoise --nopgm",
     );
-    assert_eq!((c.fpixels, c.spixels), (256, 256));
-    assert_eq!(c.pixel_size, 0.05 / 1000.0);
-    assert_eq!(c.distance, 0.08);
-    assert_eq!(c.hkl_file, Some(PathBuf::from("P1.hkl")));
-    assert_eq!(c.mat_file, Some(PathBuf::from("A.mat")));
-    assert_eq!(c.lambda0, 1.2 / 1e10);
-    assert_eq!((c.na, c.nb, c.nc), (4.0, 4.0, 4.0));
-    assert_eq!(c.default_f, 50.0);
-    assert_eq!(c.out_dir, Some(PathBuf::from("out")));
-    assert_eq!(c.threads, Some(3));
-    assert_eq!(c.precision, Precision::Single);
-    assert_eq!(c.pngfile, Some(PathBuf::from("p.png")));
-    assert!(c.quiet);
-    assert_eq!(c.floatfile, PathBuf::from("f.bin"));
-    assert_eq!(c.intfile, PathBuf::from("i.img"));
-    assert_eq!(c.noisefile, PathBuf::from("n.img"));
-    assert!(!c.calculate_noise && !c.write_pgm);
+    assert_eq!((c.params.fpixels, c.params.spixels), (256, 256));
+    assert_eq!(c.params.pixel_size, 0.05 / 1000.0);
+    assert_eq!(c.params.distance, 0.08);
+    assert_eq!(c.params.hkl_file, Some(PathBuf::from("P1.hkl")));
+    assert_eq!(c.params.mat_file, Some(PathBuf::from("A.mat")));
+    assert_eq!(c.params.lambda0, 1.2 / 1e10);
+    assert_eq!((c.params.na, c.params.nb, c.params.nc), (4.0, 4.0, 4.0));
+    assert_eq!(c.params.default_f, 50.0);
+    assert_eq!(c.output.out_dir, Some(PathBuf::from("out")));
+    assert_eq!(c.run.threads, Some(3));
+    assert_eq!(c.run.precision, Precision::Single);
+    assert_eq!(c.output.pngfile, Some(PathBuf::from("p.png")));
+    assert!(c.run.quiet);
+    assert_eq!(c.output.floatfile, PathBuf::from("f.bin"));
+    assert_eq!(c.output.intfile, PathBuf::from("i.img"));
+    assert_eq!(c.output.noisefile, PathBuf::from("n.img"));
+    assert!(!c.output.calculate_noise && !c.output.write_pgm);
     assert_eq!(
-        parse("-pngfile q.png").pngfile,
+        parse("-pngfile q.png").output.pngfile,
         Some(PathBuf::from("q.png"))
     );
-    assert_eq!(parse("--threads 0").threads, None);
-    assert_eq!(parse("--precision double").precision, Precision::Double);
+    assert_eq!(parse("--threads 0").run.threads, None);
+    assert_eq!(parse("--precision double").run.precision, Precision::Double);
     let c = parse("--distance=80 --out-dir=o");
-    assert_eq!((c.distance, c.out_dir), (0.08, Some(PathBuf::from("o"))));
+    assert_eq!((c.params.distance, c.output.out_dir), (0.08, Some(PathBuf::from("o"))));
     assert!(wants_help(&words("-N 5 --help")));
     assert!(wants_help(&words("-h")));
     assert!(!wants_help(&words("-N 5")));
@@ -624,7 +624,7 @@ fn errors_name_the_flag() {
         let flag = w.split_whitespace().next().unwrap();
         assert!(m.starts_with(&format!("{flag}: ")), "{w}: {m}");
     }
-    assert_eq!(parse("-fluence 0").fluence, 0.0);
+    assert_eq!(parse("-fluence 0").params.fluence, 0.0);
     // ROI.
     assert!(parse_err("-roi 90 20 30 100").starts_with("-roi: inverted"));
     assert!(parse_err("-roi 20 90 100 30").starts_with("-roi: inverted"));
@@ -643,16 +643,16 @@ fn errors_name_the_flag() {
 #[test]
 fn negative_numbers_are_values() {
     let c = parse("-fdet_vector -1 0 0 -sdet_vector 0 -1 0 -Xbeam -5 -misset -10 -20 -30 -adc -3");
-    assert_eq!(c.fdet_vector, [-1.0, 0.0, 0.0]);
-    assert_eq!(c.sdet_vector, [0.0, -1.0, 0.0]);
-    assert_eq!(c.xbeam, Some(-0.005));
+    assert_eq!(c.params.fdet_vector, [-1.0, 0.0, 0.0]);
+    assert_eq!(c.params.sdet_vector, [0.0, -1.0, 0.0]);
+    assert_eq!(c.params.xbeam, Some(-0.005));
     assert_eq!(
-        c.misset,
+        c.params.misset,
         Some(Misset::Angles([-10.0 / RTD, -20.0 / RTD, -30.0 / RTD]))
     );
-    assert_eq!(c.adc_offset, -3.0);
+    assert_eq!(c.output.adc_offset, -3.0);
     assert_eq!(
-        parse("-beam_vector -1e0 -.5 -0.").beam_vector,
+        parse("-beam_vector -1e0 -.5 -0.").params.beam_vector,
         [-1.0, -0.5, -0.0]
     );
 }
@@ -695,26 +695,26 @@ fn img_header_is_applied_before_the_flags() {
     let c = parse(&format!("-img {img}"));
     let smv = c.img.as_ref().unwrap();
     assert_eq!((smv.width, smv.height), (96, 64));
-    assert_eq!((c.fpixels, c.spixels), (96, 64));
-    assert_eq!(c.pixel_size, 0.15 / 1000.0);
+    assert_eq!((c.params.fpixels, c.params.spixels), (96, 64));
+    assert_eq!(c.params.pixel_size, 0.15 / 1000.0);
     assert_eq!(
-        (c.detsize_f, c.detsize_s),
+        (c.params.detsize_f, c.params.detsize_s),
         (0.15 / 1000.0 * 96.0, 0.15 / 1000.0 * 64.0)
     );
     // ValueOf finds the last substring occurrence: DISTANCE reads CLOSE_DISTANCE's value.
-    assert_eq!(c.distance, 110.0 / 1000.0);
-    assert_eq!(c.close_distance, Some(110.0 / 1000.0));
-    assert_eq!(c.lambda0, 1.3 / 1e10);
-    assert_eq!(c.xbeam, Some(4.5 / 1000.0));
-    assert_eq!(c.ybeam, Some(5.2 / 1000.0));
-    assert_eq!((c.orgx, c.orgy), (Some(31.5), Some(29.0)));
-    assert_eq!(c.phi0, 5.0 / RTD);
-    assert_eq!(c.osc, Some(0.4 / RTD));
-    assert_eq!(c.detector_twotheta, 0.0);
-    assert_eq!(c.pivot, Pivot::Beam);
+    assert_eq!(c.params.distance, 110.0 / 1000.0);
+    assert_eq!(c.params.close_distance, Some(110.0 / 1000.0));
+    assert_eq!(c.params.lambda0, 1.3 / 1e10);
+    assert_eq!(c.params.xbeam, Some(4.5 / 1000.0));
+    assert_eq!(c.params.ybeam, Some(5.2 / 1000.0));
+    assert_eq!((c.params.orgx, c.params.orgy), (Some(31.5), Some(29.0)));
+    assert_eq!(c.params.phi0, 5.0 / RTD);
+    assert_eq!(c.params.osc, Some(0.4 / RTD));
+    assert_eq!(c.params.detector_twotheta, 0.0);
+    assert_eq!(c.params.pivot, Pivot::Beam);
     // Flags override the header wherever they appear.
     let c = parse(&format!("-detpixels 32 -lambda 2 -img {img} -Xbeam 1"));
-    assert_eq!((c.fpixels, c.lambda0, c.xbeam), (32, 2e-10, Some(0.001)));
+    assert_eq!((c.params.fpixels, c.params.lambda0, c.params.xbeam), (32, 2e-10, Some(0.001)));
 }
 
 #[test]
@@ -725,17 +725,40 @@ fn mask_header_is_applied_then_img() {
     let c = parse(&format!("-mask {mask}"));
     let m = c.mask.as_ref().unwrap();
     assert_eq!((m.width, m.height, m.data.len()), (128, 128, 128 * 128));
-    assert_eq!((c.fpixels, c.spixels), (128, 128));
-    assert_eq!(c.pixel_size, 0.1 / 1000.0);
-    assert_eq!(c.distance, 90.0 / 1000.0);
-    assert_eq!(c.close_distance, None);
-    assert_eq!(c.lambda0, 1.2 / 1e10);
-    assert_eq!(c.xbeam, Some(6.0 / 1000.0));
+    assert_eq!((c.params.fpixels, c.params.spixels), (128, 128));
+    assert_eq!(c.params.pixel_size, 0.1 / 1000.0);
+    assert_eq!(c.params.distance, 90.0 / 1000.0);
+    assert_eq!(c.params.close_distance, None);
+    assert_eq!(c.params.lambda0, 1.2 / 1e10);
+    assert_eq!(c.params.xbeam, Some(6.0 / 1000.0));
     // The mask's BEAM_CENTER_Y is measured from the other edge.
-    assert_eq!(c.ybeam, Some(0.1 / 1000.0 * 128.0 - 7.0 / 1000.0));
+    assert_eq!(c.params.ybeam, Some(0.1 / 1000.0 * 128.0 - 7.0 / 1000.0));
     assert_eq!(c.img, None);
     // Mask first, then img, whatever the order on the command line.
     let c = parse(&format!("-img {img} -mask {mask}"));
     assert!(c.mask.is_some() && c.img.is_some());
-    assert_eq!((c.fpixels, c.lambda0), (96, 1.3 / 1e10));
+    assert_eq!((c.params.fpixels, c.params.lambda0), (96, 1.3 / 1e10));
+}
+
+#[test]
+fn params_file_is_the_base_and_flags_override_it() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("run.json");
+    let saved = parse("-cell 70 80 90 90 90 90 -N 7 -distance 250 -lambda 1.3 -nonoise -seed 5 --threads 2");
+    saved.save_json(&f).unwrap();
+    let back = parse(&format!("--params {}", f.display()));
+    assert_eq!(back.params, saved.params);
+    assert_eq!(back.output, saved.output);
+    assert_eq!(back.run, saved.run);
+    // wherever --params stands, the flags win
+    let c = parse(&format!("-distance 120 --params {} -N 3", f.display()));
+    assert_eq!(c.params.distance, 0.12);
+    assert_eq!(c.params.na, 3.0);
+    assert_eq!(c.params.lambda0, 1.3 / 1.0e10);
+    assert!(!c.output.calculate_noise);
+    let e = parse_err(&format!("--params {}", d.path().join("missing.json").display()));
+    assert!(e.starts_with("--params: "), "{e}");
+    std::fs::write(&f, "{\"params\": {\"nonsense\": 1}}").unwrap();
+    let e = parse_err(&format!("--params {}", f.display()));
+    assert!(e.contains("nonsense"), "{e}");
 }

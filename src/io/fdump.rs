@@ -27,14 +27,14 @@ pub fn write_fdump(path: &Path, grid: &HklGrid) -> Result<()> {
 /// before anything is allocated.
 pub fn read_fdump(path: &Path) -> Result<HklGrid> {
     let bad = |reason: String| Error::file(path, reason);
-    let len = std::fs::metadata(path).map_err(|e| bad(format!("cannot read structure-factor dump: {e}")))?.len();
+    let len = std::fs::metadata(path).map_err(|e| Error::read(path, "cannot read structure-factor dump", e))?.len();
     // the header is at most six 11-character ints and separators: read it first, the data only
     // once its size is known to match the file
-    let mut fh = std::fs::File::open(path).map_err(|e| bad(format!("cannot read structure-factor dump: {e}")))?;
+    let mut fh = std::fs::File::open(path).map_err(|e| Error::read(path, "cannot read structure-factor dump", e))?;
     let mut head = Vec::with_capacity(256);
     {
         use std::io::Read;
-        (&mut fh).take(256).read_to_end(&mut head).map_err(|e| bad(format!("cannot read structure-factor dump: {e}")))?;
+        (&mut fh).take(256).read_to_end(&mut head).map_err(|e| Error::read(path, "cannot read structure-factor dump", e))?;
     }
     let mut pos = 0usize;
     let mut nums = [0i32; 6];
@@ -78,7 +78,7 @@ pub fn read_fdump(path: &Path) -> Result<HklGrid> {
         None => return Err(bad(format!("header ranges h {}..{}, k {}..{}, l {}..{} are unusable", nums[0], nums[1], nums[2], nums[3], nums[4], nums[5]))),
     }
     let mut grid = HklGrid::empty(nums[0], nums[1], nums[2], nums[3], nums[4], nums[5]).map_err(grid_err)?;
-    let bytes = std::fs::read(path).map_err(|e| bad(format!("cannot read structure-factor dump: {e}")))?;
+    let bytes = std::fs::read(path).map_err(|e| Error::read(path, "cannot read structure-factor dump", e))?;
     let data = bytes.get(pos..).unwrap_or(&[]);
     for (i, (v, c)) in grid.data.iter_mut().zip(data.chunks(8)).enumerate() {
         let mut b = [0u8; 8];

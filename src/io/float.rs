@@ -7,7 +7,7 @@ use std::path::Path;
 /// Write the image to `path` atomically (no second copy of the image).
 pub fn write_float_image(path: &Path, float: &[f32]) -> Result<()> {
     let mut f = AtomicFile::create(path)?;
-    super::write_le(&mut f, float).map_err(|e| Error::Output { path: path.to_path_buf(), reason: e.to_string() })?;
+    super::write_le(&mut f, float).map_err(|e| Error::write(path, e))?;
     f.commit()
 }
 

@@ -9,7 +9,7 @@ use std::path::Path;
 /// Read an HKL text file: one reflection per line, `h k l F` (integers h, k, l). Unlike the C, a line
 /// that is not four numbers is an error naming the line, instead of silently ending the read.
 pub fn read_hkl(path: &Path, default_f: f64, log: &mut Log) -> Result<HklGrid> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::file(path, format!("cannot read HKL file: {e}")))?;
+    let text = std::fs::read_to_string(path).map_err(|e| Error::read(path, "cannot read HKL file", e))?;
     log.line(format!("counting entries in {}", path.display()));
     let mut entries: Vec<(i32, i32, i32, f64)> = Vec::new();
     for (lineno, line) in text.lines().enumerate() {
@@ -44,31 +44,15 @@ pub fn read_hkl(path: &Path, default_f: f64, log: &mut Log) -> Result<HklGrid> {
     if entries.is_empty() {
         return Err(Error::file(path, "no reflections (expected lines of h k l F)"));
     }
-    let h_min = entries.iter().map(|e| e.0).min().unwrap();
-    let h_max = entries.iter().map(|e| e.0).max().unwrap();
-    let k_min = entries.iter().map(|e| e.1).min().unwrap();
-    let k_max = entries.iter().map(|e| e.1).max().unwrap();
-    let l_min = entries.iter().map(|e| e.2).min().unwrap();
-    let l_max = entries.iter().map(|e| e.2).max().unwrap();
-    let mut grid = HklGrid::empty(h_min, h_max, k_min, k_max, l_min, l_max).map_err(|e| Error::file(path, e.to_string()))?;
     if default_f != 0.0 {
         log.line(format!("initializing to default_F = {}:", g(default_f)));
-        for i in 0..grid.h_range {
-            for j in 0..grid.k_range {
-                for k in 0..grid.l_range {
-                    let idx = grid.index(i, j, k);
-                    grid.data[idx] = default_f;
-                }
-            }
-        }
+    }
+    let mut grid = HklGrid::with_default(&entries, default_f).map_err(|e| Error::file(path, e.to_string()))?;
+    if default_f != 0.0 {
         log.line("done initializing:");
     }
     log.line(format!("re-reading {}", path.display()));
-    for &(h, k, l, f) in &entries {
-        let idx = grid.index(h - h_min, k - k_min, l - l_min);
-        grid.data[idx] = f;
-    }
-    grid.hkls = entries.len() as i64;
+    grid.fill(&entries);
     Ok(grid)
 }
 

@@ -5,7 +5,7 @@ use std::path::Path;
 
 /// Read the first nine numbers of a MOSFLM A-matrix file: rows x, y, z; columns a*, b*, c*.
 pub fn read_matrix_file(path: &Path) -> Result<[[f64; 3]; 3]> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::file(path, format!("cannot read orientation matrix: {e}")))?;
+    let text = std::fs::read_to_string(path).map_err(|e| Error::read(path, "cannot read orientation matrix", e))?;
     let mut nums = Vec::with_capacity(9);
     for (lineno, line) in text.lines().enumerate() {
         for tok in line.split_whitespace() {

@@ -85,7 +85,7 @@ impl NexusWriter {
             self.data = None;
             self.file = None;
         }
-        std::fs::rename(&self.tmp, &self.path).map_err(|e| Error::Output { path: self.path.clone(), reason: e.to_string() })?;
+        std::fs::rename(&self.tmp, &self.path).map_err(|e| Error::write(&self.path, e))?;
         self.tmp = PathBuf::new();
         Ok(())
     }
@@ -116,7 +116,7 @@ pub fn nexus_bytes(m: &ImageMeta, counts: &[i32]) -> Result<Vec<u8>> {
     let dir = tempfile::tempdir().map_err(|e| Error::Output { path: std::env::temp_dir(), reason: format!("cannot make a temporary folder for the HDF5 file: {e}") })?;
     let p = dir.path().join("image.nxs");
     write_nexus(&p, m, counts)?;
-    std::fs::read(&p).map_err(|e| Error::Output { path: p.clone(), reason: e.to_string() })
+    std::fs::read(&p).map_err(|e| Error::write(&p, e))
 }
 
 /// Check that the HDF5 library can be loaded (before a long simulation).

@@ -39,8 +39,8 @@ impl OutputCtx<'_> {
     pub fn counts(&self) -> &[i32] {
         self.counts.get_or_init(|| {
             let d = &self.exp.det;
-            let adc = self.cfg.adc_offset;
-            if self.cfg.calculate_noise {
+            let adc = self.cfg.output.adc_offset;
+            if self.cfg.output.calculate_noise {
                 let mut rng = self.exp.rng.clone();
                 let mut seed = self.exp.seed;
                 crate::noise::noise_counts(&mut rng, &mut seed, self.float, d.fpixels, d.spixels, self.exp.roi, adc)
@@ -52,10 +52,10 @@ impl OutputCtx<'_> {
 
     /// What the CBF/NeXus pixels hold, for their headers and the log.
     pub fn counts_description(&self) -> String {
-        if self.cfg.calculate_noise {
-            format!("Poisson photon counts + {} ADC offset (the noise image without its 65535 cap)", g(self.cfg.adc_offset))
+        if self.cfg.output.calculate_noise {
+            format!("Poisson photon counts + {} ADC offset (the noise image without its 65535 cap)", g(self.cfg.output.adc_offset))
         } else {
-            format!("noiseless expected photons rounded to integers + {} ADC offset (-nonoise)", g(self.cfg.adc_offset))
+            format!("noiseless expected photons rounded to integers + {} ADC offset (-nonoise)", g(self.cfg.output.adc_offset))
         }
     }
 }
@@ -88,7 +88,7 @@ pub trait OutputWriter: Sync {
 }
 
 fn io_err(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
-    move |e| Error::Output { path: path.to_path_buf(), reason: e.to_string() }
+    move |e| Error::write(path, e)
 }
 
 /// `-dump` (Fdump.bin), written when `-hkl` was read (nanoBragg.c L2200).
@@ -98,7 +98,7 @@ impl OutputWriter for FdumpWriter {
         "dump"
     }
     fn requested(&self, cfg: &Config) -> Option<PathBuf> {
-        cfg.hkl_file.as_ref().map(|_| cfg.dump_file.clone())
+        cfg.params.hkl_file.as_ref().map(|_| cfg.params.dump_file.clone())
     }
     fn write(&self, ctx: &OutputCtx, path: &Path, w: &mut (dyn Write + Send)) -> Result<Vec<String>> {
         if let Some(grid) = &ctx.exp.fhkl {
@@ -118,11 +118,11 @@ impl OutputWriter for FloatWriter {
         "float"
     }
     fn requested(&self, cfg: &Config) -> Option<PathBuf> {
-        Some(cfg.floatfile.clone())
+        Some(cfg.output.floatfile.clone())
     }
     fn write(&self, ctx: &OutputCtx, path: &Path, w: &mut (dyn Write + Send)) -> Result<Vec<String>> {
         super::write_le(w, ctx.float).map_err(io_err(path))?;
-        Ok(vec![format!("writing {} as {} 4-byte floats", ctx.cfg.floatfile.display(), ctx.float.len())])
+        Ok(vec![format!("writing {} as {} 4-byte floats", ctx.cfg.output.floatfile.display(), ctx.float.len())])
     }
     fn own_thread(&self) -> bool {
         true
@@ -139,14 +139,14 @@ impl OutputWriter for IntWriter {
         "int"
     }
     fn requested(&self, cfg: &Config) -> Option<PathBuf> {
-        Some(cfg.intfile.clone())
+        Some(cfg.output.intfile.clone())
     }
     fn write(&self, ctx: &OutputCtx, path: &Path, w: &mut (dyn Write + Send)) -> Result<Vec<String>> {
         let d = &ctx.exp.det;
-        let ints = int_pixels(ctx.float, d.fpixels, d.spixels, ctx.exp.roi, ctx.intfile_scale, ctx.cfg.adc_offset);
+        let ints = int_pixels(ctx.float, d.fpixels, d.spixels, ctx.exp.roi, ctx.intfile_scale, ctx.cfg.output.adc_offset);
         w.write_all(&smv_header_bytes(&ctx.header).map_err(|e| with_path(e, path))?).map_err(io_err(path))?;
         super::write_le(w, &ints).map_err(io_err(path))?;
-        Ok(vec![format!("writing {} as 2-byte integers", ctx.cfg.intfile.display())])
+        Ok(vec![format!("writing {} as 2-byte integers", ctx.cfg.output.intfile.display())])
     }
     fn memory(&self, pixels: u64) -> u64 {
         pixels * 2
@@ -160,14 +160,14 @@ impl OutputWriter for PgmWriter {
         "pgm"
     }
     fn requested(&self, cfg: &Config) -> Option<PathBuf> {
-        cfg.write_pgm.then(|| cfg.pgmfile.clone())
+        cfg.output.write_pgm.then(|| cfg.output.pgmfile.clone())
     }
     fn write(&self, ctx: &OutputCtx, path: &Path, w: &mut (dyn Write + Send)) -> Result<Vec<String>> {
         let d = &ctx.exp.det;
         let bytes = super::pgm::pgm_pixels(ctx.float, d.fpixels, d.spixels, ctx.exp.roi, ctx.pgm_scale);
         w.write_all(super::pgm::pgm_header(d.fpixels, d.spixels, ctx.pgm_scale).as_bytes()).map_err(io_err(path))?;
         w.write_all(&bytes).map_err(io_err(path))?;
-        Ok(vec![format!("pgm_scale = {}", g(ctx.pgm_scale)), format!("writing {} as 1-byte integers", ctx.cfg.pgmfile.display())])
+        Ok(vec![format!("pgm_scale = {}", g(ctx.pgm_scale)), format!("writing {} as 1-byte integers", ctx.cfg.output.pgmfile.display())])
     }
     fn memory(&self, pixels: u64) -> u64 {
         pixels
@@ -181,7 +181,7 @@ impl OutputWriter for PngWriter {
         "png"
     }
     fn requested(&self, cfg: &Config) -> Option<PathBuf> {
-        cfg.pngfile.clone()
+        cfg.output.pngfile.clone()
     }
     fn write(&self, ctx: &OutputCtx, path: &Path, w: &mut (dyn Write + Send)) -> Result<Vec<String>> {
         let d = &ctx.exp.det;
@@ -201,7 +201,7 @@ impl OutputWriter for NoiseWriter {
         "noise"
     }
     fn requested(&self, cfg: &Config) -> Option<PathBuf> {
-        cfg.calculate_noise.then(|| cfg.noisefile.clone())
+        cfg.output.calculate_noise.then(|| cfg.output.noisefile.clone())
     }
     fn write(&self, ctx: &OutputCtx, path: &Path, w: &mut (dyn Write + Send)) -> Result<Vec<String>> {
         let d = &ctx.exp.det;
@@ -209,11 +209,11 @@ impl OutputWriter for NoiseWriter {
         let mut rng = ctx.exp.rng.clone();
         let mut seed = ctx.exp.seed;
         w.write_all(&smv_header_bytes(&ctx.header).map_err(|e| with_path(e, path))?).map_err(io_err(path))?;
-        let (photons, overloads) = crate::noise::write_noise_rows(w, &mut rng, &mut seed, ctx.float, d.fpixels, d.spixels, ctx.exp.roi, ctx.cfg.adc_offset)
+        let (photons, overloads) = crate::noise::write_noise_rows(w, &mut rng, &mut seed, ctx.float, d.fpixels, d.spixels, ctx.exp.roi, ctx.cfg.output.adc_offset)
             .map_err(io_err(path))?;
         Ok(vec![
             format!("{} photons on noise image ({} overloads)", cf("%.0f", photons), overloads),
-            format!("writing {} as 2-byte integers", ctx.cfg.noisefile.display()),
+            format!("writing {} as 2-byte integers", ctx.cfg.output.noisefile.display()),
         ])
     }
     fn own_thread(&self) -> bool {
@@ -232,10 +232,10 @@ impl OutputWriter for CbfWriter {
         "CBF"
     }
     fn requested(&self, cfg: &Config) -> Option<PathBuf> {
-        cfg.cbffile.clone()
+        cfg.output.cbffile.clone()
     }
     fn write(&self, ctx: &OutputCtx, path: &Path, w: &mut (dyn Write + Send)) -> Result<Vec<String>> {
-        let m = super::meta::ImageMeta::from_experiment(ctx.exp, ctx.cfg.exposure);
+        let m = super::meta::ImageMeta::from_experiment(ctx.exp, ctx.cfg.params.exposure);
         let what = ctx.counts_description();
         w.write_all(&super::cbf::cbf_bytes(&m, ctx.counts(), &what)).map_err(io_err(path))?;
         Ok(vec![format!("writing {} as 4-byte integers (CBF, byte-offset): {what}", self.requested(ctx.cfg).unwrap_or_default().display())])
@@ -255,10 +255,10 @@ impl OutputWriter for NexusWriter {
         "NeXus"
     }
     fn requested(&self, cfg: &Config) -> Option<PathBuf> {
-        cfg.nexusfile.clone()
+        cfg.output.nexusfile.clone()
     }
     fn write(&self, ctx: &OutputCtx, path: &Path, w: &mut (dyn Write + Send)) -> Result<Vec<String>> {
-        let m = super::meta::ImageMeta::from_experiment(ctx.exp, ctx.cfg.exposure);
+        let m = super::meta::ImageMeta::from_experiment(ctx.exp, ctx.cfg.params.exposure);
         let what = ctx.counts_description();
         w.write_all(&super::nexus::nexus_bytes(&m, ctx.counts()).map_err(|e| with_path(e, path))?).map_err(io_err(path))?;
         Ok(vec![format!("writing {} as 4-byte integers (NeXus/NXmx, deflate): {what}", self.requested(ctx.cfg).unwrap_or_default().display())])
@@ -279,6 +279,7 @@ pub static WRITERS: &[&dyn OutputWriter] =
 fn with_path(e: Error, path: &Path) -> Error {
     match e {
         Error::Output { reason, .. } => Error::Output { path: path.to_path_buf(), reason },
+        Error::OutputIo { source, .. } => Error::OutputIo { path: path.to_path_buf(), source },
         e => e,
     }
 }
@@ -316,21 +317,21 @@ fn file_id(p: &Path) -> Option<FileId> {
 /// Every input file a run reads (the Fdump cache when it will be read), with the flag naming it.
 pub fn input_files(cfg: &Config) -> Vec<(&'static str, PathBuf)> {
     let mut v: Vec<(&'static str, PathBuf)> = Vec::new();
-    if let Some(p) = &cfg.hkl_file {
+    if let Some(p) = &cfg.params.hkl_file {
         v.push(("-hkl", p.clone()));
     } else {
-        let dump = resolve_out(cfg, &cfg.dump_file);
+        let dump = resolve_out(cfg, &cfg.params.dump_file);
         if dump.is_file() {
             v.push(("-dump (Fdump cache being read)", dump));
         }
     }
-    if let Some(p) = &cfg.mat_file {
+    if let Some(p) = &cfg.params.mat_file {
         v.push(("-mat", p.clone()));
     }
-    if let Some(p) = &cfg.source_file {
+    if let Some(p) = &cfg.params.source_file {
         v.push(("-sourcefile", p.clone()));
     }
-    if let Some((p, _)) = &cfg.stol_file {
+    if let Some((p, _)) = &cfg.params.stol_file {
         v.push(("-stol", p.clone()));
     }
     if let Some(m) = &cfg.mask {
@@ -429,7 +430,7 @@ fn dir_writable(dir: &Path) -> bool {
 /// Create `--out-dir` when missing; returns the directories it created (to remove again if the run
 /// is refused before writing).
 pub fn create_out_dir(cfg: &Config) -> Result<Vec<PathBuf>> {
-    let Some(dir) = &cfg.out_dir else { return Ok(vec![]) };
+    let Some(dir) = &cfg.output.out_dir else { return Ok(vec![]) };
     let mut created = Vec::new();
     let mut p = dir.clone();
     while !p.as_os_str().is_empty() && !p.exists() {

@@ -22,7 +22,8 @@ pub use read::{read_mmcif, read_pdb, Atom, Model};
 pub use sfcalc::{Cell, SfResult};
 
 /// Command-line settings of the model path (all `None`/off unless `-pdb` or `-cif` is given).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct ModelConfig {
     /// `-pdb FILE`
     pub pdb: Option<PathBuf>,
@@ -175,34 +176,7 @@ pub fn grid_from_entries(entries: &[(i32, i32, i32, f64)], default_f: f64) -> Re
     if entries.is_empty() {
         return Err(Error::setup("the model gave no reflections"));
     }
-    let h_min = entries.iter().map(|e| e.0).min().unwrap();
-    let h_max = entries.iter().map(|e| e.0).max().unwrap();
-    let k_min = entries.iter().map(|e| e.1).min().unwrap();
-    let k_max = entries.iter().map(|e| e.1).max().unwrap();
-    let l_min = entries.iter().map(|e| e.2).min().unwrap();
-    let l_max = entries.iter().map(|e| e.2).max().unwrap();
-    let (h_range, k_range, l_range) = (h_max - h_min + 1, k_max - k_min + 1, l_max - l_min + 1);
-    let n = (h_range as i64 + 1) * (k_range as i64 + 1) * (l_range as i64 + 1);
-    if n > (1i64 << 31) {
-        return Err(Error::setup("the model's reflections span too large a Miller index range"));
-    }
-    let mut grid = HklGrid { h_min, h_max, k_min, k_max, l_min, l_max, h_range, k_range, l_range, data: vec![0.0; n as usize], hkls: 0 };
-    if default_f != 0.0 {
-        for i in 0..h_range {
-            for j in 0..k_range {
-                for k in 0..l_range {
-                    let idx = grid.index(i, j, k);
-                    grid.data[idx] = default_f;
-                }
-            }
-        }
-    }
-    for &(h, k, l, f) in entries {
-        let idx = grid.index(h - h_min, k - k_min, l - l_min);
-        grid.data[idx] = f;
-    }
-    grid.hkls = entries.len() as i64;
-    Ok(grid)
+    HklGrid::from_entries(entries, default_f)
 }
 
 /// A model read for a simulation: its file, and the cell it gives (degrees).
