@@ -785,7 +785,10 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
         }
         if let (Some(nx), false) = (&nexus_name, todo.is_empty()) {
             // todo is the whole shard here: the file's frame 0 is this first frame (its omega start)
-            let m = crate::io::meta::ImageMeta::from_experiment(&exp, cfg.exposure);
+            let mut m = crate::io::meta::ImageMeta::from_experiment(&exp, cfg.exposure);
+            if plan.mode == Mode::Stills {
+                m.osc = 0.0; // every still at the same omega (its orientation is in the misset, not in the file)
+            }
             let full = resolve_out(&cfg, nx);
             nexus = Some((crate::io::nexus::NexusWriter::create(&full, &m, todo.len())?, nx.clone()));
         }

@@ -403,6 +403,17 @@ fn nexus_series_is_one_multi_frame_file_equal_to_single_runs() {
     assert_eq!(read_nexus(&py, &[&k.path().join("sweep.nxs")])[0]["frames"], sweep["frames"]);
     let out = series(k.path(), &nexus_args(), &["--resume"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("4 frames already complete, 0 to render"));
+    // stills: one file, every frame at the same omega with no increment
+    let st = tempfile::tempdir().unwrap();
+    let mut a = stills_args();
+    a.truncate(a.len() - 6); // without -floatfile still_#####.bin and the seeds
+    a.extend(strs(&["-nexusfile", "stills.nxs", "-nopgm"]));
+    series(st.path(), &a, &[]);
+    let v = read_nexus(&py, &[&st.path().join("stills.nxs")]);
+    assert_eq!(v[0]["shape"], serde_json::json!([5, 48, 48]));
+    assert_eq!(v[0]["omega"], serde_json::json!([0.0, 0.0, 0.0, 0.0, 0.0]));
+    assert_eq!(v[0]["increment"].as_f64(), Some(0.0));
+    assert_ne!(v[0]["frames"][0], v[0]["frames"][1]);
     // a damaged NeXus file is found by --verify
     std::fs::write(k.path().join("sweep.nxs"), b"damaged").unwrap();
     let v = verify(k.path());
