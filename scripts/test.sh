@@ -20,6 +20,9 @@ fi
 
 # --- Rust: library, CLI, golden parity, outputs, hostile input ---------------------------------------
 cargo test --release
+# the check-kernels debug feature (every SIMD row re-rendered by the reference and compared), on a few
+# golden cases; rebuilds only this crate with the feature
+cargo test --release --features check-kernels --test check_kernels
 
 # --- Independent readers -----------------------------------------------------------------------------
 # fabio (what DIALS/dxtbx users open SMV with) must read our images.
