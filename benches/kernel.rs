@@ -3,7 +3,7 @@
 //! Run with `cargo bench`; speed claims against the C come from `bench-detailed`, not from here.
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use nanobragg::kernel::{self, simd::detected_level, SimdLevel};
+use nanobragg::kernel::{self, Backend, SimdLevel};
 use nanobragg::physics::sincg;
 
 /// A Config from nanoBragg flags, writing into `out`.
@@ -54,8 +54,8 @@ fn sincg_benches(c: &mut Criterion) {
 
 fn level_benches(c: &mut Criterion) {
     let tmp = tempfile::tempdir().unwrap();
-    let mut levels = vec![SimdLevel::Scalar, SimdLevel::Portable, SimdLevel::Avx2, SimdLevel::Avx512];
-    levels.retain(|l| *l <= detected_level());
+    let mut levels = vec![Backend::Reference];
+    levels.extend(SimdLevel::available().into_iter().map(Backend::Simd));
     for (name, cfg) in [("bench", bench_config(256, tmp.path())), ("heavy", heavy_config(64, tmp.path()))] {
         let (exp, _) = nanobragg::simulate::setup(&cfg).unwrap();
         let mut g = c.benchmark_group(format!("kernel/{name}"));

@@ -3,6 +3,7 @@
 //! nanoBragg.c L2101-L2258 and L2929-L3007.
 
 use crate::{Error, Result};
+use std::borrow::Cow;
 
 // The readers and the writer moved to `io` (one module per format); re-exported here for old paths.
 pub use crate::io::fdump::{fdump_bytes, read_fdump, write_fdump};
@@ -153,21 +154,129 @@ pub fn interpolate_f(grid: &HklGrid, h: f64, k: f64, l: f64) -> Lookup {
 }
 
 /// Nearest-neighbour F (C L2994-L3005): the grid value when h0,k0,l0 are inside it, else default_F.
+/// (A one-off lookup; the pixel loops build a [`NearestF`] once and look up through it.)
 #[inline(always)]
 pub fn nearest_f(grid: Option<&HklGrid>, default_f: f64, h0: i32, k0: i32, l0: i32) -> f64 {
-    match grid {
-        Some(g)
-            if g.hkls != 0
-                && h0 <= g.h_max
-                && h0 >= g.h_min
-                && k0 <= g.k_max
-                && k0 >= g.k_min
-                && l0 <= g.l_max
-                && l0 >= g.l_min =>
-        {
-            g.at(h0 - g.h_min, k0 - g.k_min, l0 - g.l_min)
+    NearestF::<f64>::new(grid, default_f).view().get(h0 as i64, k0 as i64, l0 as i64)
+}
+
+/// A value type the nearest-neighbour lookup can hold the |F| grid in: f64 borrows the grid as it
+/// is, f32 (`-precision single`) keeps a converted copy.
+pub trait FValue: Copy + 'static {
+    fn convert(x: f64) -> Self;
+    fn grid_data(data: &[f64]) -> Cow<'_, [Self]>;
+}
+
+impl FValue for f64 {
+    #[inline(always)]
+    fn convert(x: f64) -> f64 {
+        x
+    }
+    fn grid_data(data: &[f64]) -> Cow<'_, [f64]> {
+        Cow::Borrowed(data)
+    }
+}
+
+impl FValue for f32 {
+    #[inline(always)]
+    fn convert(x: f64) -> f32 {
+        x as f32
+    }
+    fn grid_data(data: &[f64]) -> Cow<'_, [f32]> {
+        Cow::Owned(data.iter().map(|&v| v as f32).collect())
+    }
+}
+
+/// The nearest-neighbour structure factor of every pixel loop (C L2994-L3005): F at (h0, k0, l0)
+/// from the dense grid when the indices are inside h_min..=h_max (and k, l), else `default_F`; no
+/// grid (or a grid from an HKL file with no entries, the C's `hkls == 0`) means `default_F`
+/// everywhere. Built once per render; [`NearestF::view`] gives the copyable form the hot loops use.
+#[derive(Clone, Debug)]
+pub struct NearestF<'a, T: FValue> {
+    /// The grid, l fastest; never empty (without a grid, one unused value and an empty range).
+    data: Cow<'a, [T]>,
+    has_grid: bool,
+    /// h_min, k_min, l_min
+    min: [i64; 3],
+    /// max − min per axis (−1 without a grid: no index is inside)
+    span: [i64; 3],
+    /// flat-index strides of h and k (l is contiguous)
+    stride_h: i64,
+    stride_k: i64,
+    default_f: T,
+}
+
+impl<'a, T: FValue> NearestF<'a, T> {
+    pub fn new(grid: Option<&'a HklGrid>, default_f: f64) -> Self {
+        let default_f = T::convert(default_f);
+        match grid.filter(|g| g.hkls != 0 && !g.data.is_empty()) {
+            Some(g) => NearestF {
+                data: T::grid_data(&g.data),
+                has_grid: true,
+                min: [g.h_min as i64, g.k_min as i64, g.l_min as i64],
+                span: [(g.h_max - g.h_min) as i64, (g.k_max - g.k_min) as i64, (g.l_max - g.l_min) as i64],
+                stride_h: (g.k_range as i64 + 1) * (g.l_range as i64 + 1),
+                stride_k: g.l_range as i64 + 1,
+                default_f,
+            },
+            None => NearestF {
+                // one unused value (borrowed for f64: no allocation per lookup table)
+                data: T::grid_data(&[0.0]),
+                has_grid: false,
+                min: [0; 3],
+                span: [-1; 3],
+                stride_h: 0,
+                stride_k: 0,
+                default_f,
+            },
         }
-        _ => default_f,
+    }
+
+    /// Whether a grid is in use (otherwise every lookup is `default_F`).
+    pub fn has_grid(&self) -> bool {
+        self.has_grid
+    }
+
+    pub fn default_f(&self) -> T {
+        self.default_f
+    }
+
+    #[inline(always)]
+    pub fn view(&self) -> NearestView<'_, T> {
+        NearestView { data: &self.data, min: self.min, span: self.span, stride_h: self.stride_h, stride_k: self.stride_k, default_f: self.default_f }
+    }
+}
+
+/// [`NearestF`] with the grid as a plain slice, for hot loops.
+#[derive(Clone, Copy, Debug)]
+pub struct NearestView<'a, T> {
+    data: &'a [T],
+    min: [i64; 3],
+    span: [i64; 3],
+    stride_h: i64,
+    stride_k: i64,
+    default_f: T,
+}
+
+impl<T: Copy> NearestView<'_, T> {
+    /// F at integer indices (h0, k0, l0). Branch-free (a bounds mask, a clamped index, a select), so
+    /// a loop over SIMD lanes becomes a gather.
+    #[inline(always)]
+    pub fn get(&self, h0: i64, k0: i64, l0: i64) -> T {
+        let dh = h0 - self.min[0];
+        let dk = k0 - self.min[1];
+        let dl = l0 - self.min[2];
+        let inside = (dh >= 0) & (dh <= self.span[0]) & (dk >= 0) & (dk <= self.span[1]) & (dl >= 0) & (dl <= self.span[2]);
+        let index = if inside { (dh * self.stride_h + dk * self.stride_k + dl) as usize } else { 0 };
+        debug_assert!(index < self.data.len());
+        // SAFETY: inside the grid the index is below (h_span+1)(k_span+1)(l_span+1) <= data.len()
+        // (HklGrid holds one more plane per axis than the span); outside it is 0 and data is never empty.
+        let f = unsafe { *self.data.get_unchecked(index) };
+        if inside {
+            f
+        } else {
+            self.default_f
+        }
     }
 }
 

@@ -6,14 +6,15 @@ mod common;
 
 use common::*;
 use nanobragg::config::Precision;
-use nanobragg::kernel::{self, fast, simd::detected_level, SimdLevel};
+use nanobragg::kernel::{self, fast, Backend, SimdLevel};
 use nanobragg::simulate;
 use nanobragg::stats::pearson;
 use serde_json::Value;
 use std::path::Path;
 
-fn levels() -> Vec<SimdLevel> {
-    [SimdLevel::Portable, SimdLevel::Avx2, SimdLevel::Avx512].into_iter().filter(|l| *l <= detected_level()).collect()
+/// The SIMD backend at every level this CPU has.
+fn levels() -> Vec<Backend> {
+    SimdLevel::available().into_iter().map(Backend::Simd).collect()
 }
 
 /// Parse a golden case's arguments with input paths made absolute and outputs sent to `out`.
@@ -51,7 +52,7 @@ fn fast_kernels_match_the_reference_on_golden_cases() {
         if !fast::supports(&exp) {
             continue;
         }
-        let reference = kernel::render_at(&exp, SimdLevel::Scalar, &no_progress).float;
+        let reference = kernel::render_at(&exp, Backend::Reference, &no_progress).float;
         let c_float = read_f32_le(&output_path(&golden, case, "float"));
         for precision in [Precision::Double, Precision::Single] {
             exp.precision = precision;
@@ -205,7 +206,7 @@ fn fast_kernels_match_the_reference_on_random_geometries() {
         cfg.output.out_dir = Some(tmp.path().to_path_buf());
         let (mut exp, _) = simulate::setup(&cfg).unwrap();
         assert!(fast::supports(&exp), "trial {trial}: {args:?}");
-        let reference = kernel::render_at(&exp, SimdLevel::Scalar, &no_progress).float;
+        let reference = kernel::render_at(&exp, Backend::Reference, &no_progress).float;
         let peak = reference.iter().fold(0.0f32, |m, &v| m.max(v.abs())) as f64;
         for precision in [Precision::Double, Precision::Single] {
             exp.precision = precision;

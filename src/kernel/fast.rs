@@ -21,9 +21,9 @@
 use super::lanes::{ceil, cheb_two_x, sincg_sqr, Real, CHEB_MAX_N};
 use crate::config::CrystalShape;
 use crate::experiment::{Experiment, R_E_SQR};
-use crate::structure_factors::{interpolate_f, Lookup};
+use crate::structure_factors::{interpolate_f, Lookup, NearestF};
 use crate::vec3::{cross, rotate_axis, unitize, V3};
-use super::OutOfRange;
+use super::backend::{RowEnd, RowResult};
 
 /// Whether the fast kernel reproduces this experiment (otherwise the reference kernel runs).
 pub fn supports(exp: &Experiment) -> bool {
@@ -32,7 +32,7 @@ pub fn supports(exp: &Experiment) -> bool {
 }
 
 /// Per-experiment values the pixel loop reuses, converted once.
-pub struct Prepared<T: Real> {
+pub struct Prepared<'a, T: Real> {
     /// (a, b, c) per phi step × mosaic domain, in T.
     orient: Vec<[[T; 3]; 3]>,
     /// Incident unit vectors (towards the sample) and wavelengths.
@@ -44,26 +44,12 @@ pub struct Prepared<T: Real> {
     nc: T,
     /// N per axis as integers when small enough for the Chebyshev form (0 = use the sine ratio).
     n_cheb: [usize; 3],
-    default_f: T,
-    /// Dense |F| grid in T, with its bounds, when an HKL grid is in use.
-    grid: Option<GridT<T>>,
+    /// The nearest-neighbour F lookup (structure_factors' one implementation), |F| in T.
+    f: NearestF<'a, T>,
 }
 
-struct GridT<T> {
-    data: Vec<T>,
-    h_min: i64,
-    k_min: i64,
-    l_min: i64,
-    /// max − min per axis
-    h_span: i64,
-    k_span: i64,
-    l_span: i64,
-    stride_h: i64,
-    stride_k: i64,
-}
-
-impl<T: Real> Prepared<T> {
-    pub fn new(exp: &Experiment) -> Self {
+impl<'a, T: Real> Prepared<'a, T> {
+    pub fn new(exp: &'a Experiment) -> Self {
         let orient = exp
             .orientations
             .iter()
@@ -80,17 +66,6 @@ impl<T: Real> Prepared<T> {
                 (b_in, e_in)
             })
             .collect();
-        let grid = exp.fhkl.as_ref().filter(|g| g.hkls != 0).map(|g| GridT {
-            data: g.data.iter().map(|&v| T::from_f64(v)).collect(),
-            h_min: g.h_min as i64,
-            k_min: g.k_min as i64,
-            l_min: g.l_min as i64,
-            h_span: (g.h_max - g.h_min) as i64,
-            k_span: (g.k_max - g.k_min) as i64,
-            l_span: (g.l_max - g.l_min) as i64,
-            stride_h: (g.k_range as i64 + 1) * (g.l_range as i64 + 1),
-            stride_k: g.l_range as i64 + 1,
-        });
         Prepared {
             orient,
             sources,
@@ -99,21 +74,17 @@ impl<T: Real> Prepared<T> {
             na: T::from_f64(exp.na),
             nb: T::from_f64(exp.nb),
             nc: T::from_f64(exp.nc),
-            default_f: T::from_f64(exp.default_f),
-            grid,
+            f: NearestF::new(exp.fhkl.as_ref(), exp.default_f),
         }
     }
 }
 
-/// Render one row (`out` = fpixels values) in groups of `L` pixels; returns the row's omega sum.
+/// Render one row (`out` = fpixels values) in groups of `L` pixels. Where interpolation leaves its
+/// safe range in a group, the row stops there with [`RowEnd::HandOver`] at the group's first pixel:
+/// the shared driver finishes it with the reference kernel, which switches interpolation off at
+/// exactly the C's evaluation.
 #[inline(always)]
-pub fn render_row<T: Real, const L: usize>(
-    exp: &Experiment,
-    prep: &Prepared<T>,
-    s: usize,
-    interpolate: bool,
-    out: &mut [f32],
-) -> (f64, Option<OutOfRange>) {
+pub fn render_row<T: Real, const L: usize>(exp: &Experiment, prep: &Prepared<T>, s: usize, interpolate: bool, out: &mut [f32]) -> RowResult {
     let fpixels = exp.det.fpixels;
     let mut omega_row = 0.0;
     let mut f0 = 0;
@@ -129,12 +100,7 @@ pub fn render_row<T: Real, const L: usize>(
         if any {
             match render_group::<T, L>(exp, prep, f0, s, &active, interpolate, &mut vals) {
                 Some(om) => omega_row += om,
-                None => {
-                    // interpolation left its safe range in this group: the reference kernel finishes
-                    // the row and switches interpolation off at exactly the C's evaluation
-                    let (om, oob) = super::render_row_from(exp, s, f0, true, out);
-                    return (omega_row + om, oob);
-                }
+                None => return RowResult { omega: omega_row, end: RowEnd::HandOver { from: f0 } },
             }
         }
         for l in 0..L {
@@ -144,7 +110,7 @@ pub fn render_row<T: Real, const L: usize>(
         }
         f0 += L;
     }
-    (omega_row, None)
+    RowResult { omega: omega_row, end: RowEnd::Complete }
 }
 
 #[inline(always)]
@@ -294,7 +260,7 @@ fn render_group<T: Real, const L: usize>(
                     // accumulate straight into the pixel sums: the C's summation order
                     let in_range = if interpolate {
                         interpolated_sample_loop::<T, L>(exp, prep, &scat, &live, &weight, &mut i_sum)
-                    } else if prep.grid.is_some() {
+                    } else if prep.f.has_grid() {
                         sample_loop::<T, L, true>(exp, prep, &scat, &live, &weight, &mut i_sum);
                         true
                     } else {
@@ -341,6 +307,7 @@ fn sample_loop<T: Real, const L: usize, const GRID: bool>(
 ) {
     let (na, nb, nc) = (prep.na, prep.nb, prep.nc);
     let square = exp.shape == CrystalShape::Square;
+    let f_view = prep.f.view();
     let one = T::ONE;
     let half = T::HALF;
     for o in &prep.orient {
@@ -408,23 +375,12 @@ fn sample_loop<T: Real, const L: usize, const GRID: bool>(
             }
         }
         if GRID {
-            let g = prep.grid.as_ref().unwrap();
             for l in 0..L {
-                // branch-free bounds test and a clamped index, so the lookup can become a SIMD gather
-                let dh = h0i[l] - g.h_min;
-                let dk = k0i[l] - g.k_min;
-                let dl = l0i[l] - g.l_min;
-                let inside = (dh >= 0) & (dh <= g.h_span) & (dk >= 0) & (dk <= g.k_span) & (dl >= 0) & (dl <= g.l_span);
-                let index = if inside { (dh * g.stride_h + dk * g.stride_k + dl) as usize } else { 0 };
-                debug_assert!(index < g.data.len());
-                // SAFETY: inside the grid the index is below (h_span+1)(k_span+1)(l_span+1) <= data.len();
-                // outside it is 0, and the grid is never empty.
-                let f = unsafe { *g.data.get_unchecked(index) };
-                let f = if inside { f } else { prep.default_f };
+                let f = f_view.get(h0i[l], k0i[l], l0i[l]);
                 contrib[l] = f * f * contrib[l];
             }
         } else {
-            let f2 = prep.default_f * prep.default_f;
+            let f2 = prep.f.default_f() * prep.f.default_f();
             for c in contrib.iter_mut() {
                 *c = f2 * *c;
             }

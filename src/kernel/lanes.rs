@@ -8,7 +8,7 @@ use std::ops::{Add, Div, Mul, Neg, Sub};
 
 /// The element type of a lane (f64 for the double-precision kernel, f32 for `-precision single`).
 pub trait Real:
-    Copy + PartialOrd + PartialEq + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Self> + Div<Output = Self> + Neg<Output = Self> + Default
+    Copy + PartialOrd + PartialEq + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Self> + Div<Output = Self> + Neg<Output = Self> + Default + crate::structure_factors::FValue
 {
     const ZERO: Self;
     const ONE: Self;

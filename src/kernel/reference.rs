@@ -4,7 +4,7 @@
 use crate::config::CrystalShape;
 use crate::experiment::Experiment;
 use crate::physics::{polarization_factor, sinc3, sincg};
-use crate::structure_factors::{interpolate_f, nearest_f, Lookup};
+use crate::structure_factors::{interpolate_f, Lookup, NearestF};
 use crate::vec3::{dot, magnitude, rotate_axis, unitize, V3};
 use std::f64::consts::PI;
 
@@ -43,6 +43,8 @@ pub fn render_pixel(exp: &Experiment, fpixel: usize, spixel: usize, interp: &mut
     let (f_vec, s_vec, o_vec, pix0) = (det.fdet_vector, det.sdet_vector, det.odet_vector, det.pix0_vector);
     let domains = exp.domains();
     let grid = exp.fhkl.as_ref();
+    let nearest = NearestF::<f64>::new(grid, exp.default_f);
+    let nearest = nearest.view();
 
     let mut i_sum = exp.i_bg;
     let mut polar = if exp.nopolar { 1.0 } else { 0.0 };
@@ -135,7 +137,7 @@ pub fn render_pixel(exp: &Experiment, fpixel: usize, spixel: usize, interp: &mut
                                 }
                             }
                             if !looked_up {
-                                f_cell = nearest_f(grid, exp.default_f, h0, k0, l0);
+                                f_cell = nearest.get(h0 as i64, k0 as i64, l0 as i64);
                             }
                             let mut contribution = f_cell * f_cell * f_latt * f_latt;
                             if exp.oversample_thick {

@@ -1,17 +1,17 @@
-//! Runtime CPU dispatch for the fast kernel (as rav1e does): the same generic row function is
+//! Runtime CPU dispatch for the SIMD backend (as rav1e does): the same generic row function is
 //! compiled for AVX-512, AVX2+FMA and the baseline x86-64/other target, and the best level the CPU
-//! supports is chosen at run time. `NANOBRAGG_SIMD=avx512|avx2|portable|scalar` forces a lower level
-//! (for testing and benchmarking); `scalar` runs the reference kernel.
+//! supports is chosen at run time. Which *backend* renders (reference or SIMD) is a separate choice,
+//! [`Backend`]: `NANOBRAGG_SIMD=avx512|avx2|portable` lowers the SIMD level and
+//! `NANOBRAGG_SIMD=scalar` (or `reference`) picks the reference backend (for testing and benchmarking).
 
+use super::backend::RowResult;
 use super::fast::{render_row, Prepared};
 use super::lanes::Real;
-use super::OutOfRange;
 use crate::experiment::Experiment;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+/// The instruction set the SIMD backend is compiled for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum SimdLevel {
-    /// The reference kernel (mirror of the C loop).
-    Scalar,
     /// Fast kernel compiled for the baseline target: groups of 8 pixels (16 in f32).
     Portable,
     /// Fast kernel with AVX2 + FMA: groups of 16 pixels (f64 or f32).
@@ -24,7 +24,6 @@ pub enum SimdLevel {
 impl SimdLevel {
     pub fn name(self) -> &'static str {
         match self {
-            SimdLevel::Scalar => "scalar",
             SimdLevel::Portable => "portable",
             SimdLevel::Avx2 => "avx2",
             SimdLevel::Avx512 => "avx512",
@@ -32,11 +31,40 @@ impl SimdLevel {
     }
     pub fn parse(s: &str) -> Option<SimdLevel> {
         match s.to_ascii_lowercase().as_str() {
-            "scalar" | "reference" => Some(SimdLevel::Scalar),
             "portable" | "generic" => Some(SimdLevel::Portable),
             "avx2" => Some(SimdLevel::Avx2),
             "avx512" | "avx-512" => Some(SimdLevel::Avx512),
             _ => None,
+        }
+    }
+    /// Every level this CPU can run, lowest first.
+    pub fn available() -> Vec<SimdLevel> {
+        [SimdLevel::Portable, SimdLevel::Avx2, SimdLevel::Avx512].into_iter().filter(|l| *l <= detected_level()).collect()
+    }
+}
+
+/// Which render backend to use: the planner's input and output (see [`super::kernel_for`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// The scalar reference kernel, a mirror of the C loop (named `scalar` in reports and in
+    /// `NANOBRAGG_SIMD`).
+    Reference,
+    /// The SIMD kernel at this instruction-set level.
+    Simd(SimdLevel),
+}
+
+impl Backend {
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Reference => "scalar",
+            Backend::Simd(level) => level.name(),
+        }
+    }
+    /// `scalar`/`reference`, or a SIMD level's name.
+    pub fn parse(s: &str) -> Option<Backend> {
+        match s.to_ascii_lowercase().as_str() {
+            "scalar" | "reference" => Some(Backend::Reference),
+            other => SimdLevel::parse(other).map(Backend::Simd),
         }
     }
 }
@@ -55,23 +83,29 @@ pub fn detected_level() -> SimdLevel {
     SimdLevel::Portable
 }
 
-/// The level to use: the detected one, lowered by `NANOBRAGG_SIMD` if set (never raised).
-pub fn active_level() -> SimdLevel {
+/// The backend requested for this process: SIMD at the detected level, lowered (never raised) or
+/// replaced by the reference through `NANOBRAGG_SIMD`.
+pub fn active_backend() -> Backend {
     let detected = detected_level();
-    match std::env::var("NANOBRAGG_SIMD").ok().and_then(|v| SimdLevel::parse(&v)) {
-        Some(forced) => forced.min(detected),
-        None => detected,
+    match std::env::var("NANOBRAGG_SIMD").ok().and_then(|v| Backend::parse(&v)) {
+        Some(Backend::Reference) => Backend::Reference,
+        Some(Backend::Simd(forced)) => Backend::Simd(forced.min(detected)),
+        None => Backend::Simd(detected),
     }
 }
 
-/// Name of the level in use, for reports.
-pub fn simd_level_name() -> &'static str {
-    active_level().name()
+/// The same as [`active_backend`] (the name it had when SIMD levels and backends were one enum).
+pub fn active_level() -> Backend {
+    active_backend()
 }
 
-/// Render one row with the fast kernel at `level` (not `Scalar`); returns its omega sum and the first
-/// out-of-range interpolation, if any.
-pub fn render_row_at<T: Real>(level: SimdLevel, exp: &Experiment, prep: &Prepared<T>, s: usize, interpolate: bool, out: &mut [f32]) -> (f64, Option<OutOfRange>) {
+/// Name of the backend in use, for reports (`scalar` for the reference).
+pub fn simd_level_name() -> &'static str {
+    active_backend().name()
+}
+
+/// Render one row with the SIMD kernel at `level` (see [`super::fast::render_row`]).
+pub fn render_row_at<T: Real>(level: SimdLevel, exp: &Experiment, prep: &Prepared<T>, s: usize, interpolate: bool, out: &mut [f32]) -> RowResult {
     match level {
         #[cfg(target_arch = "x86_64")]
         SimdLevel::Avx512 => unsafe { row_avx512(exp, prep, s, interpolate, out) },
@@ -81,7 +115,7 @@ pub fn render_row_at<T: Real>(level: SimdLevel, exp: &Experiment, prep: &Prepare
     }
 }
 
-fn row_portable<T: Real>(exp: &Experiment, prep: &Prepared<T>, s: usize, interpolate: bool, out: &mut [f32]) -> (f64, Option<OutOfRange>) {
+fn row_portable<T: Real>(exp: &Experiment, prep: &Prepared<T>, s: usize, interpolate: bool, out: &mut [f32]) -> RowResult {
     if std::mem::size_of::<T>() == 4 {
         render_row::<T, 16>(exp, prep, s, interpolate, out)
     } else {
@@ -93,7 +127,7 @@ fn row_portable<T: Real>(exp: &Experiment, prep: &Prepared<T>, s: usize, interpo
 /// The CPU must support AVX2 and FMA (checked by `detected_level`).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn row_avx2<T: Real>(exp: &Experiment, prep: &Prepared<T>, s: usize, interpolate: bool, out: &mut [f32]) -> (f64, Option<OutOfRange>) {
+unsafe fn row_avx2<T: Real>(exp: &Experiment, prep: &Prepared<T>, s: usize, interpolate: bool, out: &mut [f32]) -> RowResult {
     render_row::<T, 16>(exp, prep, s, interpolate, out)
 }
 
@@ -101,7 +135,7 @@ unsafe fn row_avx2<T: Real>(exp: &Experiment, prep: &Prepared<T>, s: usize, inte
 /// The CPU must support AVX-512 F/DQ/VL (checked by `detected_level`).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
-unsafe fn row_avx512<T: Real>(exp: &Experiment, prep: &Prepared<T>, s: usize, interpolate: bool, out: &mut [f32]) -> (f64, Option<OutOfRange>) {
+unsafe fn row_avx512<T: Real>(exp: &Experiment, prep: &Prepared<T>, s: usize, interpolate: bool, out: &mut [f32]) -> RowResult {
     if std::mem::size_of::<T>() == 4 {
         render_row::<T, 32>(exp, prep, s, interpolate, out)
     } else {

@@ -1,0 +1,103 @@
+//! The `check-kernels` debug feature (as rav1e's `check_asm`): with it, the render driver renders
+//! every row of a non-reference backend again with the reference kernel and panics on disagreement.
+//! Run with `cargo test --release --features check-kernels --test check_kernels` (scripts/test.sh
+//! does); without the feature this file is empty.
+#![cfg(feature = "check-kernels")]
+
+mod common;
+
+use common::*;
+use nanobragg::config::Precision;
+use nanobragg::experiment::Experiment;
+use nanobragg::kernel::{self, Backend, ReferenceBackend, RenderBackend, RowResult, SimdLevel};
+use nanobragg::simulate;
+use std::path::Path;
+
+fn experiment(args: &[String], out: &Path) -> Experiment {
+    let mut cfg = nanobragg::cli::flags::parse_simulate_args(args).unwrap();
+    cfg.out_dir = Some(out.to_path_buf());
+    simulate::setup(&cfg).unwrap().0
+}
+
+fn split(flags: &str) -> Vec<String> {
+    flags.split_whitespace().map(String::from).collect()
+}
+
+/// Every SIMD level, both precisions, on golden cases that cover interpolation leaving its range
+/// (the hand-over to the reference), masks/ROI, mosaicity and the spot shapes: rendering under the
+/// feature asserts agreement row by row.
+#[test]
+fn simd_backends_pass_the_row_by_row_check() {
+    let mut exercised = 0;
+    let mut run = |mut exp: Experiment, what: &str| {
+        for precision in [Precision::Double, Precision::Single] {
+            exp.precision = precision;
+            for level in SimdLevel::available() {
+                let out = kernel::render_at(&exp, Backend::Simd(level), &|_| {});
+                assert_eq!(out.float.len(), exp.pixels(), "{what}");
+                exercised += 1;
+            }
+        }
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    run(
+        experiment(&split("-cell 100 100 100 90 90 90 -lambda 6.2 -N 5 -default_F 100 -distance 100 -pixel 0.1 -detpixels 96 -nonoise -nopgm"), tmp.path()),
+        "bench crystal",
+    );
+    if let Some(golden) = golden_dir() {
+        let manifest = load_manifest(&golden);
+        let inputs = golden.join("inputs");
+        for id in ["quirk_hkl_interp_oob", "hkl_interp", "combo_256", "mosaic", "mask", "roi_noise", "shape_round", "shape_gauss", "curved_det", "water_fluence_dmin", "thick_oversample_thick"] {
+            let Some(case) = cases(&manifest).iter().find(|c| case_id(c) == id) else {
+                println!("SKIPPED: golden case {id} because the manifest has no such case");
+                continue;
+            };
+            let dir = tempfile::tempdir().unwrap();
+            let a: Vec<String> = args(case).into_iter().map(|a| a.replace("../../inputs", inputs.to_str().unwrap())).collect();
+            let mut cfg = nanobragg::cli::flags::parse_simulate_args(&a).unwrap();
+            cfg.out_dir = Some(dir.path().to_path_buf());
+            let dump = golden.join("cases").join(id).join("Fdump.bin");
+            if cfg.hkl_file.is_none() && dump.is_file() {
+                std::fs::copy(&dump, dir.path().join(&cfg.dump_file)).unwrap();
+            }
+            run(simulate::setup(&cfg).unwrap().0, id);
+        }
+    }
+    assert!(exercised >= 2);
+}
+
+/// A backend that is the reference with one pixel off by 0.1 %: the check must catch it.
+struct OffByAFraction<'a>(ReferenceBackend<'a>);
+
+impl RenderBackend for OffByAFraction<'_> {
+    fn name(&self) -> &'static str {
+        "off-by-a-fraction"
+    }
+    fn experiment(&self) -> &Experiment {
+        self.0.experiment()
+    }
+    fn render_row(&self, s: usize, interpolate: bool, out: &mut [f32]) -> RowResult {
+        let r = self.0.render_row(s, interpolate, out);
+        if s == 7 {
+            out[11] *= 1.001;
+        }
+        r
+    }
+}
+
+#[test]
+fn a_wrong_backend_is_caught() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exp = experiment(&split("-cell 100 100 100 90 90 90 -lambda 6.2 -N 5 -default_F 100 -distance 100 -pixel 0.1 -detpixels 32 -nonoise -nopgm"), tmp.path());
+    let wrong = OffByAFraction(ReferenceBackend::new(&exp));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| kernel::render_with_backend(&wrong, &|_| {})));
+    let msg = match r {
+        Ok(_) => panic!("a backend 0.1 % off at pixel (11, 7) passed the check"),
+        Err(e) => e.downcast_ref::<String>().cloned().unwrap_or_default(),
+    };
+    assert!(msg.contains("off-by-a-fraction") && msg.contains("(11, 7)"), "{msg}");
+    // the reference itself, through the same driver, is not checked and renders the same image
+    let a = kernel::render_with_backend(&ReferenceBackend::new(&exp), &|_| {}).float;
+    let b = kernel::render_reference(&exp, &|_| {}).float;
+    assert_eq!(a, b);
+}
