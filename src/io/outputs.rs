@@ -40,7 +40,9 @@ impl OutputCtx<'_> {
         self.counts.get_or_init(|| {
             let d = &self.exp.det;
             let adc = self.cfg.adc_offset;
-            if self.cfg.calculate_noise {
+            if self.cfg.calculate_noise && self.cfg.noise_mode == crate::noise::NoiseMode::Fast {
+                crate::noise::noise_counts_fast(self.exp.seed, self.float, d.fpixels, d.spixels, self.exp.roi, adc)
+            } else if self.cfg.calculate_noise {
                 let mut rng = self.exp.rng.clone();
                 let mut seed = self.exp.seed;
                 crate::noise::noise_counts(&mut rng, &mut seed, self.float, d.fpixels, d.spixels, self.exp.roi, adc)
@@ -205,16 +207,30 @@ impl OutputWriter for NoiseWriter {
     }
     fn write(&self, ctx: &OutputCtx, path: &Path, w: &mut (dyn Write + Send)) -> Result<Vec<String>> {
         let d = &ctx.exp.det;
-        // the noise stream continues the experiment's RNG state (misset and mosaic draws came first)
-        let mut rng = ctx.exp.rng.clone();
-        let mut seed = ctx.exp.seed;
         w.write_all(&smv_header_bytes(&ctx.header).map_err(|e| with_path(e, path))?).map_err(io_err(path))?;
-        let (photons, overloads) = crate::noise::write_noise_rows(w, &mut rng, &mut seed, ctx.float, d.fpixels, d.spixels, ctx.exp.roi, ctx.cfg.adc_offset)
-            .map_err(io_err(path))?;
-        Ok(vec![
+        let (photons, overloads) = match ctx.cfg.noise_mode {
+            crate::noise::NoiseMode::C => {
+                // the noise stream continues the experiment's RNG state (misset and mosaic draws came first)
+                let mut rng = ctx.exp.rng.clone();
+                let mut seed = ctx.exp.seed;
+                crate::noise::write_noise_rows(w, &mut rng, &mut seed, ctx.float, d.fpixels, d.spixels, ctx.exp.roi, ctx.cfg.adc_offset)
+                    .map_err(io_err(path))?
+            }
+            crate::noise::NoiseMode::Fast => {
+                let img = crate::noise::noise_image_fast(ctx.exp.seed, ctx.float, d.fpixels, d.spixels, ctx.exp.roi, ctx.cfg.adc_offset);
+                super::write_le(w, &img.pixels).map_err(io_err(path))?;
+                (img.photons, img.overloads)
+            }
+        };
+        let mut lines = Vec::new();
+        if ctx.cfg.noise_mode == crate::noise::NoiseMode::Fast {
+            lines.push("noise image by the fast generator (--noise fast: ChaCha8 per row; not the C's pixels)".to_string());
+        }
+        lines.extend([
             format!("{} photons on noise image ({} overloads)", cf("%.0f", photons), overloads),
             format!("writing {} as 2-byte integers", ctx.cfg.noisefile.display()),
-        ])
+        ]);
+        Ok(lines)
     }
     fn own_thread(&self) -> bool {
         true
