@@ -1,20 +1,31 @@
 #!/usr/bin/env bash
-# Time noisify with a Gaussian PSF, the C's noisify against ours, at 2048² and 4096².
+# Time noisify with a point-spread function, the C's noisify against ours, at 2048² and 4096².
 # usage: scripts/bench_psf.sh C_NOISIFY [OURS] [OUT.md]
-# Input: a synthetic photons/pixel image (water-like ramp + Bragg-like spots). Both programs get the
-# same flags; the noise images must be byte-identical (checked), and the wall times are reported.
+#   REPS=3            runs of each program per row (C and ours alternate: C, ours, C, ours, ...)
+#   ROWS="..."        which rows, from: 2048-none 2048-gauss 2048-fiber 4096-none 4096-gauss 4096-fiber
+#                     (default: all but 4096-fiber, which takes the C about 10 minutes a run)
+#   C_REPS_SLOW=1     runs of the C in the 4096-fiber row
+# Input: a synthetic photons/pixel image (water-like ring + air + Bragg-like spots). Both programs get
+# the same flags; every noise image must be byte-identical to the C's (checked, reported). The times are
+# wall-clock seconds of the whole program (read, photon noise, PSF, read-out noise, write); the
+# "none" rows are the same runs without -psf, so the PSF's share is the difference.
 set -euo pipefail
 C=${1:?path to the C noisify binary}
 OURS=${2:-target/release/nanobragg-rs}
 OUT=${3:-/dev/stdout}
+REPS=${REPS:-3}
+ROWS=${ROWS:-"2048-none 2048-gauss 2048-fiber 4096-none 4096-gauss"}
+C_REPS_SLOW=${C_REPS_SLOW:-1}
 OURS=$(readlink -f "$OURS"); C=$(readlink -f "$C")
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-{
-echo "| size | PSF | C noisify (s) | nanobragg-rs noisify, all cores (s) | 1 thread (s) | noise images identical |"
-echo "|---|---|---|---|---|---|"
-for N in 2048 4096; do
-  "${PYTHON:-/usr/bin/python3}" - "$T/in_$N.bin" "$N" <<'PY'
+
+now() { date +%s.%N; }
+# min / median / max of the numbers on stdin
+stats() { sort -g | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.2f / %.2f / %.2f", a[1], m, a[NR]}'; }
+
+make_input() {
+  "${PYTHON:-/usr/bin/python3}" - "$1" "$2" <<'PY'
 import sys, numpy as np
 path, n = sys.argv[1], int(sys.argv[2])
 rng = np.random.default_rng(1)
@@ -28,16 +39,36 @@ for _ in range(n * n // 4000):                                  # spots
     img[sl] += rng.uniform(50, 2000) * np.exp(-((x[sl] - cx) ** 2 + (y[sl] - cy) ** 2) / 1.5)
 img.astype('<f4').tofile(path)
 PY
-  for psf in "gauss -psf_fwhm 100" "fiber -psf_fwhm 100 -psf_radius 10"; do
-    A="-floatfile $T/in_$N.bin -pixel 0.1 -distance 100 -readout_noise 2 -psf $psf -seed 1 -nopgm"
-    mkdir -p "$T/c" "$T/r" "$T/r1"
-    s=$(date +%s.%N); (cd "$T/c" && "$C" $A -intfile i.img -noisefile n.img >/dev/null); e=$(date +%s.%N); tc=$(echo "$e - $s" | bc)
-    s=$(date +%s.%N); (cd "$T/r" && "$OURS" noisify $A -intfile i.img -noisefile n.img >/dev/null); e=$(date +%s.%N); tr=$(echo "$e - $s" | bc)
-    s=$(date +%s.%N); (cd "$T/r1" && RAYON_NUM_THREADS=1 "$OURS" noisify $A -intfile i.img -noisefile n.img >/dev/null); e=$(date +%s.%N); t1=$(echo "$e - $s" | bc)
-    same=no; cmp -s "$T/c/n.img" "$T/r/n.img" && cmp -s "$T/c/n.img" "$T/r1/n.img" && same=yes
-    echo "| ${N}² | ${psf%% *} (${psf#* }) | $tc | $tr | $t1 | $same |"
+}
+
+{
+echo "| size | PSF | C noisify: min / median / max (s) | nanobragg-rs noisify: min / median / max (s) | runs (C, ours) | noise images identical to the C's |"
+echo "|---|---|---|---|---|---|"
+for row in $ROWS; do
+  N=${row%-*}; kind=${row#*-}
+  [ -f "$T/in_$N.bin" ] || make_input "$T/in_$N.bin" "$N"
+  case $kind in
+    none)  psf=""; label="none" ;;
+    gauss) psf="-psf gauss -psf_fwhm 100"; label="gauss, -psf_fwhm 100 (1 pixel), automatic radius" ;;
+    fiber) psf="-psf fiber -psf_fwhm 100 -psf_radius 10"; label="fiber, -psf_fwhm 100 (1 pixel), -psf_radius 10" ;;
+  esac
+  A="-floatfile $T/in_$N.bin -pixel 0.1 -distance 100 -readout_noise 2 $psf -seed 1 -nopgm"
+  nc=$REPS; [ "$row" = 4096-fiber ] && nc=$C_REPS_SLOW
+  : > "$T/tc"; : > "$T/tr"; same=yes
+  for k in $(seq 1 "$REPS"); do
+    if [ "$k" -le "$nc" ]; then
+      rm -rf "$T/c"; mkdir -p "$T/c"
+      s=$(now); (cd "$T/c" && "$C" $A -intfile i.img -noisefile n.img >/dev/null); e=$(now)
+      echo "$e - $s" | bc >> "$T/tc"
+    fi
+    rm -rf "$T/r"; mkdir -p "$T/r"
+    s=$(now); (cd "$T/r" && "$OURS" noisify $A -intfile i.img -noisefile n.img >/dev/null); e=$(now)
+    echo "$e - $s" | bc >> "$T/tr"
+    cmp -s "$T/c/n.img" "$T/r/n.img" || same=no
+    cmp -s "$T/c/i.img" "$T/r/i.img" || same=no
   done
+  echo "| ${N}² | $label | $(stats < "$T/tc") | $(stats < "$T/tr") | $nc, $REPS | $same |"
 done
 echo
-echo "Machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)); $(date -u +%Y-%m-%d)."
+echo "Machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)); load average before: $(cut -d' ' -f1-3 /proc/loadavg); $(date -u '+%Y-%m-%d %H:%M UTC')."
 } > "$OUT"

@@ -34,7 +34,8 @@ fi
 
 # --- CBF and NeXus/NXmx read back by real readers ------------------------------------------------------
 # fabio: CBF pixels are our photon counts. dxtbx (DIALS): every convention's geometry, checked against
-# what the C program prints for the same flags; then a 10-frame sweep through dials.import/find_spots/index.
+# what the C program prints for the same flags; then a 10-frame sweep, as CBF files and as one NeXus
+# file, through dials.import/find_spots/index.
 if python3 -c "import fabio" >/dev/null 2>&1; then
   python3 scripts/check_fabio_cbf.py target/release/nanobragg-rs "$(mktemp -d)"
 else
@@ -49,8 +50,8 @@ if [ -x "$DIALS_PY" ] && "$DIALS_PY" -c "import dxtbx, h5py" >/dev/null 2>&1; th
     echo "SKIPPED: dxtbx geometry round trip because the C reference binary $C_NB is absent"
   fi
   if command -v dials.index >/dev/null 2>&1; then
-    "$DIALS_PY" scripts/check_dials_sweep.py "$PWD/target/release/nanobragg-rs" "$(mktemp -d)" cbf
-    echo "SKIPPED: NeXus sweep through DIALS because one-frame NXmx files import as separate sweeps; it needs a multi-frame file from \`series -nexusfile\` (not wired yet)"
+    # numbered CBF files from `simulate`, and one multi-frame NXmx file from `series -nexusfile`
+    "$DIALS_PY" scripts/check_dials_sweep.py "$PWD/target/release/nanobragg-rs" "$(mktemp -d)" cbf nexus
   else
     echo "SKIPPED: DIALS sweep (dials.import/find_spots/index) because DIALS is not installed"
   fi

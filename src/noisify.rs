@@ -72,12 +72,7 @@ fn c_int(x: f64) -> Option<i32> {
 /// Kept from the C because the golden images depend on it: the bounds test `x > xpixels` lets a
 /// contribution one column past the right edge land on the first pixel of the next row.
 ///
-/// Exactness of the parallel version: the C adds, for each source pixel i in raster order, its
-/// contributions over dx (outer) and dy (inner), each as `outimage[j] += inimage[i]*kernel[k]`
-/// (float += double product, rounded to float each time). Here the output rows are split into
-/// bands; each band scans, in the same order, every source that can reach it and adds only the
-/// contributions that land inside the band. Each output pixel therefore receives the same terms in
-/// the same order, and the result is bit-identical for any number of threads.
+/// The blur itself is [`convolve_c_order`], which gives the C's floats bit for bit.
 pub fn apply_psf(
     inimage: &[f32],
     xpixels: usize,
@@ -126,21 +121,7 @@ pub fn apply_psf(
         psf_radius = maxwidth;
     }
     let kr = psf_radius.max(0);
-    let ks = (2 * kr + 1) as usize;
-    let mut kernel = vec![0.0f64; ks * ks];
-    for dy in -kr..=kr {
-        for dx in -kr..=kr {
-            let rsq = (dx * dx + dy * dy) as f64;
-            if rsq > (kr * kr) as f64 {
-                continue;
-            }
-            let k = ks * ((ks / 2) as i64 + dy) as usize + ((ks / 2) as i64 + dx) as usize;
-            kernel[k] = match psftype {
-                PsfType::Gauss => integrate_gauss_over_pixel(dx as f64, dy as f64, fwhm_pixels, 1.0),
-                _ => integrate_fiber_over_pixel(dx as f64, dy as f64, g, 1.0),
-            };
-        }
-    }
+    let kernel = psf_kernel(psftype, kr, fwhm_pixels);
 
     // Per-source radius and lost photons (independent per pixel), then the C's serial sum.
     let per_pixel: Vec<(i32, f64)> = inimage[..pixels]
@@ -183,72 +164,204 @@ pub fn apply_psf(
         total_lost += l;
     }
 
-    let xp = xpixels as i64;
-    let yp = ypixels as i64;
-    let max_r = per_pixel.par_iter().map(|p| p.0 as i64).max().unwrap_or(0).max(0);
-    let threads = rayon::current_num_threads().max(1);
-    let band = ((ypixels + threads * 8 - 1) / (threads * 8)).max(1);
-    let mut outimage = vec![0.0f32; pixels];
-    let kc = (ks / 2) as i64;
-    outimage.par_chunks_mut(band * xpixels).enumerate().for_each(|(b, chunk)| {
-        let ya = (b * band) as i64;
-        let yb = ya + (chunk.len() / xpixels) as i64;
-        let j_lo = ya * xp;
-        let j_hi = yb * xp;
-        // sources that can reach rows ya..yb, directly or through the wrap into the next row
-        let s_lo = (ya - max_r - 1).max(0);
-        let s_hi = (yb + max_r).min(yp);
-        for y0 in s_lo..s_hi {
-            for x0 in 0..xp {
-                let i = (y0 * xp + x0) as usize;
-                let v = inimage[i];
-                if v <= 0.0 {
+    // per-source squared radius; -1: the source adds nothing (inimage[i] <= 0, or a negative radius)
+    let rad2: Vec<i32> = inimage[..pixels]
+        .par_iter()
+        .zip(per_pixel.par_iter())
+        .map(|(&v, &(r, _))| if v <= 0.0 || r < 0 { -1 } else { (r as i64 * r as i64).min(i32::MAX as i64) as i32 })
+        .collect();
+    drop(per_pixel);
+    let mut outimage = convolve_c_order(&inimage[..pixels], xpixels, ypixels, &kernel, kr, &rad2);
+    let lost_each = total_lost / pixels as f64;
+    writeln!(out, "adding back {} lost photons", cf("%g", total_lost))?;
+    outimage.par_iter_mut().for_each(|o| *o = (*o as f64 + lost_each) as f32);
+    Ok(outimage)
+}
+
+/// noisify.c's cached PSF kernel: `(2kr+1)²` values, the pixel-integrated PSF inside the disc of
+/// radius `kr`, 0 outside.
+pub fn psf_kernel(psftype: PsfType, kr: i64, fwhm_pixels: f64) -> Vec<f64> {
+    let g = fwhm_pixels * 0.652383013252053;
+    let kr = kr.max(0);
+    let ks = (2 * kr + 1) as usize;
+    let mut kernel = vec![0.0f64; ks * ks];
+    for dy in -kr..=kr {
+        for dx in -kr..=kr {
+            let rsq = (dx * dx + dy * dy) as f64;
+            if rsq > (kr * kr) as f64 {
+                continue;
+            }
+            let k = ks * ((ks / 2) as i64 + dy) as usize + ((ks / 2) as i64 + dx) as usize;
+            kernel[k] = match psftype {
+                PsfType::Gauss => integrate_gauss_over_pixel(dx as f64, dy as f64, fwhm_pixels, 1.0),
+                _ => integrate_fiber_over_pixel(dx as f64, dy as f64, g, 1.0),
+            };
+        }
+    }
+    kernel
+}
+
+/// Width of the column blocks [`convolve_c_order`] prunes by (the largest source radius per block).
+const PSF_BLOCK: usize = 64;
+/// Beyond this half-chord a block is summed source by source (see [`convolve_c_order`]).
+const PSF_BLOCK_MAX_DX: i64 = 12;
+
+/// The PSF sum of noisify.c `apply_psf` (the `for(i=0;i<pixels;++i)` loop), bit-identical to the C
+/// and fast.
+///
+/// `kernel` is the C's cached kernel (`kernel_size` = 2·`kr`+1 squared, indexed by
+/// `kernel_size*(kernel_size/2+dy)+kernel_size/2+dx`); `rad2[i]` is source i's squared radius
+/// (`psf_radius*psf_radius` after the C's clamps, at most `kr`²), or -1 where the C adds nothing
+/// for it (`inimage[i] <= 0.0`, or a negative `-psf_radius`).
+///
+/// The C scatters: for each source i in raster order, dx (outer) and dy (inner) over its disc, it
+/// does `outimage[j] += inimage[i]*kernel[k]` (float += double product, one rounding to float per
+/// term), skipping terms whose kernel value is 0. Float addition is not associative, so to get the
+/// C's bits every output pixel must receive its terms in the C's order: sources in raster order,
+/// i.e. source rows ascending and, within a row, source columns ascending. This function gathers
+/// instead, one output row per task (so the result does not depend on the number of threads): for
+/// each source row (ascending), each block of [`PSF_BLOCK`] source columns (ascending) and dx
+/// descending (= source column ascending for a fixed output pixel), it adds one term to a run of
+/// contiguous output pixels, which the compiler vectorises. Blocks whose largest radius cannot
+/// reach the output row are skipped, and dx is limited to the block's largest radius. A block whose
+/// widest disc is wide (a bright pixel under an automatic radius, or a large `-psf_radius`) is summed
+/// source by source instead, each source over its own chord of the disc (contiguous output pixels
+/// and kernel values, also vectorised), so the work is never much more than the C's. The rounding of
+/// every term is the C's (`(o as f64 + s as f64 * k) as f32`, no fused multiply-add).
+///
+/// The C's edge test `x > xpixels` lets a term land one column past the right edge, which is the
+/// first pixel of the next row (`j = y*xpixels+x`; the golden images depend on it). Those terms
+/// interleave with the normal ones of output column 0 in raster order, so column 0 of rows 1.. is
+/// recomputed afterwards by a scalar loop in the C's order. (`y > ypixels` lets terms land on row
+/// `ypixels`, i.e. at `j >= pixels`; the C writes the one at `j == pixels` into its spare
+/// allocation and drops the rest: none is part of the image.)
+pub fn convolve_c_order(inimage: &[f32], xpixels: usize, ypixels: usize, kernel: &[f64], kr: i64, rad2: &[i32]) -> Vec<f32> {
+    let pixels = xpixels * ypixels;
+    assert!(inimage.len() >= pixels && rad2.len() >= pixels);
+    let mut out = vec![0.0f32; pixels];
+    if pixels == 0 || kr < 0 {
+        return out;
+    }
+    let ks = 2 * kr + 1;
+    assert!(kernel.len() >= (ks * ks) as usize);
+    let (xp, yp) = (xpixels as i64, ypixels as i64);
+    let kidx = |dx: i64, dy: i64| (ks * (kr + dy) + kr + dx) as usize;
+    let nb = xpixels.div_ceil(PSF_BLOCK);
+    // largest squared radius of each (source row, column block)
+    let bmax: Vec<i32> = (0..ypixels * nb)
+        .into_par_iter()
+        .map(|q| {
+            let (y, b) = (q / nb, q % nb);
+            let row = &rad2[y * xpixels..(y + 1) * xpixels];
+            row[b * PSF_BLOCK..((b + 1) * PSF_BLOCK).min(xpixels)].iter().copied().max().unwrap_or(-1)
+        })
+        .collect();
+    let isqrt = |n: i64| {
+        let mut r = (n as f64).sqrt() as i64;
+        while r * r > n {
+            r -= 1;
+        }
+        while (r + 1) * (r + 1) <= n {
+            r += 1;
+        }
+        r
+    };
+    out.par_chunks_mut(xpixels).enumerate().for_each(|(y, orow)| {
+        let y = y as i64;
+        for y0 in (y - kr).max(0)..=(y + kr).min(yp - 1) {
+            let dy = y - y0;
+            let dy2 = dy * dy;
+            let irow = &inimage[(y0 * xp) as usize..((y0 + 1) * xp) as usize];
+            let rrow = &rad2[(y0 * xp) as usize..((y0 + 1) * xp) as usize];
+            for b in 0..nb {
+                let m2 = bmax[y0 as usize * nb + b] as i64;
+                if m2 < dy2 {
                     continue;
                 }
-                let r = per_pixel[i].0 as i64;
-                if r <= 0 {
+                let dxmax = isqrt(m2 - dy2).min(kr);
+                let (xa, xb) = ((b * PSF_BLOCK) as i64, (((b + 1) * PSF_BLOCK).min(xpixels)) as i64);
+                if dxmax > PSF_BLOCK_MAX_DX {
+                    // a wide disc in this block: source by source (ascending), each over its own
+                    // chord of the disc (one term per output pixel, so any order within a source)
+                    for x0 in xa..xb {
+                        let r2 = rrow[x0 as usize] as i64;
+                        if r2 < dy2 {
+                            continue;
+                        }
+                        let dxm = isqrt(r2 - dy2);
+                        let (lo, hi) = ((-dxm).max(-x0), dxm.min(xp - 1 - x0));
+                        if lo > hi {
+                            continue;
+                        }
+                        let v = irow[x0 as usize] as f64;
+                        let krow = &kernel[kidx(lo, dy)..=kidx(hi, dy)];
+                        let dst = &mut orow[(x0 + lo) as usize..=(x0 + hi) as usize];
+                        for (o, &kv) in dst.iter_mut().zip(krow) {
+                            let t = (*o as f64 + v * kv) as f32;
+                            *o = if kv != 0.0 { t } else { *o };
+                        }
+                    }
                     continue;
                 }
-                let dy_lo = (-r).max(ya - 1 - y0);
-                let dy_hi = r.min(yb - 1 - y0);
-                if dy_lo > dy_hi {
-                    continue;
-                }
-                let vd = v as f64;
-                let rr = r * r;
-                for dx in -r..=r {
-                    let x = x0 + dx;
-                    if x < 0 || x > xp {
+                for dx in (-dxmax..=dxmax).rev() {
+                    let kv = kernel[kidx(dx, dy)];
+                    if kv == 0.0 {
                         continue;
                     }
-                    for dy in dy_lo..=dy_hi {
-                        let k = (ks as i64 * (kc + dy) + kc + dx) as usize;
-                        let kv = kernel[k];
-                        if kv == 0.0 {
-                            continue;
-                        }
-                        if dx * dx + dy * dy > rr {
-                            continue;
-                        }
-                        let y = y0 + dy;
-                        if y < 0 || y > yp {
-                            continue;
-                        }
-                        let j = y * xp + x;
-                        if j < j_lo || j >= j_hi {
-                            continue;
-                        }
-                        let o = &mut chunk[(j - j_lo) as usize];
-                        *o = (*o as f64 + vd * kv) as f32;
+                    let d2 = (dx * dx + dy2).min(i32::MAX as i64) as i32;
+                    let lo = xa.max(-dx);
+                    let hi = xb.min(xp - dx);
+                    if lo >= hi {
+                        continue;
+                    }
+                    let (lo, hi) = (lo as usize, hi as usize);
+                    let dst = &mut orow[(lo as i64 + dx) as usize..(hi as i64 + dx) as usize];
+                    for ((o, &s), &r) in dst.iter_mut().zip(&irow[lo..hi]).zip(&rrow[lo..hi]) {
+                        let t = (*o as f64 + s as f64 * kv) as f32;
+                        *o = if r >= d2 { t } else { *o };
                     }
                 }
             }
         }
     });
-    let lost_each = total_lost / pixels as f64;
-    writeln!(out, "adding back {} lost photons", cf("%g", total_lost))?;
-    outimage.par_iter_mut().for_each(|o| *o = (*o as f64 + lost_each) as f32);
-    Ok(outimage)
+    // column 0 of rows 1..: the normal terms (source column x0 = -dx, same output row) and the
+    // wrapped ones (x0 = xpixels - dx, from one row up), in the C's order
+    let col0: Vec<(usize, f32)> = (1..ypixels)
+        .into_par_iter()
+        .map(|y| {
+            let y = y as i64;
+            let mut acc = 0.0f32;
+            let a = (kr + 1).min(xp);
+            let b = a.max(xp - kr);
+            let term = |acc: &mut f32, v: f32, r2: i32, dx: i64, dy: i64| {
+                if dx.abs() > kr || dy.abs() > kr {
+                    return;
+                }
+                let kv = kernel[kidx(dx, dy)];
+                if kv == 0.0 || dx * dx + dy * dy > r2 as i64 {
+                    return;
+                }
+                *acc = (*acc as f64 + v as f64 * kv) as f32;
+            };
+            for y0 in (y - 1 - kr).max(0)..=(y + kr).min(yp - 1) {
+                for x0 in (0..a).chain(b..xp) {
+                    let i = (y0 * xp + x0) as usize;
+                    let r2 = rad2[i];
+                    if r2 < 0 {
+                        continue;
+                    }
+                    // the C's dx loop ascends: the normal term (dx = -x0) comes before the wrapped one
+                    term(&mut acc, inimage[i], r2, -x0, y - y0);
+                    term(&mut acc, inimage[i], r2, xp - x0, y - 1 - y0);
+                }
+            }
+            ((y * xp) as usize, acc)
+        })
+        .collect();
+    for (j, v) in col0 {
+        out[j] = v;
+    }
+    out
 }
 
 /// A parsed 512-byte (or HEADER_BYTES) SMV header, as noisify.c's `GetFrame` keeps it.
@@ -645,6 +758,112 @@ mod tests {
         }
         m /= (n * n) as f64;
         assert!((m - integrate_gauss_over_pixel(0.0, 0.0, fwhm, 1.0)).abs() < 1e-6);
+    }
+
+    /// noisify.c's PSF loop (the `for(i=0;i<pixels;++i)` scatter of `apply_psf`), transliterated
+    /// line by line, serial, into a `pixels+10` buffer as the C allocates: the reference the fast
+    /// gather must match bit for bit. `rad[i]` is the per-source `psf_radius`.
+    fn c_loop(inimage: &[f32], xpixels: i64, ypixels: i64, kernel: &[f64], psf_radius_max: i64, rad: &[i64]) -> Vec<f32> {
+        let pixels = xpixels * ypixels;
+        let kernel_size = 2 * psf_radius_max + 1;
+        let mut outimage = vec![0.0f32; pixels as usize + 10];
+        for i in 0..pixels {
+            let x0 = i % xpixels;
+            let y0 = (i - x0) / xpixels;
+            if inimage[i as usize] <= 0.0 {
+                continue;
+            }
+            let psf_radius = rad[i as usize];
+            for dx in -psf_radius..=psf_radius {
+                for dy in -psf_radius..=psf_radius {
+                    let k = kernel_size * (kernel_size / 2 + dy) + kernel_size / 2 + dx;
+                    if kernel[k as usize] == 0.0 {
+                        continue;
+                    }
+                    let rsq = (dx * dx + dy * dy) as f64;
+                    if rsq > (psf_radius * psf_radius) as f64 {
+                        continue;
+                    }
+                    let x = x0 + dx;
+                    let y = y0 + dy;
+                    if x < 0 || x > xpixels {
+                        continue;
+                    }
+                    if y < 0 || y > ypixels {
+                        continue;
+                    }
+                    let j = y * xpixels + x;
+                    if j < 0 || j > pixels {
+                        continue;
+                    }
+                    let o = &mut outimage[j as usize];
+                    *o = (*o as f64 + inimage[i as usize] as f64 * kernel[k as usize]) as f32;
+                }
+            }
+        }
+        outimage.truncate(pixels as usize);
+        outimage
+    }
+
+    struct Xs(u64);
+    impl Xs {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    /// The gather gives the C loop's floats bit for bit: narrow and wide images (wrap into column 0,
+    /// discs wider than the image), several column blocks, per-source radii from -1 to the kernel
+    /// radius, zero, negative and NaN sources, Gaussian and fiber kernels, 1 and 3 threads.
+    #[test]
+    fn gather_is_bit_identical_to_the_c_loop() {
+        let mut rng = Xs(0x9e3779b97f4a7c15);
+        let sizes = [(1, 1), (1, 9), (9, 1), (2, 3), (5, 9), (33, 17), (70, 13), (130, 21), (200, 3)];
+        let pool1 = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        let pool3 = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+        let mut checked = 0;
+        for &(xp, yp) in &sizes {
+            for &kr in &[0i64, 1, 3, 7, 40] {
+                for &psf in &[PsfType::Gauss, PsfType::Fiber] {
+                    for uniform in [false, true] {
+                        let fwhm = 0.5 + rng.below(400) as f64 / 100.0;
+                        let kernel = psf_kernel(psf, kr, fwhm);
+                        let n = xp * yp;
+                        let img: Vec<f32> = (0..n)
+                            .map(|_| match rng.below(20) {
+                                0 => 0.0,
+                                1 => -3.5,
+                                2 if n > 4 => f32::NAN,
+                                _ => (rng.below(100_000) as f32) / 7.0,
+                            })
+                            .collect();
+                        let rad: Vec<i64> =
+                            (0..n).map(|_| if uniform { kr.max(1).min(kr) } else { rng.below(kr as u64 + 2) as i64 - 1 }).collect();
+                        let rad2: Vec<i32> = img.iter().zip(&rad).map(|(&v, &r)| if v <= 0.0 || r < 0 { -1 } else { (r * r) as i32 }).collect();
+                        let want = c_loop(&img, xp as i64, yp as i64, &kernel, kr, &rad);
+                        for pool in [&pool1, &pool3] {
+                            let got = pool.install(|| convolve_c_order(&img, xp, yp, &kernel, kr, &rad2));
+                            for (j, (a, b)) in want.iter().zip(&got).enumerate() {
+                                assert!(
+                                    a.to_bits() == b.to_bits(),
+                                    "{xp}x{yp} kr={kr} {psf:?} uniform={uniform}: pixel {j} ({}, {}): C loop {a}, gather {b}",
+                                    j % xp,
+                                    j / xp
+                                );
+                            }
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(checked, sizes.len() * 5 * 2 * 2 * 2);
     }
 
     #[test]

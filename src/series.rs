@@ -333,6 +333,19 @@ pub struct FrameRecord {
     pub files: Vec<FileRecord>,
 }
 
+/// A file that holds several frames (the shard's NeXus file).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SweepFile {
+    pub role: String,
+    /// As named (relative names are relative to `--out-dir`).
+    pub path: PathBuf,
+    /// Frames first..=last of the dataset, in order, as frames 0.. of the file.
+    pub first_frame: usize,
+    pub last_frame: usize,
+    pub bytes: u64,
+    pub sha256: String,
+}
+
 /// The manifest of one shard.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Manifest {
@@ -353,6 +366,9 @@ pub struct Manifest {
     /// Frames of this shard (`--only` may narrow them).
     pub frames_planned: Vec<usize>,
     pub frames: Vec<FrameRecord>,
+    /// Files holding every frame of the shard (`-nexusfile`), written once all frames are done.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sweep_files: Vec<SweepFile>,
 }
 
 /// Flags that change no pixel and no file: left out of the parameter hash.
@@ -416,9 +432,7 @@ fn output_names(c: &Config) -> Vec<(&'static str, PathBuf)> {
     if let Some(p) = &c.cbffile {
         v.push(("CBF", p.clone()));
     }
-    if let Some(p) = &c.nexusfile {
-        v.push(("NeXus", p.clone()));
-    }
+    // -nexusfile is not per frame: one multi-frame file per shard (Plan::nexus)
     v
 }
 
@@ -436,6 +450,8 @@ pub struct Plan {
     pub osc_deg: f64,
     /// Output roles and name templates (with `#` runs).
     pub outputs: Vec<(&'static str, PathBuf)>,
+    /// `-nexusfile`: every frame of the shard in one NXmx file (see [`Plan::nexus_name`]).
+    pub nexus: Option<PathBuf>,
 }
 
 fn seed_plus(flag: &str, base: i64, k: usize) -> Result<i64> {
@@ -477,11 +493,37 @@ impl Plan {
         let mosaic_seed = -base.mosaic_seed;
         base.quiet = true;
         base.progress = false;
+        let nexus = base.nexusfile.take();
+        if let Some(p) = &nexus {
+            if p.file_name().is_some_and(|f| f.to_string_lossy().contains('#')) {
+                return Err(Error::flag(
+                    "-nexusfile",
+                    format!("a series writes every frame into one NeXus file: give a name without '#' (got '{}')", p.display()),
+                ));
+            }
+        }
         let mut outputs = output_names(&base);
         for (_, p) in outputs.iter_mut() {
             *p = template_name(p, total);
         }
-        Ok(Plan { mode, total, base, args: sa.simulate.clone(), seed, mosaic_seed, misset_seed, phi0_deg, osc_deg, outputs })
+        Ok(Plan { mode, total, base, args: sa.simulate.clone(), seed, mosaic_seed, misset_seed, phi0_deg, osc_deg, outputs, nexus })
+    }
+
+    /// The NeXus file of a shard, as named (before `--out-dir`): the `-nexusfile` name itself for an
+    /// unsharded run; with N > 1 shards `.shard-I-of-N` goes before the extension
+    /// (`sweep.nxs` → `sweep.shard-0-of-4.nxs`), each file holding its shard's contiguous frames.
+    pub fn nexus_name(&self, shard: &Shard) -> Option<PathBuf> {
+        let p = self.nexus.as_ref()?;
+        if shard.count <= 1 {
+            return Some(p.clone());
+        }
+        let file = p.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+        let tag = format!(".shard-{}-of-{}", shard.index, shard.count);
+        let new_file = match file.rfind('.') {
+            Some(dot) if dot > 0 => format!("{}{tag}{}", &file[..dot], &file[dot..]),
+            _ => format!("{file}{tag}"),
+        };
+        Some(p.with_file_name(new_file))
     }
 
     /// Values and flags of frame k (no files yet).
@@ -575,6 +617,11 @@ fn read_manifest(path: &Path) -> Result<Manifest> {
     Ok(m)
 }
 
+/// True when the file exists with its recorded size and sha256.
+fn sweep_file_matches(cfg: &Config, f: &SweepFile) -> bool {
+    matches!(file_sha256(&resolve_out(cfg, &f.path)), Ok((h, n)) if h == f.sha256 && n == f.bytes)
+}
+
 /// True when every file of the record exists with its recorded sha256.
 fn files_match(cfg: &Config, rec: &FrameRecord) -> bool {
     !rec.files.is_empty()
@@ -626,6 +673,15 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
         }
         frames.retain(|k| (lo..=hi).contains(k));
     }
+    if plan.nexus.is_some() {
+        if let Some((lo, hi)) = sa.only {
+            return Err(Error::flag(
+                "--only",
+                format!("renders part of a shard ({lo}-{hi}) but -nexusfile holds the shard's whole sweep in one file: drop --only or -nexusfile"),
+            ));
+        }
+    }
+    let nexus_name = plan.nexus_name(&shard);
     let mpath = manifest_path(&plan.base, &name, &shard);
     if !quiet_user {
         let (a, b) = (frames.first().copied().unwrap_or(0), frames.last().copied().unwrap_or(0));
@@ -644,9 +700,11 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
 
     // Resume: keep the records of frames whose files all match.
     let mut done: BTreeMap<usize, FrameRecord> = BTreeMap::new();
+    let mut sweep_done: Vec<SweepFile> = Vec::new();
     let params = plan.params_sha256();
     if sa.resume && mpath.is_file() {
         let old = read_manifest(&mpath)?;
+        sweep_done = old.sweep_files.iter().filter(|f| sweep_file_matches(&plan.base, f)).cloned().collect();
         if old.params_sha256 != params {
             return Err(Error::file(&mpath, "manifest is from a run with other parameters (or --frames/--stills); use another --name or remove it"));
         }
@@ -659,10 +717,35 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
             }
         }
     }
+    // The NeXus file holds every frame of the shard and is renamed into place only when all are
+    // written: unless the manifest records it complete and unchanged, every frame is rendered again
+    // (the per-frame files are then rewritten with the same bytes).
+    if let Some(nx) = &nexus_name {
+        let complete = sweep_done.iter().any(|f| {
+            f.role == "NeXus" && &f.path == nx && Some(&f.first_frame) == frames.first() && Some(&f.last_frame) == frames.last()
+        });
+        if !complete {
+            if !done.is_empty() && !quiet_user {
+                let _ = writeln!(
+                    log_out,
+                    "series: --resume: the NeXus file {} is not complete: all {} frames of the shard are rendered again for it",
+                    nx.display(),
+                    frames.len()
+                );
+            }
+            done.clear();
+            sweep_done.clear();
+        }
+    }
     let skipped = done.len();
     let todo: Vec<usize> = frames.iter().copied().filter(|k| !done.contains_key(k)).collect();
     if let Some(&k) = todo.first() {
-        crate::simulate::check_outputs(&plan.frame_config(&plan.frame(k)?))?;
+        let mut c = plan.frame_config(&plan.frame(k)?);
+        if let Some(nx) = &nexus_name {
+            crate::io::nexus::available().map_err(|e| Error::Output { path: resolve_out(&c, nx), reason: e })?;
+            c.nexusfile = Some(nx.clone()); // checked with the first frame's files (no aliasing)
+        }
+        crate::simulate::check_outputs(&c)?;
     } else if let Some(dir) = &plan.base.out_dir {
         std::fs::create_dir_all(dir).map_err(|e| Error::Output { path: dir.clone(), reason: format!("cannot create the output directory: {e}") })?;
     }
@@ -685,20 +768,34 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
         misset_seed: plan.misset_seed,
         frames_planned: frames.clone(),
         frames: done.values().cloned().collect(),
+        sweep_files: sweep_done,
     };
     write_manifest(&mpath, &manifest)?;
 
     // Setup once: the structure factors are read here and handed to every frame.
     let t0 = Instant::now();
+    let mut nexus: Option<(crate::io::nexus::NexusWriter, PathBuf)> = None;
     let mut grid: Option<HklGrid> = {
         let first = todo.first().copied().unwrap_or(1);
         let mut log = Log::default();
-        let exp = experiment::build(&plan.frame_config(&plan.frame(first)?), &mut log)?;
+        let cfg = plan.frame_config(&plan.frame(first)?);
+        let exp = experiment::build(&cfg, &mut log)?;
         if !quiet_user {
             let _ = log.flush_to(log_out);
         }
+        if let (Some(nx), false) = (&nexus_name, todo.is_empty()) {
+            // todo is the whole shard here: the file's frame 0 is this first frame (its omega start)
+            let mut m = crate::io::meta::ImageMeta::from_experiment(&exp, cfg.exposure);
+            if plan.mode == Mode::Stills {
+                m.osc = 0.0; // every still at the same omega (its orientation is in the misset, not in the file)
+            }
+            let full = resolve_out(&cfg, nx);
+            nexus = Some((crate::io::nexus::NexusWriter::create(&full, &m, todo.len())?, nx.clone()));
+        }
         exp.fhkl
     };
+    let first_frame = todo.first().copied().unwrap_or(1);
+    let nexus_out = std::sync::Mutex::new(nexus.as_mut().map(|(w, _)| w));
 
     let show_bar = !quiet_user && std::io::stderr().is_terminal() && !todo.is_empty();
     let bar = show_bar.then(|| {
@@ -721,8 +818,15 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
     // the manifest, when it was last saved, frames written
     let state = std::sync::Mutex::new((&mut manifest, Instant::now(), 0usize));
     let result = std::thread::scope(|scope| -> Result<()> {
-        let (mpath, bar, plan, rx, failed, state) = (&mpath, &bar, &plan, &rx, &failed, &state);
+        let (mpath, bar, plan, rx, failed, state, nexus_out) = (&mpath, &bar, &plan, &rx, &failed, &state, &nexus_out);
         let write_one = move |mut job: Rendered| -> Result<()> {
+            if nexus_out.lock().unwrap_or_else(|e| e.into_inner()).is_some() {
+                // the counts `simulate -nexusfile` writes for this frame (same noise stream)
+                let counts = crate::io::outputs::photon_counts(&job.cfg, &job.exp, &job.out.float);
+                if let Some(w) = nexus_out.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+                    w.write_frame(job.rec.frame - first_frame, &counts)?;
+                }
+            }
             let mut sink = std::io::sink();
             crate::simulate::write_outputs(&job.cfg, &mut job.exp, &job.out, &mut sink)?;
             let mut rec = job.rec;
@@ -812,6 +916,20 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
         res.and(render_err)
     });
     drop(state);
+    drop(nexus_out);
+    let mut result = result;
+    if let (Ok(()), Some((w, nx))) = (&result, nexus.take()) {
+        let full = resolve_out(&plan.base, &nx);
+        let n = w.frames();
+        result = w.finish().and_then(|()| {
+            let (sha, bytes) = file_sha256(&full).map_err(|e| Error::Output { path: full.clone(), reason: format!("cannot read back: {e}") })?;
+            manifest.sweep_files.push(SweepFile { role: "NeXus".into(), path: nx.clone(), first_frame, last_frame: first_frame + n - 1, bytes, sha256: sha });
+            if !quiet_user {
+                let _ = writeln!(log_out, "series: wrote {} frames {first_frame}..{} into the NeXus/NXmx file {}", n, first_frame + n - 1, full.display());
+            }
+            Ok(())
+        });
+    }
     manifest.frames.sort_by_key(|r| r.frame);
     write_manifest(&mpath, &manifest)?;
     if let Some(b) = &bar {
@@ -893,6 +1011,17 @@ pub fn verify(sa: &SeriesArgs) -> Result<VerifyReport> {
         }
         seen_shards[m.shard_index] = true;
         let expect: Vec<usize> = shard_frames(m.total_frames, &Shard { index: m.shard_index, count: n, reason: String::new() }).collect();
+        for f in &m.sweep_files {
+            let full = resolve_out(&cfg, &f.path);
+            if f.first_frame > f.last_frame || !expect.contains(&f.first_frame) || !expect.contains(&f.last_frame) {
+                return Err(Error::file(p, format!("{} holds frames {}..{} outside shard {}/{n}", f.path.display(), f.first_frame, f.last_frame, m.shard_index)));
+            }
+            match file_sha256(&full) {
+                Ok((h, b)) if h == f.sha256 && b == f.bytes => files += 1,
+                Ok(_) => return Err(Error::file(&full, format!("sha256 differs from {}", p.display()))),
+                Err(e) => return Err(Error::file(&full, format!("missing or unreadable: {e}"))),
+            }
+        }
         for rec in &m.frames {
             if !expect.contains(&rec.frame) {
                 return Err(Error::file(p, format!("frame {} does not belong to shard {}/{n}", rec.frame, m.shard_index)));

@@ -297,3 +297,141 @@ fn bad_series_command_lines_are_one_line_errors() {
     }
     assert!(std::fs::read_dir(tmp.path()).unwrap().next().is_none(), "a refused series wrote files");
 }
+
+// ------------------------------------------------------------------------------------------ NeXus
+
+/// h5py from DIALS's Python (or `NANOBRAGG_H5PY_PYTHON`), when it can import h5py and numpy.
+fn h5py_python() -> Option<String> {
+    let py = std::env::var("NANOBRAGG_H5PY_PYTHON").unwrap_or_else(|_| "/usr/bin/python3".into());
+    let ok = Command::new(&py).args(["-c", "import h5py, numpy"]).output().map(|o| o.status.success()).unwrap_or(false);
+    ok.then_some(py)
+}
+
+/// Read NXmx files with h5py: for each file, the data shape, omega, omega_increment_set and the
+/// frames' pixel values.
+fn read_nexus(py: &str, files: &[&Path]) -> serde_json::Value {
+    let script = r#"
+import h5py, json, numpy, sys
+out = []
+for name in sys.argv[1:]:
+    with h5py.File(name, "r") as f:
+        d = f["/entry/data/data"]
+        out.append({"shape": list(d.shape), "omega": [float(x) for x in numpy.ravel(f["/entry/sample/transformations/omega"][()])],
+                    "omega_end": [float(x) for x in numpy.ravel(f["/entry/sample/transformations/omega_end"][()])],
+                    "increment": float(numpy.ravel(f["/entry/sample/transformations/omega_increment_set"][()])[0]),
+                    "frames": [d[i].astype(int).ravel().tolist() for i in range(d.shape[0])]})
+print(json.dumps(out))
+"#;
+    let o = Command::new(py).arg("-c").arg(script).args(files).output().unwrap();
+    assert!(o.status.success(), "h5py: {}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+fn nexus_args() -> Vec<String> {
+    let mut a = strs(CRYSTAL);
+    a.extend(strs(&["-phi", "10", "-osc", "0.1", "-phisteps", "2", "--frames", "4", "-seed", "42", "-nexusfile", "sweep.nxs", "-cbffile", "sweep_#####.cbf", "-nopgm"]));
+    a
+}
+
+#[test]
+fn nexus_series_is_one_multi_frame_file_equal_to_single_runs() {
+    let Some(py) = h5py_python() else {
+        eprintln!("SKIPPED: series NeXus read-back because /usr/bin/python3 cannot import h5py and numpy (install python3-h5py or set NANOBRAGG_H5PY_PYTHON)");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = series(tmp.path(), &nexus_args(), &["--threads", "2"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("frames 1..4 into the NeXus/NXmx file"), "{text}");
+    let names: Vec<String> = image_hashes(tmp.path()).keys().cloned().collect();
+    assert!(names.contains(&"sweep.nxs".to_string()), "{names:?}");
+    assert!(names.contains(&"sweep_00003.cbf".to_string()), "per-frame CBF files stay templated: {names:?}");
+    assert!(!names.iter().any(|n| n.starts_with("sweep_") && n.ends_with(".nxs")), "one NeXus file, not one per frame: {names:?}");
+    // frame 3 alone: the same flags as the series' frame 3, written by `simulate` as NeXus and CBF
+    let single = tempfile::tempdir().unwrap();
+    let mut a = strs(CRYSTAL);
+    a.extend(strs(&["-phisteps", "2", "-phi", &format!("{}", 10.0 + 2.0 * 0.1), "-osc", "0.1", "-seed", "44", "-nexusfile", "one.nxs", "-cbffile", "one.cbf", "-nopgm"]));
+    let o = bin().arg("simulate").args(&a).current_dir(single.path()).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(std::fs::read(tmp.path().join("sweep_00003.cbf")).unwrap(), std::fs::read(single.path().join("one.cbf")).unwrap());
+    let v = read_nexus(&py, &[&tmp.path().join("sweep.nxs"), &single.path().join("one.nxs")]);
+    let (sweep, one) = (&v[0], &v[1]);
+    assert_eq!(sweep["shape"], serde_json::json!([4, 48, 48]));
+    let omega: Vec<f64> = sweep["omega"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+    for (i, o) in omega.iter().enumerate() {
+        assert!((o - (10.0 + 0.1 * i as f64)).abs() < 1e-9, "omega {omega:?}");
+    }
+    assert!((sweep["increment"].as_f64().unwrap() - 0.1).abs() < 1e-12);
+    assert!((one["omega"][0].as_f64().unwrap() - 10.2).abs() < 1e-9);
+    assert_eq!(sweep["frames"][2], one["frames"][0], "frame 3 of the series NeXus differs from the single-image NeXus");
+    let total: i64 = sweep["frames"][2].as_array().unwrap().iter().map(|x| x.as_i64().unwrap()).sum();
+    assert!(total > 0, "empty frame");
+    assert_ne!(sweep["frames"][1], sweep["frames"][2]);
+    let m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(tmp.path().join("series.shard-0-of-1.json")).unwrap()).unwrap();
+    assert_eq!(m["sweep_files"][0]["path"], "sweep.nxs");
+    assert_eq!((m["sweep_files"][0]["first_frame"].as_u64(), m["sweep_files"][0]["last_frame"].as_u64()), (Some(1), Some(4)));
+    assert!(verify(tmp.path()).status.success());
+
+    // two shards: one file each, named with the shard, holding its block of frames
+    let sh = tempfile::tempdir().unwrap();
+    series(sh.path(), &nexus_args(), &["--shard", "0/2"]);
+    series(sh.path(), &nexus_args(), &["--shard", "1/2"]);
+    assert!(verify(sh.path()).status.success());
+    assert!(!sh.path().join("sweep.nxs").exists());
+    let v = read_nexus(&py, &[&sh.path().join("sweep.shard-0-of-2.nxs"), &sh.path().join("sweep.shard-1-of-2.nxs")]);
+    assert_eq!(v[0]["shape"], serde_json::json!([2, 48, 48]));
+    assert!((v[1]["omega"][0].as_f64().unwrap() - 10.2).abs() < 1e-9);
+    assert_eq!(v[1]["frames"][0], one["frames"][0]);
+    assert_eq!(v[0]["frames"][1], sweep["frames"][1]);
+
+    // a killed run leaves no NeXus file and no temporary; --resume renders the shard again for it
+    let k = tempfile::tempdir().unwrap();
+    let killed = bin()
+        .arg("series")
+        .args(nexus_args())
+        .args(["--out-dir", k.path().to_str().unwrap(), "--threads", "1"])
+        .env("NANOBRAGG_SERIES_KILL_AFTER", "2")
+        .output()
+        .unwrap();
+    assert!(!killed.status.success(), "the run was meant to be killed");
+    assert!(!k.path().join("sweep.nxs").exists());
+    let out = series(k.path(), &nexus_args(), &["--resume"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("is not complete: all 4 frames of the shard are rendered again"), "{text}");
+    let leftovers: Vec<String> = image_hashes(k.path()).keys().filter(|n| n.contains(".tmp-")).cloned().collect();
+    assert!(leftovers.is_empty() && !std::fs::read_dir(k.path()).unwrap().any(|e| e.unwrap().file_name().to_string_lossy().contains(".tmp-")));
+    assert_eq!(read_nexus(&py, &[&k.path().join("sweep.nxs")])[0]["frames"], sweep["frames"]);
+    let out = series(k.path(), &nexus_args(), &["--resume"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("4 frames already complete, 0 to render"));
+    // stills: one file, every frame at the same omega with no increment
+    let st = tempfile::tempdir().unwrap();
+    let mut a = stills_args();
+    a.truncate(a.len() - 6); // without -floatfile still_#####.bin and the seeds
+    a.extend(strs(&["-nexusfile", "stills.nxs", "-nopgm"]));
+    series(st.path(), &a, &[]);
+    let v = read_nexus(&py, &[&st.path().join("stills.nxs")]);
+    assert_eq!(v[0]["shape"], serde_json::json!([5, 48, 48]));
+    assert_eq!(v[0]["omega"], serde_json::json!([0.0, 0.0, 0.0, 0.0, 0.0]));
+    assert_eq!(v[0]["increment"].as_f64(), Some(0.0));
+    assert_ne!(v[0]["frames"][0], v[0]["frames"][1]);
+    // a damaged NeXus file is found by --verify
+    std::fs::write(k.path().join("sweep.nxs"), b"damaged").unwrap();
+    let v = verify(k.path());
+    assert_eq!(v.status.code(), Some(9));
+    assert!(String::from_utf8_lossy(&v.stderr).contains("sweep.nxs"));
+}
+
+#[test]
+fn nexus_series_refusals_name_the_flag() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (extra, needle) in [(vec!["-nexusfile", "sweep_###.nxs"], "-nexusfile"), (vec!["-nexusfile", "s.nxs", "--only", "2"], "--only")] {
+        let mut a = strs(CRYSTAL);
+        a.extend(strs(&["--frames", "3", "-osc", "0.1"]));
+        let o = bin().arg("series").args(&a).args(&extra).current_dir(tmp.path()).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(9), "{extra:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(needle), "{extra:?}: {err}");
+    }
+    assert!(std::fs::read_dir(tmp.path()).unwrap().next().is_none(), "a refused series wrote files");
+}

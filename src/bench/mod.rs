@@ -20,6 +20,7 @@ pub mod plan;
 pub mod report;
 pub mod runner;
 pub mod schema;
+pub mod significance;
 pub mod stats;
 
 pub use schema::{Report, SCHEMA};

@@ -204,6 +204,12 @@ impl AtomicFile {
         &self.path
     }
 
+    /// The temporary file (registered for cleanup), for a writer that must write it by name (libhdf5);
+    /// `None` for a special file, written in place.
+    pub fn temp_path(&self) -> Option<&Path> {
+        (!self.tmp.as_os_str().is_empty()).then_some(self.tmp.as_path())
+    }
+
     /// Flush and close, keeping the temporary name; the rename happens in [`commit_all`].
     pub fn finish(mut self) -> Result<Finished> {
         let file = self.file.take().expect("AtomicFile used after commit");

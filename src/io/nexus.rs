@@ -9,8 +9,10 @@
 //! exactly, for every convention, pivot, two-theta and detector rotation. The sample depends on
 //! `omega`, a rotation about our spindle, one value per frame (`omega_end` = start + increment).
 //!
-//! Written under a temporary name in the same directory and renamed when complete.
+//! Written under a temporary name in the same directory and renamed when complete. `simulate` writes
+//! one frame; `series -nexusfile` writes every frame of a sweep (or of a shard) into one file.
 
+use super::atomic::AtomicFile;
 use super::hdf5::{Dataset, Node, Val, LOCK};
 use super::meta::ImageMeta;
 use crate::vec3::{magnitude, V3};
@@ -19,11 +21,19 @@ use std::path::{Path, PathBuf};
 
 /// An NXmx file being written frame by frame (`nframes` frames of the same geometry; frame `i`
 /// covers omega = phi_start + i·osc to phi_start + (i+1)·osc).
+///
+/// The file is an [`AtomicFile`]: libhdf5 writes its registered temporary name (removed on error, on
+/// SIGINT/SIGTERM/SIGHUP, or by the next run's sweep after a SIGKILL) and [`NexusWriter::finish`]
+/// renames it. A device or FIFO target is written in place: the HDF5 file is made in a temporary
+/// folder and copied there at the end.
 pub struct NexusWriter {
     // field order: the dataset and file close before the rename in `finish`
     data: Option<Dataset>,
     file: Option<Node>,
-    tmp: PathBuf,
+    out: Option<AtomicFile>,
+    /// Where libhdf5 writes: the AtomicFile's temporary name, or a file in `scratch`.
+    h5path: PathBuf,
+    scratch: Option<tempfile::TempDir>,
     path: PathBuf,
     written: Vec<bool>,
 }
@@ -42,25 +52,42 @@ fn unit(v: &V3) -> V3 {
 }
 
 impl NexusWriter {
-    /// Create the file with every group and the geometry; the frames follow with [`write_frame`].
+    /// Create the file with every group and the geometry; the frames follow with [`NexusWriter::write_frame`].
     pub fn create(path: &Path, m: &ImageMeta, nframes: usize) -> Result<NexusWriter> {
         let err = |reason: String| Error::Output { path: path.to_path_buf(), reason };
         if nframes == 0 {
             return Err(err("a NeXus file needs at least one frame".into()));
         }
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+        available().map_err(err)?;
+        let out = AtomicFile::create(path)?;
+        let (h5path, scratch) = match out.temp_path() {
+            Some(t) => (t.to_path_buf(), None),
+            None => {
+                let d = tempfile::tempdir().map_err(|e| err(format!("cannot make a temporary folder for the HDF5 file: {e}")))?;
+                (d.path().join("image.nxs"), Some(d))
+            }
+        };
         let made = {
             let _g = lock();
-            Node::create_file(&tmp).and_then(|file| write_layout(&file, m, nframes).map(|data| (file, data)))
+            Node::create_file(&h5path).and_then(|file| write_layout(&file, m, nframes).map(|data| (file, data)))
         };
         match made {
-            Ok((file, data)) => Ok(NexusWriter { data: Some(data), file: Some(file), tmp, path: path.to_path_buf(), written: vec![false; nframes] }),
-            Err(e) => {
-                let _ = std::fs::remove_file(&tmp);
-                Err(err(e))
-            }
+            Ok((file, data)) => Ok(NexusWriter {
+                data: Some(data),
+                file: Some(file),
+                out: Some(out),
+                h5path,
+                scratch,
+                path: path.to_path_buf(),
+                written: vec![false; nframes],
+            }),
+            Err(e) => Err(err(e)), // `out` dropped: its temporary file removed
         }
+    }
+
+    /// Number of frames the file holds.
+    pub fn frames(&self) -> usize {
+        self.written.len()
     }
 
     /// Write frame `i` (photon counts, slow-major, `fpixels` per row).
@@ -77,28 +104,30 @@ impl NexusWriter {
 
     /// Close the file and move it to its final name; every frame must have been written.
     pub fn finish(mut self) -> Result<()> {
+        let err = |reason: String| Error::Output { path: self.path.clone(), reason };
         if let Some(i) = self.written.iter().position(|w| !w) {
-            return Err(Error::Output { path: self.path.clone(), reason: format!("frame {i} was never written") });
+            return Err(err(format!("frame {i} was never written")));
         }
         {
             let _g = lock();
             self.data = None;
             self.file = None;
         }
-        std::fs::rename(&self.tmp, &self.path).map_err(|e| Error::Output { path: self.path.clone(), reason: e.to_string() })?;
-        self.tmp = PathBuf::new();
-        Ok(())
+        let mut out = self.out.take().expect("open until finish");
+        if self.scratch.is_some() {
+            let bytes = std::fs::read(&self.h5path).map_err(|e| err(e.to_string()))?;
+            std::io::Write::write_all(&mut out, &bytes).map_err(|e| err(e.to_string()))?;
+        }
+        out.commit()
     }
 }
 
 impl Drop for NexusWriter {
     fn drop(&mut self) {
+        // close the HDF5 handles before `out` (the temporary file) is removed
         let _g = lock();
         self.data = None;
         self.file = None;
-        if !self.tmp.as_os_str().is_empty() {
-            let _ = std::fs::remove_file(&self.tmp);
-        }
     }
 }
 

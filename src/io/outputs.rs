@@ -37,19 +37,7 @@ impl OutputCtx<'_> {
     /// stream, replayed from the experiment's RNG state) plus the ADC offset without the SMV's 65535
     /// cap; with `-nonoise`, the expected photons rounded half up plus the ADC offset. 0 outside the ROI.
     pub fn counts(&self) -> &[i32] {
-        self.counts.get_or_init(|| {
-            let d = &self.exp.det;
-            let adc = self.cfg.adc_offset;
-            if self.cfg.calculate_noise && self.cfg.noise_mode == crate::noise::NoiseMode::Fast {
-                crate::noise::noise_counts_fast(self.exp.seed, self.float, d.fpixels, d.spixels, self.exp.roi, adc)
-            } else if self.cfg.calculate_noise {
-                let mut rng = self.exp.rng.clone();
-                let mut seed = self.exp.seed;
-                crate::noise::noise_counts(&mut rng, &mut seed, self.float, d.fpixels, d.spixels, self.exp.roi, adc)
-            } else {
-                super::map_roi(self.float, d.fpixels, d.spixels, self.exp.roi, |v| ((v as f64) + adc + 0.5).floor() as i32)
-            }
-        })
+        self.counts.get_or_init(|| photon_counts(self.cfg, self.exp, self.float))
     }
 
     /// What the CBF/NeXus pixels hold, for their headers and the log.
@@ -59,6 +47,23 @@ impl OutputCtx<'_> {
         } else {
             format!("noiseless expected photons rounded to integers + {} ADC offset (-nonoise)", g(self.cfg.adc_offset))
         }
+    }
+}
+
+/// The 32-bit counts of the CBF and NeXus images of one rendered frame (see [`OutputCtx::counts`]);
+/// `series -nexusfile` calls it for each frame of its multi-frame file, so frame k's counts are those
+/// of the single-image run.
+pub fn photon_counts(cfg: &Config, exp: &Experiment, float: &[f32]) -> Vec<i32> {
+    let d = &exp.det;
+    let adc = cfg.adc_offset;
+    if cfg.calculate_noise && cfg.noise_mode == crate::noise::NoiseMode::Fast {
+        crate::noise::noise_counts_fast(exp.seed, float, d.fpixels, d.spixels, exp.roi, adc)
+    } else if cfg.calculate_noise {
+        let mut rng = exp.rng.clone();
+        let mut seed = exp.seed;
+        crate::noise::noise_counts(&mut rng, &mut seed, float, d.fpixels, d.spixels, exp.roi, adc)
+    } else {
+        super::map_roi(float, d.fpixels, d.spixels, exp.roi, |v| ((v as f64) + adc + 0.5).floor() as i32)
     }
 }
 
