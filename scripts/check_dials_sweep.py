@@ -8,6 +8,7 @@ Usage: check_dials_sweep.py NANOBRAGG_RS WORKDIR [FORMAT ...]   (formats: cbf ne
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -20,7 +21,7 @@ XBEAM, YBEAM = 38.3, 47.9  # MOSFLM convention, mm: well off the 44 mm centre
 FLAGS = (
     f"-mosflm -cell {' '.join(map(str, CELL))} -misset 10 20 30 -default_F 1000 -N 15 -round_xtal "
     f"-lambda 1.0 -distance 150 -detpixels {NPIX} -pixel {PX} -Xbeam {XBEAM} -Ybeam {YBEAM} "
-    f"-mosaic 0.1 -mosaic_dom 4 -phisteps 4 -fluence 1e24 -adc 0 -nopgm --quiet"
+    f"-mosaic 0.1 -mosaic_dom 4 -phisteps 4 -oversample 2 -fluence 1e24 -adc 0 -nopgm --quiet"
 ).split()
 failures = []
 
@@ -73,7 +74,9 @@ for fmt in FORMATS:
     lengths = sorted(uc[:3])
     ok = all(abs(g - w) / w < 1e-3 for g, w in zip(lengths, CELL[:3])) and all(abs(a - 90) < 0.1 for a in uc[3:])
     log = open(os.path.join(d, "dials.index.log")).read()
-    frac = [l for l in log.splitlines() if "% indexed" in l or "indexed" in l.lower() and "%" in l][-1:]
+    # the last table row "| imageset | # indexed | # unindexed | N% |" of the log
+    rows = re.findall(r"^\|\s*\d+\s*\|\s*\d+\s*\|\s*\d+\s*\|\s*([\d.]+%)", log, re.M)
+    frac = (rows[-1] if rows else "?") + " of the spots indexed"
     print(f"{fmt}: cell {tuple(round(x, 3) for x in uc)} (simulated {CELL}); beam centre {bc}; {frac}; "
           f"simulated in {t_sim:.1f} s, DIALS in {time.time() - t0 - t_sim:.1f} s")
     if not ok:

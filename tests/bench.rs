@@ -39,8 +39,12 @@ fn fake_c(dir: &Path, name: &str, image: &Path, code: i32) -> PathBuf {
 }
 
 fn bench(out: &Path, c: Option<&Path>, extra: &[&str]) -> Output {
+    bench_n(out, c, 1, extra)
+}
+
+fn bench_n(out: &Path, c: Option<&Path>, iterations: usize, extra: &[&str]) -> Output {
     let mut cmd = Command::new(BENCH);
-    cmd.args(["--sizes", &SIZE.to_string(), "--iterations", "1", "--warmup", "0", "--no-progress"])
+    cmd.args(["--sizes", &SIZE.to_string(), "--iterations", &iterations.to_string(), "--warmup", "0", "--no-progress"])
         .arg("--out")
         .arg(out)
         .arg("--rust-binary")
@@ -177,35 +181,64 @@ fn without_c_the_speed_gate_is_skipped_with_a_message() {
     assert!(v["notes"][0].as_str().unwrap().starts_with("No C comparison was made"));
     let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(md.contains("no C comparison was made"));
+    // roofline: the machine's measured limits and each size's figures, in the JSON, summary.md and console
+    let peaks = v["limits"]["peaks"].as_array().unwrap();
+    assert!(peaks.iter().any(|p| p["level"] == "portable" && p["f64_gflops_per_core"].as_f64().unwrap() > 0.0), "{peaks:?}");
+    assert!(v["limits"]["write_mb_per_s"].as_f64().unwrap() > 0.0);
+    let rf = &v["entries"][0]["roofline"];
+    for k in ["ns_per_sample_per_core", "flops_per_sample_estimate", "achieved_gflops", "peak_gflops", "flop_utilization", "bytes_written", "write_utilization"] {
+        assert!(rf[k].as_f64().is_some_and(|x| x > 0.0), "roofline.{k}: {rf}");
+    }
+    assert!(md.contains("## How close to the limit") && md.contains("ns/sample/core"), "{md}");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("machine limits (measured at start-up)"), "{}", text(&o));
 }
 
 #[test]
-fn compare_flags_a_deliberate_slowdown() {
+fn compare_flags_a_deliberate_slowdown_and_calls_a_median_only_change_noise() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("base");
-    let o = bench(&out, None, &[]);
+    let o = bench_n(&out, None, 3, &[]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let base = out.join("benchmark_results.json");
+    let write = |name: &str, v: &Value| {
+        let dir = tmp.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("benchmark_results.json");
+        std::fs::write(&p, serde_json::to_string_pretty(v).unwrap()).unwrap();
+        (dir, p)
+    };
 
-    // the same report, our warm render twice as slow
+    // the same report, every run of our warm render 2-2.2× slower than the slowest baseline run (a
+    // clear slowdown whatever the noise of this tiny size)
     let mut v = json(&out);
     let old = v["entries"][0]["rust_warm"]["render_s"]["median"].as_f64().unwrap();
-    v["entries"][0]["rust_warm"]["render_s"]["median"] = Value::from(old * 2.0);
-    let slow_dir = tmp.path().join("slow");
-    std::fs::create_dir_all(&slow_dir).unwrap();
-    let slow = slow_dir.join("benchmark_results.json");
-    std::fs::write(&slow, serde_json::to_string_pretty(&v).unwrap()).unwrap();
-
+    let slowest = v["entries"][0]["rust_warm"]["render_s"]["max"].as_f64().unwrap();
+    v["entries"][0]["rust_warm"]["render_s"]["median"] = Value::from(slowest * 2.1);
+    for (i, r) in v["entries"][0]["rust_warm"]["runs"].as_array_mut().unwrap().iter_mut().enumerate() {
+        r["render_s"] = Value::from(slowest * (2.0 + 0.1 * i as f64));
+    }
+    let (slow_dir, slow) = write("slow", &v);
     let o = Command::new(BENCH).arg("compare").arg(&base).arg(&slow).args(["--threshold", "5", "--fail-on-regression"]).output().unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let reg = std::fs::read_to_string(slow_dir.join("regressions.csv")).unwrap();
     let line = reg.lines().find(|l| l.contains(",rust_warm.render_s,")).expect("regression listed");
-    assert!(line.ends_with(",100.0000,true"), "{line}");
+    // 3 runs against 3 cannot reach p ≤ 0.01: the ranges decided, and say so
+    assert!(line.contains(",3,3,0.05,non-overlapping ranges,true,true,false"), "{line}\n{}", text(&o));
     let full = std::fs::read_to_string(slow_dir.join("full_comparison.csv")).unwrap();
     assert!(full.lines().count() > reg.lines().count());
     let md = std::fs::read_to_string(slow_dir.join("comparison.md")).unwrap();
-    assert!(md.contains("1 regression of"), "{md}");
+    assert!(md.contains("regression") && md.contains("## Time regressions (worst first)"), "{md}");
     assert!(String::from_utf8_lossy(&o.stdout).contains("rust_warm.render_s"));
+
+    // only the median moved, not the runs: above the threshold but not significant, so noise
+    let mut m = json(&out);
+    m["entries"][0]["rust_warm"]["render_s"]["median"] = Value::from(old * 2.0);
+    let (noise_dir, noisy) = write("noise", &m);
+    let o = Command::new(BENCH).arg("compare").arg(&base).arg(&noisy).arg("--fail-on-regression").output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("0 regressions of"), "{}", text(&o));
+    let md = std::fs::read_to_string(noise_dir.join("comparison.md")).unwrap();
+    assert!(md.contains("not significant: noise") && md.contains("(not significant)"), "{md}");
 
     // without --fail-on-regression the exit code stays 0; a report against itself has none
     let o = Command::new(BENCH).arg("compare").arg(&base).arg(&slow).arg("--out").arg(tmp.path().join("c2")).output().unwrap();
@@ -221,6 +254,9 @@ fn compare_flags_a_deliberate_slowdown() {
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("0 regressions of"));
+    // a bad --alpha is a usage error
+    let o = Command::new(BENCH).arg("compare").arg(&base).arg(&base).args(["--alpha", "1.5"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }
 
 #[test]

@@ -101,9 +101,13 @@ pub struct CompareArgs {
     pub baseline: PathBuf,
     /// The new benchmark_results.json.
     pub new: PathBuf,
-    /// Report changes above this percentage.
+    /// A regression is a change above this percentage (of the median; of the peak for memory)...
     #[arg(long, default_value_t = 5.0)]
     pub threshold: f64,
+    /// ...that is also significant at this level (one-sided Mann-Whitney U on the per-run samples; with
+    /// too few runs for the test to reach it, every new run must be above every baseline run).
+    #[arg(long, default_value_t = compare::DEFAULT_ALPHA)]
+    pub alpha: f64,
     /// Where comparison.md, regressions.csv and full_comparison.csv go (default: NEW's directory).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -251,11 +255,14 @@ fn run_compare(a: &CompareArgs) -> anyhow::Result<i32> {
     if a.threshold.is_nan() || a.threshold < 0.0 {
         anyhow::bail!("--threshold must be a non-negative percentage");
     }
+    if !(a.alpha > 0.0 && a.alpha < 1.0) {
+        anyhow::bail!("--alpha must be a significance level between 0 and 1 (exclusive)");
+    }
     let base = read_report(&a.baseline)?;
     let new = read_report(&a.new)?;
     compare::validate(&base, &a.baseline.display().to_string())?;
     compare::validate(&new, &a.new.display().to_string())?;
-    let res = compare::compare(&base, &new, a.threshold);
+    let res = compare::compare(&base, &new, a.threshold, a.alpha);
     let out = a.out.clone().unwrap_or_else(|| a.new.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf());
     let (bn, nn) = (a.baseline.display().to_string(), a.new.display().to_string());
     compare::write_all(&res, &out, &bn, &nn)?;

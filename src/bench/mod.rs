@@ -18,8 +18,10 @@ pub mod machine;
 pub mod measure;
 pub mod plan;
 pub mod report;
+pub mod roofline;
 pub mod runner;
 pub mod schema;
+pub mod significance;
 pub mod stats;
 
 pub use schema::{Report, SCHEMA};
