@@ -231,6 +231,8 @@ pub struct Config {
     pub out_dir: Option<PathBuf>,
     pub threads: Option<usize>,
     pub precision: Precision,
+    /// Which generator makes the noise image (`--noise`): the C's serial stream (default) or fast.
+    pub noise_mode: crate::noise::NoiseMode,
     pub quiet: bool,
 }
 
@@ -341,6 +343,7 @@ impl Default for Config {
             out_dir: None,
             threads: None,
             precision: Precision::Double,
+            noise_mode: crate::noise::NoiseMode::C,
             quiet: false,
         }
     }
