@@ -2,9 +2,9 @@
 # Time noisify with a point-spread function, the C's noisify against ours, at 2048² and 4096².
 # usage: scripts/bench_psf.sh C_NOISIFY [OURS] [OUT.md]
 #   REPS=3            runs of each program per row (C and ours alternate: C, ours, C, ours, ...)
-#   ROWS="..."        which rows, from: 2048-none 2048-gauss 2048-fiber 4096-none 4096-gauss 4096-fiber
-#                     (default: all but 4096-fiber, which takes the C about 10 minutes a run)
-#   C_REPS_SLOW=1     runs of the C in the 4096-fiber row
+#   ROWS="..."        which rows, from: N-none N-gauss N-fiber N-fiberauto (N = 2048, 4096, ...)
+#                     (default: 2048-none 2048-gauss 2048-fiber 4096-none 4096-gauss 4096-fiber)
+#   C_REPS_SLOW=REPS  runs of the C in the 4096-fiber and fiberauto rows
 # Input: a synthetic photons/pixel image (water-like ring + air + Bragg-like spots). Both programs get
 # the same flags; every noise image must be byte-identical to the C's (checked, reported). The times are
 # wall-clock seconds of the whole program (read, photon noise, PSF, read-out noise, write); the
@@ -14,8 +14,8 @@ C=${1:?path to the C noisify binary}
 OURS=${2:-target/release/nanobragg-rs}
 OUT=${3:-/dev/stdout}
 REPS=${REPS:-3}
-ROWS=${ROWS:-"2048-none 2048-gauss 2048-fiber 4096-none 4096-gauss"}
-C_REPS_SLOW=${C_REPS_SLOW:-1}
+ROWS=${ROWS:-"2048-none 2048-gauss 2048-fiber 4096-none 4096-gauss 4096-fiber"}
+C_REPS_SLOW=${C_REPS_SLOW:-$REPS}
 OURS=$(readlink -f "$OURS"); C=$(readlink -f "$C")
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -41,6 +41,7 @@ img.astype('<f4').tofile(path)
 PY
 }
 
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 {
 echo "| size | PSF | C noisify: min / median / max (s) | nanobragg-rs noisify: min / median / max (s) | runs (C, ours) | noise images identical to the C's |"
 echo "|---|---|---|---|---|---|"
@@ -51,9 +52,10 @@ for row in $ROWS; do
     none)  psf=""; label="none" ;;
     gauss) psf="-psf gauss -psf_fwhm 100"; label="gauss, -psf_fwhm 100 (1 pixel), automatic radius" ;;
     fiber) psf="-psf fiber -psf_fwhm 100 -psf_radius 10"; label="fiber, -psf_fwhm 100 (1 pixel), -psf_radius 10" ;;
+    fiberauto) psf="-psf fiber -psf_fwhm 100"; label="fiber, -psf_fwhm 100 (1 pixel), automatic radius" ;;
   esac
   A="-floatfile $T/in_$N.bin -pixel 0.1 -distance 100 -readout_noise 2 $psf -seed 1 -nopgm"
-  nc=$REPS; [ "$row" = 4096-fiber ] && nc=$C_REPS_SLOW
+  nc=$REPS; case $row in 4096-fiber|*-fiberauto) nc=$C_REPS_SLOW ;; esac
   : > "$T/tc"; : > "$T/tr"; same=yes
   for k in $(seq 1 "$REPS"); do
     if [ "$k" -le "$nc" ]; then
@@ -70,5 +72,5 @@ for row in $ROWS; do
   echo "| ${N}² | $label | $(stats < "$T/tc") | $(stats < "$T/tr") | $nc, $REPS | $same |"
 done
 echo
-echo "Machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)); load average before: $(cut -d' ' -f1-3 /proc/loadavg); $(date -u '+%Y-%m-%d %H:%M UTC')."
+echo "Machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)); load average at the start: $LOAD0, at the end: $(cut -d' ' -f1-3 /proc/loadavg); $(date -u '+%Y-%m-%d %H:%M UTC')."
 } > "$OUT"

@@ -8,7 +8,7 @@
 //!   the C's `poidev` (exact Poisson up to a mean of 1e6, the C's Gaussian approximation above), but
 //!   not the C's draws. See [`noise_image_fast`].
 use crate::rng::NrRandom;
-use rand_chacha::rand_core::SeedableRng;
+use rand_chacha::rand_core::{Rng as _, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Poisson, StandardNormal};
 use rayon::prelude::*;
@@ -206,9 +206,43 @@ fn row_rng(seed: i64, s: usize) -> ChaCha8Rng {
 /// exact Poisson deviate: below 12 by inversion of the cumulative distribution (one uniform), from 12
 /// by `rand_distr`'s Poisson sampler. A mean that is zero, negative or NaN gives 0 (the C's would
 /// give 0 for a mean ≤ 0 and never return for NaN).
-#[inline]
+#[inline(always)]
 pub fn fast_deviate(rng: &mut ChaCha8Rng, xm: f32) -> f64 {
     let m = xm as f64;
+    if m > 0.0 && m < 12.0 {
+        // inversion: the smallest k with P(X <= k) >= u, with u uniform in [0, 1) (53 bits)
+        let u = (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
+        // P(X = 0) = exp(-m) is at least its Taylor polynomial of degree 3 (m >= 0): most pixels
+        // (mean << 1) are decided as 0 here, inline and without computing the exponential
+        if u <= 1.0 - m + 0.5 * m * m - m * m * m * (1.0 / 6.0) {
+            return 0.0;
+        }
+        return invert_small(u, m);
+    }
+    other_deviate(rng, m)
+}
+
+/// The rest of the inversion for a mean below 12 (out of line: rare for the usual means << 1).
+#[inline(never)]
+fn invert_small(u: f64, m: f64) -> f64 {
+    let mut p = (-m).exp();
+    let mut cdf = p;
+    let mut k = 0u32;
+    while u > cdf {
+        k += 1;
+        p *= m / k as f64;
+        if p == 0.0 {
+            break; // u is beyond the last representable step of the CDF (probability < 1e-300)
+        }
+        cdf += p;
+    }
+    k as f64
+}
+
+/// Means that are zero, negative or NaN (0), from 12 to 1e6 (Poisson by `rand_distr`) and above
+/// 1e6 (the C's Gaussian approximation).
+#[inline(never)]
+fn other_deviate(rng: &mut ChaCha8Rng, m: f64) -> f64 {
     if !(m > 0.0) {
         return 0.0;
     }
@@ -216,22 +250,6 @@ pub fn fast_deviate(rng: &mut ChaCha8Rng, xm: f32) -> f64 {
         let g: f64 = StandardNormal.sample(rng);
         // the C: `return xm+sqrt(xm)*gaussdev(idum);` in double, returned as float
         return (m + m.sqrt() * g) as f32 as f64;
-    }
-    if m < 12.0 {
-        // inversion: the smallest k with P(X <= k) >= u
-        let u: f64 = rand_distr::StandardUniform.sample(rng);
-        let mut p = (-m).exp();
-        let mut cdf = p;
-        let mut k = 0u32;
-        while u > cdf {
-            k += 1;
-            p *= m / k as f64;
-            if p == 0.0 {
-                break; // u is beyond the last representable step of the CDF (probability < 1e-300)
-            }
-            cdf += p;
-        }
-        return k as f64;
     }
     match Poisson::new(m) {
         Ok(d) => d.sample(rng),

@@ -660,6 +660,9 @@ pub fn run(c: &NoisifyConfig, out: &mut dyn Write) -> Result<NoisifySummary> {
         writeln!(out, "writing {} as {} 4-byte integers", c.intfile, pixels).map_err(io)?;
     }
     write_atomic(Path::new(&c.intfile), &image_bytes(hbytes, c.intimage_bits, &int16, &int32))?;
+    if !c.calculate_noise {
+        write_png(c, xu, yu, &int16, &int32)?;
+    }
     if c.write_pgm {
         writeln!(out, "writing {} as 1-byte integers", c.pgmfile).map_err(io)?;
         let mut b = format!("P5\n{} {}\n# pixels scaled by 1\n255\n", xpixels, ypixels).into_bytes();
@@ -720,10 +723,18 @@ pub fn run(c: &NoisifyConfig, out: &mut dyn Write) -> Result<NoisifySummary> {
     writeln!(out, "{} photons on noise image ({} overloads)", cf("%.0f", sum), overloads).map_err(io)?;
     writeln!(out, "writing {} as {}-byte integers", c.noisefile, if c.intimage_bits == 16 { 2 } else { 4 }).map_err(io)?;
     write_atomic(Path::new(&c.noisefile), &image_bytes(hbytes, c.intimage_bits, &int16, &int32))?;
+    write_png(c, xu, yu, &int16, &int32)?;
     summary.photons = sum;
     summary.overloads = overloads;
     let _ = lambda;
     Ok(summary)
+}
+
+/// `--png`: a preview of the integer image just written (the port's option, not noisify.c's).
+fn write_png(c: &NoisifyConfig, xu: usize, yu: usize, int16: &[u16], int32: &[u32]) -> Result<()> {
+    let Some(p) = &c.png else { return Ok(()) };
+    let adu: Vec<f32> = if c.intimage_bits == 16 { int16.iter().map(|&v| v as f32).collect() } else { int32.iter().map(|&v| v as f32).collect() };
+    crate::io::png::write_png_preview(Path::new(p), &adu, xu, yu)
 }
 
 fn detsize_x_of(pixel: f64, xpixels: i64) -> f64 {

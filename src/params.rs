@@ -556,6 +556,8 @@ pub struct OutputSettings {
     pub nexusfile: Option<PathBuf>,
     /// SMV headers with the keys dxtbx's ADSC reader expects (opt-in; the default header is the C's).
     pub smv_dxtbx: bool,
+    /// Which generator makes the noise image (`--noise`): the C's serial stream (default) or fast.
+    pub noise_mode: crate::noise::NoiseMode,
     pub write_pgm: bool,
     pub calculate_noise: bool,
     /// counts/photon, 0 = auto
@@ -579,6 +581,7 @@ impl Default for OutputSettings {
             cbffile: None,
             nexusfile: None,
             smv_dxtbx: false,
+            noise_mode: crate::noise::NoiseMode::C,
             write_pgm: true,
             calculate_noise: true,
             intfile_scale: 0.0,

@@ -181,6 +181,16 @@ fn without_c_the_speed_gate_is_skipped_with_a_message() {
     assert!(v["notes"][0].as_str().unwrap().starts_with("No C comparison was made"));
     let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(md.contains("no C comparison was made"));
+    // roofline: the machine's measured limits and each size's figures, in the JSON, summary.md and console
+    let peaks = v["limits"]["peaks"].as_array().unwrap();
+    assert!(peaks.iter().any(|p| p["level"] == "portable" && p["f64_gflops_per_core"].as_f64().unwrap() > 0.0), "{peaks:?}");
+    assert!(v["limits"]["write_mb_per_s"].as_f64().unwrap() > 0.0);
+    let rf = &v["entries"][0]["roofline"];
+    for k in ["ns_per_sample_per_core", "flops_per_sample_estimate", "achieved_gflops", "peak_gflops", "flop_utilization", "bytes_written", "write_utilization"] {
+        assert!(rf[k].as_f64().is_some_and(|x| x > 0.0), "roofline.{k}: {rf}");
+    }
+    assert!(md.contains("## How close to the limit") && md.contains("ns/sample/core"), "{md}");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("machine limits (measured at start-up)"), "{}", text(&o));
 }
 
 #[test]

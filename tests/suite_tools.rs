@@ -82,3 +82,21 @@ fn float_add_and_simulate_add_float() {
     let out = bin().current_dir(d).args(base).args(["-add_float", "a.bin"]).output().unwrap();
     assert_eq!(out.status.code(), Some(9), "size mismatch must be refused");
 }
+
+/// `noisify --png` (the port's option) writes a preview of the noise image, with the same noise
+/// image as without it.
+#[test]
+fn noisify_png_preview() {
+    let dir = tempfile::tempdir().unwrap();
+    let img: Vec<u8> = (0..32 * 24).flat_map(|i| ((i % 17) as f32 * 3.0).to_le_bytes()).collect();
+    std::fs::write(dir.path().join("in.bin"), img).unwrap();
+    let args = ["noisify", "-floatfile", "in.bin", "-detpixels_x", "32", "-detpixels_y", "24", "-psf", "gauss", "-psf_fwhm", "150", "-seed", "3"];
+    run_ok(bin().current_dir(dir.path()).args(args).args(["-noisefile", "a.img", "--png", "a.png"]));
+    run_ok(bin().current_dir(dir.path()).args(args).args(["-noisefile", "b.img"]));
+    assert_eq!(std::fs::read(dir.path().join("a.img")).unwrap(), std::fs::read(dir.path().join("b.img")).unwrap());
+    let png = std::fs::read(dir.path().join("a.png")).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    // IHDR: width and height
+    assert_eq!(u32::from_be_bytes([png[16], png[17], png[18], png[19]]), 32);
+    assert_eq!(u32::from_be_bytes([png[20], png[21], png[22], png[23]]), 24);
+}

@@ -180,8 +180,14 @@ impl Core {
 
     /// Poisson noise image (uint16, slow x fast) from a float image, as the command line's -noisefile:
     /// with the flags' -seed (or `seed`) it is identical to the CLI's noise image. `adc` defaults to -adc.
-    #[pyo3(signature = (image, seed=None, adc=None))]
-    fn noise<'py>(&self, py: Python<'py>, image: PyReadonlyArray2<'py, f32>, seed: Option<i64>, adc: Option<f64>) -> PyResult<Bound<'py, PyArray2<u16>>> {
+    /// `mode` ("c" or "fast", default the flags' --noise) picks the generator: "c" is the C's serial
+    /// stream, "fast" the parallel counter-based one (same distributions, not the C's pixels).
+    #[pyo3(signature = (image, seed=None, adc=None, mode=None))]
+    fn noise<'py>(&self, py: Python<'py>, image: PyReadonlyArray2<'py, f32>, seed: Option<i64>, adc: Option<f64>, mode: Option<&str>) -> PyResult<Bound<'py, PyArray2<u16>>> {
+        let mode = match mode {
+            None => self.cfg.output.noise_mode,
+            Some(m) => nbcore::noise::NoiseMode::parse(m).ok_or_else(|| PyValueError::new_err(format!("mode: expects 'c' or 'fast' (got '{m}')")))?,
+        };
         let data = self.image_slice(&image)?;
         if let Some(a) = adc {
             if !a.is_finite() {
@@ -193,7 +199,10 @@ impl Core {
         let mut rng = e.rng.clone();
         let mut seed = seed.map(|s| -s).unwrap_or(e.seed);
         let (fp, sp, roi) = (e.det.fpixels, e.det.spixels, e.roi);
-        let img = py.detach(|| nbcore::noise::noise_image(&mut rng, &mut seed, data, fp, sp, roi, adc));
+        let img = py.detach(|| match mode {
+            nbcore::noise::NoiseMode::C => nbcore::noise::noise_image(&mut rng, &mut seed, data, fp, sp, roi, adc),
+            nbcore::noise::NoiseMode::Fast => nbcore::noise::noise_image_fast(seed, data, fp, sp, roi, adc),
+        });
         let arr = Array2::from_shape_vec((sp, fp), img.pixels).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
         Ok(arr.into_pyarray(py))
     }

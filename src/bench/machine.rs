@@ -19,7 +19,7 @@ pub struct MachineInfo {
     pub cpu_simd: String,
     /// e.g. "linux x86_64, Ubuntu 24.04 LTS, kernel 6.8.0".
     pub os: String,
-    /// `rustc --version` at benchmark time, or "unknown".
+    /// `rustc --version` of the compiler that built this binary (stamped by build.rs), or "unknown".
     pub rustc: String,
     /// `git rev-parse HEAD` in the working directory, else the commit stamped at build time, else "unknown".
     pub git_commit: String,
@@ -120,7 +120,7 @@ impl MachineInfo {
             simd_level: crate::kernel::simd_level_name().to_string(),
             cpu_simd: detect_simd().to_string(),
             os: os_description(),
-            rustc: command_line("rustc", &["--version"]).unwrap_or_else(|| "unknown".into()),
+            rustc: env!("NANOBRAGG_RUSTC_VERSION").to_string(),
             git_commit,
             git_dirty,
             nanobragg_version: env!("CARGO_PKG_VERSION").to_string(),

@@ -18,6 +18,7 @@ pub mod machine;
 pub mod measure;
 pub mod plan;
 pub mod report;
+pub mod roofline;
 pub mod runner;
 pub mod schema;
 pub mod significance;

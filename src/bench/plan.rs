@@ -167,30 +167,19 @@ pub fn heavy_amplitude(h: i32, k: i32, l: i32) -> f64 {
 
 /// A UTC timestamp like `20261122T031500Z` for now.
 pub fn utc_timestamp() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    format_utc(secs as i64)
+    format_datetime(time::OffsetDateTime::now_utc())
 }
 
-/// Format Unix seconds as `YYYYMMDDTHHMMSSZ` (proleptic Gregorian, UTC).
+const STAMP: &[time::format_description::FormatItem<'static>] =
+    time::macros::format_description!("[year][month][day]T[hour][minute][second]Z");
+
+fn format_datetime(t: time::OffsetDateTime) -> String {
+    t.format(STAMP).unwrap_or_else(|_| "unknown-time".into())
+}
+
+/// Format Unix seconds as `YYYYMMDDTHHMMSSZ` (UTC), with the `time` crate.
 pub fn format_utc(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    let (y, m, d) = civil_from_days(days);
-    format!("{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z", rem / 3600, (rem % 3600) / 60, rem % 60)
-}
-
-/// Days since 1970-01-01 to (year, month, day) — Howard Hinnant's algorithm.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
+    time::OffsetDateTime::from_unix_timestamp(secs).map(format_datetime).unwrap_or_else(|_| "unknown-time".into())
 }
 
 #[cfg(test)]

@@ -135,6 +135,29 @@ fn all_warnings(r: &Report) -> Vec<String> {
     w
 }
 
+/// The roofline lines: the machine's measured limits, then one line per size.
+pub fn roofline_lines(r: &Report) -> Vec<String> {
+    let mut v = Vec::new();
+    if let Some(l) = &r.limits {
+        let peaks: Vec<String> = l
+            .peaks
+            .iter()
+            .map(|p| format!("{} {:.1} (f64) / {:.1} (f32) GFLOP/s per core", p.level, p.f64_gflops_per_core, p.f32_gflops_per_core))
+            .collect();
+        v.push(format!(
+            "machine limits (measured at start-up): {}; page-cache write {}",
+            peaks.join(", "),
+            l.write_mb_per_s.map(|w| format!("{w:.0} MB/s")).unwrap_or_else(|| "n/a".into())
+        ));
+    }
+    for e in &r.entries {
+        if let Some(rf) = &e.roofline {
+            v.push(format!("size {} ({}): {}", e.size, e.kernel, super::roofline::one_line(rf)));
+        }
+    }
+    v
+}
+
 /// `summary.md`.
 pub fn summary_markdown(r: &Report) -> String {
     let mut s = String::new();
@@ -162,6 +185,19 @@ pub fn summary_markdown(r: &Report) -> String {
         let _ = writeln!(s, "{line}  ");
     }
     s.push('\n');
+    let roof = roofline_lines(r);
+    if !roof.is_empty() {
+        s.push_str(
+            "## How close to the limit (warm medians)\n\nns per sample per core = render time × threads / samples; the \
+             floating-point work per sample is an estimate counted from the fast kernel (FMA = 2 flops); the write rate \
+             is the output phase's bytes over its time (it also converts and sums, so a lower bound). \
+             Below 10% or above 90% of a measured peak is flagged.\n\n",
+        );
+        for line in roof {
+            let _ = writeln!(s, "- {line}");
+        }
+        s.push('\n');
+    }
     if !r.notes.is_empty() {
         s.push_str("## Notes\n\n");
         for n in &r.notes {
@@ -188,6 +224,9 @@ pub fn terminal_summary(r: &Report, out_dir: &Path) -> String {
     s.push_str(&summary_table(r));
     s.push('\n');
     for line in gate_lines(&r.gate) {
+        let _ = writeln!(s, "{line}");
+    }
+    for line in roofline_lines(r) {
         let _ = writeln!(s, "{line}");
     }
     for n in &r.notes {

@@ -118,12 +118,14 @@ fn run_into(plan: &Plan, gate_opts: &GateOptions, progress: &dyn Progress, out_d
         std::fs::create_dir_all(d)?;
     }
 
+    progress.println("measuring this machine's floating-point peak per SIMD level and its write bandwidth…");
+    let limits = super::roofline::measure(&work.path);
     let runs_per_size = (plan.warmup + plan.iterations) as u64 * if plan.c_binary.is_some() { 3 } else { 2 };
     progress.start(runs_per_size * plan.sizes.len() as u64);
 
     let mut entries = Vec::new();
     for &size in &plan.sizes {
-        let e = run_size(plan, size, hkl.as_deref(), &machine, &c_dir, &rust_dir, &warm_dir, progress)?;
+        let e = run_size(plan, size, hkl.as_deref(), &machine, &limits, &c_dir, &rust_dir, &warm_dir, progress)?;
         progress.println(&format!("size {size}: {}", super::report::entry_one_line(&e)));
         entries.push(e);
     }
@@ -150,6 +152,7 @@ fn run_into(plan: &Plan, gate_opts: &GateOptions, progress: &dyn Progress, out_d
             rust_binary: plan.rust_binary.display().to_string(),
         },
         entries,
+        limits: Some(limits),
         gate,
         notes,
         warnings,
@@ -164,6 +167,7 @@ fn run_size(
     size: usize,
     hkl: Option<&Path>,
     machine: &MachineInfo,
+    limits: &super::roofline::MachineLimits,
     c_dir: &Path,
     rust_dir: &Path,
     warm_dir: &Path,
@@ -201,6 +205,7 @@ fn run_size(
     let mut cold: Vec<Phases> = Vec::new();
     let mut warm: Vec<Phases> = Vec::new();
     let mut geometry: Option<(usize, usize, usize, usize, usize, i64, &'static str)> = None;
+    let mut work: Option<super::roofline::Work> = None;
     let total = plan.warmup + plan.iterations;
     let mut child_resolution = 0.0f64;
 
@@ -295,6 +300,14 @@ fn run_size(
         let _ = reset; // without a reset VmHWM is the maximum so far (reported in the run's warnings)
         let peak = measure::self_peak_rss_mb();
         warm.push(Phases { index: i, warmup: is_warmup, setup_s, render_s, io_s, peak_rss_mb: peak });
+        if work.is_none() {
+            work = Some(super::roofline::Work {
+                n: [exp.na, exp.nb, exp.nc],
+                square: exp.shape == crate::config::CrystalShape::Square,
+                sources: exp.sources.len(),
+                orientations: exp.domains() * exp.phisteps.max(1) as usize,
+            });
+        }
         if geometry.is_none() {
             geometry = Some((
                 exp.pixels(),
@@ -389,6 +402,22 @@ fn run_size(
         c_samples_per_s: per_s(samples, c_wall),
         plausible_samples_per_s_bound: bound,
     };
+    let bytes_written = ["warm.bin", "warm.img"]
+        .iter()
+        .map(|f| std::fs::metadata(warm_dir.join(f)).ok().map(|m| m.len()))
+        .try_fold(0u64, |acc, b| b.map(|b| acc + b));
+    let (roofline, roof_warnings) = super::roofline::figures(
+        limits,
+        kernel,
+        plan.single_precision,
+        plan.threads.unwrap_or(machine.logical_cores),
+        samples,
+        &work.expect("at least one iteration ran"),
+        med(&rust_warm.render_s),
+        med(&rust_warm.io_s),
+        bytes_written,
+    );
+    warnings.extend(roof_warnings);
     let peak_rss_mb =
         PeakRss { c: c.as_ref().and_then(|c| c.peak_rss_mb), rust_process: rust_process.peak_rss_mb, rust_warm: rust_warm.peak_rss_mb };
 
@@ -500,6 +529,7 @@ fn run_size(
         speedup_warm,
         speedup_process,
         throughput,
+        roofline: Some(roofline),
         warnings,
     })
 }

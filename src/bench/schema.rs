@@ -24,8 +24,12 @@
 //!       throughput: { rust_warm_pixels_per_s, rust_warm_samples_per_s (warm render median),
 //!                     rust_process_pixels_per_s, rust_process_samples_per_s (process wall median),
 //!                     c_pixels_per_s, c_samples_per_s (C wall median), plausible_samples_per_s_bound }
+//!       roofline: { threads, ns_per_sample_per_core, flops_per_sample_estimate, achieved_gflops, peak_gflops,
+//!                   peak_level, flop_utilization, bytes_written, write_mb_per_s, peak_write_mb_per_s,
+//!                   write_utilization }   (warm medians against `limits`; null in older reports)
 //!       warnings: [text]
 //!   } ],
+//!   "limits": { peaks: [{level, f64_gflops_per_core, f32_gflops_per_core}], write_mb_per_s, method },
 //!   "gate": { enabled, min_speedup, min_correlation, speed_check: "checked"|"skipped: …",
 //!             correlation_check: "checked"|"skipped: …", checks: [{size, check, value, bound, status, detail}],
 //!             passed },
@@ -49,6 +53,9 @@ pub struct Report {
     pub machine: MachineInfo,
     pub config: RunConfig,
     pub entries: Vec<Entry>,
+    /// The machine's measured floating-point peaks and write bandwidth (null in older reports).
+    #[serde(default)]
+    pub limits: Option<super::roofline::MachineLimits>,
     pub gate: Gate,
     #[serde(default)]
     pub notes: Vec<String>,
@@ -95,6 +102,9 @@ pub struct Entry {
     pub speedup_warm: Option<f64>,
     pub speedup_process: Option<f64>,
     pub throughput: Throughput,
+    /// How close to the machine's limit the warm run is (null in reports from before it existed).
+    #[serde(default)]
+    pub roofline: Option<super::roofline::Roofline>,
     #[serde(default)]
     pub warnings: Vec<String>,
 }
@@ -252,6 +262,7 @@ pub fn sample_report() -> Report {
             c_samples_per_s: Some((size * size) as f64 / 2.1),
             plausible_samples_per_s_bound: 1.6e11,
         },
+        roofline: None,
         warnings: vec![],
     };
     Report {
@@ -281,6 +292,7 @@ pub fn sample_report() -> Report {
             rust_binary: "nanobragg-rs".into(),
         },
         entries: vec![entry(256), entry(512)],
+        limits: None,
         gate: Gate::default(),
         notes: vec![],
         warnings: vec![],

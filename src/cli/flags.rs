@@ -723,6 +723,13 @@ pub static FLAGS: &[Flag] = &[
         } },
     Flag { name: "--precision", aliases: &[], arity: Word, values: "double|single", units: "", default: "double",
         category: Port, help: "Arithmetic of the pixel kernel (double matches the C).", set: set_precision },
+    Flag { name: "--noise", aliases: &["--noise-mode"], arity: Word, values: "c|fast", units: "", default: "c",
+        category: Port,
+        help: "Noise image generator. c: the C's single serial random stream (ran1), bit-identical to nanoBragg's noise image. fast: a counter-based generator (ChaCha8, one stream per row keyed by -seed), parallel over rows, the same image for a seed at any thread count, the same Poisson/Gaussian distributions as the C's, not the C's pixels.",
+        set: |c, v| match crate::noise::NoiseMode::parse(v.word(0)) {
+            Some(m) => { c.output.noise_mode = m; Ok(()) }
+            None => Err(v.err(format!("expects 'c' or 'fast' (got '{}')", v.word(0)))),
+        } },
     Flag { name: "--quiet", aliases: &["-quiet"], arity: Switch, values: "", units: "", default: "off",
         category: Port, help: "Print only errors and warnings.", set: |c, _| { c.run.quiet = true; Ok(()) } },
     Flag { name: "--help", aliases: &["-help", "-h"], arity: Switch, values: "", units: "", default: "",

@@ -56,6 +56,9 @@ pub struct NoisifyConfig {
     pub quantum_gain: f64,
     pub phi0: f64,
     pub osc: f64,
+    /// `--png FILE` (not in noisify.c): an 8-bit preview of the noise image (or, with `-nonoise`,
+    /// of the int image)
+    pub png: Option<String>,
 }
 
 impl Default for NoisifyConfig {
@@ -92,6 +95,7 @@ impl Default for NoisifyConfig {
             quantum_gain: 1.0,
             phi0: 0.0,
             osc: 1.0,
+            png: None,
         }
     }
 }
@@ -114,7 +118,7 @@ fn f(s: &str) -> f64 {
 }
 
 /// Flag list for the usage message and the error for a stray argument.
-pub const NOISIFY_USAGE: &str = "usage: noisify -floatfile floatimage.bin [-scale -gain -readout_noise -flicker -calibration -calib_seed -seed -adc -bits 16|32 -psf gauss|fiber -psf_fwhm um -psf_radius px -header file.img -Xbeam mm -Ybeam mm -distance mm -detsize mm -detpixels n -pixel mm -lambda A -fluence -intfile -noisefile -pgmfile -nonoise -nopgm -phi -osc]";
+pub const NOISIFY_USAGE: &str = "usage: noisify -floatfile floatimage.bin [-scale -gain -readout_noise -flicker -calibration -calib_seed -seed -adc -bits 16|32 -psf gauss|fiber -psf_fwhm um -psf_radius px -header file.img -Xbeam mm -Ybeam mm -distance mm -detsize mm -detpixels n -pixel mm -lambda A -fluence -intfile -noisefile -pgmfile -nonoise -nopgm -phi -osc] [--png preview.png]";
 
 /// Parse noisify.c's arguments.
 pub fn parse_noisify_args(args: &[String]) -> Result<NoisifyConfig> {
@@ -298,6 +302,10 @@ pub fn parse_noisify_args(args: &[String]) -> Result<NoisifyConfig> {
             c.phi0 = f(val(&mut matched)?);
             takes_value = true;
         }
+        if a == "--png" || a == "-pngfile" {
+            c.png = Some(val(&mut matched)?.to_string());
+            takes_value = true;
+        }
         if has("-osc") {
             c.osc = f(val(&mut matched)?);
             takes_value = true;
@@ -337,5 +345,14 @@ mod tests {
         assert!(p("-floatfile a.bin -scale").is_err());
         assert!(p("-floatfile a.bin -psf blur").is_err());
         assert!(p("-floatfile a.bin -bits 8").is_err());
+        assert!(p("-floatfile a.bin --png").is_err());
+    }
+
+    #[test]
+    fn png_preview_is_the_ports_option() {
+        let c = p("-floatfile a.bin --png p.png -pgmfile i.pgm").unwrap();
+        assert_eq!(c.png.as_deref(), Some("p.png"));
+        assert_eq!(c.pgmfile, "i.pgm");
+        assert_eq!(p("-floatfile a.bin").unwrap().png, None);
     }
 }

@@ -76,6 +76,7 @@ fn sample_values(f: &Flag) -> Vec<String> {
         ("-pivot", _) => &["sample"],
         ("--precision", _) => &["single"],
         ("--max-memory", _) => &["64G"],
+        ("--noise", _) => &["fast"],
         ("-detector_absorb", _) => &["250"],
         (_, Arity::Switch) => &[],
         (_, Arity::SwitchNeedsNext) => &["-nonoise"],

@@ -56,7 +56,9 @@ impl OutputCtx<'_> {
 pub fn photon_counts(cfg: &Config, exp: &Experiment, float: &[f32]) -> Vec<i32> {
     let d = &exp.det;
     let adc = cfg.output.adc_offset;
-    if cfg.output.calculate_noise {
+    if cfg.output.calculate_noise && cfg.output.noise_mode == crate::noise::NoiseMode::Fast {
+        crate::noise::noise_counts_fast(exp.seed, float, d.fpixels, d.spixels, exp.roi, adc)
+    } else if cfg.output.calculate_noise {
         let mut rng = exp.rng.clone();
         let mut seed = exp.seed;
         crate::noise::noise_counts(&mut rng, &mut seed, float, d.fpixels, d.spixels, exp.roi, adc)
@@ -210,16 +212,30 @@ impl OutputWriter for NoiseWriter {
     }
     fn write(&self, ctx: &OutputCtx, path: &Path, w: &mut (dyn Write + Send)) -> Result<Vec<String>> {
         let d = &ctx.exp.det;
-        // the noise stream continues the experiment's RNG state (misset and mosaic draws came first)
-        let mut rng = ctx.exp.rng.clone();
-        let mut seed = ctx.exp.seed;
         w.write_all(&smv_header_bytes(&ctx.header).map_err(|e| with_path(e, path))?).map_err(io_err(path))?;
-        let (photons, overloads) = crate::noise::write_noise_rows(w, &mut rng, &mut seed, ctx.float, d.fpixels, d.spixels, ctx.exp.roi, ctx.cfg.output.adc_offset)
-            .map_err(io_err(path))?;
-        Ok(vec![
+        let (photons, overloads) = match ctx.cfg.output.noise_mode {
+            crate::noise::NoiseMode::C => {
+                // the noise stream continues the experiment's RNG state (misset and mosaic draws came first)
+                let mut rng = ctx.exp.rng.clone();
+                let mut seed = ctx.exp.seed;
+                crate::noise::write_noise_rows(w, &mut rng, &mut seed, ctx.float, d.fpixels, d.spixels, ctx.exp.roi, ctx.cfg.output.adc_offset)
+                    .map_err(io_err(path))?
+            }
+            crate::noise::NoiseMode::Fast => {
+                let img = crate::noise::noise_image_fast(ctx.exp.seed, ctx.float, d.fpixels, d.spixels, ctx.exp.roi, ctx.cfg.output.adc_offset);
+                super::write_le(w, &img.pixels).map_err(io_err(path))?;
+                (img.photons, img.overloads)
+            }
+        };
+        let mut lines = Vec::new();
+        if ctx.cfg.output.noise_mode == crate::noise::NoiseMode::Fast {
+            lines.push("noise image by the fast generator (--noise fast: ChaCha8 per row; not the C's pixels)".to_string());
+        }
+        lines.extend([
             format!("{} photons on noise image ({} overloads)", cf("%.0f", photons), overloads),
             format!("writing {} as 2-byte integers", ctx.cfg.output.noisefile.display()),
-        ])
+        ]);
+        Ok(lines)
     }
     fn own_thread(&self) -> bool {
         true

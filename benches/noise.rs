@@ -1,0 +1,39 @@
+//! Criterion benchmark of the noise image at 4096² on the benchmark crystal's float image: the C's
+//! serial stream (`--noise c`, the default) against the fast mode (`--noise fast`, rows in parallel).
+//! Run with `cargo bench --bench noise`; NB_NOISE_PIXELS changes the size.
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use nanobragg::noise::{noise_image, noise_image_fast};
+use nanobragg::rng::NrRandom;
+
+fn noise_benches(c: &mut Criterion) {
+    let pixels: usize = std::env::var("NB_NOISE_PIXELS").ok().and_then(|v| v.parse().ok()).unwrap_or(4096);
+    let tmp = tempfile::tempdir().unwrap();
+    let args: Vec<String> = format!(
+        "-cell 100 100 100 90 90 90 -lambda 6.2 -N 5 -default_F 100 -distance 100 -pixel 0.1 -detpixels {pixels} -nonoise -nopgm"
+    )
+    .split_whitespace()
+    .map(String::from)
+    .collect();
+    let mut cfg = nanobragg::cli::flags::parse_simulate_args(&args).unwrap();
+    cfg.output.out_dir = Some(tmp.path().to_path_buf());
+    let (exp, _) = nanobragg::simulate::setup(&cfg).unwrap();
+    let float = nanobragg::kernel::render(&exp, &|_| {}).float;
+    let (fp, sp, roi) = (exp.det.fpixels, exp.det.spixels, exp.roi);
+
+    let mut g = c.benchmark_group(format!("noise/{pixels}"));
+    g.sample_size(10);
+    g.throughput(Throughput::Elements((fp * sp) as u64));
+    g.bench_function("c-serial", |b| {
+        b.iter(|| {
+            let mut rng = NrRandom::new();
+            let mut seed = -1i64;
+            noise_image(&mut rng, &mut seed, &float, fp, sp, roi, 40.0).photons
+        })
+    });
+    g.bench_function("fast", |b| b.iter(|| noise_image_fast(-1, &float, fp, sp, roi, 40.0).photons));
+    g.finish();
+}
+
+criterion_group!(benches, noise_benches);
+criterion_main!(benches);
