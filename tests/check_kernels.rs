@@ -15,7 +15,7 @@ use std::path::Path;
 
 fn experiment(args: &[String], out: &Path) -> Experiment {
     let mut cfg = nanobragg::cli::flags::parse_simulate_args(args).unwrap();
-    cfg.out_dir = Some(out.to_path_buf());
+    cfg.output.out_dir = Some(out.to_path_buf());
     simulate::setup(&cfg).unwrap().0
 }
 
@@ -55,10 +55,10 @@ fn simd_backends_pass_the_row_by_row_check() {
             let dir = tempfile::tempdir().unwrap();
             let a: Vec<String> = args(case).into_iter().map(|a| a.replace("../../inputs", inputs.to_str().unwrap())).collect();
             let mut cfg = nanobragg::cli::flags::parse_simulate_args(&a).unwrap();
-            cfg.out_dir = Some(dir.path().to_path_buf());
+            cfg.output.out_dir = Some(dir.path().to_path_buf());
             let dump = golden.join("cases").join(id).join("Fdump.bin");
-            if cfg.hkl_file.is_none() && dump.is_file() {
-                std::fs::copy(&dump, dir.path().join(&cfg.dump_file)).unwrap();
+            if cfg.params.hkl_file.is_none() && dump.is_file() {
+                std::fs::copy(&dump, dir.path().join(&cfg.params.dump_file)).unwrap();
             }
             run(simulate::setup(&cfg).unwrap().0, id);
         }
