@@ -23,6 +23,9 @@ cargo test --release
 # the check-kernels debug feature (every SIMD row re-rendered by the reference and compared), on a few
 # golden cases; rebuilds only this crate with the feature
 cargo test --release --features check-kernels --test check_kernels
+# That build replaced target/release/nanobragg-rs with a check-kernels binary (every row rendered twice):
+# rebuild the normal binaries before anything else (fabio/DIALS scripts, Python, the speed gate) runs them.
+cargo build --release --bins
 
 # --- The library alone: no harness, no progress bars; the examples/ program (typed parameters, an
 # in-memory reflection list, render, SMV) must build that way and write a readable image.
