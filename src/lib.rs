@@ -27,6 +27,7 @@ pub mod config;
 pub mod crystal;
 pub mod error;
 pub mod experiment;
+pub mod inputs;
 pub mod float_add;
 pub mod geometry;
 pub mod io;
@@ -49,6 +50,7 @@ pub mod stats;
 pub mod steps;
 pub mod structure_factors;
 pub mod suite;
+pub mod summary;
 pub mod vec3;
 
 pub use config::Config;

@@ -2,7 +2,7 @@
 //! the setters in crystallographers' units equal the flags' parse, and an in-memory reflection list
 //! renders exactly as the same list read from an `-hkl` file.
 use nanobragg::cli::parse_simulate_args;
-use nanobragg::{experiment, report::Log, simulate, structure_factors::HklGrid, Config};
+use nanobragg::{experiment::Experiment, inputs::Inputs, simulate, structure_factors::HklGrid, Config};
 
 fn typed() -> Config {
     let mut cfg = Config::default();
@@ -46,7 +46,7 @@ fn in_memory_reflections_render_as_the_hkl_file() {
     let (exp_file, _) = simulate::setup(&from_file).unwrap();
 
     let grid = HklGrid::from_entries(&reflections(), 3.0).unwrap();
-    let exp_mem = experiment::build_with(&typed(), &mut Log::default(), Some(grid)).unwrap();
+    let exp_mem = Experiment::build(&typed(), &Inputs::with_fhkl(grid)).unwrap();
     let a = simulate::render(&exp_file, Some(2), &|_| {}).unwrap().float;
     let b = simulate::render(&exp_mem, Some(2), &|_| {}).unwrap().float;
     assert!(a.iter().any(|&v| v > 0.0));
