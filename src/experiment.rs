@@ -20,6 +20,9 @@ use crate::{Error, Result};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// A reflection list: (h, k, l, F).
+pub type HklList = Vec<(i32, i32, i32, f64)>;
+
 /// Thomson cross section of the electron (m^2).
 pub const R_E_SQR: f64 = 7.94079248018965e-30;
 pub const AVOGADRO: f64 = 6.02214179e23;
@@ -93,7 +96,7 @@ pub struct Experiment {
     /// Arithmetic of the fast kernel's per-sample work.
     pub precision: crate::config::Precision,
     /// The reflection list computed from a model, when `-hklout` will write it ([`write_setup_outputs`]).
-    pub hklout_entries: Option<Arc<Vec<(i32, i32, i32, f64)>>>,
+    pub hklout_entries: Option<Arc<HklList>>,
     /// What the C printed while resolving it, for [`crate::summary::setup_summary`].
     pub notes: SetupNotes,
 }
@@ -206,7 +209,7 @@ pub struct StructureFactors {
     pub fhkl: Option<Arc<HklGrid>>,
     pub interpolate: bool,
     /// The list computed from a model, kept when `-hklout` asks for it.
-    pub hklout_entries: Option<Arc<Vec<(i32, i32, i32, f64)>>>,
+    pub hklout_entries: Option<Arc<HklList>>,
 }
 
 impl Experiment {
@@ -291,7 +294,7 @@ pub fn resolve_detector(cfg: &Config, notes: &mut SetupNotes) -> Result<Detector
     if fpixels <= 0 || spixels <= 0 {
         return Err(Error::setup(format!("detector has no pixels ({fpixels} x {spixels}): check -detpixels, -detsize and -pixel")));
     }
-    let npix = (fpixels as u64).checked_mul(spixels as u64).unwrap_or(u64::MAX);
+    let npix = (fpixels as u64).saturating_mul(spixels as u64);
     if npix > MAX_PIXELS {
         return Err(Error::setup(format!(
             "detector of {fpixels} x {spixels} pixels needs {:.1} GiB for the float image alone; the limit is {} pixels",

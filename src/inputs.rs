@@ -77,13 +77,12 @@ impl Inputs {
     /// read while parsing the command line (`cfg.mask`, `cfg.img`) are not read again.
     pub fn load(cfg: &Config) -> Result<Inputs> {
         let p = &cfg.params;
-        let mut inp = Inputs::default();
-
-        inp.mask = match (&cfg.mask, &p.mask_file) {
+        let mask = match (&cfg.mask, &p.mask_file) {
             (Some(m), _) => Some(m.clone()),
             (None, Some(path)) => Some(crate::io::smv::read_smv(path).map_err(|e| Error::flag("-mask", format!("cannot read {}: {e}", path.display())))?),
             (None, None) => None,
         };
+        let mut inp = Inputs { mask, ..Default::default() };
         // -img is read while parsing the flags (its header sets parameters); only its name is kept
         inp.img_path = cfg.img.as_ref().map(|i| i.path.clone());
         for path in inp.mask.as_ref().map(|m| &m.path).into_iter().chain(inp.img_path.as_ref()) {

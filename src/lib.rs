@@ -2,7 +2,8 @@
 //! simulator. The C program (`nanoBragg.c`) is the specification; the modules follow its data flow:
 //!
 //! ```text
-//! argv ─► cli (flag table) ─► Config ─► experiment (geometry, crystal, sources, steps, Fhkl)
+//! argv ─► cli (flag table) ─► Config ─► inputs (every file read) ─► experiment (no I/O: geometry,
+//!      crystal, sources, steps, Fhkl) ─► summary (the C's setup lines)
 //!      ─► kernel (scalar reference + fast paths) ─► FloatImage + stats ─► io (float, SMV, PGM, PNG, noise)
 //! ```
 //!
