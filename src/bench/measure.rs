@@ -241,32 +241,22 @@ pub fn tail_lines(s: &str, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join(" | ")
 }
 
-/// A scratch directory removed when dropped (unless `keep`).
+/// A scratch directory (`tempfile`'s) under the system temp folder, removed when dropped unless kept.
 pub struct WorkDir {
     pub path: PathBuf,
-    pub keep: bool,
+    dir: Option<tempfile::TempDir>,
 }
 
 impl WorkDir {
     pub fn new(prefix: &str) -> std::io::Result<WorkDir> {
-        let base = std::env::temp_dir();
-        let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-        for attempt in 0..100u32 {
-            let p = base.join(format!("{prefix}-{}-{stamp}-{attempt}", std::process::id()));
-            match std::fs::create_dir(&p) {
-                Ok(()) => return Ok(WorkDir { path: p, keep: false }),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(e),
-            }
-        }
-        Err(std::io::Error::other("cannot create a scratch directory"))
+        let dir = tempfile::Builder::new().prefix(&format!("{prefix}-")).tempdir()?;
+        Ok(WorkDir { path: dir.path().to_path_buf(), dir: Some(dir) })
     }
-}
 
-impl Drop for WorkDir {
-    fn drop(&mut self) {
-        if !self.keep {
-            let _ = std::fs::remove_dir_all(&self.path);
+    /// Leave the directory in place when this is dropped.
+    pub fn keep(&mut self) {
+        if let Some(d) = self.dir.take() {
+            let _ = d.keep();
         }
     }
 }

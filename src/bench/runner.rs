@@ -110,8 +110,8 @@ fn run_into(plan: &Plan, gate_opts: &GateOptions, progress: &dyn Progress, out_d
     };
 
     let mut work = WorkDir::new("nanobragg-bench")?;
-    work.keep = plan.keep_work;
     if plan.keep_work {
+        work.keep();
         notes.push(format!("scratch directory kept: {}", work.path.display()));
     }
     let dirs = Dirs { c: work.path.join("c"), rust: work.path.join("rust"), warm: work.path.join("warm") };
