@@ -1,6 +1,6 @@
 //! Build an experiment from typed parameters and an in-memory reflection list, render it and write an
 //! SMV image — no argv, no input files. `cargo run --release --example in_memory [OUT.img]`
-use nanobragg::{experiment, io::smv, simulate, structure_factors::HklGrid, Config};
+use nanobragg::{experiment::Experiment, inputs::Inputs, io::smv, simulate, structure_factors::HklGrid, summary, Config};
 
 fn main() -> nanobragg::Result<()> {
     let out = std::env::args().nth(1).unwrap_or_else(|| "in_memory.img".into());
@@ -19,8 +19,10 @@ fn main() -> nanobragg::Result<()> {
         (-3..=3).flat_map(|h| (-3..=3).flat_map(move |k| (-2..=2).map(move |l| (h, k, l, 1000.0 / (1 + h * h + k * k + l * l) as f64)))).collect();
     let grid = HklGrid::from_entries(&reflections, 0.0)?;
 
-    let mut log = nanobragg::report::Log::default(); // the C's setup summary, unused here
-    let exp = experiment::build_with(&cfg, &mut log, Some(grid))?;
+    // the pure path: data in memory (no Inputs::load), experiment built with no file I/O
+    let inputs = Inputs::with_fhkl(grid);
+    let exp = Experiment::build(&cfg, &inputs)?;
+    println!("{}", summary::setup_summary(&cfg, &inputs, &exp).join("\n")); // the C's setup messages
     let image = simulate::render(&exp, None, &|_| {})?.float; // photons/pixel, slow-major
     let (fp, sp) = (exp.det.fpixels, exp.det.spixels);
     let max = image.iter().cloned().fold(0.0f32, f32::max) as f64;

@@ -1,18 +1,27 @@
-//! `Experiment`: everything nanoBragg.c computes before its pixel loop, resolved from a [`Config`] in
-//! the C's order (L1119-L2530). Immutable once built, so a warm benchmark can render it repeatedly.
+//! `Experiment`: everything nanoBragg.c computes before its pixel loop (L1119-L2530), resolved from a
+//! [`Config`] and the data read by [`Inputs::load`] (or given in memory) with no file I/O, section by
+//! section: [`resolve_detector`], [`resolve_sampling_steps`], [`resolve_beam_and_sources`],
+//! [`resolve_crystal_and_orientations`], [`resolve_oversample`], [`resolve_structure_factors`]. The C's
+//! setup messages are printed from it by [`crate::summary::setup_summary`]. Immutable once built, so a
+//! warm benchmark can render it repeatedly.
 
-use crate::cfmt::{cf, g};
+use crate::cfmt::g;
 use crate::config::{Config, CrystalShape};
-use crate::crystal::{build_lattice, cells_from_size, read_matrix_file, Lattice, RTD};
+use crate::crystal::{build_lattice, cells_from_size, Lattice, RTD};
 use crate::geometry::{apply_convention, detector_pixels, orient_detector, Detector};
+use crate::inputs::{FhklSource, Inputs};
 use crate::report::Log;
 use crate::rng::{mosaic_rotation_umat, NrRandom};
 use crate::sources::{build_sources, Source};
 use crate::steps::{resolve_mosaic, resolve_phi, resolve_sweep, resolve_thickness, sanitize, Sweep};
-use crate::structure_factors::{read_fdump, read_hkl, HklGrid};
+use crate::structure_factors::HklGrid;
 use crate::vec3::{rotate_axis, rotate_umat, V3};
 use crate::{Error, Result};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// A reflection list: (h, k, l, F).
+pub type HklList = Vec<(i32, i32, i32, f64)>;
 
 /// Thomson cross section of the electron (m^2).
 pub const R_E_SQR: f64 = 7.94079248018965e-30;
@@ -53,7 +62,8 @@ pub struct Experiment {
     pub mosaic_umats: Vec<[f64; 9]>,
     /// phisteps × domains orientations, phi outer (loop order of the C).
     pub orientations: Vec<Orientation>,
-    pub fhkl: Option<HklGrid>,
+    /// Shared with the [`Inputs`] it came from (an image series builds every frame from one grid).
+    pub fhkl: Option<Arc<HklGrid>>,
     pub default_f: f64,
     pub interpolate: bool,
     pub oversample: usize,
@@ -85,6 +95,10 @@ pub struct Experiment {
     pub printout_pixel: Option<(i64, i64)>,
     /// Arithmetic of the fast kernel's per-sample work.
     pub precision: crate::config::Precision,
+    /// The reflection list computed from a model, when `-hklout` will write it ([`write_setup_outputs`]).
+    pub hklout_entries: Option<Arc<HklList>>,
+    /// What the C printed while resolving it, for [`crate::summary::setup_summary`].
+    pub notes: SetupNotes,
 }
 
 impl Experiment {
@@ -110,25 +124,177 @@ pub fn time_seed() -> i64 {
     -now
 }
 
-/// Build the experiment. Setup messages go to `log` in the C's order.
-pub fn build(cfg: &Config, log: &mut Log) -> Result<Experiment> {
-    build_with(cfg, log, None)
+/// What the C prints while resolving the setup, kept by where it prints it, so [`crate::summary`]
+/// reproduces the C's order. Lines that follow from the resolved values alone (crystal size, phi steps,
+/// the summary block) are not kept: the summary derives them.
+#[derive(Clone, Debug, Default)]
+pub struct SetupNotes {
+    /// The beam clipping the sample (L1129).
+    pub beam: Log,
+    /// Convention warnings (L1172).
+    pub convention: Log,
+    /// Sampling-rule warnings: detector attenuation, mosaic domains (L1381).
+    pub sampling: Log,
+    /// Convention, pivot and XDS beam lines of the detector geometry (L1701).
+    pub geometry: Log,
+    /// Cell, misset and lattice vectors (L1791-L2047).
+    pub lattice: Log,
+    /// Automatic oversampling and its warnings (L2060).
+    pub oversample: Log,
+    /// Structure factors computed from a model.
+    pub structure_factors: Log,
+    /// Divergence points, wavelengths and the source list (L2310).
+    pub sources: Log,
 }
 
-/// [`build`] with structure factors already read (an image series reads the HKL file once): no HKL or
-/// Fdump file is read or written.
-pub fn build_with(cfg: &Config, log: &mut Log, preloaded: Option<HklGrid>) -> Result<Experiment> {
-    // the C reads -mask, then -img, before anything else (its GetFrame prints the names)
-    for smv in [&cfg.mask, &cfg.img].into_iter().flatten() {
-        log.line(format!("reading {}", smv.path.display()));
-    }
+/// Build the experiment, reading its input files: [`Inputs::load`], [`Experiment::build`], the `-hklout`
+/// list ([`write_setup_outputs`]), and the C's setup messages into `log` ([`crate::summary::setup_summary`]).
+pub fn build(cfg: &Config, log: &mut Log) -> Result<Experiment> {
+    let inputs = Inputs::load(cfg)?;
+    let exp = Experiment::build(cfg, &inputs)?;
+    write_setup_outputs(cfg, &exp)?;
+    log.lines.extend(crate::summary::setup_summary(cfg, &inputs, &exp));
+    Ok(exp)
+}
 
-    // ------------------------------------------------------------------ detector size (L1119)
+/// Files the setup step itself produces: `-hklout` (the list computed from a `-pdb`/`-cif` model). The
+/// Fdump cache is written with the images ([`crate::io::outputs`]).
+pub fn write_setup_outputs(cfg: &Config, exp: &Experiment) -> Result<()> {
+    crate::model::write_hklout(&cfg.params.model, exp.hklout_entries.as_deref().map(|v| v.as_slice()))
+}
+
+/// The detector and its region of interest.
+pub struct DetectorSetup {
+    pub det: Detector,
+    pub roi: [i64; 4],
+}
+
+/// The sampling steps that follow from the parameters alone (the C's rules, L1381-L1700).
+pub struct SamplingSteps {
+    pub osc: f64,
+    pub phistep: f64,
+    pub phisteps: i32,
+    pub hdiv: Sweep,
+    pub vdiv: Sweep,
+    pub disp: Sweep,
+    pub thick: Sweep,
+    pub detector_mu: f64,
+    pub mosaic_spread: f64,
+    pub mosaic_domains: i32,
+}
+
+/// The beam: fluence, the sample as the beam clips it, and the sources.
+pub struct BeamSetup {
+    pub fluence: f64,
+    /// Sample size (x, y, z) in metres after clipping by the beam.
+    pub sample: [f64; 3],
+    pub sources: Vec<Source>,
+    pub divsteps: i64,
+}
+
+/// The crystal: lattice, size in cells, mosaic domains and the orientation table.
+pub struct CrystalSetup {
+    pub lattice: Lattice,
+    pub na: f64,
+    pub nb: f64,
+    pub nc: f64,
+    pub mosaic_umats: Vec<[f64; 9]>,
+    pub orientations: Vec<Orientation>,
+    /// The random stream after the misset and mosaic draws.
+    pub rng: NrRandom,
+}
+
+/// Structure factors and how they are looked up.
+pub struct StructureFactors {
+    pub fhkl: Option<Arc<HklGrid>>,
+    pub interpolate: bool,
+    /// The list computed from a model, kept when `-hklout` asks for it.
+    pub hklout_entries: Option<Arc<HklList>>,
+}
+
+impl Experiment {
+    /// Resolve the experiment from the parameters and the data already read (or given in memory); no
+    /// file is read or written. The C's messages are kept in [`Experiment::notes`] and printed by
+    /// [`crate::summary::setup_summary`].
+    pub fn build(cfg: &Config, inputs: &Inputs) -> Result<Experiment> {
+        let mut notes = SetupNotes::default();
+        let d = resolve_detector(cfg, &mut notes)?;
+        require_inputs(cfg, inputs, &d.det)?;
+        let s = resolve_sampling_steps(cfg, &mut notes);
+        let beam = resolve_beam_and_sources(cfg, inputs, &d.det, &s, &mut notes)?;
+        let clock = time_seed();
+        let crystal = resolve_crystal_and_orientations(cfg, inputs, &d.det, &s, beam.sample, clock, &mut notes)?;
+        let oversample = resolve_oversample(cfg, &d.det, &crystal, &mut notes)?;
+        let sf = resolve_structure_factors(cfg, inputs, &d.det, &mut notes)?;
+
+        let os = oversample;
+        let steps = beam.sources.len() as i64 * s.mosaic_domains as i64 * s.phisteps as i64 * (os * os) as i64;
+        let subpixel_size = d.det.pixel_size / oversample as f64;
+        // water background (checklist Q18: already carries r_e^2*fluence)
+        let water_f = 2.57;
+        let p = &cfg.params;
+        let i_bg = water_f * water_f * R_E_SQR * beam.fluence * p.water_size * p.water_size * p.water_size * 1e6 * AVOGADRO / 18.0;
+        Ok(Experiment {
+            det: d.det,
+            lattice: crystal.lattice,
+            na: crystal.na,
+            nb: crystal.nb,
+            nc: crystal.nc,
+            shape: p.shape,
+            fudge: p.fudge,
+            sources: beam.sources,
+            divsteps: beam.divsteps,
+            hdiv: s.hdiv,
+            vdiv: s.vdiv,
+            disp: s.disp,
+            lambda0: p.lambda0,
+            phi0: p.phi0,
+            phistep: s.phistep,
+            phisteps: s.phisteps,
+            osc: s.osc,
+            mosaic_spread: s.mosaic_spread,
+            mosaic_umats: crystal.mosaic_umats,
+            orientations: crystal.orientations,
+            fhkl: sf.fhkl,
+            default_f: p.default_f,
+            interpolate: sf.interpolate,
+            oversample: os,
+            subpixel_size,
+            oversample_thick: p.oversample_thick,
+            oversample_polar: p.oversample_polar,
+            oversample_omega: p.oversample_omega,
+            thicksteps: s.thick.steps,
+            thickstep: s.thick.step,
+            detector_thick: s.thick.range,
+            detector_mu: s.detector_mu,
+            polarization: p.polarization,
+            nopolar: p.nopolar,
+            dmin: p.dmin,
+            fluence: beam.fluence,
+            water_size: p.water_size,
+            i_bg,
+            steps,
+            roi: d.roi,
+            mask: inputs.mask.as_ref().map(|m| m.data.clone()),
+            mask_path: inputs.mask.as_ref().map(|m| m.path.clone()),
+            rng: crystal.rng,
+            seed: p.seed.unwrap_or(clock),
+            printout: cfg.run.printout,
+            printout_pixel: cfg.run.printout_pixel,
+            precision: cfg.run.precision,
+            hklout_entries: sf.hklout_entries,
+            notes,
+        })
+    }
+}
+
+/// Detector size, region of interest, convention, pivot and orientation (L1119-L1172, L1701).
+pub fn resolve_detector(cfg: &Config, notes: &mut SetupNotes) -> Result<DetectorSetup> {
     let (detsize_f, detsize_s, fpixels, spixels) = detector_pixels(cfg);
     if fpixels <= 0 || spixels <= 0 {
         return Err(Error::setup(format!("detector has no pixels ({fpixels} x {spixels}): check -detpixels, -detsize and -pixel")));
     }
-    let npix = (fpixels as u64).checked_mul(spixels as u64).unwrap_or(u64::MAX);
+    let npix = (fpixels as u64).saturating_mul(spixels as u64);
     if npix > MAX_PIXELS {
         return Err(Error::setup(format!(
             "detector of {fpixels} x {spixels} pixels needs {:.1} GiB for the float image alone; the limit is {} pixels",
@@ -138,65 +304,33 @@ pub fn build_with(cfg: &Config, log: &mut Log, preloaded: Option<HklGrid>) -> Re
     }
     let (fpixels, spixels) = (fpixels as usize, spixels as usize);
 
-    // ------------------------------------------------------------------ fluence and sample clipping (L1129)
-    let mut fluence = cfg.params.fluence;
-    if cfg.params.flux != 0.0 && cfg.params.exposure > 0.0 && cfg.params.beamsize >= 0.0 {
-        fluence = cfg.params.flux * cfg.params.exposure / cfg.params.beamsize / cfg.params.beamsize;
-    }
-    let (sample_x, mut sample_y, mut sample_z) = (cfg.params.sample_x, cfg.params.sample_y, cfg.params.sample_z);
-    if cfg.params.beamsize >= 0.0 {
-        if cfg.params.beamsize < sample_y {
-            log.line(format!("WARNING: clipping sample ({} m high) with beam ({} m)", g(sample_y), g(cfg.params.beamsize)));
-            sample_y = cfg.params.beamsize;
-        }
-        if cfg.params.beamsize < sample_z {
-            log.line(format!("WARNING: clipping sample ({} m wide) with beam ({} m)", g(sample_z), g(cfg.params.beamsize)));
-            sample_z = cfg.params.beamsize;
-        }
-    }
-
-    // ------------------------------------------------------------------ ROI (L1164)
+    // ROI (L1164): the C's default upper bound is one past the end
     let mut roi = cfg.params.roi.unwrap_or([-1, -1, -1, -1]);
-    if roi[0] < 0 {
-        roi[0] = 0;
-    }
-    if roi[1] < 0 {
-        roi[1] = fpixels as i64;
-    }
-    if roi[2] < 0 {
-        roi[2] = 0;
-    }
-    if roi[3] < 0 {
-        roi[3] = spixels as i64;
+    for (i, full) in [(0, 0), (1, fpixels as i64), (2, 0), (3, spixels as i64)] {
+        if roi[i] < 0 {
+            roi[i] = full;
+        }
     }
 
-    // ------------------------------------------------------------------ conventions (L1172)
-    let conv = apply_convention(cfg, detsize_f, detsize_s, fpixels, spixels, log);
+    let conv = apply_convention(cfg, detsize_f, detsize_s, fpixels, spixels, &mut notes.convention);
+    let det = orient_detector(conv, &mut notes.geometry);
+    Ok(DetectorSetup { det, roi })
+}
 
-    // ------------------------------------------------------------------ banner and inputs check (L1275)
-    log.line("nanoBragg nanocrystal diffraction simulator - James Holton and Ken Frankel 5-17-17");
-    let dump_path = resolve_out(cfg, &cfg.params.dump_file);
-    // -pdb/-cif: the model is read here for its cell; its structure factors are computed below
-    let model = crate::model::load(&cfg.params.model, log)?;
-    if model.is_some() && cfg.params.hkl_file.is_some() {
-        return Err(Error::flag("-hkl", "give one source of structure factors: -hkl or -pdb/-cif, not both"));
+/// The C's inputs check (L1275): some structure factors, a unit cell, a mask of the detector's size.
+fn require_inputs(cfg: &Config, inputs: &Inputs, det: &Detector) -> Result<()> {
+    let dump = match &inputs.fhkl_source {
+        FhklSource::Fdump(p) => Some(p),
+        _ => None,
+    };
+    if inputs.fhkl.is_none() && inputs.model.is_none() && cfg.params.default_f == 0.0 {
+        return Err(Error::setup("no structure factors: give -hkl FILE or -default_F VALUE (and no Fdump.bin cache was found)"));
     }
-    let dump_exists = preloaded.is_none() && cfg.params.hkl_file.is_none() && model.is_none() && dump_path.is_file();
-    if preloaded.is_none() && cfg.params.hkl_file.is_none() && model.is_none() && !dump_exists && cfg.params.default_f == 0.0 {
-        return Err(Error::setup(
-            "no structure factors: give -hkl FILE or -default_F VALUE (and no Fdump.bin cache was found)",
-        ));
-    }
-    let cell_in = cfg.params.cell.or_else(|| {
-        let c = model.as_ref()?.model.cell?;
-        Some(crate::config::CellInput { a: c[0], b: c[1], c: c[2], alpha: c[3] / RTD, beta: c[4] / RTD, gamma: c[5] / RTD })
-    });
-    let cell_a = cell_in.map(|c| c.a).unwrap_or(0.0);
-    if cfg.params.mat_file.is_none() && cell_a == 0.0 {
+    if inputs.matrix.is_none() && cell_input(cfg, inputs).map(|c| c.a).unwrap_or(0.0) == 0.0 {
         if cfg.params.cell.is_some() {
             return Err(Error::flag("-cell", "the cell edge a must be greater than 0"));
         }
-        if dump_exists {
+        if let Some(dump_path) = dump {
             return Err(Error::setup(format!(
                 "no unit cell: give -cell a b c alpha beta gamma or -mat FILE (structure factors would come from {}, found in this folder; without it and with no crystal flags the built-in crystal runs)",
                 dump_path.display()
@@ -204,79 +338,146 @@ pub fn build_with(cfg: &Config, log: &mut Log, preloaded: Option<HklGrid>) -> Re
         }
         return Err(Error::setup("no unit cell: give -cell a b c alpha beta gamma or -mat FILE"));
     }
-    if let Some(mask) = &cfg.mask {
-        if mask.width != fpixels || mask.height != spixels {
+    if let Some(mask) = &inputs.mask {
+        if mask.width != det.fpixels || mask.height != det.spixels {
             return Err(Error::file(
                 &mask.path,
-                format!("mask is {} x {} pixels but the detector is {} x {}", mask.width, mask.height, fpixels, spixels),
+                format!("mask is {} x {} pixels but the detector is {} x {}", mask.width, mask.height, det.fpixels, det.spixels),
             ));
         }
     }
+    Ok(())
+}
 
-    // ------------------------------------------------------------------ sampling rules (L1381)
-    let (osc, phistep, phisteps) = resolve_phi(cfg.params.osc.unwrap_or(-1.0), cfg.params.phistep.unwrap_or(-1.0), cfg.params.phisteps.unwrap_or(-1), RTD);
-    let hdiv = resolve_sweep(cfg.params.hdivrange.unwrap_or(-1.0), cfg.params.hdivstep.unwrap_or(-1.0), cfg.params.hdivsteps.unwrap_or(-1), 1.0);
-    let vdiv = resolve_sweep(cfg.params.vdivrange.unwrap_or(-1.0), cfg.params.vdivstep.unwrap_or(-1.0), cfg.params.vdivsteps.unwrap_or(-1), 1.0);
-    let disp = resolve_sweep(cfg.params.dispersion, -1.0, cfg.params.dispsteps.unwrap_or(-1), 1.0);
-    let thick = resolve_thickness(cfg.params.detector_thick, -1.0, cfg.params.detector_thicksteps.unwrap_or(-1));
-    let mut detector_mu = cfg.params.detector_mu.unwrap_or(-1.0);
+/// The unit cell: `-cell`, else the model's (a `-mat` file overrides both in [`build_lattice`]).
+fn cell_input(cfg: &Config, inputs: &Inputs) -> Option<crate::config::CellInput> {
+    cfg.params.cell.or_else(|| {
+        let c = inputs.model.as_ref()?.model.cell?;
+        Some(crate::config::CellInput { a: c[0], b: c[1], c: c[2], alpha: c[3] / RTD, beta: c[4] / RTD, gamma: c[5] / RTD })
+    })
+}
+
+/// Phi, divergence, dispersion, sensor layers and mosaic domains from the C's rules (L1381-L1700).
+pub fn resolve_sampling_steps(cfg: &Config, notes: &mut SetupNotes) -> SamplingSteps {
+    let p = &cfg.params;
+    let (osc, phistep, phisteps) = resolve_phi(p.osc.unwrap_or(-1.0), p.phistep.unwrap_or(-1.0), p.phisteps.unwrap_or(-1), RTD);
+    let hdiv = resolve_sweep(p.hdivrange.unwrap_or(-1.0), p.hdivstep.unwrap_or(-1.0), p.hdivsteps.unwrap_or(-1), 1.0);
+    let vdiv = resolve_sweep(p.vdivrange.unwrap_or(-1.0), p.vdivstep.unwrap_or(-1.0), p.vdivsteps.unwrap_or(-1), 1.0);
+    let disp = resolve_sweep(p.dispersion, -1.0, p.dispsteps.unwrap_or(-1), 1.0);
+    let thick = resolve_thickness(p.detector_thick, -1.0, p.detector_thicksteps.unwrap_or(-1));
+    let mut detector_mu = p.detector_mu.unwrap_or(-1.0);
     if thick.range > 0.0 && detector_mu < 0.0 {
         detector_mu = 1.0 / thick.range;
-        log.line(format!("WARNING: setting detector attenuation depth to {} m", g(detector_mu)));
+        notes.sampling.line(format!("WARNING: setting detector attenuation depth to {} m", g(detector_mu)));
     }
-    let (mosaic_spread, mosaic_domains, warn) = resolve_mosaic(cfg.params.mosaic_spread.unwrap_or(-1.0), cfg.params.mosaic_domains.unwrap_or(-1));
+    let (mosaic_spread, mosaic_domains, warn) = resolve_mosaic(p.mosaic_spread.unwrap_or(-1.0), p.mosaic_domains.unwrap_or(-1));
     if let Some(w) = warn {
-        log.line(w);
+        notes.sampling.line(w);
     }
-    let hdiv = sanitize(hdiv);
-    let vdiv = sanitize(vdiv);
-    let disp = sanitize(disp);
-    let thick = sanitize(thick);
+    SamplingSteps {
+        osc,
+        phistep,
+        phisteps,
+        hdiv: sanitize(hdiv),
+        vdiv: sanitize(vdiv),
+        disp: sanitize(disp),
+        thick: sanitize(thick),
+        detector_mu,
+        mosaic_spread,
+        mosaic_domains,
+    }
+}
 
-    // ------------------------------------------------------------------ geometry (L1701)
-    let det = orient_detector(conv, log);
+/// Fluence, the sample clipped by the beam (L1129) and the sources (L2310-L2430).
+pub fn resolve_beam_and_sources(cfg: &Config, inputs: &Inputs, det: &Detector, s: &SamplingSteps, notes: &mut SetupNotes) -> Result<BeamSetup> {
+    let p = &cfg.params;
+    let mut fluence = p.fluence;
+    if p.flux != 0.0 && p.exposure > 0.0 && p.beamsize >= 0.0 {
+        fluence = p.flux * p.exposure / p.beamsize / p.beamsize;
+    }
+    let mut sample = [p.sample_x, p.sample_y, p.sample_z];
+    if p.beamsize >= 0.0 {
+        if p.beamsize < sample[1] {
+            notes.beam.line(format!("WARNING: clipping sample ({} m high) with beam ({} m)", g(sample[1]), g(p.beamsize)));
+            sample[1] = p.beamsize;
+        }
+        if p.beamsize < sample[2] {
+            notes.beam.line(format!("WARNING: clipping sample ({} m wide) with beam ({} m)", g(sample[2]), g(p.beamsize)));
+            sample[2] = p.beamsize;
+        }
+    }
+    let file = match (&p.source_file, &inputs.source_columns) {
+        (Some(path), Some(cols)) => Some((path.as_path(), cols.as_slice())),
+        (None, Some(cols)) => Some((Path::new("(sources in memory)"), cols.as_slice())),
+        _ => None,
+    };
+    let set = build_sources(file, &det.beam_vector, &det.polar_vector, &det.vert_vector, p.lambda0, s.hdiv, s.vdiv, s.disp, p.round_div, &mut notes.sources)?;
+    Ok(BeamSetup { fluence, sample, sources: set.sources, divsteps: set.divsteps })
+}
 
-    // ------------------------------------------------------------------ interpolation auto (L1778)
-    let mut interpolate = match cfg.params.interpolate {
-        Some(v) => v,
-        None => {
-            if cfg.params.na <= 2.0 || cfg.params.nb <= 2.0 || cfg.params.nc <= 2.0 {
-                log.line("auto-selected tricubic interpolation of structure factors");
-                true
+/// Unit cell, misset, size in cells (L1791-L2047), mosaic domains (L2436) and the orientation table:
+/// each phi step's spindle rotation then each domain's rotation, the C's arithmetic hoisted out of the
+/// pixel loop. `clock_seed` seeds a random misset when no `-misset_seed` is given.
+pub fn resolve_crystal_and_orientations(
+    cfg: &Config,
+    inputs: &Inputs,
+    det: &Detector,
+    s: &SamplingSteps,
+    sample: [f64; 3],
+    clock_seed: i64,
+    notes: &mut SetupNotes,
+) -> Result<CrystalSetup> {
+    let p = &cfg.params;
+    let mut rng = NrRandom::new();
+    let mut misset_seed = p.misset_seed.unwrap_or(clock_seed);
+    let lattice = build_lattice(cell_input(cfg, inputs), inputs.matrix, p.misset, p.lambda0, &mut rng, &mut misset_seed, &mut notes.lattice)?;
+    let na = cells_from_size(p.na, sample[0], lattice.a_len);
+    let nb = cells_from_size(p.nb, sample[1], lattice.b_len);
+    let nc = cells_from_size(p.nc, sample[2], lattice.c_len);
+
+    let mut mosaic_seed = p.mosaic_seed;
+    let mut mosaic_umats = Vec::with_capacity(s.mosaic_domains as usize);
+    for m in 0..s.mosaic_domains {
+        let u = mosaic_rotation_umat(&mut rng, s.mosaic_spread as f32, &mut mosaic_seed);
+        mosaic_umats.push(if m == 0 { [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0] } else { u });
+    }
+
+    let mut orientations = Vec::with_capacity((s.phisteps * s.mosaic_domains) as usize);
+    for k in 0..s.phisteps {
+        let phi = p.phi0 + s.phistep * k as f64;
+        let (ap, bp, cp) = if phi != 0.0 {
+            (
+                rotate_axis(&lattice.a0, &det.spindle_vector, phi),
+                rotate_axis(&lattice.b0, &det.spindle_vector, phi),
+                rotate_axis(&lattice.c0, &det.spindle_vector, phi),
+            )
+        } else {
+            (lattice.a0, lattice.b0, lattice.c0)
+        };
+        for u in &mosaic_umats {
+            if s.mosaic_spread > 0.0 {
+                orientations.push(Orientation { a: rotate_umat(&ap, u), b: rotate_umat(&bp, u), c: rotate_umat(&cp, u) });
             } else {
-                log.line("auto-selected no interpolation");
-                false
+                orientations.push(Orientation { a: ap, b: bp, c: cp });
             }
         }
-    };
-
-    // ------------------------------------------------------------------ crystal (L1791)
-    let mut rng = NrRandom::new();
-    let time_seed = time_seed();
-    let mut misset_seed = cfg.params.misset_seed.unwrap_or(time_seed);
-    let mat = match &cfg.params.mat_file {
-        Some(p) => {
-            let m = read_matrix_file(p)?;
-            log.line(format!("reading {}", p.display()));
-            Some(m)
-        }
-        None => None,
-    };
-    let lattice = build_lattice(cell_in, mat, cfg.params.misset, cfg.params.lambda0, &mut rng, &mut misset_seed, log)?;
-
-    let na = cells_from_size(cfg.params.na, sample_x, lattice.a_len);
-    let nb = cells_from_size(cfg.params.nb, sample_y, lattice.b_len);
-    let nc = cells_from_size(cfg.params.nc, sample_z, lattice.c_len);
-    let xa = lattice.a_len * na;
-    let xb = lattice.b_len * nb;
-    let xc = lattice.c_len * nc;
-    log.line(format!("crystal is {} x {} x {} microns", g(xa * 1e6), g(xb * 1e6), g(xc * 1e6)));
-    let xtalsize_max = xa.max(xb).max(xc);
-    let reciprocal_pixel_size = cfg.params.lambda0 * det.distance / det.pixel_size;
-    let mut recommended = (3.0 * xtalsize_max / reciprocal_pixel_size).ceil() as i64;
-    if recommended <= 0 {
-        recommended = 1;
     }
+    Ok(CrystalSetup { lattice, na, nb, nc, mosaic_umats, orientations, rng })
+}
+
+/// The crystal's largest dimension (metres) and the C's recommended oversampling against
+/// lambda*distance/pixel (L2060).
+pub fn crystal_extent(lambda0: f64, det: &Detector, c: &CrystalSetup) -> (f64, f64, i64) {
+    let xtalsize_max = (c.lattice.a_len * c.na).max(c.lattice.b_len * c.nb).max(c.lattice.c_len * c.nc);
+    let reciprocal_pixel_size = lambda0 * det.distance / det.pixel_size;
+    let recommended = ((3.0 * xtalsize_max / reciprocal_pixel_size).ceil() as i64).max(1);
+    (xtalsize_max, reciprocal_pixel_size, recommended)
+}
+
+/// Sub-pixels per pixel axis: `-oversample`, or the C's automatic choice (L2060).
+pub fn resolve_oversample(cfg: &Config, det: &Detector, crystal: &CrystalSetup, notes: &mut SetupNotes) -> Result<usize> {
+    let (xtalsize_max, reciprocal_pixel_size, recommended) = crystal_extent(cfg.params.lambda0, det, crystal);
+    let log = &mut notes.oversample;
     let mut oversample = cfg.params.oversample.map(|o| o as i64).unwrap_or(-1);
     if oversample <= 0 {
         oversample = recommended;
@@ -304,234 +505,34 @@ pub fn build_with(cfg: &Config, log: &mut Log, preloaded: Option<HklGrid>) -> Re
             g(det.pixel_size)
         )));
     }
-    let volume = xa * xb * xc;
-    log.line(format!("approximate MW = {}", g(volume * 1.2e6 * AVOGADRO / (na * nb * nc))));
+    Ok(oversample as usize)
+}
 
-    // ------------------------------------------------------------------ structure factors (L2101)
-    let fhkl = if preloaded.is_some() {
-        preloaded
-    } else if cfg.params.hkl_file.is_some() || model.is_some() {
-        let grid = match (&model, &cfg.params.hkl_file) {
-            (Some(m), _) => {
-                let lambda_min = cfg.params.lambda0 * (1.0 - cfg.params.dispersion.max(0.0) / 2.0);
-                let d = if cfg.params.dmin > 0.0 { cfg.params.dmin * 1e10 } else { crate::model::detector_d_min(det.pix0_vector, det.fdet_vector, det.sdet_vector, det.detsize_f, det.detsize_s, det.beam_vector, lambda_min) };
-                let entries = crate::model::entries_for_simulation(&cfg.params.model, m, d, cfg.params.lambda0 * 1e10, log)?;
-                crate::model::grid_from_entries(&entries, cfg.params.default_f)?
+/// Whether structure factors are interpolated when `-interpolate`/`-nointerpolate` is not given (L1778).
+pub fn auto_interpolate(cfg: &Config) -> bool {
+    cfg.params.na <= 2.0 || cfg.params.nb <= 2.0 || cfg.params.nc <= 2.0
+}
+
+/// The structure factors (read, given, or computed from a model for the detector's resolution) and
+/// their interpolation (L1778, L2101-L2260).
+pub fn resolve_structure_factors(cfg: &Config, inputs: &Inputs, det: &Detector, notes: &mut SetupNotes) -> Result<StructureFactors> {
+    let p = &cfg.params;
+    let mut hklout_entries = None;
+    let fhkl = match (&inputs.fhkl, &inputs.model) {
+        (Some(grid), _) => Some(grid.clone()),
+        (None, Some(m)) => {
+            let lambda_min = p.lambda0 * (1.0 - p.dispersion.max(0.0) / 2.0);
+            let d = if p.dmin > 0.0 { p.dmin * 1e10 } else { crate::model::detector_d_min(det.pix0_vector, det.fdet_vector, det.sdet_vector, det.detsize_f, det.detsize_s, det.beam_vector, lambda_min) };
+            let entries = crate::model::entries_for_simulation(&p.model, m, d, p.lambda0 * 1e10, &mut notes.structure_factors)?;
+            let grid = crate::model::grid_from_entries(&entries, p.default_f)?;
+            if p.model.hklout.is_some() {
+                hklout_entries = Some(Arc::new(entries));
             }
-            (None, Some(hkl)) => read_hkl(hkl, cfg.params.default_f, log)?,
-            (None, None) => unreachable!(),
-        };
-        // The cache is written with the other outputs at the end of the run (io::outputs), so a
-        // refused run never leaves one; here only the C's message, from a check of the target.
-        if crate::io::atomic::target_kind(&dump_path).is_ok() {
-            log.line(format!("writing dump file for next time: {}", dump_path.display()));
-        } else {
-            log.line(format!("WARNING: unable to open dump file: {}", dump_path.display()));
+            Some(Arc::new(grid))
         }
-        Some(grid)
-    } else if dump_exists {
-        log.line(format!("reading Fs from {}", dump_path.display()));
-        Some(read_fdump(&dump_path)?)
-    } else {
-        None
+        (None, None) => None,
     };
     let hkls = fhkl.as_ref().map(|g| g.hkls).unwrap_or(0);
-    if hkls == 0 {
-        interpolate = false;
-    }
-
-    // ------------------------------------------------------------------ stol table: read, checked, unused (L2261)
-    if let Some((p, _mult)) = &cfg.params.stol_file {
-        log.line(format!("reading {}", p.display()));
-        let cols = crate::io::text::read_text_file(p, 2)?;
-        if cols[0].is_empty() {
-            return Err(Error::file(p, "no data in input file"));
-        }
-    }
-
-    for t in 0..thick.steps {
-        log.line(format!("thick{t} = {} um", g(thick.step * t as f64 * 1e6)));
-    }
-    for k in 0..phisteps {
-        let phi = cfg.params.phi0 + phistep * k as f64;
-        log.line(format!("phi{k} = {}", g(phi * RTD)));
-    }
-
-    // ------------------------------------------------------------------ sources (L2310)
-    let set = build_sources(
-        cfg.params.source_file.as_deref(),
-        &det.beam_vector,
-        &det.polar_vector,
-        &det.vert_vector,
-        cfg.params.lambda0,
-        hdiv,
-        vdiv,
-        disp,
-        cfg.params.round_div,
-        log,
-    )?;
-
-    // ------------------------------------------------------------------ mosaic domains (L2436)
-    let mut mosaic_seed = cfg.params.mosaic_seed;
-    let mut mosaic_umats = Vec::with_capacity(mosaic_domains as usize);
-    for m in 0..mosaic_domains {
-        let u = mosaic_rotation_umat(&mut rng, mosaic_spread as f32, &mut mosaic_seed);
-        mosaic_umats.push(if m == 0 { [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0] } else { u });
-    }
-    log.line(format!("  created a total of {mosaic_domains} mosaic domains"));
-
-    let os = oversample as usize;
-    let steps = set.sources.len() as i64 * mosaic_domains as i64 * phisteps as i64 * (os * os) as i64;
-    let subpixel_size = det.pixel_size / oversample as f64;
-
-    // Orientation table: phi rotation then mosaic rotation, the C's arithmetic hoisted out of the pixel loop.
-    let mut orientations = Vec::with_capacity((phisteps * mosaic_domains) as usize);
-    for k in 0..phisteps {
-        let phi = cfg.params.phi0 + phistep * k as f64;
-        let (ap, bp, cp) = if phi != 0.0 {
-            (
-                rotate_axis(&lattice.a0, &det.spindle_vector, phi),
-                rotate_axis(&lattice.b0, &det.spindle_vector, phi),
-                rotate_axis(&lattice.c0, &det.spindle_vector, phi),
-            )
-        } else {
-            (lattice.a0, lattice.b0, lattice.c0)
-        };
-        for u in &mosaic_umats {
-            if mosaic_spread > 0.0 {
-                orientations.push(Orientation { a: rotate_umat(&ap, u), b: rotate_umat(&bp, u), c: rotate_umat(&cp, u) });
-            } else {
-                orientations.push(Orientation { a: ap, b: bp, c: cp });
-            }
-        }
-    }
-
-    // ------------------------------------------------------------------ summary (L2466)
-    let shape = cfg.params.shape;
-    let default_f = cfg.params.default_f;
-    log.line(format!("  {hkls} initialized hkls (all others ={})", g(default_f)));
-    let shape_name = match shape {
-        CrystalShape::Round => "ellipsoidal",
-        CrystalShape::Square => "parallelpiped",
-        CrystalShape::Gauss => "gaussian",
-        CrystalShape::Tophat => "tophat-spot",
-    };
-    log.line(format!("  {shape_name} xtal: {}x{}x{} cells", cf("%.0f", na), cf("%.0f", nb), cf("%.0f", nc)));
-    log.line(format!("  wave={} meters +/- {}% in {} steps", g(cfg.params.lambda0), g(disp.range * 100.0), disp.steps));
-    if cfg.params.nopolar {
-        log.line("  polarization effect disabled");
-    } else {
-        log.line(format!("  Kahn polarization factor: {}", cf("%f", cfg.params.polarization)));
-    }
-    if det.curved_detector {
-        log.line("  curved detector: all pixels same distance from origin");
-    }
-    if det.point_pixel {
-        log.line("  pixel obliquity effect disabled");
-    }
-    log.line(format!("  incident fluence: {} photons/m^2", g(fluence)));
-    log.line(format!(
-        "  distance={} detsize={}x{}  pixel={} meters ({}x{} pixels)",
-        g(det.distance),
-        g(det.detsize_f),
-        g(det.detsize_s),
-        g(det.pixel_size),
-        fpixels,
-        spixels
-    ));
-    log.line(format!("  sensor is {} m thick in {} layers with mu= {}", g(thick.range), thick.steps, g(detector_mu)));
-    log.line(format!("  Xbeam={} Ybeam={}", g(det.xbeam), g(det.ybeam)));
-    log.line(format!("  Fbeam={} Sbeam={}", g(det.fbeam), g(det.sbeam)));
-    log.line(format!("  Xclose={} Yclose={}", g(det.xclose), g(det.yclose)));
-    log.line(format!("  Fclose={} Sclose={}", g(det.fclose), g(det.sclose)));
-    let v3 = |v: &V3| format!("{} {} {}", g(v[0]), g(v[1]), g(v[2]));
-    log.line(format!("  DIRECTION_OF_DETECTOR_X-AXIS= {}", v3(&det.fdet_vector)));
-    log.line(format!("  DIRECTION_OF_DETECTOR_Y-AXIS= {}", v3(&det.sdet_vector)));
-    log.line(format!("  DIRECTION_OF_DETECTOR_Z-AXIS= {}", v3(&det.odet_vector)));
-    log.line(format!("  INCIDENT_BEAM_DIRECTION= {}", v3(&det.beam_vector)));
-    log.line(format!("  spindle ROTATION_AXIS= {}", v3(&det.spindle_vector)));
-    log.line(format!("  POLARIZATION_PLANE_NORMAL= {}", v3(&crate::vec3::cross(&det.beam_vector, &det.polar_vector))));
-    log.line(format!("  dials origin= {}", v3(&det.dials_origin)));
-    log.line(format!("  roi: {} < x < {} && {} < y < {}", roi[0], roi[1], roi[2], roi[3]));
-    log.line(format!("  hdivrange={} hdivstep={}  radians", g(hdiv.range), g(hdiv.step)));
-    log.line(format!("  vdivrange={} vdivstep={}  radians", g(vdiv.range), g(vdiv.step)));
-    log.line(format!("  {} divergence steps", set.divsteps));
-    log.line(format!("  {} sources", set.sources.len()));
-    log.line(format!("  {} mosaic domains over mosaic spread of {} degrees", mosaic_domains, g(mosaic_spread * RTD)));
-    log.line(format!("  {} phi steps from {} to {} degrees", phisteps, g(cfg.params.phi0 * RTD), g((cfg.params.phi0 + osc) * RTD)));
-    let mut ov = format!("  {os}x{os} pixel oversample steps");
-    if cfg.params.oversample_thick {
-        ov.push_str(" +thick");
-    }
-    if cfg.params.oversample_polar {
-        ov.push_str(" +polar");
-    }
-    if cfg.params.oversample_omega {
-        ov.push_str(" +omega");
-    }
-    log.line(ov);
-    if let Some(m) = &cfg.mask {
-        log.line(format!("  skipping zero-flagged pixels in {}", m.path.display()));
-    }
-    let seed = cfg.params.seed.unwrap_or(time_seed);
-    if cfg.output.calculate_noise {
-        log.line("");
-        log.line("  noise image paramters:");
-        log.line(format!("  seed: {seed}"));
-        log.line(format!("  water droplet size: {} m", g(cfg.params.water_size)));
-    }
-
-    // water background (checklist Q18: already carries r_e^2*fluence)
-    let water_f = 2.57;
-    let i_bg = water_f * water_f * R_E_SQR * fluence * cfg.params.water_size * cfg.params.water_size * cfg.params.water_size * 1e6 * AVOGADRO / 18.0;
-
-    Ok(Experiment {
-        det,
-        lattice,
-        na,
-        nb,
-        nc,
-        shape,
-        fudge: cfg.params.fudge,
-        sources: set.sources,
-        divsteps: set.divsteps,
-        hdiv,
-        vdiv,
-        disp,
-        lambda0: cfg.params.lambda0,
-        phi0: cfg.params.phi0,
-        phistep,
-        phisteps,
-        osc,
-        mosaic_spread,
-        mosaic_umats,
-        orientations,
-        fhkl,
-        default_f,
-        interpolate,
-        oversample: os,
-        subpixel_size,
-        oversample_thick: cfg.params.oversample_thick,
-        oversample_polar: cfg.params.oversample_polar,
-        oversample_omega: cfg.params.oversample_omega,
-        thicksteps: thick.steps,
-        thickstep: thick.step,
-        detector_thick: thick.range,
-        detector_mu,
-        polarization: cfg.params.polarization,
-        nopolar: cfg.params.nopolar,
-        dmin: cfg.params.dmin,
-        fluence,
-        water_size: cfg.params.water_size,
-        i_bg,
-        steps,
-        roi,
-        mask: cfg.mask.as_ref().map(|m| m.data.clone()),
-        mask_path: cfg.mask.as_ref().map(|m| m.path.clone()),
-        rng,
-        seed,
-        printout: cfg.run.printout,
-        printout_pixel: cfg.run.printout_pixel,
-        precision: cfg.run.precision,
-    })
+    let interpolate = hkls != 0 && p.interpolate.unwrap_or_else(|| auto_interpolate(cfg));
+    Ok(StructureFactors { fhkl, interpolate, hklout_entries })
 }

@@ -2,7 +2,8 @@
 //! simulator. The C program (`nanoBragg.c`) is the specification; the modules follow its data flow:
 //!
 //! ```text
-//! argv ─► cli (flag table) ─► Config ─► experiment (geometry, crystal, sources, steps, Fhkl)
+//! argv ─► cli (flag table) ─► Config ─► inputs (every file read) ─► experiment (no I/O: geometry,
+//!      crystal, sources, steps, Fhkl) ─► summary (the C's setup lines)
 //!      ─► kernel (scalar reference + fast paths) ─► FloatImage + stats ─► io (float, SMV, PGM, PNG, noise)
 //! ```
 //!
@@ -27,6 +28,7 @@ pub mod config;
 pub mod crystal;
 pub mod error;
 pub mod experiment;
+pub mod inputs;
 pub mod float_add;
 pub mod geometry;
 pub mod io;
@@ -49,6 +51,7 @@ pub mod stats;
 pub mod steps;
 pub mod structure_factors;
 pub mod suite;
+pub mod summary;
 pub mod vec3;
 
 pub use config::Config;

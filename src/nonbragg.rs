@@ -359,35 +359,26 @@ pub fn run(c: &NonBraggConfig, out: &mut dyn Write) -> Result<()> {
             test += (vdiv * vdiv - vdivstep * vdivstep / 4.0 * (1 - vdivsteps % 2) as f64) / vdivrange / vdivrange;
             !(c.round_div && test * 4.0 > 1.1)
         };
-        for h in 0..hdivsteps {
-            for v in 0..vdivsteps {
-                let hdiv = hdivstep * h as f64 - hdivrange / 2.0;
-                let vdiv = vdivstep * v as f64 - vdivrange / 2.0;
-                if !keep(hdiv, vdiv) {
-                    continue;
-                }
-                divsteps += 1;
-                let _ = writeln!(s, "divergence deviation: {} {}", cf("%g", hdiv), cf("%g", vdiv));
-            }
+        // the divergence points the round-divergence rule keeps, and the wavelengths: listed (in the
+        // C's order: every divergence line, then every wavelength line), then combined into sources
+        let kept: Vec<(f64, f64)> = (0..hdivsteps)
+            .flat_map(|h| (0..vdivsteps).map(move |v| (hdivstep * h as f64 - hdivrange / 2.0, vdivstep * v as f64 - vdivrange / 2.0)))
+            .filter(|&(hdiv, vdiv)| keep(hdiv, vdiv))
+            .collect();
+        let lambdas: Vec<f64> = (0..dispsteps).map(|d| c.lambda0 * (1.0 + dispstep * d as f64 - dispersion / 2.0)).collect();
+        for (hdiv, vdiv) in &kept {
+            divsteps += 1;
+            let _ = writeln!(s, "divergence deviation: {} {}", cf("%g", *hdiv), cf("%g", *vdiv));
         }
-        for d in 0..dispsteps {
-            let lambda = c.lambda0 * (1.0 + dispstep * d as f64 - dispersion / 2.0);
-            let _ = writeln!(s, "lambda{} = {}", d, cf("%.15g", lambda));
+        for (d, lambda) in lambdas.iter().enumerate() {
+            let _ = writeln!(s, "lambda{} = {}", d, cf("%.15g", *lambda));
         }
-        for h in 0..hdivsteps {
-            for v in 0..vdivsteps {
-                let hdiv = hdivstep * h as f64 - hdivrange / 2.0;
-                let vdiv = vdivstep * v as f64 - vdivrange / 2.0;
-                if !keep(hdiv, vdiv) {
-                    continue;
-                }
-                let vector = [-c.source_distance * beam[0], -c.source_distance * beam[1], -c.source_distance * beam[2]];
-                let nv = rotate_axis(&vector, &polar_vector, vdiv);
-                let vector = rotate_axis(&nv, &vert_vector, hdiv);
-                for d in 0..dispsteps {
-                    let lambda = c.lambda0 * (1.0 + dispstep * d as f64 - dispersion / 2.0);
-                    src.push((vector, 1.0, lambda));
-                }
+        for &(hdiv, vdiv) in &kept {
+            let vector = [-c.source_distance * beam[0], -c.source_distance * beam[1], -c.source_distance * beam[2]];
+            let nv = rotate_axis(&vector, &polar_vector, vdiv);
+            let vector = rotate_axis(&nv, &vert_vector, hdiv);
+            for &lambda in &lambdas {
+                src.push((vector, 1.0, lambda));
             }
         }
     }

@@ -20,9 +20,9 @@
 //! `--verify` checks that the manifests of all shards together cover the dataset with matching files.
 
 use crate::config::{Config, Misset};
-use crate::experiment::{self, resolve_out};
+use crate::experiment::{self, resolve_out, Experiment};
+use crate::inputs::Inputs;
 use crate::report::Log;
-use crate::structure_factors::HklGrid;
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -775,12 +775,14 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
     // Setup once: the structure factors are read here and handed to every frame.
     let t0 = Instant::now();
     let mut nexus: Option<(crate::io::nexus::NexusWriter, PathBuf)> = None;
-    let mut grid: Option<HklGrid> = {
+    let inputs: Inputs = {
         let first = todo.first().copied().unwrap_or(1);
-        let mut log = Log::default();
         let cfg = plan.frame_config(&plan.frame(first)?);
-        let exp = experiment::build(&cfg, &mut log)?;
+        let mut inputs = Inputs::load(&cfg)?;
+        let exp = Experiment::build(&cfg, &inputs)?;
+        experiment::write_setup_outputs(&cfg, &exp)?;
         if !quiet_user {
+            let mut log = Log { lines: crate::summary::setup_summary(&cfg, &inputs, &exp) };
             let _ = log.flush_to(log_out);
         }
         if let (Some(nx), false) = (&nexus_name, todo.is_empty()) {
@@ -792,8 +794,11 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
             let full = resolve_out(&cfg, nx);
             nexus = Some((crate::io::nexus::NexusWriter::create(&full, &m, todo.len())?, nx.clone()));
         }
-        exp.fhkl
+        // every frame shares these structure factors (computed once when they come from a model)
+        inputs.fhkl = exp.fhkl.clone();
+        inputs
     };
+    let inputs = &inputs;
     let first_frame = todo.first().copied().unwrap_or(1);
     let nexus_out = std::sync::Mutex::new(nexus.as_mut().map(|(w, _)| w));
 
@@ -863,10 +868,8 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
             let step = (|| -> Result<Rendered> {
                 let rec = plan.frame(k)?;
                 let cfg = plan.frame_config(&rec);
-                let mut log = Log::default();
-                let mut exp = experiment::build_with(&cfg, &mut log, grid.take())?;
+                let exp = Experiment::build(&cfg, inputs)?;
                 let out = crate::simulate::render(&exp, threads, &|_| {});
-                grid = exp.fhkl.take();
                 Ok(Rendered { rec, cfg, exp, out: out? })
             })();
             match step {

@@ -5,6 +5,7 @@ use crate::cfmt::{cf, g};
 use crate::config::Config;
 use crate::crystal::RTD;
 use crate::experiment::{self, resolve_out, Experiment};
+use crate::inputs::Inputs;
 use crate::io::outputs::{self, OutputCtx, Planned};
 use crate::io::smv::SmvHeader;
 use crate::kernel::{self, RenderOutput, Trace};
@@ -79,10 +80,14 @@ pub struct RunSummary {
     pub files: Vec<PathBuf>,
 }
 
-/// Build the experiment (setup phase) and return it with the C's setup messages.
+/// The setup phase: read the inputs ([`Inputs::load`]), build the experiment from them without I/O
+/// ([`Experiment::build`]), write `-hklout` ([`experiment::write_setup_outputs`]) and return the
+/// experiment with the C's setup messages ([`crate::summary::setup_summary`]).
 pub fn setup(cfg: &Config) -> Result<(Experiment, Log)> {
-    let mut log = Log::default();
-    let exp = experiment::build(cfg, &mut log)?;
+    let inputs = Inputs::load(cfg)?;
+    let exp = Experiment::build(cfg, &inputs)?;
+    experiment::write_setup_outputs(cfg, &exp)?;
+    let log = Log { lines: crate::summary::setup_summary(cfg, &inputs, &exp) };
     Ok((exp, log))
 }
 

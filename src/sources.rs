@@ -25,12 +25,13 @@ pub struct SourceSet {
     pub divsteps: i64,
 }
 
-pub use crate::io::sourcefile::read_source_file;
+pub use crate::io::sourcefile::{read_source_file, source_points};
 
-/// Build the source list as the C does, logging what the C prints.
+/// Build the source list as the C does, logging what the C prints. `file`: the `-sourcefile` name
+/// and its columns as read ([`crate::io::sourcefile::read_source_columns`]).
 #[allow(clippy::too_many_arguments)]
 pub fn build_sources(
-    file: Option<&Path>,
+    file: Option<(&Path, &[Vec<f64>])>,
     beam: &V3,
     polar: &V3,
     vert: &V3,
@@ -43,8 +44,8 @@ pub fn build_sources(
 ) -> Result<SourceSet> {
     let mut raw: Vec<(V3, f64, f64)> = Vec::new();
     let mut divsteps: i64 = -1;
-    if let Some(path) = file {
-        raw = read_source_file(path, beam, lambda0)?;
+    if let Some((path, cols)) = file {
+        raw = source_points(path, cols, beam, lambda0)?;
     }
     if raw.is_empty() {
         let mut kept = Vec::new();

@@ -2,7 +2,7 @@
 //! the setters in crystallographers' units equal the flags' parse, and an in-memory reflection list
 //! renders exactly as the same list read from an `-hkl` file.
 use nanobragg::cli::parse_simulate_args;
-use nanobragg::{experiment, report::Log, simulate, structure_factors::HklGrid, Config};
+use nanobragg::{experiment::Experiment, inputs::Inputs, simulate, structure_factors::HklGrid, Config};
 
 fn typed() -> Config {
     let mut cfg = Config::default();
@@ -46,7 +46,7 @@ fn in_memory_reflections_render_as_the_hkl_file() {
     let (exp_file, _) = simulate::setup(&from_file).unwrap();
 
     let grid = HklGrid::from_entries(&reflections(), 3.0).unwrap();
-    let exp_mem = experiment::build_with(&typed(), &mut Log::default(), Some(grid)).unwrap();
+    let exp_mem = Experiment::build(&typed(), &Inputs::with_fhkl(grid)).unwrap();
     let a = simulate::render(&exp_file, Some(2), &|_| {}).unwrap().float;
     let b = simulate::render(&exp_mem, Some(2), &|_| {}).unwrap().float;
     assert!(a.iter().any(|&v| v > 0.0));
@@ -60,4 +60,41 @@ fn json_round_trip_is_exact() {
     let back = Config::from_json(&cfg.to_json()).unwrap();
     assert_eq!(back.params, cfg.params);
     assert_eq!(back.output, cfg.output);
+}
+
+/// `Experiment::build` reads no file: with the input files deleted after `Inputs::load`, it builds the
+/// same experiment and the same setup messages as `simulate::setup` did with the files present.
+#[test]
+fn build_does_no_file_io() {
+    use nanobragg::summary::setup_summary;
+    let dir = tempfile::tempdir().unwrap();
+    let (hkl, mat, src) = (dir.path().join("list.hkl"), dir.path().join("A.mat"), dir.path().join("sources.txt"));
+    std::fs::write(&hkl, reflections().iter().map(|(h, k, l, f)| format!("{h} {k} {l} {f}\n")).collect::<String>()).unwrap();
+    // MOSFLM A matrix (reciprocal vectors times lambda = 1.2 A) of a 50 x 60 x 70 A orthorhombic cell
+    std::fs::write(&mat, format!("{} 0 0\n0 {} 0\n0 0 {}\n", 1.2 / 50.0, 1.2 / 60.0, 1.2 / 70.0)).unwrap();
+    std::fs::write(&src, "-10 0 0 1 1.2e-10\n-10 0.02 0 0.5 1.21e-10\n").unwrap();
+    let mut cfg = typed();
+    cfg.params.cell = None;
+    cfg.params.hkl_file = Some(hkl);
+    cfg.params.mat_file = Some(mat);
+    cfg.params.source_file = Some(src);
+    cfg.output.out_dir = Some(dir.path().join("out"));
+    cfg.params.misset_seed = Some(7);
+    cfg.params.seed = Some(11);
+
+    let (want, want_log) = simulate::setup(&cfg).unwrap();
+    let inputs = Inputs::load(&cfg).unwrap();
+    drop(dir); // every input file is gone now
+    assert!(Inputs::load(&cfg).is_err(), "the loader reads the files");
+    let got = Experiment::build(&cfg, &inputs).unwrap();
+    assert_eq!(setup_summary(&cfg, &inputs, &got), want_log.lines);
+    assert_eq!(got.sources, want.sources);
+    assert_eq!(got.sources.len(), 2);
+    assert_eq!((got.lattice.a0, got.lattice.b0, got.lattice.c0), (want.lattice.a0, want.lattice.b0, want.lattice.c0));
+    assert!((got.lattice.a_len * 1e10 - 50.0).abs() < 1e-9, "cell from the matrix: a = {}", got.lattice.a_len * 1e10);
+    assert_eq!(got.fhkl.as_ref().unwrap().hkls, reflections().len() as i64);
+    assert!(std::sync::Arc::ptr_eq(got.fhkl.as_ref().unwrap(), inputs.fhkl.as_ref().unwrap()), "the grid is shared, not copied");
+    let a = simulate::render(&want, Some(2), &|_| {}).unwrap().float;
+    let b = simulate::render(&got, Some(2), &|_| {}).unwrap().float;
+    assert!(a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()));
 }

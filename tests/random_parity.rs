@@ -17,6 +17,7 @@
 
 mod common;
 
+use common::random::{d, Rng};
 use common::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -26,42 +27,6 @@ const MIN_CORRELATION: f64 = 0.999999;
 const MAX_SUM_REL: f64 = 1e-5;
 const DEFAULT_CASES: u64 = 40;
 
-/// splitmix64: a small, fully specified generator, so a seed replays the same cases on any machine.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64, case: u64) -> Rng {
-        let mut r = Rng(seed ^ case.wrapping_mul(0xA076_1D64_78BD_642F));
-        r.next();
-        r
-    }
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in [lo, hi).
-    fn f(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + (hi - lo) * ((self.next() >> 11) as f64 / (1u64 << 53) as f64)
-    }
-    /// Uniform integer in [lo, hi].
-    fn i(&mut self, lo: i64, hi: i64) -> i64 {
-        lo + (self.next() % ((hi - lo + 1) as u64)) as i64
-    }
-    fn chance(&mut self, p: f64) -> bool {
-        self.f(0.0, 1.0) < p
-    }
-    fn pick<'a>(&mut self, v: &[&'a str]) -> &'a str {
-        v[self.next() as usize % v.len()]
-    }
-}
-
-/// A number as a short decimal (what a user would type).
-fn d(x: f64, places: usize) -> String {
-    format!("{x:.places$}")
-}
 
 struct Case {
     args: Vec<String>,

@@ -120,3 +120,45 @@ fn numbers_after_reads_printed_values() {
     assert_eq!(numbers_after(s, "  dials origin="), Some(vec![95.1315, 0.0212318, -6.0]));
     assert!(Path::new(env!("CARGO_MANIFEST_DIR")).is_dir());
 }
+
+/// The pure steps, one by one: `Inputs::load` reads the files, `Experiment::build` resolves the
+/// experiment, `summary::setup_summary` prints the C's setup messages. For every golden case those
+/// lines are the C's stdout up to its pixel loop, line for line (the "reading", cache and warning
+/// lines in the C's places among the summary).
+#[test]
+fn setup_summary_is_the_c_stdout_before_the_pixel_loop() {
+    use nanobragg::{experiment::Experiment, inputs::Inputs, summary::setup_summary};
+    let Some(golden) = golden_dir() else { return };
+    let manifest = load_manifest(&golden);
+    let inputs_dir = golden.join("inputs");
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for case in cases(&manifest) {
+        if case["exit_code"].as_i64() != Some(0) {
+            continue;
+        }
+        let id = case_id(case);
+        let stdout = std::fs::read_to_string(output_path(&golden, case, "stdout")).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let abs = inputs_dir.to_str().unwrap();
+        let args: Vec<String> = args(case).into_iter().map(|a| a.replace("../../inputs", abs)).collect();
+        let mut cfg = nanobragg::cli::flags::parse_simulate_args(&args).unwrap();
+        cfg.output.out_dir = Some(tmp.path().to_path_buf());
+        let dump = golden.join("cases").join(id).join("Fdump.bin");
+        if cfg.params.hkl_file.is_none() && dump.is_file() {
+            std::fs::copy(&dump, tmp.path().join("Fdump.bin")).unwrap();
+        }
+        let inputs = Inputs::load(&cfg).unwrap();
+        let exp = Experiment::build(&cfg, &inputs).unwrap();
+        // our paths are absolute here; the C ran in the case folder
+        let out_prefix = format!("{}/", tmp.path().display());
+        let got: Vec<String> = setup_summary(&cfg, &inputs, &exp).iter().map(|l| l.replace(abs, "../../inputs").replace(&out_prefix, "")).collect();
+        let want: Vec<&str> = stdout.lines().filter(|l| !l.starts_with("mmap(")).collect();
+        if let Some(i) = (0..got.len()).find(|&i| want.get(i) != Some(&got[i].as_str())) {
+            failures.push(format!("{id}: line {}: C {:?}, summary {:?}", i + 1, want.get(i), got[i]));
+        }
+        checked += 1;
+    }
+    assert!(checked >= 50, "only {checked} cases checked");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

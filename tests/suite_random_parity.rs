@@ -14,6 +14,9 @@
 //! case prints the two command lines that reproduce it. Without a C binary the test says SKIPPED and
 //! passes.
 
+mod common;
+
+use common::random::{d, Rng};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -22,41 +25,6 @@ const MIN_CORRELATION: f64 = 0.999999;
 const MAX_SUM_REL: f64 = 1e-5;
 const DEFAULT_CASES: u64 = 20;
 
-/// splitmix64, so a seed replays the same cases on any machine.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64, case: u64, program: u64) -> Rng {
-        let mut r = Rng(seed ^ case.wrapping_mul(0xA076_1D64_78BD_642F) ^ program.wrapping_mul(0xE703_7ED1_A0B4_28DB));
-        r.next();
-        r
-    }
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in [lo, hi).
-    fn f(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + (hi - lo) * ((self.next() >> 11) as f64 / (1u64 << 53) as f64)
-    }
-    /// Uniform integer in [lo, hi].
-    fn i(&mut self, lo: i64, hi: i64) -> i64 {
-        lo + (self.next() % ((hi - lo + 1) as u64)) as i64
-    }
-    fn chance(&mut self, p: f64) -> bool {
-        self.f(0.0, 1.0) < p
-    }
-    fn pick<'a>(&mut self, v: &[&'a str]) -> &'a str {
-        v[self.next() as usize % v.len()]
-    }
-}
-
-fn d(x: f64, places: usize) -> String {
-    format!("{x:.places$}")
-}
 
 struct Case {
     args: Vec<String>,
@@ -347,7 +315,7 @@ fn run_cases(program: &str, sub: &str, c_bin: &Path, seed: u64, gen: &dyn Fn(&mu
         if only.is_some_and(|o| o != k) {
             continue;
         }
-        let case = gen(&mut Rng::new(seed, k, tag));
+        let case = gen(&mut Rng::for_program(seed, k, tag));
         let (c_dir, rs_dir) = (tmp.path().join(format!("{k}-c")), tmp.path().join(format!("{k}-rs")));
         let t0 = Instant::now();
         let c = run_in(&c_dir, &case, c_bin, &[]);
@@ -444,8 +412,8 @@ fn random_nonbragg_command_lines_match_the_c() {
 
 #[test]
 fn the_generators_replay_and_vary() {
-    let a = generate_noisify(&mut Rng::new(7, 3, 1)).args;
-    assert_eq!(a, generate_noisify(&mut Rng::new(7, 3, 1)).args);
-    assert_ne!(a, generate_noisify(&mut Rng::new(7, 4, 1)).args);
-    assert_ne!(a, generate_noisify(&mut Rng::new(8, 3, 1)).args);
+    let a = generate_noisify(&mut Rng::for_program(7, 3, 1)).args;
+    assert_eq!(a, generate_noisify(&mut Rng::for_program(7, 3, 1)).args);
+    assert_ne!(a, generate_noisify(&mut Rng::for_program(7, 4, 1)).args);
+    assert_ne!(a, generate_noisify(&mut Rng::for_program(8, 3, 1)).args);
 }

@@ -8,9 +8,23 @@ use std::path::Path;
 
 /// Read a `-sourcefile` (columns X Y Z I lambda, metres; missing values take the C's defaults).
 pub fn read_source_file(path: &Path, beam: &V3, lambda0: f64) -> Result<Vec<(V3, f64, f64)>> {
+    source_points(path, &read_source_columns(path)?, beam, lambda0)
+}
+
+/// The file's five columns as the C's text reader reads them (NaN where a value is missing).
+pub fn read_source_columns(path: &Path) -> Result<Vec<Vec<f64>>> {
     let cols = crate::io::text::read_text_file(path, 5)?;
-    let n = cols[0].len();
-    if n == 0 {
+    if cols[0].is_empty() {
+        return Err(Error::file(path, "no sources in file"));
+    }
+    Ok(cols)
+}
+
+/// Sources from the columns of the file `path` (named in errors only): missing values take the C's
+/// defaults (a point 10 m up the beam, intensity 1, `lambda0`), then each is checked.
+pub fn source_points(path: &Path, cols: &[Vec<f64>], beam: &V3, lambda0: f64) -> Result<Vec<(V3, f64, f64)>> {
+    let n = cols.first().map_or(0, |c| c.len());
+    if n == 0 || cols.len() < 5 || cols.iter().any(|c| c.len() != n) {
         return Err(Error::file(path, "no sources in file"));
     }
     let mut out = Vec::with_capacity(n);

@@ -74,7 +74,7 @@ impl<'a, T: Real> Prepared<'a, T> {
             na: T::from_f64(exp.na),
             nb: T::from_f64(exp.nb),
             nc: T::from_f64(exp.nc),
-            f: NearestF::new(exp.fhkl.as_ref(), exp.default_f),
+            f: NearestF::new(exp.fhkl.as_deref(), exp.default_f),
         }
     }
 }
@@ -404,7 +404,7 @@ fn interpolated_sample_loop<T: Real, const L: usize>(
     weight: &[T; L],
     acc: &mut [T; L],
 ) -> bool {
-    let Some(grid) = exp.fhkl.as_ref() else { return true };
+    let Some(grid) = exp.fhkl.as_deref() else { return true };
     let water = exp.water_size != 0.0;
     for o in &prep.orient {
         let [a, b, c] = *o;

@@ -42,7 +42,7 @@ pub fn render_pixel(exp: &Experiment, fpixel: usize, spixel: usize, interp: &mut
     let sub = exp.subpixel_size;
     let (f_vec, s_vec, o_vec, pix0) = (det.fdet_vector, det.sdet_vector, det.odet_vector, det.pix0_vector);
     let domains = exp.domains();
-    let grid = exp.fhkl.as_ref();
+    let grid = exp.fhkl.as_deref();
     let nearest = NearestF::<f64>::new(grid, exp.default_f);
     let nearest = nearest.view();
 

@@ -180,6 +180,7 @@ pub fn grid_from_entries(entries: &[(i32, i32, i32, f64)], default_f: f64) -> Re
 }
 
 /// A model read for a simulation: its file, and the cell it gives (degrees).
+#[derive(Clone, Debug)]
 pub struct LoadedModel {
     pub path: PathBuf,
     pub model: Model,
@@ -223,8 +224,8 @@ pub fn detector_d_min(pix0: [f64; 3], fdet: [f64; 3], sdet: [f64; 3], size_f: f6
     lambda_min * 1e10 / (2.0 * s)
 }
 
-/// Compute the structure factors for a simulation, log the setup summary (with the time), write
-/// `-hklout` if asked, and return the `-hkl`-style entries.
+/// Compute the structure factors for a simulation, log the setup summary (with the time) and return
+/// the `-hkl`-style entries (`-hklout` is written from them by [`write_hklout`]).
 /// `d_limit` (Å) is `-dmin` when given, otherwise what the detector reaches ([`detector_d_min`]).
 pub fn entries_for_simulation(cfg: &ModelConfig, lm: &LoadedModel, d_limit: f64, lambda_angstrom: f64, log: &mut Log) -> Result<Vec<(i32, i32, i32, f64)>> {
     // 5% beyond the limit, so the reflections next to the last pixels (nearest or interpolated) exist
@@ -253,8 +254,16 @@ pub fn entries_for_simulation(cfg: &ModelConfig, lm: &LoadedModel, d_limit: f64,
     ));
     let entries = mf.entries();
     if let Some(out) = &cfg.hklout {
-        write_hkl(out, &entries)?;
+        // written by [`write_hklout`] once the experiment is built
         log.line(format!("wrote {} reflections to {}", entries.len(), out.display()));
     }
     Ok(entries)
+}
+
+/// `-hklout`: write the list computed from the model, an output of the setup step.
+pub fn write_hklout(cfg: &ModelConfig, entries: Option<&[(i32, i32, i32, f64)]>) -> Result<()> {
+    match (&cfg.hklout, entries) {
+        (Some(out), Some(e)) => write_hkl(out, e),
+        _ => Ok(()),
+    }
 }

@@ -5,6 +5,8 @@
 //! golden tests skip locally but fail under CI, where a silent skip would hide a regression.
 #![allow(dead_code)]
 
+pub mod random;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 

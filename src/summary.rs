@@ -1,0 +1,124 @@
+//! The C's setup messages (everything nanoBragg.c prints before its pixel loop), from the experiment,
+//! the inputs' loading lines and the parameters, in the C's order.
+
+use crate::cfmt::{cf, g};
+use crate::config::{Config, CrystalShape};
+use crate::crystal::RTD;
+use crate::experiment::{auto_interpolate, Experiment, AVOGADRO};
+use crate::inputs::Inputs;
+use crate::vec3::V3;
+
+/// The lines `nanobragg-rs simulate` prints before rendering, identical to the C's stdout.
+pub fn setup_summary(cfg: &Config, inputs: &Inputs, exp: &Experiment) -> Vec<String> {
+    let (notes, load) = (&exp.notes, &inputs.log);
+    let p = &cfg.params;
+    let mut out: Vec<String> = Vec::new();
+    let mut add = |lines: &[String]| out.extend_from_slice(lines);
+    add(&load.images.lines); // L400-L502: -mask and -img are read first
+    add(&notes.beam.lines); // L1129
+    add(&notes.convention.lines); // L1172
+    add(&["nanoBragg nanocrystal diffraction simulator - James Holton and Ken Frankel 5-17-17".to_string()]); // L1275
+    add(&load.model.lines);
+    add(&notes.sampling.lines); // L1381
+    add(&notes.geometry.lines); // L1701
+    if p.interpolate.is_none() {
+        // L1778
+        add(&[if auto_interpolate(cfg) { "auto-selected tricubic interpolation of structure factors" } else { "auto-selected no interpolation" }.to_string()]);
+    }
+    add(&load.matrix.lines); // L1791
+    add(&notes.lattice.lines);
+    let l = &exp.lattice;
+    let (xa, xb, xc) = (l.a_len * exp.na, l.b_len * exp.nb, l.c_len * exp.nc);
+    add(&[format!("crystal is {} x {} x {} microns", g(xa * 1e6), g(xb * 1e6), g(xc * 1e6))]);
+    add(&notes.oversample.lines);
+    add(&[format!("approximate MW = {}", g(xa * xb * xc * 1.2e6 * AVOGADRO / (exp.na * exp.nb * exp.nc)))]);
+    add(&notes.structure_factors.lines); // L2101
+    add(&load.fhkl.lines);
+    add(&load.dump.lines);
+    add(&load.stol.lines); // L2261
+    for t in 0..exp.thicksteps {
+        add(&[format!("thick{t} = {} um", g(exp.thickstep * t as f64 * 1e6))]);
+    }
+    for k in 0..exp.phisteps {
+        add(&[format!("phi{k} = {}", g((exp.phi0 + exp.phistep * k as f64) * RTD))]);
+    }
+    add(&notes.sources.lines); // L2310
+    add(&[format!("  created a total of {} mosaic domains", exp.domains())]); // L2436
+    out.extend(summary_block(cfg, exp));
+    out
+}
+
+/// The block the C prints just before rendering (L2466-L2530).
+pub fn summary_block(cfg: &Config, exp: &Experiment) -> Vec<String> {
+    let det = &exp.det;
+    let hkls = exp.fhkl.as_ref().map(|g| g.hkls).unwrap_or(0);
+    let mut v = vec![format!("  {hkls} initialized hkls (all others ={})", g(exp.default_f))];
+    let shape_name = match exp.shape {
+        CrystalShape::Round => "ellipsoidal",
+        CrystalShape::Square => "parallelpiped",
+        CrystalShape::Gauss => "gaussian",
+        CrystalShape::Tophat => "tophat-spot",
+    };
+    v.push(format!("  {shape_name} xtal: {}x{}x{} cells", cf("%.0f", exp.na), cf("%.0f", exp.nb), cf("%.0f", exp.nc)));
+    v.push(format!("  wave={} meters +/- {}% in {} steps", g(exp.lambda0), g(exp.disp.range * 100.0), exp.disp.steps));
+    if exp.nopolar {
+        v.push("  polarization effect disabled".into());
+    } else {
+        v.push(format!("  Kahn polarization factor: {}", cf("%f", exp.polarization)));
+    }
+    if det.curved_detector {
+        v.push("  curved detector: all pixels same distance from origin".into());
+    }
+    if det.point_pixel {
+        v.push("  pixel obliquity effect disabled".into());
+    }
+    v.push(format!("  incident fluence: {} photons/m^2", g(exp.fluence)));
+    v.push(format!(
+        "  distance={} detsize={}x{}  pixel={} meters ({}x{} pixels)",
+        g(det.distance),
+        g(det.detsize_f),
+        g(det.detsize_s),
+        g(det.pixel_size),
+        det.fpixels,
+        det.spixels
+    ));
+    v.push(format!("  sensor is {} m thick in {} layers with mu= {}", g(exp.detector_thick), exp.thicksteps, g(exp.detector_mu)));
+    v.push(format!("  Xbeam={} Ybeam={}", g(det.xbeam), g(det.ybeam)));
+    v.push(format!("  Fbeam={} Sbeam={}", g(det.fbeam), g(det.sbeam)));
+    v.push(format!("  Xclose={} Yclose={}", g(det.xclose), g(det.yclose)));
+    v.push(format!("  Fclose={} Sclose={}", g(det.fclose), g(det.sclose)));
+    let v3 = |x: &V3| format!("{} {} {}", g(x[0]), g(x[1]), g(x[2]));
+    v.push(format!("  DIRECTION_OF_DETECTOR_X-AXIS= {}", v3(&det.fdet_vector)));
+    v.push(format!("  DIRECTION_OF_DETECTOR_Y-AXIS= {}", v3(&det.sdet_vector)));
+    v.push(format!("  DIRECTION_OF_DETECTOR_Z-AXIS= {}", v3(&det.odet_vector)));
+    v.push(format!("  INCIDENT_BEAM_DIRECTION= {}", v3(&det.beam_vector)));
+    v.push(format!("  spindle ROTATION_AXIS= {}", v3(&det.spindle_vector)));
+    v.push(format!("  POLARIZATION_PLANE_NORMAL= {}", v3(&crate::vec3::cross(&det.beam_vector, &det.polar_vector))));
+    v.push(format!("  dials origin= {}", v3(&det.dials_origin)));
+    let roi = exp.roi;
+    v.push(format!("  roi: {} < x < {} && {} < y < {}", roi[0], roi[1], roi[2], roi[3]));
+    v.push(format!("  hdivrange={} hdivstep={}  radians", g(exp.hdiv.range), g(exp.hdiv.step)));
+    v.push(format!("  vdivrange={} vdivstep={}  radians", g(exp.vdiv.range), g(exp.vdiv.step)));
+    v.push(format!("  {} divergence steps", exp.divsteps));
+    v.push(format!("  {} sources", exp.sources.len()));
+    v.push(format!("  {} mosaic domains over mosaic spread of {} degrees", exp.domains(), g(exp.mosaic_spread * RTD)));
+    v.push(format!("  {} phi steps from {} to {} degrees", exp.phisteps, g(exp.phi0 * RTD), g((exp.phi0 + exp.osc) * RTD)));
+    let os = exp.oversample;
+    let mut ov = format!("  {os}x{os} pixel oversample steps");
+    for (on, tag) in [(exp.oversample_thick, " +thick"), (exp.oversample_polar, " +polar"), (exp.oversample_omega, " +omega")] {
+        if on {
+            ov.push_str(tag);
+        }
+    }
+    v.push(ov);
+    if let Some(m) = &exp.mask_path {
+        v.push(format!("  skipping zero-flagged pixels in {}", m.display()));
+    }
+    if cfg.output.calculate_noise {
+        v.push(String::new());
+        v.push("  noise image paramters:".into());
+        v.push(format!("  seed: {}", exp.seed));
+        v.push(format!("  water droplet size: {} m", g(exp.water_size)));
+    }
+    v
+}
