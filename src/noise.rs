@@ -192,45 +192,105 @@ fn noise_rows(
     Ok((photons, overloads))
 }
 
-/// The generator of row `s` in fast mode: ChaCha8 keyed by the seed, stream = row index. Any row's
-/// draws can be made on its own, so rows run in parallel and the image does not depend on how they
-/// are scheduled.
-fn row_rng(seed: i64, s: usize) -> ChaCha8Rng {
+/// Pixels per batch that [`write_noise_rows_fast`] draws (in parallel) while the previous batch is
+/// written: two batches of u16 are its whole image memory (1 MiB), whatever the detector size.
+pub const FAST_BATCH_PIXELS: usize = 1 << 18;
+
+/// 2⁻¹⁶: the weight of a pixel's 16 leading random bits.
+const INV_2_16: f64 = 1.0 / 65536.0;
+
+/// The generators of row `s` in fast mode: ChaCha8 keyed by the seed, stream `2s` for the 16 leading
+/// bits of every pixel of the row (one block fill per row, in pixel order), stream `2s + 1`
+/// ([`More`]) for the further draws of the few pixels that need them (in pixel order). Any row's draws
+/// can be made on its own, so rows run in parallel and the image does not depend on how they are
+/// scheduled.
+fn lead_rng(seed: i64, s: usize) -> ChaCha8Rng {
     let mut rng = ChaCha8Rng::seed_from_u64(seed as u64);
-    rng.set_stream(s as u64);
+    rng.set_stream(2 * s as u64);
     rng
 }
 
-/// One fast-mode deviate for mean `xm`, with the C's `poidev` regimes: a mean above 1e6 gives the
-/// C's Gaussian approximation `xm + sqrt(xm)·N(0,1)` (not rounded, as the C's), a mean up to 1e6 an
-/// exact Poisson deviate: below 12 by inversion of the cumulative distribution (one uniform), from 12
-/// by `rand_distr`'s Poisson sampler. A mean that is zero, negative or NaN gives 0 (the C's would
-/// give 0 for a mean ≤ 0 and never return for NaN).
-#[inline(always)]
-pub fn fast_deviate(rng: &mut ChaCha8Rng, xm: f32) -> f64 {
-    let m = xm as f64;
-    if m > 0.0 && m < 12.0 {
-        // inversion: the smallest k with P(X <= k) >= u, with u uniform in [0, 1) (53 bits)
-        let u = (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
-        // P(X = 0) = exp(-m) is at least its Taylor polynomial of degree 3 (m >= 0): most pixels
-        // (mean << 1) are decided as 0 here, inline and without computing the exponential
-        if u <= 1.0 - m + 0.5 * m * m - m * m * m * (1.0 / 6.0) {
-            return 0.0;
-        }
-        return invert_small(u, m);
-    }
-    other_deviate(rng, m)
+/// Row `s`'s stream of further draws (see [`lead_rng`]), set up on first use (most rows of a
+/// sparse image never need it).
+struct More {
+    seed: i64,
+    s: usize,
+    rng: Option<ChaCha8Rng>,
 }
 
-/// The rest of the inversion for a mean below 12 (out of line: rare for the usual means << 1).
+impl More {
+    fn new(seed: i64, s: usize) -> More {
+        More { seed, s, rng: None }
+    }
+    fn get(&mut self) -> &mut ChaCha8Rng {
+        let (seed, s) = (self.seed, self.s);
+        self.rng.get_or_insert_with(|| {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed as u64);
+            rng.set_stream(2 * s as u64 + 1);
+            rng
+        })
+    }
+}
+
+/// A uniform deviate in [0, 1) with 53 random bits.
+#[inline]
+fn uniform53(rng: &mut ChaCha8Rng) -> f64 {
+    (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+}
+
+/// `true` when a pixel of mean `m` whose 16 leading bits are `h` draws 0 whatever its further bits:
+/// its uniform u = (h + v)·2⁻¹⁶ (v in [0, 1) from the further bits) is below P(X = 0) = exp(−m) for
+/// every v, because (h + 1)·2⁻¹⁶ is at most the Taylor polynomial of degree 3 of exp(−m) (a lower
+/// bound for m ≥ 0), less 2⁻¹⁸ for its rounding in single precision (< 1e−6 for m < 2, the only means
+/// where the polynomial exceeds 2⁻¹⁶). A mean that is zero, negative or NaN draws 0. No exponential,
+/// no branch: [`fast_rows`] tests 16 pixels at once, and most pixels (mean ≪ 1) end here.
+#[inline(always)]
+fn surely_zero(m: f32, h: u16) -> bool {
+    let t = (h as f32 + 1.0) * INV_2_16 as f32;
+    let poly = 1.0 - m * (1.0 - m * (0.5 - m * (1.0 / 6.0))) - 1.0 / 262144.0;
+    !(m > 0.0) | (t <= poly)
+}
+
+/// A fast-mode deviate for mean `m` where [`surely_zero`] could not settle it (out of line: rare for
+/// the usual means ≪ 1), its pixel's 16 leading bits `h`, further draws from `more`. The C's `poidev`
+/// regimes: a mean above 1e6 gives the C's Gaussian approximation `xm + sqrt(xm)·N(0,1)` (not rounded,
+/// as the C's), a mean up to 1e6 an exact Poisson deviate: below 12 by inversion of the cumulative
+/// distribution with the uniform (h + v)·2⁻¹⁶ (v: 53 further bits), from 12 by `rand_distr`'s Poisson
+/// sampler. (A mean that is zero, negative or NaN gives 0 in [`surely_zero`]; the C's would give 0
+/// for a mean ≤ 0 and never return for NaN.)
 #[inline(never)]
-fn invert_small(u: f64, m: f64) -> f64 {
+fn slow_deviate(more: &mut More, m: f64, h: u16) -> f64 {
+    if m < 12.0 {
+        return invert_small(more, m, h);
+    }
+    other_deviate(more.get(), m)
+}
+
+/// Inversion for a mean below 12: the smallest k with P(X <= k) >= u, u = (h + v)·2⁻¹⁶. The 16
+/// leading bits `h` place u in [h·2⁻¹⁶, (h + 1)·2⁻¹⁶); the further bits v (53, from `more`) are drawn
+/// only when a step of the cumulative distribution falls inside that interval (rarely: the steps are
+/// few and the interval short), as they could not change k otherwise.
+fn invert_small(more: &mut More, m: f64, h: u16) -> f64 {
+    let lo = h as f64 * INV_2_16;
+    let hi = (h as f64 + 1.0) * INV_2_16;
     let mut p = (-m).exp();
     let mut cdf = p;
     let mut k = 0u32;
-    while u > cdf {
+    let mut u = None;
+    loop {
+        if cdf >= hi {
+            break; // P(X <= k) >= every u in the interval
+        }
+        if cdf >= lo {
+            // the step is inside the interval: v decides
+            let u = *u.get_or_insert_with(|| (h as f64 + uniform53(more.get())) * INV_2_16);
+            if u <= cdf {
+                break;
+            }
+        }
         k += 1;
-        p *= m / k as f64;
+        // P(X = k) = P(X = k - 1)·m/k (a product by 1/k from a table: no division for k < 64)
+        p *= m * INV_K.get(k as usize).copied().unwrap_or(1.0 / k as f64);
         if p == 0.0 {
             break; // u is beyond the last representable step of the CDF (probability < 1e-300)
         }
@@ -239,13 +299,19 @@ fn invert_small(u: f64, m: f64) -> f64 {
     k as f64
 }
 
-/// Means that are zero, negative or NaN (0), from 12 to 1e6 (Poisson by `rand_distr`) and above
-/// 1e6 (the C's Gaussian approximation).
-#[inline(never)]
-fn other_deviate(rng: &mut ChaCha8Rng, m: f64) -> f64 {
-    if !(m > 0.0) {
-        return 0.0;
+/// 1/k for k < 64 (entry 0 unused).
+static INV_K: [f64; 64] = {
+    let mut t = [0.0; 64];
+    let mut k = 1;
+    while k < 64 {
+        t[k] = 1.0 / k as f64;
+        k += 1;
     }
+    t
+};
+
+/// Means from 12 to 1e6 (Poisson by `rand_distr`) and above 1e6 (the C's Gaussian approximation).
+fn other_deviate(rng: &mut ChaCha8Rng, m: f64) -> f64 {
     if m > 1.0e6 {
         let g: f64 = StandardNormal.sample(rng);
         // the C: `return xm+sqrt(xm)*gaussdev(idum);` in double, returned as float
@@ -258,41 +324,92 @@ fn other_deviate(rng: &mut ChaCha8Rng, m: f64) -> f64 {
 }
 
 /// The fast-mode noise image (see [`NoiseMode::Fast`]): rows in parallel, row `s` drawing from its
-/// own ChaCha8 stream (key from `seed`, stream `s`) for the ROI pixels in order. Pixel values,
-/// overloads and the photon sum as in [`noise_image`]; the photon sum is added in row order, so it
-/// too is independent of the thread count.
+/// own ChaCha8 streams (see [`lead_rng`]) for the ROI pixels in order. Pixel values, overloads and the
+/// photon sum as in [`noise_image`]; the photon sum is added in row order, so it too is independent
+/// of the thread count. [`write_noise_rows_fast`] streams the same pixels to a file.
 pub fn noise_image_fast(seed: i64, float: &[f32], fpixels: usize, spixels: usize, roi: [i64; 4], adc_offset: f64) -> NoiseImage {
     let mut pixels = vec![0u16; fpixels * spixels];
-    let rows = fast_rows(seed, float, fpixels, spixels, roi, &mut pixels, |v| {
-        // `as` saturates: negatives (and NaN) become 0, the rest truncate like the C cast
-        if v > 65535.0 {
-            (65535, true)
-        } else {
-            (v as u16, false)
-        }
-    }, adc_offset);
+    let rows = fast_rows(seed, float, fpixels, spixels, roi, 0, &mut pixels, smv_pixel, adc_offset);
     let photons = rows.iter().map(|r| r.0).sum();
     let overloads = rows.iter().map(|r| r.1).sum();
     NoiseImage { pixels, photons, overloads }
+}
+
+/// An SMV noise pixel from deviate + ADC offset: capped at 65535 (an overload); `as` saturates:
+/// negatives (and NaN) become 0, the rest truncate like the C cast.
+fn smv_pixel(v: f64) -> (u16, bool) {
+    if v > 65535.0 {
+        (65535, true)
+    } else {
+        (v as u16, false)
+    }
+}
+
+/// The fast-mode noise image written to `w` (after the header, which the caller writes), batch by
+/// batch of [`FAST_BATCH_PIXELS`]: each batch's rows are drawn in parallel while the previous batch
+/// is written, so the whole image is never held. The same pixels as [`noise_image_fast`]; returns
+/// (photons, overloads).
+#[allow(clippy::too_many_arguments)]
+pub fn write_noise_rows_fast(
+    w: &mut (dyn std::io::Write + Send),
+    seed: i64,
+    float: &[f32],
+    fpixels: usize,
+    spixels: usize,
+    roi: [i64; 4],
+    adc_offset: f64,
+) -> std::io::Result<(f64, u64)> {
+    if fpixels == 0 || spixels == 0 {
+        return Ok((0.0, 0));
+    }
+    let rows_per = (FAST_BATCH_PIXELS / fpixels).clamp(1, spixels);
+    let mut cur = vec![0u16; rows_per * fpixels];
+    let mut next = vec![0u16; rows_per * fpixels];
+    let (mut photons, mut overloads) = (0.0f64, 0u64);
+    let mut add = |rows: Vec<(f64, u64)>| {
+        for (p, o) in rows {
+            photons += p;
+            overloads += o;
+        }
+    };
+    let batch = |b: usize, out: &mut Vec<u16>| {
+        let s0 = b * rows_per;
+        let rows = rows_per.min(spixels - s0);
+        out.truncate(rows * fpixels);
+        fast_rows(seed, float, fpixels, spixels, roi, s0, out, smv_pixel, adc_offset)
+    };
+    let batches = spixels.div_ceil(rows_per);
+    add(batch(0, &mut cur));
+    for b in 1..=batches {
+        let (written, drawn) = rayon::join(
+            || crate::io::write_le(w, &cur),
+            || if b < batches { batch(b, &mut next) } else { Vec::new() },
+        );
+        written?;
+        add(drawn);
+        std::mem::swap(&mut cur, &mut next);
+    }
+    Ok((photons, overloads))
 }
 
 /// The fast-mode draws as 32-bit counts (deviate + `adc_offset`, saturating, no 65535 cap): the
 /// CBF and NeXus images. The same draws as [`noise_image_fast`] for the same seed.
 pub fn noise_counts_fast(seed: i64, float: &[f32], fpixels: usize, spixels: usize, roi: [i64; 4], adc_offset: f64) -> Vec<i32> {
     let mut counts = vec![0i32; fpixels * spixels];
-    fast_rows(seed, float, fpixels, spixels, roi, &mut counts, |v| (v as i32, false), adc_offset);
+    fast_rows(seed, float, fpixels, spixels, roi, 0, &mut counts, |v| (v as i32, false), adc_offset);
     counts
 }
 
-/// Fill `out` (zeroed by the caller) row by row in parallel with `convert(deviate + adc_offset)` inside the ROI (0
-/// elsewhere); returns (photons, overloads) per row.
+/// Fill `out` (whole rows from row `s0` on) row by row in parallel with `convert(deviate + adc_offset)`
+/// inside the ROI, 0 elsewhere; returns (photons, overloads) per row, in row order.
 #[allow(clippy::too_many_arguments)]
-fn fast_rows<P: Copy + Default + Send>(
+fn fast_rows<P: Copy + Default + Send + Sync>(
     seed: i64,
     float: &[f32],
     fpixels: usize,
     spixels: usize,
     roi: [i64; 4],
+    s0: usize,
     out: &mut [P],
     convert: impl Fn(f64) -> (P, bool) + Sync,
     adc_offset: f64,
@@ -302,27 +419,55 @@ fn fast_rows<P: Copy + Default + Send>(
     if fpixels == 0 {
         return Vec::new();
     }
-    let [xmin, xmax, ymin, ymax] = roi;
+    let cols = crate::io::roi_columns(roi, fpixels);
+    let [_, _, ymin, ymax] = roi;
+    // every ROI pixel whose deviate is 0 (most of them) holds this
+    let (zero_px, zero_over) = convert(adc_offset);
     out.par_chunks_mut(fpixels)
         .enumerate()
-        .map(|(s, row)| {
+        .map_init(Vec::<u16>::new, |bits, (i, row)| {
+            let s = s0 + i;
+            row.fill(P::default());
             let si = s as i64;
-            if si < ymin || si > ymax {
+            if si < ymin || si > ymax || cols.is_empty() {
                 return (0.0, 0);
             }
-            let mut rng = row_rng(seed, s);
-            let (mut photons, mut overloads) = (0.0, 0u64);
+            let (mut lead, mut more) = (lead_rng(seed, s), More::new(seed, s));
+            bits.resize(fpixels, 0);
+            {
+                // SAFETY: the u16s' own memory, viewed as bytes (any bit pattern is a valid u16)
+                let bytes = unsafe { std::slice::from_raw_parts_mut(bits.as_mut_ptr() as *mut u8, 2 * fpixels) };
+                lead.fill_bytes(bytes);
+            }
             let src = &float[s * fpixels..(s + 1) * fpixels];
-            for (f, (px, &xm)) in row.iter_mut().zip(src).enumerate() {
-                let fi = f as i64;
-                if fi < xmin || fi > xmax {
-                    continue;
-                }
-                let dev = fast_deviate(&mut rng, xm);
+            row[cols.clone()].fill(zero_px);
+            let (mut photons, mut overloads) = (0.0, if zero_over { cols.len() as u64 } else { 0 });
+            let mut draw = |f: usize, row: &mut [P]| {
+                let m = src[f] as f64;
+                let dev = slow_deviate(&mut more, m, u16::from_le(bits[f]));
                 photons += dev;
                 let (v, over) = convert(dev + adc_offset);
-                *px = v;
-                overloads += over as u64;
+                row[f] = v;
+                overloads = overloads + over as u64 - zero_over as u64;
+            };
+            // 16 pixels at a time: a mask of those surely_zero cannot settle (most groups have none)
+            let mut f = cols.start;
+            while f + 16 <= cols.end {
+                let (m16, h16) = (&src[f..f + 16], &bits[f..f + 16]);
+                let mut mask = 0u32;
+                for j in 0..16 {
+                    mask |= (!surely_zero(m16[j], u16::from_le(h16[j])) as u32) << j;
+                }
+                while mask != 0 {
+                    draw(f + mask.trailing_zeros() as usize, row);
+                    mask &= mask - 1;
+                }
+                f += 16;
+            }
+            for f in f..cols.end {
+                if !surely_zero(src[f], u16::from_le(bits[f])) {
+                    draw(f, row);
+                }
             }
             (photons, overloads)
         })

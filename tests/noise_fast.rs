@@ -143,3 +143,36 @@ fn the_flag_selects_the_mode_and_help_says_which() {
     let help = nanobragg::cli::flags::help_text();
     assert!(help.contains("--noise") && help.contains("fast") && help.contains("bit-identical"), "{help}");
 }
+
+#[test]
+fn the_streamed_writer_writes_the_image_at_any_thread_count() {
+    use nanobragg::noise::{write_noise_rows_fast, FAST_BATCH_PIXELS};
+    // more than two batches of rows, a partial last one, and an ROI
+    let (fp, sp) = (700usize, 3 * FAST_BATCH_PIXELS / 700 + 5);
+    let float: Vec<f32> = (0..fp * sp).map(|i| ((i * 7919) % 1000) as f32 * 0.002 + if i % 211 == 0 { 40.0 } else { 0.0 }).collect();
+    let roi = [2, 650, 1, sp as i64 - 3];
+    let img = noise_image_fast(77, &float, fp, sp, roi, 10.0);
+    for n in [1, 2, 3] {
+        let mut out = Vec::new();
+        let (photons, overloads) = pool(n).install(|| write_noise_rows_fast(&mut out, 77, &float, fp, sp, roi, 10.0)).unwrap();
+        let want: Vec<u8> = img.pixels.iter().flat_map(|p| p.to_le_bytes()).collect();
+        assert!(out == want, "{n} threads: streamed pixels differ from the image");
+        assert_eq!(photons.to_bits(), img.photons.to_bits());
+        assert_eq!(overloads, img.overloads);
+    }
+}
+
+#[test]
+fn tiny_means_draw_rarely_and_at_the_right_rate() {
+    // most pixels of a real image have means far below 1: P(X > 0) = 1 - exp(-λ) must hold there too
+    for (i, &lambda) in [1.0e-4f32, 3.0e-3].iter().enumerate() {
+        let x = draws(lambda, 2000, 500 + i as i64);
+        let n = x.len() as f64;
+        let nonzero = x.iter().filter(|&&v| v != 0).count() as f64;
+        let p = 1.0 - (-(lambda as f64)).exp();
+        assert!((nonzero - n * p).abs() <= 5.0 * (n * p * (1.0 - p)).sqrt(), "λ={lambda}: {nonzero} nonzero of {n}");
+        let twos = x.iter().filter(|&&v| v >= 2).count() as f64;
+        let p2 = 1.0 - (-(lambda as f64)).exp() * (1.0 + lambda as f64);
+        assert!(twos <= n * p2 + 5.0 * (n * p2).sqrt() + 3.0, "λ={lambda}: {twos} deviates >= 2");
+    }
+}

@@ -31,6 +31,13 @@ impl LeBytes for f32 {
     }
 }
 
+impl LeBytes for u8 {
+    const SIZE: usize = 1;
+    fn put_le(self, out: &mut Vec<u8>) {
+        out.push(self);
+    }
+}
+
 impl LeBytes for u16 {
     const SIZE: usize = 2;
     fn put_le(self, out: &mut Vec<u8>) {
@@ -75,21 +82,65 @@ pub fn map_roi<T: Copy + Default + Send>(
     roi: [i64; 4],
     convert: impl Fn(f32) -> T + Sync,
 ) -> Vec<T> {
-    use rayon::prelude::*;
     assert!(float.len() >= fpixels * spixels, "float image smaller than {fpixels}x{spixels}");
     let mut out = vec![T::default(); fpixels * spixels];
+    map_roi_rows(float, fpixels, roi, 0, &mut out, &convert);
+    out
+}
+
+/// [`map_roi`] for the whole rows from row `s0` on that `out` holds (in parallel over rows).
+pub fn map_roi_rows<T: Copy + Default + Send>(float: &[f32], fpixels: usize, roi: [i64; 4], s0: usize, out: &mut [T], convert: &(impl Fn(f32) -> T + Sync)) {
+    use rayon::prelude::*;
     if fpixels == 0 {
-        return out;
+        return;
     }
     let cols = roi_columns(roi, fpixels);
-    out.par_chunks_mut(fpixels).enumerate().for_each(|(s, row)| {
+    out.par_chunks_mut(fpixels).enumerate().for_each(|(i, row)| {
+        let s = s0 + i;
         if (s as i64) < roi[2] || (s as i64) > roi[3] {
+            row.fill(T::default());
             return;
         }
+        row[..cols.start].fill(T::default());
+        row[cols.end..].fill(T::default());
         let src = &float[s * fpixels + cols.start..s * fpixels + cols.end];
         for (px, &v) in row[cols.clone()].iter_mut().zip(src) {
             *px = convert(v);
         }
     });
-    out
+}
+
+/// Pixels per batch of the streamed image writers ([`write_map_roi`]): two batches are all the
+/// memory they hold, whatever the image size.
+pub const STREAM_BATCH_PIXELS: usize = 1 << 18;
+
+/// Write the image [`map_roi`] makes, little-endian, without ever holding it: batch by batch of about
+/// [`STREAM_BATCH_PIXELS`] (whole rows), each converted in parallel while the previous one is written.
+pub fn write_map_roi<T: LeBytes + Default + Send + Sync>(
+    w: &mut (dyn std::io::Write + Send),
+    float: &[f32],
+    fpixels: usize,
+    spixels: usize,
+    roi: [i64; 4],
+    convert: impl Fn(f32) -> T + Sync,
+) -> std::io::Result<()> {
+    assert!(float.len() >= fpixels * spixels, "float image smaller than {fpixels}x{spixels}");
+    if fpixels == 0 || spixels == 0 {
+        return Ok(());
+    }
+    let rows_per = (STREAM_BATCH_PIXELS / fpixels).clamp(1, spixels);
+    let batches = spixels.div_ceil(rows_per);
+    let batch = |b: usize, out: &mut Vec<T>| {
+        let s0 = b * rows_per;
+        out.resize(rows_per.min(spixels - s0) * fpixels, T::default());
+        map_roi_rows(float, fpixels, roi, s0, out, &convert);
+    };
+    let (mut cur, mut next) = (Vec::new(), Vec::new());
+    batch(0, &mut cur);
+    for b in 1..=batches {
+        let (written, ()) = rayon::join(|| write_le(w, &cur), || if b < batches { batch(b, &mut next) });
+        written?;
+        std::mem::swap(&mut cur, &mut next);
+    }
+    Ok(())
 }

@@ -12,7 +12,7 @@ use super::atomic::{self, AtomicFile, Finished, TargetKind};
 use crate::cfmt::{cf, g};
 use crate::config::Config;
 use crate::experiment::{resolve_out, Experiment};
-use crate::io::smv::{int_pixels, smv_header_bytes, SmvHeader};
+use crate::io::smv::{smv_header_bytes, write_int_pixels, SmvHeader};
 use crate::stats::ImageStats;
 use crate::{Error, Result};
 use std::io::Write;
@@ -87,7 +87,8 @@ pub trait OutputWriter: Sync {
     fn before_stats(&self) -> bool {
         false
     }
-    /// Bytes of memory it needs for an image of `pixels` (beyond the float image).
+    /// Bytes of memory it needs for an image of `pixels` (beyond the float image): a writer that
+    /// streams its image needs a bounded amount.
     fn memory(&self, pixels: u64) -> u64 {
         let _ = pixels;
         0
@@ -150,13 +151,13 @@ impl OutputWriter for IntWriter {
     }
     fn write(&self, ctx: &OutputCtx, path: &Path, w: &mut (dyn Write + Send)) -> Result<Vec<String>> {
         let d = &ctx.exp.det;
-        let ints = int_pixels(ctx.float, d.fpixels, d.spixels, ctx.exp.roi, ctx.intfile_scale, ctx.cfg.output.adc_offset);
         w.write_all(&smv_header_bytes(&ctx.header).map_err(|e| with_path(e, path))?).map_err(io_err(path))?;
-        super::write_le(w, &ints).map_err(io_err(path))?;
+        // converted and written batch by batch: the 16-bit image is never held whole
+        write_int_pixels(w, ctx.float, d.fpixels, d.spixels, ctx.exp.roi, ctx.intfile_scale, ctx.cfg.output.adc_offset).map_err(io_err(path))?;
         Ok(vec![format!("writing {} as 2-byte integers", ctx.cfg.output.intfile.display())])
     }
     fn memory(&self, pixels: u64) -> u64 {
-        pixels * 2
+        streamed(pixels, 2)
     }
 }
 
@@ -171,13 +172,12 @@ impl OutputWriter for PgmWriter {
     }
     fn write(&self, ctx: &OutputCtx, path: &Path, w: &mut (dyn Write + Send)) -> Result<Vec<String>> {
         let d = &ctx.exp.det;
-        let bytes = super::pgm::pgm_pixels(ctx.float, d.fpixels, d.spixels, ctx.exp.roi, ctx.pgm_scale);
         w.write_all(super::pgm::pgm_header(d.fpixels, d.spixels, ctx.pgm_scale).as_bytes()).map_err(io_err(path))?;
-        w.write_all(&bytes).map_err(io_err(path))?;
+        super::pgm::write_pgm_pixels(w, ctx.float, d.fpixels, d.spixels, ctx.exp.roi, ctx.pgm_scale).map_err(io_err(path))?;
         Ok(vec![format!("pgm_scale = {}", g(ctx.pgm_scale)), format!("writing {} as 1-byte integers", ctx.cfg.output.pgmfile.display())])
     }
     fn memory(&self, pixels: u64) -> u64 {
-        pixels
+        streamed(pixels, 1)
     }
 }
 
@@ -222,9 +222,8 @@ impl OutputWriter for NoiseWriter {
                     .map_err(io_err(path))?
             }
             crate::noise::NoiseMode::Fast => {
-                let img = crate::noise::noise_image_fast(ctx.exp.seed, ctx.float, d.fpixels, d.spixels, ctx.exp.roi, ctx.cfg.output.adc_offset);
-                super::write_le(w, &img.pixels).map_err(io_err(path))?;
-                (img.photons, img.overloads)
+                crate::noise::write_noise_rows_fast(w, ctx.exp.seed, ctx.float, d.fpixels, d.spixels, ctx.exp.roi, ctx.cfg.output.adc_offset)
+                    .map_err(io_err(path))?
             }
         };
         let mut lines = Vec::new();
@@ -241,8 +240,13 @@ impl OutputWriter for NoiseWriter {
         true
     }
     fn memory(&self, pixels: u64) -> u64 {
-        // a block of exp(-mean) values ahead of the draws; small
-        pixels.min(1 << 22) * 8
+        // c: blocks of exp(-mean) values ahead of the draws (2 x 16 rows of f32) and a row of u16 and
+        // of i32; fast: two batches of u16 (drawn while the previous one is written) and, per thread, a
+        // row of 16-bit random numbers and two generators. Either is a few MiB at most.
+        let c = pixels.min(1 << 22) * 8;
+        let threads = rayon::current_num_threads() as u64;
+        let fast = 4 * pixels.min(crate::noise::FAST_BATCH_PIXELS as u64) + threads * (2 * pixels.min(1 << 20) + 1024);
+        c.max(fast)
     }
 }
 
@@ -290,6 +294,12 @@ impl OutputWriter for NexusWriter {
     fn memory(&self, pixels: u64) -> u64 {
         pixels * 4 + pixels * 2
     }
+}
+
+/// Memory of a writer that streams its image ([`super::write_map_roi`]) with `bytes` per pixel: two
+/// batches of whole rows (rows up to 2²⁰ pixels wide).
+fn streamed(pixels: u64, bytes: u64) -> u64 {
+    2 * bytes * pixels.min((super::STREAM_BATCH_PIXELS as u64).max(1 << 20))
 }
 
 /// Every output, in the order the C writes them, then the port's own. A new format: one writer above

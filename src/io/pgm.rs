@@ -11,13 +11,23 @@ use std::path::Path;
 /// The C cast truncates through a 32-bit int on x86 (gcc), so e.g. a negative value wraps
 /// (-3.5 → 253) and NaN gives 0; reproduced with `as i32 as u8`.
 pub fn pgm_pixels(float: &[f32], fpixels: usize, spixels: usize, roi: [i64; 4], scale: f64) -> Vec<u8> {
-    super::map_roi(float, fpixels, spixels, roi, |v| {
+    super::map_roi(float, fpixels, spixels, roi, pgm_pixel(scale))
+}
+
+/// The PGM pixel data ([`pgm_pixels`]) written to `w` in batches, never held whole.
+pub fn write_pgm_pixels(w: &mut (dyn std::io::Write + Send), float: &[f32], fpixels: usize, spixels: usize, roi: [i64; 4], scale: f64) -> std::io::Result<()> {
+    super::write_map_roi(w, float, fpixels, spixels, roi, pgm_pixel(scale))
+}
+
+/// One PGM pixel from its float value.
+fn pgm_pixel(scale: f64) -> impl Fn(f32) -> u8 + Sync {
+    move |v| {
         let mut test = v as f64 * scale;
         if test > 255.0 {
             test = 255.0;
         }
         (test as i32) as u8
-    })
+    }
 }
 
 /// The PGM header the C writes (`%lg` for the scale).

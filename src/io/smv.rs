@@ -168,11 +168,22 @@ pub fn write_smv(path: &Path, header: &SmvHeader, data: &[u16]) -> Result<()> {
 /// float, so the sum is rounded to f32 before the floor (this decides halves near large counts).
 /// The final cast truncates through a 32-bit int like gcc on x86 (NaN gives 0).
 pub fn int_pixels(float: &[f32], fpixels: usize, spixels: usize, roi: [i64; 4], scale: f64, adc: f64) -> Vec<u16> {
-    super::map_roi(float, fpixels, spixels, roi, |v| {
+    super::map_roi(float, fpixels, spixels, roi, int_pixel(scale, adc))
+}
+
+/// The `-intfile` pixel data ([`int_pixels`]) written to `w` in batches, never held whole.
+pub fn write_int_pixels(w: &mut (dyn std::io::Write + Send), float: &[f32], fpixels: usize, spixels: usize, roi: [i64; 4], scale: f64, adc: f64) -> std::io::Result<()> {
+    super::write_map_roi(w, float, fpixels, spixels, roi, int_pixel(scale, adc))
+}
+
+/// One `-intfile` pixel from its float value.
+#[inline]
+fn int_pixel(scale: f64, adc: f64) -> impl Fn(f32) -> u16 + Sync {
+    move |v| {
         let test = (v as f64 * scale + adc).clamp(0.0, 65535.0); // NaN stays NaN, as in C
         // test + 0.5 >= 0.5, so truncation is floorf (and NaN gives 0): no libm call, vectorizes
         (((test + 0.5) as f32) as i32) as u16
-    })
+    }
 }
 
 fn file_err(path: &Path, reason: impl Into<String>) -> Error {
