@@ -97,10 +97,19 @@ fn simulate(args: &[String]) -> Result<(), Failure> {
     if let Some(p) = &cfg.run.save_params {
         cfg.save_json(p)?;
     }
+    // $NANOBRAGG_TIMINGS_JSON (set by bench-detailed): checked before the run, written after it
+    let timings_json = std::env::var_os(nanobragg::simulate::TIMINGS_JSON_ENV).filter(|p| !p.is_empty()).map(std::path::PathBuf::from);
+    if let Some(p) = &timings_json {
+        nanobragg::io::atomic::target_kind(p)?;
+    }
     let summary = nanobragg::simulate::run(&cfg, &mut out)?;
     let _ = out.flush();
     if let Some(e) = out.error.take() {
         return Err(Failure::Stream(e));
+    }
+    if let Some(p) = &timings_json {
+        let json = serde_json::to_vec(&nanobragg::simulate::PhaseTimings::of(&summary)).expect("numbers always serialize");
+        nanobragg::io::atomic::write_atomic(p, &json)?;
     }
     if !cfg.run.quiet {
         writeln!(

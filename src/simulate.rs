@@ -24,6 +24,52 @@ pub struct Timings {
     pub io_s: f64,
 }
 
+/// The environment variable naming a file where `nanobragg-rs simulate` writes its [`PhaseTimings`]
+/// as JSON after a successful run (bench-detailed sets it for its fresh-process runs, so it never
+/// parses the human-readable `done:` line).
+pub const TIMINGS_JSON_ENV: &str = "NANOBRAGG_TIMINGS_JSON";
+
+/// What `simulate` writes to `$NANOBRAGG_TIMINGS_JSON`: the phase split of the run.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PhaseTimings {
+    pub setup_s: f64,
+    pub render_s: f64,
+    pub io_s: f64,
+    /// Resolution of the clock the phases were timed with (`clock_getres(CLOCK_MONOTONIC)`, which
+    /// `std::time::Instant` reads on Linux), seconds.
+    pub resolution_s: f64,
+    pub pixels: usize,
+    pub steps: i64,
+}
+
+impl PhaseTimings {
+    pub fn of(summary: &RunSummary) -> Self {
+        let t = summary.timings;
+        PhaseTimings {
+            setup_s: t.setup_s,
+            render_s: t.render_s,
+            io_s: t.io_s,
+            resolution_s: monotonic_resolution_s(),
+            pixels: summary.pixels,
+            steps: summary.steps,
+        }
+    }
+}
+
+/// The resolution of the monotonic clock (1 ns where it cannot be read).
+fn monotonic_resolution_s() -> f64 {
+    // SAFETY: timespec is plain old data that clock_getres fills in.
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid clock id and a valid pointer to a timespec.
+    let ok = unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC, &mut ts) } == 0;
+    let r = ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9;
+    if ok && r > 0.0 {
+        r
+    } else {
+        1e-9
+    }
+}
+
 /// What a run produced, for the closing summary and the benchmark harness.
 #[derive(Clone, Debug)]
 pub struct RunSummary {

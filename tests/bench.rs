@@ -419,3 +419,40 @@ fn hostile_paths_and_data() {
         }
     }
 }
+
+/// `simulate` reports its phase split as JSON in the file $NANOBRAGG_TIMINGS_JSON names (what the
+/// harness reads for its cold runs), keeps its human `done:` line, and refuses an unwritable path
+/// with one line and exit 9.
+#[test]
+fn simulate_writes_its_phase_timings_as_json() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path().join("timings.json");
+    let o = Command::new(SIM)
+        .args(["simulate", "--detector", "16", "-nopgm", "-nonoise", "-noprogress"])
+        .env(nanobragg::simulate::TIMINGS_JSON_ENV, &t)
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("done: 256 pixels"));
+    let v: Value = serde_json::from_slice(&std::fs::read(&t).unwrap()).unwrap();
+    for k in ["setup_s", "render_s", "io_s", "resolution_s"] {
+        assert!(v[k].as_f64().is_some_and(|x| x >= 0.0), "{k} in {v}");
+    }
+    assert_eq!(v["pixels"], 256);
+    let typed: nanobragg::simulate::PhaseTimings = serde_json::from_value(v).unwrap();
+    assert!(typed.resolution_s > 0.0 && typed.resolution_s < 1e-3);
+
+    let bad = tmp.path().join("no-such-dir").join("t.json");
+    let o = Command::new(SIM)
+        .args(["simulate", "--detector", "16", "-nopgm", "-nonoise", "-noprogress"])
+        .env(nanobragg::simulate::TIMINGS_JSON_ENV, &bad)
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(9));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("no-such-dir"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}

@@ -284,7 +284,7 @@ fn fmt_val(metric: &str, v: f64) -> String {
     if metric.starts_with("peak_rss_mb") {
         format!("{v:.1} MiB")
     } else {
-        super::report::fmt_time(Some(v))
+        super::fmt::fmt_time(Some(v))
     }
 }
 

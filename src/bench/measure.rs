@@ -1,6 +1,6 @@
 //! Measuring runs: whole-process wall time and peak RSS of a child (`wait4`, the child's own rusage),
 //! the in-process high-water mark (`VmHWM` in /proc/self/status, reset through /proc/self/clear_refs),
-//! the phase split our `simulate` prints on stderr, and float images.
+//! the phase split our `simulate` writes as JSON, and float images.
 
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
@@ -97,23 +97,33 @@ pub fn run_child(program: &Path, args: &[String], cwd: &Path, env: &[(String, St
     let read = |p: &Path| std::fs::read(p).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
     let (mut exit_code, mut signal, mut peak_rss_mb) = status_parts(status, rusage);
     if wrapper.is_some() {
-        // "wall_s maxrss_kib exit signal" from the wrapper (-1 = none)
-        let text = read(&result_path);
-        let v: Vec<f64> = text.split_whitespace().filter_map(|t| t.parse().ok()).collect();
-        if v.len() == 4 {
-            wall_s = v[0];
-            peak_rss_mb = (v[1] > 0.0).then_some(v[1] / 1024.0);
-            exit_code = (v[2] >= 0.0).then_some(v[2] as i32);
-            signal = (v[3] >= 0.0).then_some(v[3] as i32);
-        } else {
-            return Err(std::io::Error::other(format!("cannot start {}: {}", program.display(), tail_lines(&read(&err_path), 3))));
+        // what the wrapper measured (see measure_child_main)
+        match std::fs::read(&result_path).ok().and_then(|b| serde_json::from_slice::<ChildOutcome>(&b).ok()) {
+            Some(o) => {
+                wall_s = o.wall_s;
+                peak_rss_mb = o.peak_rss_mb;
+                exit_code = o.exit_code;
+                signal = o.signal;
+            }
+            None => {
+                return Err(std::io::Error::other(format!("cannot start {}: {}", program.display(), tail_lines(&read(&err_path), 3))))
+            }
         }
     }
     Ok(ChildResult { wall_s, peak_rss_mb, exit_code, signal, stdout: read(&out_path), stderr: read(&err_path) })
 }
 
+/// What the `__measure-child` wrapper measured of its child, written as JSON to its RESULT file.
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChildOutcome {
+    pub wall_s: f64,
+    pub peak_rss_mb: Option<f64>,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+}
+
 /// `bench-detailed __measure-child RESULT PROGRAM ARGS...`: run PROGRAM (inheriting cwd, stdio and
-/// environment), reap it with `wait4` and write "wall_s maxrss_kib exit signal" to RESULT.
+/// environment), reap it with `wait4` and write a [`ChildOutcome`] to RESULT.
 pub fn measure_child_main(args: &[OsString]) -> i32 {
     let (Some(result), Some(program)) = (args.first(), args.get(1)) else {
         eprintln!("usage: bench-detailed {MEASURE_CHILD_ARG} RESULT PROGRAM [ARGS...]");
@@ -130,13 +140,8 @@ pub fn measure_child_main(args: &[OsString]) -> i32 {
     let Ok((status, rusage)) = wait_rusage(child) else { return 2 };
     let wall_s = t0.elapsed().as_secs_f64();
     let (exit, sig, rss) = status_parts(status, rusage);
-    let line = format!(
-        "{wall_s} {} {} {}\n",
-        rss.map(|m| m * 1024.0).unwrap_or(-1.0),
-        exit.map(|c| c as f64).unwrap_or(-1.0),
-        sig.map(|c| c as f64).unwrap_or(-1.0)
-    );
-    if std::fs::write(result, line).is_err() {
+    let json = serde_json::to_vec(&ChildOutcome { wall_s, peak_rss_mb: rss, exit_code: exit, signal: sig }).expect("numbers always serialize");
+    if std::fs::write(result, json).is_err() {
         return 2;
     }
     0
@@ -217,30 +222,11 @@ pub fn reset_self_peak_rss() -> bool {
     std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }
 
-/// The phase split our `simulate` prints on its closing stderr line.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct DoneLine {
-    pub setup_s: f64,
-    pub render_s: f64,
-    pub io_s: f64,
-    /// The resolution of the printed times (10^-decimals of the least precise one: 0.001 for "0.004").
-    pub resolution_s: f64,
-}
-
-/// Parse `done: P pixels, S steps, setup X s, render Y s, output Z s, max_I = M` (the last such line).
-pub fn parse_done_line(stderr: &str) -> Option<DoneLine> {
-    let line = stderr.lines().rev().find(|l| l.trim_start().starts_with("done:"))?;
-    let field = |name: &str| -> Option<(f64, f64)> {
-        let i = line.find(&format!(" {name} "))?;
-        let word = line[i + name.len() + 2..].split_whitespace().next()?;
-        let value = word.parse::<f64>().ok()?;
-        let decimals = word.split_once('.').map_or(0, |(_, frac)| frac.chars().take_while(char::is_ascii_digit).count());
-        Some((value, 10f64.powi(-(decimals as i32))))
-    };
-    let (setup_s, r1) = field("setup")?;
-    let (render_s, r2) = field("render")?;
-    let (io_s, r3) = field("output")?;
-    Some(DoneLine { setup_s, render_s, io_s, resolution_s: r1.max(r2).max(r3) })
+/// The phase split our `simulate` wrote as JSON to the file named by
+/// [`crate::simulate::TIMINGS_JSON_ENV`].
+pub fn read_timings(path: &Path) -> anyhow::Result<crate::simulate::PhaseTimings> {
+    let bytes = std::fs::read(path)?;
+    Ok(serde_json::from_slice(&bytes)?)
 }
 
 /// A little-endian f32 image as nanoBragg writes it (`-floatfile`).
@@ -255,32 +241,22 @@ pub fn tail_lines(s: &str, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join(" | ")
 }
 
-/// A scratch directory removed when dropped (unless `keep`).
+/// A scratch directory (`tempfile`'s) under the system temp folder, removed when dropped unless kept.
 pub struct WorkDir {
     pub path: PathBuf,
-    pub keep: bool,
+    dir: Option<tempfile::TempDir>,
 }
 
 impl WorkDir {
     pub fn new(prefix: &str) -> std::io::Result<WorkDir> {
-        let base = std::env::temp_dir();
-        let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-        for attempt in 0..100u32 {
-            let p = base.join(format!("{prefix}-{}-{stamp}-{attempt}", std::process::id()));
-            match std::fs::create_dir(&p) {
-                Ok(()) => return Ok(WorkDir { path: p, keep: false }),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(e),
-            }
-        }
-        Err(std::io::Error::other("cannot create a scratch directory"))
+        let dir = tempfile::Builder::new().prefix(&format!("{prefix}-")).tempdir()?;
+        Ok(WorkDir { path: dir.path().to_path_buf(), dir: Some(dir) })
     }
-}
 
-impl Drop for WorkDir {
-    fn drop(&mut self) {
-        if !self.keep {
-            let _ = std::fs::remove_dir_all(&self.path);
+    /// Leave the directory in place when this is dropped.
+    pub fn keep(&mut self) {
+        if let Some(d) = self.dir.take() {
+            let _ = d.keep();
         }
     }
 }
@@ -295,14 +271,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn done_line_is_parsed() {
-        let err = "some warning\ndone: 4096 pixels, 1 steps, setup 0.002 s, render 0.004 s, output 0.000 s, max_I = 154.652\n";
-        assert_eq!(parse_done_line(err), Some(DoneLine { setup_s: 0.002, render_s: 0.004, io_s: 0.0, resolution_s: 1e-3 }));
-        let fine = "done: 4 pixels, 1 steps, setup 0.000012 s, render 1.500000 s, output 0.000300 s, max_I = 1";
-        let d = parse_done_line(fine).unwrap();
-        assert_eq!((d.setup_s, d.render_s, d.io_s), (1.2e-5, 1.5, 3e-4));
-        assert!((d.resolution_s - 1e-6).abs() < 1e-20);
-        assert_eq!(parse_done_line("no summary"), None);
+    fn timings_json_is_read() {
+        let w = WorkDir::new("nb-measure-test").unwrap();
+        let p = w.path.join("t.json");
+        std::fs::write(&p, r#"{"setup_s":0.002,"render_s":0.004,"io_s":0.0,"resolution_s":1e-9,"pixels":4096,"steps":1}"#).unwrap();
+        let t = read_timings(&p).unwrap();
+        assert_eq!((t.setup_s, t.render_s, t.io_s, t.resolution_s, t.pixels, t.steps), (0.002, 0.004, 0.0, 1e-9, 4096, 1));
+        std::fs::write(&p, "done: 4096 pixels, 1 steps, setup 0.002 s, render 0.004 s, output 0.000 s").unwrap();
+        assert!(read_timings(&p).is_err());
+        assert!(read_timings(&w.path.join("missing.json")).is_err());
     }
 
     #[test]

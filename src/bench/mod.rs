@@ -6,13 +6,15 @@
 //! * [`runner`]: C, our process and our warm runs interleaved per size; correlation, sanity warnings
 //! * [`gate`]: `--gate --min-speedup --min-correlation`
 //! * [`schema`]: `benchmark_results.json` (`nanobragg-rs/bench-detailed/1`); [`machine`]: machine info
-//! * [`report`]: summary.md, terminal table, CSVs; [`compare`]: regressions between two reports
+//! * [`report`]: summary.md, terminal table, CSVs (serde rows); [`compare`]: regressions between two reports
+//! * [`fmt`]: number formatting shared by the runner, the reports and `compare`
 //! * [`cli`]: the command line
 //!
 //! No timing is asserted anywhere in the tests: timings depend on the machine.
 
 pub mod cli;
 pub mod compare;
+pub mod fmt;
 pub mod gate;
 pub mod machine;
 pub mod measure;

@@ -1,10 +1,11 @@
 //! Human-readable and spreadsheet outputs: `summary.md` (also printed to the terminal),
 //! `benchmark_results.csv` (one row per size), `runs.csv` (every run) and `benchmark_results.json`.
 
+use super::fmt::{fmt_mb, fmt_opt, fmt_rate, fmt_time, fmt_x, med};
 use super::gate::gate_lines;
-use super::runner::fmt_opt;
 use super::schema::{Entry, Report};
 use super::stats::Stats;
+use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -12,32 +13,6 @@ pub const JSON_NAME: &str = "benchmark_results.json";
 pub const SUMMARY_NAME: &str = "summary.md";
 pub const CSV_NAME: &str = "benchmark_results.csv";
 pub const RUNS_CSV_NAME: &str = "runs.csv";
-
-/// A duration for people: "1.234 s", "12.3 ms", "850 µs".
-pub fn fmt_time(s: Option<f64>) -> String {
-    match s {
-        None => "—".into(),
-        Some(s) if s >= 1.0 => format!("{s:.3} s"),
-        Some(s) if s >= 1e-3 => format!("{:.1} ms", s * 1e3),
-        Some(s) => format!("{:.0} µs", s * 1e6),
-    }
-}
-
-fn fmt_x(v: Option<f64>) -> String {
-    v.map(|x| format!("{x:.2}×")).unwrap_or_else(|| "—".into())
-}
-
-fn fmt_mb(v: Option<f64>) -> String {
-    v.map(|x| format!("{x:.1}")).unwrap_or_else(|| "—".into())
-}
-
-fn fmt_rate(v: Option<f64>) -> String {
-    v.map(|x| format!("{:.2}", x / 1e6)).unwrap_or_else(|| "—".into())
-}
-
-fn med(s: &Option<Stats>) -> Option<f64> {
-    s.as_ref().map(|s| s.median)
-}
 
 /// One line per size for the progress output.
 pub fn entry_one_line(e: &Entry) -> String {
@@ -239,136 +214,183 @@ pub fn terminal_summary(r: &Report, out_dir: &Path) -> String {
     s
 }
 
-/// Quote a CSV field when needed.
-pub fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
+/// One row of `benchmark_results.csv` (one per size); the column names are the field names.
+/// `None` is an empty cell.
+#[derive(Debug, Serialize)]
+pub struct ResultRow<'a> {
+    pub config: &'a str,
+    pub size: usize,
+    pub pixels: usize,
+    pub kernel: &'a str,
+    pub samples_per_pixel: u64,
+    pub c_wall_min_s: Option<f64>,
+    pub c_wall_median_s: Option<f64>,
+    pub c_wall_max_s: Option<f64>,
+    pub rust_process_wall_min_s: Option<f64>,
+    pub rust_process_wall_median_s: Option<f64>,
+    pub rust_process_wall_max_s: Option<f64>,
+    pub rust_cold_setup_median_s: Option<f64>,
+    pub rust_cold_render_median_s: Option<f64>,
+    pub rust_cold_io_median_s: Option<f64>,
+    pub rust_warm_setup_median_s: Option<f64>,
+    pub rust_warm_render_min_s: Option<f64>,
+    pub rust_warm_render_median_s: Option<f64>,
+    pub rust_warm_render_max_s: Option<f64>,
+    pub rust_warm_io_median_s: Option<f64>,
+    pub rust_warm_total_median_s: Option<f64>,
+    pub speedup_process: Option<f64>,
+    pub speedup_warm: Option<f64>,
+    pub peak_rss_mb_c: Option<f64>,
+    pub peak_rss_mb_rust_process: Option<f64>,
+    pub peak_rss_mb_rust_warm: Option<f64>,
+    pub correlation: Option<f64>,
+    pub sum_ratio: Option<f64>,
+    pub rust_warm_pixels_per_s: Option<f64>,
+    pub rust_warm_samples_per_s: Option<f64>,
+    pub rust_process_pixels_per_s: Option<f64>,
+    pub c_pixels_per_s: Option<f64>,
+    /// How many warnings the size has (their text is in summary.md and the JSON).
+    pub warnings: usize,
 }
 
-fn num(v: Option<f64>) -> String {
-    v.map(|x| format!("{x}")).unwrap_or_default()
-}
+/// The header of `benchmark_results.csv` (written even without rows; a test checks it against
+/// [`ResultRow`]'s field names).
+pub const RESULTS_CSV_HEADER: [&str; 32] = [
+    "config", "size", "pixels", "kernel", "samples_per_pixel", "c_wall_min_s", "c_wall_median_s", "c_wall_max_s",
+    "rust_process_wall_min_s", "rust_process_wall_median_s", "rust_process_wall_max_s", "rust_cold_setup_median_s",
+    "rust_cold_render_median_s", "rust_cold_io_median_s", "rust_warm_setup_median_s", "rust_warm_render_min_s",
+    "rust_warm_render_median_s", "rust_warm_render_max_s", "rust_warm_io_median_s", "rust_warm_total_median_s",
+    "speedup_process", "speedup_warm", "peak_rss_mb_c", "peak_rss_mb_rust_process", "peak_rss_mb_rust_warm",
+    "correlation", "sum_ratio", "rust_warm_pixels_per_s", "rust_warm_samples_per_s", "rust_process_pixels_per_s",
+    "c_pixels_per_s", "warnings",
+];
 
-/// One row per size.
-pub fn results_csv(r: &Report) -> String {
-    let mut s = String::from(
-        "config,size,pixels,kernel,samples_per_pixel,c_wall_min_s,c_wall_median_s,c_wall_max_s,rust_process_wall_min_s,rust_process_wall_median_s,\
-rust_process_wall_max_s,rust_cold_setup_median_s,rust_cold_render_median_s,rust_cold_io_median_s,rust_warm_setup_median_s,\
-rust_warm_render_min_s,rust_warm_render_median_s,rust_warm_render_max_s,rust_warm_io_median_s,rust_warm_total_median_s,\
-speedup_process,speedup_warm,peak_rss_mb_c,peak_rss_mb_rust_process,peak_rss_mb_rust_warm,correlation,sum_ratio,\
-rust_warm_pixels_per_s,rust_warm_samples_per_s,rust_process_pixels_per_s,c_pixels_per_s,warnings\n",
-    );
-    for e in &r.entries {
+impl<'a> ResultRow<'a> {
+    pub fn of(e: &'a Entry) -> Self {
         let cw = e.c.as_ref().and_then(|c| c.wall_s.as_ref());
         let pw = e.rust_process.wall_s.as_ref();
         let wr = e.rust_warm.render_s.as_ref();
-        let cells = [
-            csv_field(&e.config),
-            e.size.to_string(),
-            e.pixels.to_string(),
-            csv_field(&e.kernel),
-            e.samples_per_pixel.to_string(),
-            num(cw.map(|s| s.min)),
-            num(cw.map(|s| s.median)),
-            num(cw.map(|s| s.max)),
-            num(pw.map(|s| s.min)),
-            num(pw.map(|s| s.median)),
-            num(pw.map(|s| s.max)),
-            num(med(&e.rust_cold.setup_s)),
-            num(med(&e.rust_cold.render_s)),
-            num(med(&e.rust_cold.io_s)),
-            num(med(&e.rust_warm.setup_s)),
-            num(wr.map(|s| s.min)),
-            num(wr.map(|s| s.median)),
-            num(wr.map(|s| s.max)),
-            num(med(&e.rust_warm.io_s)),
-            num(med(&e.rust_warm.total_s)),
-            num(e.speedup_process),
-            num(e.speedup_warm),
-            num(e.peak_rss_mb.c),
-            num(e.peak_rss_mb.rust_process),
-            num(e.peak_rss_mb.rust_warm),
-            num(e.correlation),
-            num(e.sum_ratio),
-            num(e.throughput.rust_warm_pixels_per_s),
-            num(e.throughput.rust_warm_samples_per_s),
-            num(e.throughput.rust_process_pixels_per_s),
-            num(e.throughput.c_pixels_per_s),
-            e.warnings.len().to_string(),
-        ];
-        s.push_str(&cells.join(","));
-        s.push('\n');
+        ResultRow {
+            config: &e.config,
+            size: e.size,
+            pixels: e.pixels,
+            kernel: &e.kernel,
+            samples_per_pixel: e.samples_per_pixel,
+            c_wall_min_s: cw.map(|s| s.min),
+            c_wall_median_s: cw.map(|s| s.median),
+            c_wall_max_s: cw.map(|s| s.max),
+            rust_process_wall_min_s: pw.map(|s| s.min),
+            rust_process_wall_median_s: pw.map(|s| s.median),
+            rust_process_wall_max_s: pw.map(|s| s.max),
+            rust_cold_setup_median_s: med(&e.rust_cold.setup_s),
+            rust_cold_render_median_s: med(&e.rust_cold.render_s),
+            rust_cold_io_median_s: med(&e.rust_cold.io_s),
+            rust_warm_setup_median_s: med(&e.rust_warm.setup_s),
+            rust_warm_render_min_s: wr.map(|s| s.min),
+            rust_warm_render_median_s: wr.map(|s| s.median),
+            rust_warm_render_max_s: wr.map(|s| s.max),
+            rust_warm_io_median_s: med(&e.rust_warm.io_s),
+            rust_warm_total_median_s: med(&e.rust_warm.total_s),
+            speedup_process: e.speedup_process,
+            speedup_warm: e.speedup_warm,
+            peak_rss_mb_c: e.peak_rss_mb.c,
+            peak_rss_mb_rust_process: e.peak_rss_mb.rust_process,
+            peak_rss_mb_rust_warm: e.peak_rss_mb.rust_warm,
+            correlation: e.correlation,
+            sum_ratio: e.sum_ratio,
+            rust_warm_pixels_per_s: e.throughput.rust_warm_pixels_per_s,
+            rust_warm_samples_per_s: e.throughput.rust_warm_samples_per_s,
+            rust_process_pixels_per_s: e.throughput.rust_process_pixels_per_s,
+            c_pixels_per_s: e.throughput.c_pixels_per_s,
+            warnings: e.warnings.len(),
+        }
     }
-    s
 }
 
-/// Every run, warmups included.
-pub fn runs_csv(r: &Report) -> String {
-    let mut s = String::from("config,size,kind,index,warmup,wall_s,setup_s,render_s,io_s,peak_rss_mb,exit_code,ok,error\n");
-    for e in &r.entries {
-        let mut push = |kind: &str, index: usize, warmup: bool, cells: [String; 8]| {
-            let _ = writeln!(s, "{},{},{kind},{index},{warmup},{}", csv_field(&e.config), e.size, cells.join(","));
-        };
-        if let Some(c) = &e.c {
-            for r in &c.runs {
-                push(
-                    "c",
-                    r.index,
-                    r.warmup,
-                    [
-                        r.wall_s.to_string(),
-                        String::new(),
-                        String::new(),
-                        String::new(),
-                        num(r.peak_rss_mb),
-                        r.exit_code.map(|c| c.to_string()).unwrap_or_default(),
-                        r.ok.to_string(),
-                        csv_field(r.error.as_deref().unwrap_or("")),
-                    ],
-                );
-            }
-        }
-        for r in &e.rust_process.runs {
-            push(
-                "rust_process",
-                r.index,
-                r.warmup,
-                [
-                    r.wall_s.to_string(),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                    num(r.peak_rss_mb),
-                    r.exit_code.map(|c| c.to_string()).unwrap_or_default(),
-                    r.ok.to_string(),
-                    String::new(),
-                ],
-            );
-        }
-        for (kind, runs) in [("rust_cold", &e.rust_cold.runs), ("rust_warm", &e.rust_warm.runs)] {
-            for p in runs {
-                push(
-                    kind,
-                    p.index,
-                    p.warmup,
-                    [
-                        String::new(),
-                        p.setup_s.to_string(),
-                        p.render_s.to_string(),
-                        p.io_s.to_string(),
-                        num(p.peak_rss_mb),
-                        String::new(),
-                        "true".into(),
-                        String::new(),
-                    ],
-                );
-            }
-        }
+/// One row of `runs.csv`: one run of one contender (warmups included). Process runs have a wall
+/// time, exit code and error; cold and warm runs their phase split.
+#[derive(Debug, Serialize)]
+pub struct RunRow<'a> {
+    pub config: &'a str,
+    pub size: usize,
+    /// "c", "rust_process", "rust_cold" or "rust_warm".
+    pub kind: &'static str,
+    pub index: usize,
+    pub warmup: bool,
+    pub wall_s: Option<f64>,
+    pub setup_s: Option<f64>,
+    pub render_s: Option<f64>,
+    pub io_s: Option<f64>,
+    pub peak_rss_mb: Option<f64>,
+    pub exit_code: Option<i32>,
+    pub ok: bool,
+    pub error: Option<&'a str>,
+}
+
+/// The header of `runs.csv` (checked against [`RunRow`] by a test).
+pub const RUNS_CSV_HEADER: [&str; 13] =
+    ["config", "size", "kind", "index", "warmup", "wall_s", "setup_s", "render_s", "io_s", "peak_rss_mb", "exit_code", "ok", "error"];
+
+/// Every row of `runs.csv` for one size: C, our process, our cold and our warm runs.
+pub fn run_rows(e: &Entry) -> Vec<RunRow<'_>> {
+    let mut v = Vec::new();
+    let process = |kind, r: &'_ super::measure::ProcessRun| RunRow {
+        config: &e.config,
+        size: e.size,
+        kind,
+        index: r.index,
+        warmup: r.warmup,
+        wall_s: Some(r.wall_s),
+        setup_s: None,
+        render_s: None,
+        io_s: None,
+        peak_rss_mb: r.peak_rss_mb,
+        exit_code: r.exit_code,
+        ok: r.ok,
+        error: None,
+    };
+    if let Some(c) = &e.c {
+        v.extend(c.runs.iter().map(|r| RunRow { error: r.error.as_deref(), ..process("c", r) }));
     }
-    s
+    v.extend(e.rust_process.runs.iter().map(|r| process("rust_process", r)));
+    for (kind, runs) in [("rust_cold", &e.rust_cold.runs), ("rust_warm", &e.rust_warm.runs)] {
+        v.extend(runs.iter().map(|p| RunRow {
+            config: &e.config,
+            size: e.size,
+            kind,
+            index: p.index,
+            warmup: p.warmup,
+            wall_s: None,
+            setup_s: Some(p.setup_s),
+            render_s: Some(p.render_s),
+            io_s: Some(p.io_s),
+            peak_rss_mb: p.peak_rss_mb,
+            exit_code: None,
+            ok: true,
+            error: None,
+        }));
+    }
+    v
+}
+
+/// `header` then `rows`, as CSV (the `csv` crate quotes what needs quoting).
+fn to_csv<T: Serialize>(header: &[&str], rows: impl IntoIterator<Item = T>) -> String {
+    let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(Vec::new());
+    w.write_record(header).expect("writing to memory");
+    for r in rows {
+        w.serialize(r).expect("a row of numbers and strings always serializes");
+    }
+    String::from_utf8(w.into_inner().expect("writing to memory")).expect("CSV of UTF-8 fields")
+}
+
+/// `benchmark_results.csv`: one row per size.
+pub fn results_csv(r: &Report) -> String {
+    to_csv(&RESULTS_CSV_HEADER, r.entries.iter().map(ResultRow::of))
+}
+
+/// `runs.csv`: every run, warmups included.
+pub fn runs_csv(r: &Report) -> String {
+    to_csv(&RUNS_CSV_HEADER, r.entries.iter().flat_map(run_rows))
 }
 
 /// Write the JSON, summary.md and the CSVs into `dir`.
@@ -385,15 +407,39 @@ mod tests {
     use super::*;
     use crate::bench::schema::sample_report;
 
+    /// The header constants name exactly the row structs' fields, in order.
     #[test]
-    fn times_for_people() {
-        assert_eq!(fmt_time(Some(1.23456)), "1.235 s");
-        assert_eq!(fmt_time(Some(0.01234)), "12.3 ms");
-        assert_eq!(fmt_time(Some(0.000_85)), "850 µs");
-        assert_eq!(fmt_time(None), "—");
-        assert_eq!(csv_field("a,b"), "\"a,b\"");
-        assert_eq!(csv_field("say \"x\""), "\"say \"\"x\"\"\"");
-        assert_eq!(csv_field("plain"), "plain");
+    fn csv_headers_match_the_rows() {
+        fn header_of<T: Serialize>(row: &T) -> Vec<String> {
+            let mut w = csv::Writer::from_writer(Vec::new());
+            w.serialize(row).unwrap();
+            let text = String::from_utf8(w.into_inner().unwrap()).unwrap();
+            text.lines().next().unwrap().split(',').map(String::from).collect()
+        }
+        let r = sample_report();
+        assert_eq!(header_of(&ResultRow::of(&r.entries[0])), RESULTS_CSV_HEADER);
+        assert_eq!(header_of(&run_rows(&r.entries[0])[0]), RUNS_CSV_HEADER);
+    }
+
+    #[test]
+    fn csv_fields_are_quoted_and_read_back() {
+        let mut r = sample_report();
+        r.entries[0].config = "odd, \"name\"".into();
+        if let Some(c) = r.entries[0].c.as_mut() {
+            c.runs[0].ok = false;
+            c.runs[0].error = Some("exit code 3; stderr: a, \"b\"\nc".into());
+        }
+        let runs = runs_csv(&r);
+        let mut rd = csv::Reader::from_reader(runs.as_bytes());
+        let recs: Vec<csv::StringRecord> = rd.records().map(|x| x.unwrap()).collect();
+        assert_eq!(rd.headers().unwrap(), RUNS_CSV_HEADER.as_slice());
+        assert_eq!(&recs[0][0], "odd, \"name\"");
+        assert_eq!(&recs[0][2], "c");
+        assert_eq!(&recs[0][11], "false");
+        assert_eq!(&recs[0][12], "exit code 3; stderr: a, \"b\"\nc");
+        let results = results_csv(&r);
+        let mut rd = csv::Reader::from_reader(results.as_bytes());
+        assert_eq!(&rd.records().next().unwrap().unwrap()[0], "odd, \"name\"");
     }
 
     #[test]
@@ -406,9 +452,10 @@ mod tests {
         let csv = results_csv(&r);
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(lines.len(), 3);
+        assert_eq!(lines[0], RESULTS_CSV_HEADER.join(","));
         let cols = lines[0].split(',').count();
         assert!(lines.iter().all(|l| l.split(',').count() == cols));
-        assert!(lines[1].starts_with("bench,256,65536,avx2,1,2,2.1,2.2,"), "{}", lines[1]);
+        assert!(lines[1].starts_with("bench,256,65536,avx2,1,2.0,2.1,2.2,"), "{}", lines[1]);
         let runs = runs_csv(&r);
         // per size: 3 C + 3 process + 2 cold + 2 warm
         assert_eq!(runs.lines().count(), 1 + 2 * 10);

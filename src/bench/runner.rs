@@ -2,6 +2,7 @@
 //! split and whole-process wall time) and our in-process warm runs, interleaved C, ours, ours-warm,
 //! C, … so drift and thermal changes hit every contender alike; then the images are compared.
 
+use super::fmt::{fmt_opt, med};
 use super::gate::{evaluate, GateOptions};
 use super::machine::{simd_lanes_f32, MachineInfo};
 use super::measure::{self, Phases, ProcessRun, WorkDir};
@@ -109,12 +110,12 @@ fn run_into(plan: &Plan, gate_opts: &GateOptions, progress: &dyn Progress, out_d
     };
 
     let mut work = WorkDir::new("nanobragg-bench")?;
-    work.keep = plan.keep_work;
     if plan.keep_work {
+        work.keep();
         notes.push(format!("scratch directory kept: {}", work.path.display()));
     }
-    let (c_dir, rust_dir, warm_dir) = (work.path.join("c"), work.path.join("rust"), work.path.join("warm"));
-    for d in [&c_dir, &rust_dir, &warm_dir] {
+    let dirs = Dirs { c: work.path.join("c"), rust: work.path.join("rust"), warm: work.path.join("warm") };
+    for d in [&dirs.c, &dirs.rust, &dirs.warm] {
         std::fs::create_dir_all(d)?;
     }
 
@@ -125,7 +126,7 @@ fn run_into(plan: &Plan, gate_opts: &GateOptions, progress: &dyn Progress, out_d
 
     let mut entries = Vec::new();
     for &size in &plan.sizes {
-        let e = run_size(plan, size, hkl.as_deref(), &machine, &limits, &c_dir, &rust_dir, &warm_dir, progress)?;
+        let e = run_size(plan, size, hkl.as_deref(), &machine, &limits, &dirs, progress)?;
         progress.println(&format!("size {size}: {}", super::report::entry_one_line(&e)));
         entries.push(e);
     }
@@ -161,32 +162,137 @@ fn run_into(plan: &Plan, gate_opts: &GateOptions, progress: &dyn Progress, out_d
     Ok(report)
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The scratch folders of one run: the C's, our process's and our in-process runs' outputs.
+struct Dirs {
+    c: PathBuf,
+    rust: PathBuf,
+    warm: PathBuf,
+}
+
+/// Everything one size's runs share: the arguments of both programs and the parsed warm configuration.
+struct SizeSetup<'a> {
+    size: usize,
+    dirs: &'a Dirs,
+    /// Our configuration, parsed once, for the in-process runs.
+    cfg: crate::config::Config,
+    c_args: Vec<String>,
+    c_env: Vec<(String, String)>,
+    rust_args: Vec<String>,
+    /// Where our process run writes its phase timings (see [`crate::simulate::TIMINGS_JSON_ENV`]).
+    timings_json: PathBuf,
+}
+
+impl SizeSetup<'_> {
+    fn c_float(&self) -> PathBuf {
+        self.dirs.c.join("c.bin")
+    }
+    fn rust_float(&self) -> PathBuf {
+        self.dirs.rust.join("rust.bin")
+    }
+    fn warm_float(&self) -> PathBuf {
+        self.dirs.warm.join("warm.bin")
+    }
+}
+
+/// The shape of the work of one size, read from the experiment of the first warm run.
+#[derive(Clone, Copy)]
+struct Shape {
+    pixels: usize,
+    sources: usize,
+    domains: usize,
+    phisteps: usize,
+    oversample: usize,
+    steps: i64,
+    kernel: &'static str,
+    work: super::roofline::Work,
+}
+
+impl Shape {
+    fn samples_per_pixel(&self) -> u64 {
+        (self.sources * self.domains * self.phisteps * self.oversample * self.oversample) as u64
+    }
+}
+
+/// The raw measurements of one size, in run order.
+#[derive(Default)]
+struct Collected {
+    c_runs: Vec<ProcessRun>,
+    rust_runs: Vec<ProcessRun>,
+    cold: Vec<Phases>,
+    warm: Vec<Phases>,
+    /// The coarsest resolution of the phase times our process runs reported.
+    child_resolution: f64,
+    shape: Option<Shape>,
+}
+
+/// The statistics of one size's runs.
+struct Measured {
+    c: Option<CMeasure>,
+    rust_cold: PhaseMeasure,
+    rust_warm: PhaseMeasure,
+    rust_process: ProcessMeasure,
+}
+
+/// The comparisons of the last runs' images.
+struct Images {
+    correlation: Option<f64>,
+    sum_ratio: Option<f64>,
+    c_image_pixels: Option<usize>,
+    rust_image_pixels: Option<usize>,
+    rust_cold_vs_warm_correlation: Option<f64>,
+    rust_cold_warm_identical: Option<bool>,
+}
+
+/// Speedups, throughput and the roofline figures.
+struct Derived {
+    speedup_warm: Option<f64>,
+    speedup_process: Option<f64>,
+    throughput: Throughput,
+    roofline: super::roofline::Roofline,
+}
+
+/// One size: prepare, run everything interleaved, then summarise, compare and check.
 fn run_size(
     plan: &Plan,
     size: usize,
     hkl: Option<&Path>,
     machine: &MachineInfo,
     limits: &super::roofline::MachineLimits,
-    c_dir: &Path,
-    rust_dir: &Path,
-    warm_dir: &Path,
+    dirs: &Dirs,
     progress: &dyn Progress,
 ) -> anyhow::Result<Entry> {
-    let base = plan.base_args(size, hkl);
+    let setup = prepare_size(plan, size, hkl, dirs)?;
+    let collected = measure_size(plan, &setup, progress)?;
     let mut warnings = Vec::new();
+    let shape = collected.shape.expect("at least one iteration ran");
+    if shape.steps > 0 && shape.steps as u64 != shape.samples_per_pixel() {
+        warnings.push(format!(
+            "the experiment's step count ({}) differs from sources × domains × phi steps × oversample² ({})",
+            shape.steps,
+            shape.samples_per_pixel()
+        ));
+    }
+    let m = summarise(plan, &collected);
+    let images = compare_images(&setup, &collected.c_runs, &mut warnings);
+    let d = derive(plan, machine, limits, &setup, &shape, &m, &mut warnings);
+    sanity_warnings(&collected, &m, &images, &d, &mut warnings);
+    Ok(assemble_entry(plan, size, &shape, m, images, d, warnings))
+}
 
-    // ---------------------------------------------------------------- warm configuration (parsed once)
+/// The arguments of the C and of our process, and our warm configuration, for one size.
+fn prepare_size<'a>(plan: &Plan, size: usize, hkl: Option<&Path>, dirs: &'a Dirs) -> anyhow::Result<SizeSetup<'a>> {
+    let base = plan.base_args(size, hkl);
+    let precision = if plan.single_precision { "single" } else { "double" };
+
     let mut warm_args = base.clone();
     warm_args.extend(plan::warm_output_args());
     let mut cfg = crate::cli::flags::parse_simulate_args(&warm_args).map_err(|e| anyhow!("size {size}: bad arguments: {e}"))?;
-    cfg.output.out_dir = Some(warm_dir.to_path_buf());
+    cfg.output.out_dir = Some(dirs.warm.clone());
     cfg.run.threads = plan.threads;
     cfg.run.precision = if plan.single_precision { Precision::Single } else { Precision::Double };
     cfg.run.progress = false;
     cfg.run.quiet = true;
 
-    // ---------------------------------------------------------------- process arguments
     let mut c_args = base.clone();
     c_args.extend(plan::c_output_args());
     let mut rust_args = vec!["simulate".to_string()];
@@ -195,137 +301,143 @@ fn run_size(
     if let Some(t) = plan.threads {
         rust_args.extend(["--threads".to_string(), t.to_string()]);
     }
-    rust_args.extend(["--precision".to_string(), if plan.single_precision { "single" } else { "double" }.to_string()]);
-    let c_env: Vec<(String, String)> = plan.threads.map(|t| vec![("OMP_NUM_THREADS".to_string(), t.to_string())]).unwrap_or_default();
+    rust_args.extend(["--precision".to_string(), precision.to_string()]);
+    let c_env = plan.threads.map(|t| vec![("OMP_NUM_THREADS".to_string(), t.to_string())]).unwrap_or_default();
+    Ok(SizeSetup { size, dirs, cfg, c_args, c_env, rust_args, timings_json: dirs.rust.join(".timings.json") })
+}
 
-    let c_float = c_dir.join("c.bin");
-    let rust_float = rust_dir.join("rust.bin");
-    let mut c_runs: Vec<ProcessRun> = Vec::new();
-    let mut rust_runs: Vec<ProcessRun> = Vec::new();
-    let mut cold: Vec<Phases> = Vec::new();
-    let mut warm: Vec<Phases> = Vec::new();
-    let mut geometry: Option<(usize, usize, usize, usize, usize, i64, &'static str)> = None;
-    let mut work: Option<super::roofline::Work> = None;
-    let total = plan.warmup + plan.iterations;
-    let mut child_resolution = 0.0f64;
-
-    for i in 0..total {
+/// Warmups then measured runs, each one C run, one of our processes and one in-process run, so
+/// drift hits every contender alike.
+fn measure_size(plan: &Plan, s: &SizeSetup, progress: &dyn Progress) -> anyhow::Result<Collected> {
+    let mut out = Collected::default();
+    for i in 0..plan.warmup + plan.iterations {
         let is_warmup = i < plan.warmup;
         let tag = if is_warmup {
             format!("warmup {}/{}", i + 1, plan.warmup)
         } else {
             format!("run {}/{}", i + 1 - plan.warmup, plan.iterations)
         };
-
-        // ------------------------------------------------------------ A: the C reference
         if let Some(cbin) = &plan.c_binary {
-            progress.step(&format!("{size}: C {tag}"));
-            // Untimed: remove the previous run's outputs, so no run pays for truncating or replacing
-            // the last one's files (a cost of the benchmark loop, not of either program).
-            let _ = std::fs::remove_file(&c_float);
-            let _ = std::fs::remove_file(c_dir.join("c.img"));
-            let r = measure::run_child(cbin, &c_args, c_dir, &c_env).with_context(|| format!("cannot run {}", cbin.display()))?;
-            let mut run = ProcessRun::finished(i, is_warmup, &r);
-            if r.exit_code != Some(0) {
-                run.ok = false;
-                run.error = Some(format!(
-                    "{}; stderr: {}",
-                    match (r.exit_code, r.signal) {
-                        (Some(c), _) => format!("exit code {c}"),
-                        (None, Some(s)) => format!("killed by signal {s}"),
-                        _ => "abnormal exit".into(),
-                    },
-                    measure::tail_lines(&r.stderr, 3)
-                ));
-            } else {
-                let want = size * size * 4;
-                match std::fs::metadata(&c_float) {
-                    Ok(m) if m.len() as usize == want => {}
-                    Ok(m) => {
-                        run.ok = false;
-                        run.error = Some(format!("float image has {} bytes, expected {want}", m.len()));
-                    }
-                    Err(_) => {
-                        run.ok = false;
-                        run.error = Some("wrote no float image (-floatfile c.bin)".into());
-                    }
-                }
-            }
-            c_runs.push(run);
+            progress.step(&format!("{}: C {tag}", s.size));
+            out.c_runs.push(c_run(cbin, s, i, is_warmup)?);
         }
-
-        // ------------------------------------------------------------ B: our fresh process (cold)
-        progress.step(&format!("{size}: Rust process {tag}"));
-        let _ = std::fs::remove_file(&rust_float);
-        let _ = std::fs::remove_file(rust_dir.join("rust.img"));
-        let r = measure::run_child(&plan.rust_binary, &rust_args, rust_dir, &[])
-            .with_context(|| format!("cannot run {}", plan.rust_binary.display()))?;
-        if r.exit_code != Some(0) {
-            bail!(
-                "size {size}: `{} {}` failed ({:?}): {}",
-                plan.rust_binary.display(),
-                rust_args.join(" "),
-                r.exit_code,
-                measure::tail_lines(&r.stderr, 5)
-            );
-        }
-        let done = measure::parse_done_line(&r.stderr)
-            .ok_or_else(|| anyhow!("size {size}: our simulator printed no `done: … setup X s, render Y s, output Z s` line on stderr"))?;
-        child_resolution = child_resolution.max(done.resolution_s);
-        cold.push(Phases {
-            index: i,
-            warmup: is_warmup,
-            setup_s: done.setup_s,
-            render_s: done.render_s,
-            io_s: done.io_s,
-            peak_rss_mb: None,
-        });
-        rust_runs.push(ProcessRun::finished(i, is_warmup, &r));
-
-        // ------------------------------------------------------------ B': in process (warm)
-        progress.step(&format!("{size}: Rust warm {tag}"));
-        let _ = std::fs::remove_file(warm_dir.join("warm.bin"));
-        let _ = std::fs::remove_file(warm_dir.join("warm.img"));
-        let reset = measure::reset_self_peak_rss();
-        let t0 = Instant::now();
-        let (mut exp, _log) = crate::simulate::setup(&cfg).map_err(|e| anyhow!("size {size}: setup failed: {e}"))?;
-        let setup_s = t0.elapsed().as_secs_f64();
-        let t1 = Instant::now();
-        let rendered = crate::simulate::render(&exp, cfg.run.threads, &|_| {}).map_err(|e| anyhow!("size {size}: render failed: {e}"))?;
-        let render_s = t1.elapsed().as_secs_f64();
-        let t2 = Instant::now();
-        crate::simulate::write_outputs(&cfg, &mut exp, &rendered, &mut std::io::sink())
-            .map_err(|e| anyhow!("size {size}: writing outputs failed: {e}"))?;
-        let io_s = t2.elapsed().as_secs_f64();
-        let _ = reset; // without a reset VmHWM is the maximum so far (reported in the run's warnings)
-        let peak = measure::self_peak_rss_mb();
-        warm.push(Phases { index: i, warmup: is_warmup, setup_s, render_s, io_s, peak_rss_mb: peak });
-        if work.is_none() {
-            work = Some(super::roofline::Work {
-                n: [exp.na, exp.nb, exp.nc],
-                square: exp.shape == crate::config::CrystalShape::Square,
-                sources: exp.sources.len(),
-                orientations: exp.domains() * exp.phisteps.max(1) as usize,
-            });
-        }
-        if geometry.is_none() {
-            geometry = Some((
-                exp.pixels(),
-                exp.sources.len(),
-                exp.domains(),
-                exp.phisteps.max(1) as usize,
-                exp.oversample.max(1),
-                exp.steps,
-                crate::kernel::kernel_for(&exp, crate::kernel::active_level()).name(),
-            ));
-        }
-        // Nothing of this run may stay alive: a child forked while this process holds a large image
-        // inherits that resident size as its starting ru_maxrss, which would corrupt the next child's peak.
-        drop(rendered);
-        drop(exp);
+        progress.step(&format!("{}: Rust process {tag}", s.size));
+        let (run, phases, resolution) = cold_run(&plan.rust_binary, s, i, is_warmup)?;
+        out.rust_runs.push(run);
+        out.cold.push(phases);
+        out.child_resolution = out.child_resolution.max(resolution);
+        progress.step(&format!("{}: Rust warm {tag}", s.size));
+        let (phases, shape) = warm_run(s, i, is_warmup)?;
+        out.warm.push(phases);
+        out.shape.get_or_insert(shape);
     }
+    Ok(out)
+}
 
-    // ---------------------------------------------------------------- statistics
+/// One run of the C reference (whole process); a failure is recorded in the run, not returned.
+fn c_run(cbin: &Path, s: &SizeSetup, i: usize, is_warmup: bool) -> anyhow::Result<ProcessRun> {
+    let c_float = s.c_float();
+    // Untimed: remove the previous run's outputs, so no run pays for truncating or replacing the
+    // last one's files (a cost of the benchmark loop, not of either program).
+    let _ = std::fs::remove_file(&c_float);
+    let _ = std::fs::remove_file(s.dirs.c.join("c.img"));
+    let r = measure::run_child(cbin, &s.c_args, &s.dirs.c, &s.c_env).with_context(|| format!("cannot run {}", cbin.display()))?;
+    let mut run = ProcessRun::finished(i, is_warmup, &r);
+    let fail = |run: &mut ProcessRun, why: String| {
+        run.ok = false;
+        run.error = Some(why);
+    };
+    if r.exit_code != Some(0) {
+        let status = match (r.exit_code, r.signal) {
+            (Some(c), _) => format!("exit code {c}"),
+            (None, Some(sig)) => format!("killed by signal {sig}"),
+            _ => "abnormal exit".into(),
+        };
+        fail(&mut run, format!("{status}; stderr: {}", measure::tail_lines(&r.stderr, 3)));
+    } else {
+        let want = s.size * s.size * 4;
+        match std::fs::metadata(&c_float) {
+            Ok(m) if m.len() as usize == want => {}
+            Ok(m) => fail(&mut run, format!("float image has {} bytes, expected {want}", m.len())),
+            Err(_) => fail(&mut run, "wrote no float image (-floatfile c.bin)".into()),
+        }
+    }
+    Ok(run)
+}
+
+/// One fresh process of ours: its whole-process run, the phase split it reports as JSON
+/// ([`crate::simulate::TIMINGS_JSON_ENV`]) and that split's resolution. Our failure is an error.
+fn cold_run(rust_binary: &Path, s: &SizeSetup, i: usize, is_warmup: bool) -> anyhow::Result<(ProcessRun, Phases, f64)> {
+    let size = s.size;
+    let _ = std::fs::remove_file(s.rust_float());
+    let _ = std::fs::remove_file(s.dirs.rust.join("rust.img"));
+    let _ = std::fs::remove_file(&s.timings_json);
+    let env = [(crate::simulate::TIMINGS_JSON_ENV.to_string(), s.timings_json.display().to_string())];
+    let r = measure::run_child(rust_binary, &s.rust_args, &s.dirs.rust, &env)
+        .with_context(|| format!("cannot run {}", rust_binary.display()))?;
+    if r.exit_code != Some(0) {
+        bail!(
+            "size {size}: `{} {}` failed ({:?}): {}",
+            rust_binary.display(),
+            s.rust_args.join(" "),
+            r.exit_code,
+            measure::tail_lines(&r.stderr, 5)
+        );
+    }
+    let t = measure::read_timings(&s.timings_json).with_context(|| {
+        format!(
+            "size {size}: our simulator {} wrote no phase timings to {} (${}): is it older than this harness?",
+            rust_binary.display(),
+            s.timings_json.display(),
+            crate::simulate::TIMINGS_JSON_ENV
+        )
+    })?;
+    let phases = Phases { index: i, warmup: is_warmup, setup_s: t.setup_s, render_s: t.render_s, io_s: t.io_s, peak_rss_mb: None };
+    Ok((ProcessRun::finished(i, is_warmup, &r), phases, t.resolution_s))
+}
+
+/// One in-process run: setup, render and outputs timed here, with this process's peak RSS.
+fn warm_run(s: &SizeSetup, i: usize, is_warmup: bool) -> anyhow::Result<(Phases, Shape)> {
+    let (size, cfg) = (s.size, &s.cfg);
+    let _ = std::fs::remove_file(s.warm_float());
+    let _ = std::fs::remove_file(s.dirs.warm.join("warm.img"));
+    // without a reset VmHWM is the maximum so far (reported in the run's warnings)
+    let _ = measure::reset_self_peak_rss();
+    let t0 = Instant::now();
+    let (mut exp, _log) = crate::simulate::setup(cfg).map_err(|e| anyhow!("size {size}: setup failed: {e}"))?;
+    let setup_s = t0.elapsed().as_secs_f64();
+    let t1 = Instant::now();
+    let rendered = crate::simulate::render(&exp, cfg.run.threads, &|_| {}).map_err(|e| anyhow!("size {size}: render failed: {e}"))?;
+    let render_s = t1.elapsed().as_secs_f64();
+    let t2 = Instant::now();
+    crate::simulate::write_outputs(cfg, &mut exp, &rendered, &mut std::io::sink())
+        .map_err(|e| anyhow!("size {size}: writing outputs failed: {e}"))?;
+    let io_s = t2.elapsed().as_secs_f64();
+    let peak_rss_mb = measure::self_peak_rss_mb();
+    let shape = Shape {
+        pixels: exp.pixels(),
+        sources: exp.sources.len(),
+        domains: exp.domains(),
+        phisteps: exp.phisteps.max(1) as usize,
+        oversample: exp.oversample.max(1),
+        steps: exp.steps,
+        kernel: crate::kernel::kernel_for(&exp, crate::kernel::active_level()).name(),
+        work: super::roofline::Work {
+            n: [exp.na, exp.nb, exp.nc],
+            square: exp.shape == crate::config::CrystalShape::Square,
+            sources: exp.sources.len(),
+            orientations: exp.domains() * exp.phisteps.max(1) as usize,
+        },
+    };
+    // Nothing of this run may stay alive: a child forked while this process holds a large image
+    // inherits that resident size as its starting ru_maxrss, which would corrupt the next child's peak.
+    drop(rendered);
+    drop(exp);
+    Ok((Phases { index: i, warmup: is_warmup, setup_s, render_s, io_s, peak_rss_mb }, shape))
+}
+
+/// Statistics of the measured (non-warmup) runs.
+fn summarise(plan: &Plan, col: &Collected) -> Measured {
     let measured = |v: &[Phases], res: f64, f: fn(&Phases) -> f64| -> Option<Stats> {
         Stats::with_resolution(&v.iter().filter(|p| !p.warmup).map(f).collect::<Vec<_>>(), res)
     };
@@ -337,31 +449,31 @@ fn run_size(
         peak_rss_mb: max_opt(v.iter().filter(|p| !p.warmup).map(|p| p.peak_rss_mb)),
         runs: v.to_vec(),
     };
-    let rust_cold = phase_measure(&cold, child_resolution);
-    let rust_warm = phase_measure(&warm, 0.0);
     let proc_stats = |v: &[ProcessRun]| Stats::of(&v.iter().filter(|r| !r.warmup && r.ok).map(|r| r.wall_s).collect::<Vec<_>>());
     let proc_rss = |v: &[ProcessRun]| max_opt(v.iter().filter(|r| !r.warmup && r.ok).map(|r| r.peak_rss_mb));
-    let rust_process = ProcessMeasure { wall_s: proc_stats(&rust_runs), peak_rss_mb: proc_rss(&rust_runs), runs: rust_runs };
-    let c = plan.c_binary.as_ref().map(|_| CMeasure {
-        wall_s: proc_stats(&c_runs),
-        peak_rss_mb: proc_rss(&c_runs),
-        failed_runs: c_runs.iter().filter(|r| !r.ok).count(),
-        runs: c_runs.clone(),
-    });
-
-    let (pixels, sources, domains, phisteps, oversample, steps, kernel) = geometry.expect("at least one iteration ran");
-    let samples_per_pixel = (sources * domains * phisteps * oversample * oversample) as u64;
-    if steps > 0 && steps as u64 != samples_per_pixel {
-        warnings.push(format!(
-            "the experiment's step count ({steps}) differs from sources × domains × phi steps × oversample² ({samples_per_pixel})"
-        ));
+    Measured {
+        c: plan.c_binary.as_ref().map(|_| CMeasure {
+            wall_s: proc_stats(&col.c_runs),
+            peak_rss_mb: proc_rss(&col.c_runs),
+            failed_runs: col.c_runs.iter().filter(|r| !r.ok).count(),
+            runs: col.c_runs.clone(),
+        }),
+        rust_cold: phase_measure(&col.cold, col.child_resolution),
+        rust_warm: phase_measure(&col.warm, 0.0),
+        rust_process: ProcessMeasure {
+            wall_s: proc_stats(&col.rust_runs),
+            peak_rss_mb: proc_rss(&col.rust_runs),
+            runs: col.rust_runs.clone(),
+        },
     }
+}
 
-    // ---------------------------------------------------------------- images
-    let rust_img = measure::read_float_image(&rust_float).ok();
-    let warm_float = measure::read_float_image(&warm_dir.join("warm.bin")).ok();
-    let rust_image_pixels = rust_img.as_ref().map(|v| v.len());
-    let (rust_cold_vs_warm_correlation, rust_cold_warm_identical) = match (&rust_img, &warm_float) {
+/// Correlation and sum ratio of our last process image with the C's last (good) one, and our
+/// process image against our in-process one.
+fn compare_images(s: &SizeSetup, c_runs: &[ProcessRun], warnings: &mut Vec<String>) -> Images {
+    let rust_img = measure::read_float_image(&s.rust_float()).ok();
+    let warm_img = measure::read_float_image(&s.warm_float()).ok();
+    let (rust_cold_vs_warm_correlation, rust_cold_warm_identical) = match (&rust_img, &warm_img) {
         (Some(a), Some(b)) => (finite(crate::stats::pearson(a, b)), Some(a == b)),
         _ => (None, None),
     };
@@ -371,59 +483,78 @@ fn run_size(
             fmt_opt(rust_cold_vs_warm_correlation, 9)
         ));
     }
-    let last_c_ok = c_runs.last().map(|r| r.ok).unwrap_or(false);
-    let c_img = if last_c_ok { measure::read_float_image(&c_float).ok() } else { None };
-    let c_image_pixels = c_img.as_ref().map(|v| v.len());
+    let last_c_ok = c_runs.last().is_some_and(|r| r.ok);
+    let c_img = if last_c_ok { measure::read_float_image(&s.c_float()).ok() } else { None };
     let (correlation, sum_ratio) = match (&rust_img, &c_img) {
         (Some(r), Some(c)) => {
-            let corr = finite(crate::stats::pearson(r, c));
             let sr: f64 = r.iter().map(|&x| x as f64).sum();
             let sc: f64 = c.iter().map(|&x| x as f64).sum();
-            (corr, if sc != 0.0 { finite(sr / sc) } else { None })
+            (finite(crate::stats::pearson(r, c)), if sc != 0.0 { finite(sr / sc) } else { None })
         }
         _ => (None, None),
     };
+    Images {
+        correlation,
+        sum_ratio,
+        c_image_pixels: c_img.as_ref().map(|v| v.len()),
+        rust_image_pixels: rust_img.as_ref().map(|v| v.len()),
+        rust_cold_vs_warm_correlation,
+        rust_cold_warm_identical,
+    }
+}
 
-    // ---------------------------------------------------------------- derived numbers
-    let med = |s: &Option<Stats>| s.as_ref().map(|s| s.median);
-    let c_wall = c.as_ref().and_then(|c| med(&c.wall_s));
-    let speedup_warm = ratio(c_wall, med(&rust_warm.total_s));
-    let speedup_process = ratio(c_wall, med(&rust_process.wall_s));
+/// Speedups, throughput and how close the warm runs come to the machine's limits.
+fn derive(
+    plan: &Plan,
+    machine: &MachineInfo,
+    limits: &super::roofline::MachineLimits,
+    s: &SizeSetup,
+    shape: &Shape,
+    m: &Measured,
+    warnings: &mut Vec<String>,
+) -> Derived {
+    let c_wall = m.c.as_ref().and_then(|c| med(&c.wall_s));
     let per_s = |work: f64, t: Option<f64>| t.filter(|&t| t > 0.0).and_then(|t| finite(work / t));
-    let px = pixels as f64;
-    let samples = px * samples_per_pixel as f64;
-    let bound = machine.logical_cores as f64 * 5e9 * simd_lanes_f32(&machine.cpu_simd);
+    let px = shape.pixels as f64;
+    let samples = px * shape.samples_per_pixel() as f64;
     let throughput = Throughput {
-        rust_warm_pixels_per_s: per_s(px, med(&rust_warm.render_s)),
-        rust_warm_samples_per_s: per_s(samples, med(&rust_warm.render_s)),
-        rust_process_pixels_per_s: per_s(px, med(&rust_process.wall_s)),
-        rust_process_samples_per_s: per_s(samples, med(&rust_process.wall_s)),
+        rust_warm_pixels_per_s: per_s(px, med(&m.rust_warm.render_s)),
+        rust_warm_samples_per_s: per_s(samples, med(&m.rust_warm.render_s)),
+        rust_process_pixels_per_s: per_s(px, med(&m.rust_process.wall_s)),
+        rust_process_samples_per_s: per_s(samples, med(&m.rust_process.wall_s)),
         c_pixels_per_s: per_s(px, c_wall),
         c_samples_per_s: per_s(samples, c_wall),
-        plausible_samples_per_s_bound: bound,
+        plausible_samples_per_s_bound: machine.logical_cores as f64 * 5e9 * simd_lanes_f32(&machine.cpu_simd),
     };
     let bytes_written = ["warm.bin", "warm.img"]
         .iter()
-        .map(|f| std::fs::metadata(warm_dir.join(f)).ok().map(|m| m.len()))
+        .map(|f| std::fs::metadata(s.dirs.warm.join(f)).ok().map(|m| m.len()))
         .try_fold(0u64, |acc, b| b.map(|b| acc + b));
     let (roofline, roof_warnings) = super::roofline::figures(
         limits,
-        kernel,
+        shape.kernel,
         plan.single_precision,
         plan.threads.unwrap_or(machine.logical_cores),
         samples,
-        &work.expect("at least one iteration ran"),
-        med(&rust_warm.render_s),
-        med(&rust_warm.io_s),
+        &shape.work,
+        med(&m.rust_warm.render_s),
+        med(&m.rust_warm.io_s),
         bytes_written,
     );
     warnings.extend(roof_warnings);
-    let peak_rss_mb =
-        PeakRss { c: c.as_ref().and_then(|c| c.peak_rss_mb), rust_process: rust_process.peak_rss_mb, rust_warm: rust_warm.peak_rss_mb };
+    Derived {
+        speedup_warm: ratio(c_wall, med(&m.rust_warm.total_s)),
+        speedup_process: ratio(c_wall, med(&m.rust_process.wall_s)),
+        throughput,
+        roofline,
+    }
+}
 
-    // ---------------------------------------------------------------- sanity checks
-    if let Some(c) = &c {
-        for r in c_runs.iter().filter(|r| !r.ok) {
+/// Failed C runs, image size mismatches, sum ratio, impossible throughput, too-short or suspect
+/// timings, wide spreads and outliers.
+fn sanity_warnings(col: &Collected, m: &Measured, im: &Images, d: &Derived, warnings: &mut Vec<String>) {
+    if let Some(c) = &m.c {
+        for r in col.c_runs.iter().filter(|r| !r.ok) {
             warnings.push(format!(
                 "C run {}{} failed: {}",
                 r.index,
@@ -435,9 +566,9 @@ fn run_size(
             warnings.push("every measured C run failed: no C time, correlation or speedup for this size".into());
         }
     }
-    if let (Some(rp), Some(cp)) = (rust_image_pixels, c_image_pixels) {
+    if let (Some(rp), Some(cp)) = (im.rust_image_pixels, im.c_image_pixels) {
         if rp != cp {
-            if correlation == Some(1.0) {
+            if im.correlation == Some(1.0) {
                 warnings.push(format!(
                     "correlation is exactly 1.0 although the images differ in size ({rp} vs {cp} pixels): it covers only the common part"
                 ));
@@ -446,32 +577,32 @@ fn run_size(
             }
         }
     }
-    if let Some(sr) = sum_ratio {
+    if let Some(sr) = im.sum_ratio {
         if (sr - 1.0).abs() > SUM_RATIO_TOLERANCE {
             warnings.push(format!("sum ratio (ours / C) is {sr:.6}: the total intensity differs by more than {SUM_RATIO_TOLERANCE}"));
         }
     }
+    let bound = d.throughput.plausible_samples_per_s_bound;
     for (name, v) in [
-        ("rust_warm_samples_per_s", throughput.rust_warm_samples_per_s),
-        ("rust_process_samples_per_s", throughput.rust_process_samples_per_s),
-        ("c_samples_per_s", throughput.c_samples_per_s),
+        ("rust_warm_samples_per_s", d.throughput.rust_warm_samples_per_s),
+        ("rust_process_samples_per_s", d.throughput.rust_process_samples_per_s),
+        ("c_samples_per_s", d.throughput.c_samples_per_s),
     ] {
-        if let Some(v) = v {
-            if v > bound {
-                warnings.push(format!(
-                    "{name} = {v:.3e} exceeds what this machine can do ({bound:.3e} = cores × 5 GHz × SIMD lanes): a timing is wrong"
-                ));
-            }
+        if let Some(v) = v.filter(|&v| v > bound) {
+            warnings.push(format!(
+                "{name} = {v:.3e} exceeds what this machine can do ({bound:.3e} = cores × 5 GHz × SIMD lanes): a timing is wrong"
+            ));
         }
     }
-    let cold_render = med(&rust_cold.render_s);
+    let child_resolution = col.child_resolution;
+    let cold_render = med(&m.rust_cold.render_s);
     if cold_render.is_some_and(|t| t < MIN_RELIABLE_TICKS * child_resolution) {
         warnings.push(format!(
-            "runs are too short to time our cold phases reliably (cold render median {} s, printed to {} s): use a larger size",
+            "runs are too short to time our cold phases reliably (cold render median {} s, resolution {} s): use a larger size",
             cold_render.unwrap_or(0.0),
             child_resolution
         ));
-    } else if let (Some(c), Some(w)) = (cold_render, rust_warm.render_s.as_ref().map(|s| s.min)) {
+    } else if let (Some(c), Some(w)) = (cold_render, m.rust_warm.render_s.as_ref().map(|s| s.min)) {
         if c * COLD_FASTER_MARGIN + child_resolution < w {
             warnings.push(format!(
                 "a cold run is faster than every warm run (render median {c:.4} s < warm minimum {w:.4} s by more than {:.0}%): \
@@ -480,12 +611,12 @@ fn run_size(
             ));
         }
     }
-    let spread_checks: Vec<(&str, Option<&Stats>)> = vec![
-        ("c.wall_s", c.as_ref().and_then(|c| c.wall_s.as_ref())),
-        ("rust_process.wall_s", rust_process.wall_s.as_ref()),
-        ("rust_cold.render_s", rust_cold.render_s.as_ref()),
-        ("rust_warm.render_s", rust_warm.render_s.as_ref()),
-        ("rust_warm.total_s", rust_warm.total_s.as_ref()),
+    let spread_checks: [(&str, Option<&Stats>); 5] = [
+        ("c.wall_s", m.c.as_ref().and_then(|c| c.wall_s.as_ref())),
+        ("rust_process.wall_s", m.rust_process.wall_s.as_ref()),
+        ("rust_cold.render_s", m.rust_cold.render_s.as_ref()),
+        ("rust_warm.render_s", m.rust_warm.render_s.as_ref()),
+        ("rust_warm.total_s", m.rust_warm.total_s.as_ref()),
     ];
     for (name, s) in spread_checks {
         let Some(s) = s else { continue };
@@ -504,38 +635,42 @@ fn run_size(
             ));
         }
     }
-
-    Ok(Entry {
-        config: plan.kind.name().to_string(),
-        size,
-        pixels,
-        kernel: kernel.to_string(),
-        sources,
-        domains,
-        phisteps,
-        oversample,
-        samples_per_pixel,
-        c,
-        rust_cold,
-        rust_warm,
-        rust_process,
-        peak_rss_mb,
-        correlation,
-        sum_ratio,
-        c_image_pixels,
-        rust_image_pixels,
-        rust_cold_vs_warm_correlation,
-        rust_cold_warm_identical,
-        speedup_warm,
-        speedup_process,
-        throughput,
-        roofline: Some(roofline),
-        warnings,
-    })
 }
 
-pub(crate) fn fmt_opt(v: Option<f64>, digits: usize) -> String {
-    v.map(|x| format!("{x:.digits$}")).unwrap_or_else(|| "n/a".into())
+/// The report entry of one size.
+fn assemble_entry(plan: &Plan, size: usize, shape: &Shape, m: Measured, im: Images, d: Derived, warnings: Vec<String>) -> Entry {
+    let peak_rss_mb = PeakRss {
+        c: m.c.as_ref().and_then(|c| c.peak_rss_mb),
+        rust_process: m.rust_process.peak_rss_mb,
+        rust_warm: m.rust_warm.peak_rss_mb,
+    };
+    Entry {
+        config: plan.kind.name().to_string(),
+        size,
+        pixels: shape.pixels,
+        kernel: shape.kernel.to_string(),
+        sources: shape.sources,
+        domains: shape.domains,
+        phisteps: shape.phisteps,
+        oversample: shape.oversample,
+        samples_per_pixel: shape.samples_per_pixel(),
+        c: m.c,
+        rust_cold: m.rust_cold,
+        rust_warm: m.rust_warm,
+        rust_process: m.rust_process,
+        peak_rss_mb,
+        correlation: im.correlation,
+        sum_ratio: im.sum_ratio,
+        c_image_pixels: im.c_image_pixels,
+        rust_image_pixels: im.rust_image_pixels,
+        rust_cold_vs_warm_correlation: im.rust_cold_vs_warm_correlation,
+        rust_cold_warm_identical: im.rust_cold_warm_identical,
+        speedup_warm: d.speedup_warm,
+        speedup_process: d.speedup_process,
+        throughput: d.throughput,
+        roofline: Some(d.roofline),
+        warnings,
+    }
 }
 
 /// `<exe dir>/nanobragg-rs`: our simulator next to this binary.

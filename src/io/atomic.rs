@@ -5,17 +5,25 @@
 //! The temporary file lives in the target's own directory so that the final `rename` stays on one
 //! file system and is atomic. No fsync: durability against power loss is not a goal, only that the
 //! final name holds either the old file or the complete new one.
+//!
+//! The temporary file itself is `tempfile`'s: [`tempfile::Builder::tempfile_in`] creates it with
+//! `O_CREAT|O_EXCL` (never follows or clobbers what is there, retries on a clash) and mode 0666 less
+//! the umask (as `fopen` would, not tempfile's default 0600), [`tempfile::TempPath`] removes it when
+//! dropped, and [`tempfile::TempPath::persist`] is the rename. What tempfile does not do stays here:
+//! the registry of live temps that the SIGINT/SIGTERM/SIGHUP handler removes before exiting (a
+//! destructor does not run on `exit`), the pid in the temp name (`.<name>.tmp-<pid>-<random>`) that
+//! lets a later run sweep temps of killed processes ([`sweep_stale_temps`]), writing devices and
+//! FIFOs in place ([`TargetKind::Special`]), replacing a symlink's target rather than the link, and
+//! renaming a set of outputs under one lock ([`commit_all`]). `persist_noclobber` is not used: an
+//! output replaces an older file of that name, as the C's `fopen(..., "wb")` does.
 
 use crate::{Error, Result};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Write};
-use std::os::unix::fs::FileTypeExt;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
-
-/// Distinguishes temporary files of concurrent writers inside one process.
-static COUNTER: AtomicUsize = AtomicUsize::new(0);
+use tempfile::TempPath;
 
 /// Temporary files of this process that exist right now. Creating, renaming and removing a temp
 /// happen under this lock, so the signal handler ([`install_signal_cleanup`]) sees a consistent set:
@@ -90,8 +98,11 @@ fn parent_dir(path: &Path) -> PathBuf {
     }
 }
 
-/// Create a fresh temporary file `.<name>.tmp-<pid>-<n>` next to `path`, registered for cleanup.
-fn create_temp(path: &Path) -> Result<(PathBuf, File)> {
+/// Random characters at the end of a temporary name.
+const TEMP_RANDOM_LEN: usize = 8;
+
+/// Create a fresh temporary file `.<name>.tmp-<pid>-<random>` next to `path`, registered for cleanup.
+fn create_temp(path: &Path) -> Result<(TempPath, File)> {
     let name = path
         .file_name()
         .ok_or_else(|| out_err(path, "not a file name"))?
@@ -99,22 +110,26 @@ fn create_temp(path: &Path) -> Result<(PathBuf, File)> {
         .into_owned();
     // keep the temp name within NAME_MAX even for a long target name
     let name: String = name.chars().take(180).collect();
-    let dir = parent_dir(path);
-    let pid = std::process::id();
-    loop {
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let tmp = dir.join(format!(".{name}.tmp-{pid}-{n}"));
-        let mut reg = live();
-        // create_new: never follow or clobber something already there (e.g. a stale temp or a symlink)
-        match OpenOptions::new().write(true).create_new(true).open(&tmp) {
-            Ok(f) => {
-                reg.push(tmp.clone());
-                return Ok((tmp, f));
-            }
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < usize::MAX => continue,
-            Err(e) => return Err(out_err(path, e)),
-        }
-    }
+    let prefix = format!(".{name}.tmp-{}-", std::process::id());
+    let mut reg = live();
+    let tmp = tempfile::Builder::new()
+        .prefix(&prefix)
+        .rand_bytes(TEMP_RANDOM_LEN)
+        .permissions(fs::Permissions::from_mode(0o666))
+        .tempfile_in(parent_dir(path))
+        .map_err(|e| out_err(path, e))?;
+    // registered under the same lock that created it: the signal handler sees every temp
+    reg.push(tmp.path().to_path_buf());
+    let (file, tmp) = tmp.into_parts();
+    Ok((tmp, file))
+}
+
+/// Remove a temporary file and forget it, under the registry lock.
+fn discard(tmp: TempPath) {
+    let mut reg = live();
+    let p = tmp.to_path_buf();
+    drop(tmp); // removes the file
+    forget(&mut reg, &p);
 }
 
 /// Write `bytes` to `path` atomically (in place for a device, FIFO or socket).
@@ -131,8 +146,8 @@ pub struct AtomicFile {
     path: PathBuf,
     /// Rename target (the path, or the file a symlink points to).
     target: PathBuf,
-    /// Empty once committed or abandoned, and for a special file.
-    tmp: PathBuf,
+    /// None once committed or abandoned, and for a special file.
+    tmp: Option<TempPath>,
     file: Option<BufWriter<File>>,
 }
 
@@ -141,7 +156,7 @@ pub struct AtomicFile {
 pub struct Finished {
     path: PathBuf,
     target: PathBuf,
-    tmp: PathBuf,
+    tmp: Option<TempPath>,
 }
 
 impl Finished {
@@ -152,10 +167,8 @@ impl Finished {
 
 impl Drop for Finished {
     fn drop(&mut self) {
-        if !self.tmp.as_os_str().is_empty() {
-            let mut reg = live();
-            let _ = fs::remove_file(&self.tmp);
-            forget(&mut reg, &self.tmp);
+        if let Some(t) = self.tmp.take() {
+            discard(t);
         }
     }
 }
@@ -166,19 +179,17 @@ pub fn commit_all(files: Vec<Finished>) -> Result<()> {
     let mut reg = live();
     let mut first_err = None;
     for mut f in files {
-        if f.tmp.as_os_str().is_empty() {
-            continue;
-        }
+        let Some(tmp) = f.tmp.take() else { continue };
+        let p = tmp.to_path_buf();
         if first_err.is_none() {
-            if let Err(e) = fs::rename(&f.tmp, &f.target) {
-                first_err = Some(out_err(&f.path, e));
-                let _ = fs::remove_file(&f.tmp);
+            // rename(2); on failure the returned TempPath is dropped, which removes the temp
+            if let Err(e) = tmp.persist(&f.target) {
+                first_err = Some(out_err(&f.path, e.error));
             }
         } else {
-            let _ = fs::remove_file(&f.tmp);
+            drop(tmp);
         }
-        forget(&mut reg, &f.tmp);
-        f.tmp = PathBuf::new();
+        forget(&mut reg, &p);
     }
     first_err.map_or(Ok(()), Err)
 }
@@ -190,11 +201,11 @@ impl AtomicFile {
             TargetKind::Special => {
                 // as the C's fopen(...,"wb"): a device or FIFO is written where it is
                 let f = OpenOptions::new().write(true).open(path).map_err(|e| out_err(path, e))?;
-                Ok(AtomicFile { path: path.to_path_buf(), target: path.to_path_buf(), tmp: PathBuf::new(), file: Some(BufWriter::with_capacity(1 << 16, f)) })
+                Ok(AtomicFile { path: path.to_path_buf(), target: path.to_path_buf(), tmp: None, file: Some(BufWriter::with_capacity(1 << 16, f)) })
             }
             TargetKind::Regular(target) => {
                 let (tmp, f) = create_temp(&target)?;
-                Ok(AtomicFile { path: path.to_path_buf(), target, tmp, file: Some(BufWriter::with_capacity(1 << 16, f)) })
+                Ok(AtomicFile { path: path.to_path_buf(), target, tmp: Some(tmp), file: Some(BufWriter::with_capacity(1 << 16, f)) })
             }
         }
     }
@@ -207,14 +218,14 @@ impl AtomicFile {
     /// The temporary file (registered for cleanup), for a writer that must write it by name (libhdf5);
     /// `None` for a special file, written in place.
     pub fn temp_path(&self) -> Option<&Path> {
-        (!self.tmp.as_os_str().is_empty()).then_some(self.tmp.as_path())
+        self.tmp.as_deref()
     }
 
     /// Flush and close, keeping the temporary name; the rename happens in [`commit_all`].
     pub fn finish(mut self) -> Result<Finished> {
         let file = self.file.take().expect("AtomicFile used after commit");
         let res = file.into_inner().map_err(|e| e.into_error()).map(drop); // close before the rename
-        let tmp = std::mem::take(&mut self.tmp);
+        let tmp = self.tmp.take();
         let fin = Finished { path: self.path.clone(), target: self.target.clone(), tmp };
         match res {
             Ok(()) => Ok(fin),
@@ -257,10 +268,8 @@ impl Drop for AtomicFile {
             let (f, _) = f.into_parts();
             drop(f);
         }
-        if !self.tmp.as_os_str().is_empty() {
-            let mut reg = live();
-            let _ = fs::remove_file(&self.tmp);
-            forget(&mut reg, &self.tmp);
+        if let Some(t) = self.tmp.take() {
+            discard(t);
         }
     }
 }
@@ -299,8 +308,8 @@ pub fn install_signal_cleanup() {
     });
 }
 
-/// Remove temporary files `.<name>.tmp-<pid>-<n>` left in `dir` by processes that no longer exist
-/// (killed with SIGKILL, crashed). Temps of live processes are left alone.
+/// Remove temporary files `.<name>.tmp-<pid>-<random>` left in `dir` by processes that no longer
+/// exist (killed with SIGKILL, crashed). Temps of live processes are left alone.
 pub fn sweep_stale_temps(dir: &Path) {
     let Ok(rd) = fs::read_dir(dir) else { return };
     let me = std::process::id();
@@ -312,7 +321,7 @@ pub fn sweep_stale_temps(dir: &Path) {
         }
         let Some((_, tail)) = name.rsplit_once(".tmp-") else { continue };
         let Some((pid, n)) = tail.split_once('-') else { continue };
-        let (Ok(pid), true) = (pid.parse::<u32>(), !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())) else { continue };
+        let (Ok(pid), true) = (pid.parse::<u32>(), !n.is_empty() && n.bytes().all(|b| b.is_ascii_alphanumeric())) else { continue };
         if pid == me || pid == 0 || pid > i32::MAX as u32 {
             continue;
         }
@@ -344,6 +353,22 @@ mod tests {
         write_atomic(&p, b"second, longer").unwrap();
         assert_eq!(fs::read(&p).unwrap(), b"second, longer");
         assert_eq!(entries(d.path()), vec!["a.bin"]);
+    }
+
+    /// Outputs get 0666 less the umask, as the C's fopen gives them (tempfile alone would make 0600).
+    #[test]
+    fn outputs_are_not_private() {
+        let Some(umask) = fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Umask:").and_then(|v| u32::from_str_radix(v.trim(), 8).ok())))
+        else {
+            println!("SKIPPED: output permission check, because /proc/self/status has no Umask line");
+            return;
+        };
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("m.bin");
+        write_atomic(&p, b"x").unwrap();
+        assert_eq!(fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o666 & !umask);
     }
 
     #[test]
@@ -385,7 +410,12 @@ mod tests {
         // a bare file name resolves against the current directory; just check the temp naming logic
         let (tmp, f) = create_temp(Path::new(&std::env::temp_dir().join("nb_atomic_probe"))).unwrap();
         drop(f);
-        assert!(tmp.file_name().unwrap().to_string_lossy().starts_with(".nb_atomic_probe.tmp-"));
-        fs::remove_file(tmp).unwrap();
+        let name = tmp.file_name().unwrap().to_string_lossy().into_owned();
+        let tail = name.strip_prefix(&format!(".nb_atomic_probe.tmp-{}-", std::process::id())).unwrap();
+        assert_eq!(tail.len(), TEMP_RANDOM_LEN);
+        assert!(live().contains(&tmp.to_path_buf()));
+        let p = tmp.to_path_buf();
+        discard(tmp);
+        assert!(!p.exists() && !live().contains(&p));
     }
 }
