@@ -376,7 +376,8 @@ pub fn write_all(res: &CompareResult, dir: &std::path::Path, base_name: &str, ne
         (FULL_CSV, full_csv(res)),
     ] {
         let p = dir.join(file);
-        std::fs::write(&p, text).with_context(|| format!("cannot write {}", p.display()))?;
+        // temp + rename: an interrupted compare leaves no half-written report
+        crate::io::atomic::write_atomic(&p, text.as_bytes())?;
     }
     Ok(())
 }

@@ -393,12 +393,14 @@ pub fn runs_csv(r: &Report) -> String {
     to_csv(&RUNS_CSV_HEADER, r.entries.iter().flat_map(run_rows))
 }
 
-/// Write the JSON, summary.md and the CSVs into `dir`.
-pub fn write_all(r: &Report, dir: &Path) -> std::io::Result<()> {
-    std::fs::write(dir.join(JSON_NAME), r.to_json())?;
-    std::fs::write(dir.join(SUMMARY_NAME), summary_markdown(r))?;
-    std::fs::write(dir.join(CSV_NAME), results_csv(r))?;
-    std::fs::write(dir.join(RUNS_CSV_NAME), runs_csv(r))?;
+/// Write the JSON, summary.md and the CSVs into `dir`, each under a temporary name renamed into
+/// place (an interrupted run leaves no half-written report).
+pub fn write_all(r: &Report, dir: &Path) -> crate::Result<()> {
+    use crate::io::atomic::write_atomic;
+    write_atomic(&dir.join(JSON_NAME), r.to_json().as_bytes())?;
+    write_atomic(&dir.join(SUMMARY_NAME), summary_markdown(r).as_bytes())?;
+    write_atomic(&dir.join(CSV_NAME), results_csv(r).as_bytes())?;
+    write_atomic(&dir.join(RUNS_CSV_NAME), runs_csv(r).as_bytes())?;
     Ok(())
 }
 
