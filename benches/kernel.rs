@@ -6,31 +6,8 @@ use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criteri
 use nanobragg::kernel::{self, Backend, SimdLevel};
 use nanobragg::physics::sincg;
 
-/// A Config from nanoBragg flags, writing into `out`.
-fn config(flags: &str, out: &std::path::Path) -> nanobragg::Config {
-    let args: Vec<String> = flags.split_whitespace().map(String::from).collect();
-    let mut cfg = nanobragg::cli::flags::parse_simulate_args(&args).unwrap();
-    cfg.output.out_dir = Some(out.to_path_buf());
-    cfg
-}
-
-fn bench_config(pixels: usize, out: &std::path::Path) -> nanobragg::Config {
-    config(
-        &format!("-cell 100 100 100 90 90 90 -lambda 6.2 -N 5 -default_F 100 -distance 100 -pixel 0.1 -detpixels {pixels} -nonoise -nopgm"),
-        out,
-    )
-}
-
-fn heavy_config(pixels: usize, out: &std::path::Path) -> nanobragg::Config {
-    config(
-        &format!(
-            "-cell 70 80 90 85 95 105 -misset 10 20 30 -default_F 100 -lambda 1 -distance 100 -pixel 0.1 -N 10 \
-             -mosaic 0.5 -mosaic_dom 5 -phisteps 2 -osc 0.1 -divergence 0.2 -divsteps 3 -dispersion 0.1 -dispsteps 2 \
-             -oversample 2 -detpixels {pixels} -nonoise -nopgm"
-        ),
-        out,
-    )
-}
+mod common;
+use common::{bench_crystal as bench_config, heavy_case as heavy_config};
 
 fn sincg_benches(c: &mut Criterion) {
     let hs: Vec<f64> = (0..1024).map(|i| -20.0 + i as f64 * 0.0391).collect();
@@ -75,7 +52,7 @@ fn render_benches(c: &mut Criterion) {
     let mut g = c.benchmark_group("render/bench-crystal");
     g.sample_size(10);
     for pixels in [256usize, 1024] {
-        let cfg = bench_config(pixels, tmp.path());
+        let cfg = bench_config(pixels as i64, tmp.path());
         let (exp, _) = nanobragg::simulate::setup(&cfg).unwrap();
         g.throughput(Throughput::Elements((pixels * pixels) as u64));
         g.bench_with_input(BenchmarkId::from_parameter(pixels), &exp, |b, exp| b.iter(|| kernel::render(exp, &|_| {})));

@@ -6,17 +6,12 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use nanobragg::noise::{noise_image, noise_image_fast};
 use nanobragg::rng::NrRandom;
 
+mod common;
+
 fn noise_benches(c: &mut Criterion) {
     let pixels: usize = std::env::var("NB_NOISE_PIXELS").ok().and_then(|v| v.parse().ok()).unwrap_or(4096);
     let tmp = tempfile::tempdir().unwrap();
-    let args: Vec<String> = format!(
-        "-cell 100 100 100 90 90 90 -lambda 6.2 -N 5 -default_F 100 -distance 100 -pixel 0.1 -detpixels {pixels} -nonoise -nopgm"
-    )
-    .split_whitespace()
-    .map(String::from)
-    .collect();
-    let mut cfg = nanobragg::cli::flags::parse_simulate_args(&args).unwrap();
-    cfg.output.out_dir = Some(tmp.path().to_path_buf());
+    let cfg = common::bench_crystal(pixels as i64, tmp.path());
     let (exp, _) = nanobragg::simulate::setup(&cfg).unwrap();
     let float = nanobragg::kernel::render(&exp, &|_| {}).float;
     let (fp, sp, roi) = (exp.det.fpixels, exp.det.spixels, exp.roi);

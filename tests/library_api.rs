@@ -98,3 +98,23 @@ fn build_does_no_file_io() {
     let b = simulate::render(&got, Some(2), &|_| {}).unwrap().float;
     assert!(a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()));
 }
+
+#[path = "../benches/common/mod.rs"]
+mod bench_configs;
+
+/// The benchmarks build their two experiments with the typed API; they must be the bench-detailed flags.
+#[test]
+fn bench_configs_equal_their_flags() {
+    let out = std::path::Path::new("/nonexistent-out");
+    for (typed, flags) in [
+        (bench_configs::bench_crystal(128, out), bench_configs::BENCH_FLAGS),
+        (bench_configs::heavy_case(64, out), bench_configs::HEAVY_FLAGS),
+    ] {
+        let n = if flags == bench_configs::BENCH_FLAGS { "128" } else { "64" };
+        let args: Vec<String> = flags.replace("{N}", n).split_whitespace().map(String::from).collect();
+        let mut parsed = parse_simulate_args(&args).unwrap();
+        parsed.output.out_dir = Some(out.to_path_buf());
+        assert_eq!(parsed.params, typed.params, "{flags}");
+        assert_eq!(parsed.output, typed.output, "{flags}");
+    }
+}
