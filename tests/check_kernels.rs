@@ -46,21 +46,13 @@ fn simd_backends_pass_the_row_by_row_check() {
     );
     if let Some(golden) = golden_dir() {
         let manifest = load_manifest(&golden);
-        let inputs = golden.join("inputs");
         for id in ["quirk_hkl_interp_oob", "hkl_interp", "combo_256", "mosaic", "mask", "roi_noise", "shape_round", "shape_gauss", "curved_det", "water_fluence_dmin", "thick_oversample_thick"] {
             let Some(case) = cases(&manifest).iter().find(|c| case_id(c) == id) else {
                 println!("SKIPPED: golden case {id} because the manifest has no such case");
                 continue;
             };
             let dir = tempfile::tempdir().unwrap();
-            let a: Vec<String> = args(case).into_iter().map(|a| a.replace("../../inputs", inputs.to_str().unwrap())).collect();
-            let mut cfg = nanobragg::cli::flags::parse_simulate_args(&a).unwrap();
-            cfg.output.out_dir = Some(dir.path().to_path_buf());
-            let dump = golden.join("cases").join(id).join("Fdump.bin");
-            if cfg.params.hkl_file.is_none() && dump.is_file() {
-                std::fs::copy(&dump, dir.path().join(&cfg.params.dump_file)).unwrap();
-            }
-            run(simulate::setup(&cfg).unwrap().0, id);
+            run(simulate::setup(&case_config(&golden, case, dir.path())).unwrap().0, id);
         }
     }
     assert!(exercised >= 2);

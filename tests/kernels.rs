@@ -9,25 +9,11 @@ use nanobragg::config::Precision;
 use nanobragg::kernel::{self, fast, Backend, SimdLevel};
 use nanobragg::simulate;
 use nanobragg::stats::pearson;
-use serde_json::Value;
 use std::path::Path;
 
 /// The SIMD backend at every level this CPU has.
 fn levels() -> Vec<Backend> {
     SimdLevel::available().into_iter().map(Backend::Simd).collect()
-}
-
-/// Parse a golden case's arguments with input paths made absolute and outputs sent to `out`.
-fn golden_config(golden: &Path, case: &Value, out: &Path) -> nanobragg::Config {
-    let inputs = golden.join("inputs");
-    let args: Vec<String> = args(case).into_iter().map(|a| a.replace("../../inputs", inputs.to_str().unwrap())).collect();
-    let mut cfg = nanobragg::cli::flags::parse_simulate_args(&args).unwrap();
-    cfg.output.out_dir = Some(out.to_path_buf());
-    let dump = golden.join("cases").join(case_id(case)).join("Fdump.bin");
-    if cfg.params.hkl_file.is_none() && dump.is_file() {
-        std::fs::copy(&dump, out.join(&cfg.params.dump_file)).unwrap();
-    }
-    cfg
 }
 
 fn no_progress(_: usize) {}
@@ -47,7 +33,7 @@ fn fast_kernels_match_the_reference_on_golden_cases() {
             continue;
         }
         let tmp = tempfile::tempdir().unwrap();
-        let cfg = golden_config(&golden, case, tmp.path());
+        let cfg = case_config(&golden, case, tmp.path());
         let (mut exp, _) = simulate::setup(&cfg).unwrap();
         if !fast::supports(&exp) {
             continue;
@@ -237,7 +223,7 @@ fn image_is_identical_for_any_thread_count() {
     for id in ["combo_256", "quirk_hkl_interp_oob", "mosaic"] {
         let case = cases(&manifest).iter().find(|c| case_id(c) == id).expect(id);
         let tmp = tempfile::tempdir().unwrap();
-        let cfg = golden_config(&golden, case, tmp.path());
+        let cfg = case_config(&golden, case, tmp.path());
         let (exp, _) = simulate::setup(&cfg).unwrap();
         let images: Vec<Vec<f32>> = [1, 2, 3].iter().map(|&n| simulate::render(&exp, Some(n), &no_progress).unwrap().float).collect();
         let bits = |v: &Vec<f32>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();

@@ -28,7 +28,6 @@ fn close(got: f64, want: f64) -> bool {
 fn setup_matches_the_numbers_the_c_printed() {
     let Some(golden) = golden_dir() else { return };
     let manifest = load_manifest(&golden);
-    let inputs = golden.join("inputs");
     let mut failures = Vec::new();
     let mut checked = 0;
     for case in cases(&manifest) {
@@ -38,13 +37,7 @@ fn setup_matches_the_numbers_the_c_printed() {
         let id = case_id(case);
         let stdout = std::fs::read_to_string(output_path(&golden, case, "stdout")).unwrap();
         let tmp = tempfile::tempdir().unwrap();
-        let args: Vec<String> = args(case).into_iter().map(|a| a.replace("../../inputs", inputs.to_str().unwrap())).collect();
-        let mut cfg = nanobragg::cli::flags::parse_simulate_args(&args).unwrap();
-        cfg.output.out_dir = Some(tmp.path().to_path_buf());
-        let dump = golden.join("cases").join(id).join("Fdump.bin");
-        if cfg.params.hkl_file.is_none() && dump.is_file() {
-            std::fs::copy(&dump, tmp.path().join("Fdump.bin")).unwrap();
-        }
+        let cfg = case_config(&golden, case, tmp.path());
         let (exp, _) = simulate::setup(&cfg).unwrap();
         let d = &exp.det;
         let mut check = |what: &str, got: &[f64], prefix: &str| check_line(&mut failures, id, &stdout, what, got, prefix);
@@ -141,13 +134,7 @@ fn setup_summary_is_the_c_stdout_before_the_pixel_loop() {
         let stdout = std::fs::read_to_string(output_path(&golden, case, "stdout")).unwrap();
         let tmp = tempfile::tempdir().unwrap();
         let abs = inputs_dir.to_str().unwrap();
-        let args: Vec<String> = args(case).into_iter().map(|a| a.replace("../../inputs", abs)).collect();
-        let mut cfg = nanobragg::cli::flags::parse_simulate_args(&args).unwrap();
-        cfg.output.out_dir = Some(tmp.path().to_path_buf());
-        let dump = golden.join("cases").join(id).join("Fdump.bin");
-        if cfg.params.hkl_file.is_none() && dump.is_file() {
-            std::fs::copy(&dump, tmp.path().join("Fdump.bin")).unwrap();
-        }
+        let cfg = case_config(&golden, case, tmp.path());
         let inputs = Inputs::load(&cfg).unwrap();
         let exp = Experiment::build(&cfg, &inputs).unwrap();
         // our paths are absolute here; the C ran in the case folder

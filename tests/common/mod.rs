@@ -82,6 +82,20 @@ pub fn args(case: &Value) -> Vec<String> {
         .collect()
 }
 
+/// A golden case's `Config` as the C ran it: input paths made absolute, outputs sent to `out`, and
+/// the case's Fdump.bin copied there when the case reads the cache instead of an `-hkl` file.
+pub fn case_config(golden: &Path, case: &Value, out: &Path) -> nanobragg::Config {
+    let inputs = golden.join("inputs");
+    let args: Vec<String> = args(case).into_iter().map(|a| a.replace("../../inputs", inputs.to_str().unwrap())).collect();
+    let mut cfg = nanobragg::cli::flags::parse_simulate_args(&args).unwrap();
+    cfg.output.out_dir = Some(out.to_path_buf());
+    let dump = golden.join("cases").join(case_id(case)).join("Fdump.bin");
+    if cfg.params.hkl_file.is_none() && dump.is_file() {
+        std::fs::copy(&dump, out.join(&cfg.params.dump_file)).unwrap();
+    }
+    cfg
+}
+
 /// `[fpixels, spixels]` from the manifest's `detector`.
 pub fn detector(case: &Value) -> (usize, usize) {
     let d = case["detector"]
