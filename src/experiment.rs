@@ -147,16 +147,6 @@ pub struct SetupNotes {
     pub sources: Log,
 }
 
-/// Build the experiment, reading its input files: [`Inputs::load`], [`Experiment::build`], the `-hklout`
-/// list ([`write_setup_outputs`]), and the C's setup messages into `log` ([`crate::summary::setup_summary`]).
-pub fn build(cfg: &Config, log: &mut Log) -> Result<Experiment> {
-    let inputs = Inputs::load(cfg)?;
-    let exp = Experiment::build(cfg, &inputs)?;
-    write_setup_outputs(cfg, &exp)?;
-    log.lines.extend(crate::summary::setup_summary(cfg, &inputs, &exp));
-    Ok(exp)
-}
-
 /// Files the setup step itself produces: `-hklout` (the list computed from a `-pdb`/`-cif` model). The
 /// Fdump cache is written with the images ([`crate::io::outputs`]).
 pub fn write_setup_outputs(cfg: &Config, exp: &Experiment) -> Result<()> {

@@ -3,7 +3,7 @@
 //! * [`Params`]: the physics, one value per nanoBragg.c input, stored in SI units (metres, radians,
 //!   seconds, photons) exactly as the C holds them after reading its flags. `None` means "not given":
 //!   the C's defaulting rules (step counts, beam centres, ...) are applied later, by
-//!   [`crate::experiment::build`], in the C's order.
+//!   [`crate::experiment::Experiment::build`], in the C's order.
 //! * [`OutputSettings`]: which files are written and how they are scaled.
 //! * [`RunOptions`]: how the run is carried out (threads, kernel precision, progress, diagnostics);
 //!   none of them changes the image.
