@@ -359,35 +359,13 @@ pub fn write_noise_rows_fast(
     roi: [i64; 4],
     adc_offset: f64,
 ) -> std::io::Result<(f64, u64)> {
-    if fpixels == 0 || spixels == 0 {
-        return Ok((0.0, 0));
-    }
-    let rows_per = (FAST_BATCH_PIXELS / fpixels).clamp(1, spixels);
-    let mut cur = vec![0u16; rows_per * fpixels];
-    let mut next = vec![0u16; rows_per * fpixels];
-    let (mut photons, mut overloads) = (0.0f64, 0u64);
-    let mut add = |rows: Vec<(f64, u64)>| {
-        for (p, o) in rows {
-            photons += p;
-            overloads += o;
-        }
-    };
-    let batch = |b: usize, out: &mut Vec<u16>| {
-        let s0 = b * rows_per;
-        let rows = rows_per.min(spixels - s0);
-        out.truncate(rows * fpixels);
+    let batches = crate::io::write_batched(w, fpixels, spixels, FAST_BATCH_PIXELS, |s0, out: &mut [u16]| {
         fast_rows(seed, float, fpixels, spixels, roi, s0, out, smv_pixel, adc_offset)
-    };
-    let batches = spixels.div_ceil(rows_per);
-    add(batch(0, &mut cur));
-    for b in 1..=batches {
-        let (written, drawn) = rayon::join(
-            || crate::io::write_le(w, &cur),
-            || if b < batches { batch(b, &mut next) } else { Vec::new() },
-        );
-        written?;
-        add(drawn);
-        std::mem::swap(&mut cur, &mut next);
+    })?;
+    let (mut photons, mut overloads) = (0.0f64, 0u64);
+    for (p, o) in batches.into_iter().flatten() {
+        photons += p;
+        overloads += o;
     }
     Ok((photons, overloads))
 }

@@ -116,7 +116,7 @@ pub const STREAM_BATCH_PIXELS: usize = 1 << 18;
 
 /// Write the image [`map_roi`] makes, little-endian, without ever holding it: batch by batch of about
 /// [`STREAM_BATCH_PIXELS`] (whole rows), each converted in parallel while the previous one is written.
-pub fn write_map_roi<T: LeBytes + Default + Send + Sync>(
+pub fn write_map_roi<T: LeBytes + Default + Copy + Send + Sync>(
     w: &mut (dyn std::io::Write + Send),
     float: &[f32],
     fpixels: usize,
@@ -125,22 +125,37 @@ pub fn write_map_roi<T: LeBytes + Default + Send + Sync>(
     convert: impl Fn(f32) -> T + Sync,
 ) -> std::io::Result<()> {
     assert!(float.len() >= fpixels * spixels, "float image smaller than {fpixels}x{spixels}");
+    write_batched(w, fpixels, spixels, STREAM_BATCH_PIXELS, |s0, out: &mut [T]| map_roi_rows(float, fpixels, roi, s0, out, &convert))?;
+    Ok(())
+}
+
+/// Write an image of `spixels` rows of `fpixels` pixels, little-endian, batch by batch of about
+/// `batch_pixels` (whole rows): `fill(first_row, batch)` makes the next batch while the previous one is
+/// written, so two batches are all that is held. Returns what `fill` returned, batch by batch in order.
+pub fn write_batched<T: LeBytes + Default + Clone + Send + Sync, R: Send>(
+    w: &mut (dyn std::io::Write + Send),
+    fpixels: usize,
+    spixels: usize,
+    batch_pixels: usize,
+    fill: impl Fn(usize, &mut [T]) -> R + Sync,
+) -> std::io::Result<Vec<R>> {
     if fpixels == 0 || spixels == 0 {
-        return Ok(());
+        return Ok(Vec::new());
     }
-    let rows_per = (STREAM_BATCH_PIXELS / fpixels).clamp(1, spixels);
+    let rows_per = (batch_pixels / fpixels).clamp(1, spixels);
     let batches = spixels.div_ceil(rows_per);
     let batch = |b: usize, out: &mut Vec<T>| {
         let s0 = b * rows_per;
         out.resize(rows_per.min(spixels - s0) * fpixels, T::default());
-        map_roi_rows(float, fpixels, roi, s0, out, &convert);
+        fill(s0, out)
     };
     let (mut cur, mut next) = (Vec::new(), Vec::new());
-    batch(0, &mut cur);
+    let mut filled = vec![batch(0, &mut cur)];
     for b in 1..=batches {
-        let (written, ()) = rayon::join(|| write_le(w, &cur), || if b < batches { batch(b, &mut next) });
+        let (written, drawn) = rayon::join(|| write_le(w, &cur), || (b < batches).then(|| batch(b, &mut next)));
         written?;
+        filled.extend(drawn);
         std::mem::swap(&mut cur, &mut next);
     }
-    Ok(())
+    Ok(filled)
 }
