@@ -45,6 +45,7 @@ pub mod progress;
 pub mod report;
 pub mod rng;
 pub mod series;
+pub mod simd_dispatch;
 pub mod simulate;
 pub mod sources;
 pub mod stats;

@@ -370,7 +370,10 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
     let t2 = Instant::now();
     let (stats, files) = write_planned(&planned, cfg, &exp, &r, out)?;
     // a silently wrong image must not look like a good one
-    let bad = r.float.iter().filter(|v| !v.is_finite()).count();
+    let bad = {
+        use rayon::prelude::*;
+        r.float.par_chunks(1 << 16).map(|c| c.iter().filter(|v| !v.is_finite()).count()).sum::<usize>()
+    };
     if bad > 0 {
         let _ = writeln!(
             std::io::stderr(),

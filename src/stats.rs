@@ -37,7 +37,7 @@ pub fn image_stats(
     // vectorizes (a fixed order, whatever the thread count)
     let rows: Vec<(f64, usize, f64, f64, u64)> = (0..spixels)
         .into_par_iter()
-        .map(|s| {
+        .map(|s| crate::simd_dispatch::with_avx2(|| {
             let mut r = (0.0f64, usize::MAX, 0.0f64, 0.0f64, 0u64);
             if !row_in_roi(s) {
                 return r;
@@ -84,7 +84,7 @@ pub fn image_stats(
                 r.1 = col_lo + seg.iter().position(|&v| v == m).unwrap_or(0);
             }
             r
-        })
+        }))
         .collect();
     let mut st = ImageStats::default();
     let os = oversample as f64;
@@ -109,7 +109,7 @@ pub fn image_stats(
     let mean = st.mean;
     let dev: Vec<(f64, u64)> = (0..spixels)
         .into_par_iter()
-        .map(|s| {
+        .map(|s| crate::simd_dispatch::with_avx2(|| {
             if !row_in_roi(s) {
                 return (0.0, 0);
             }
@@ -127,7 +127,7 @@ pub fn image_stats(
                 acc[0] += t * t;
             }
             ((acc[0] + acc[1]) + (acc[2] + acc[3]), seg.len() as u64)
-        })
+        }))
         .collect();
     let sumsqr: f64 = dev.iter().map(|d| d.0).sum();
     let mut m: u64 = dev.iter().map(|d| d.1).sum();

@@ -241,6 +241,17 @@ impl<'a, T: FValue> NearestF<'a, T> {
         self.default_f
     }
 
+    /// The grid's layout: (h_min, k_min, l_min), max − min per axis, and the h and k strides of the
+    /// flat index (for lookups that compute the index their own way, as the SIMD kernel does).
+    pub fn layout(&self) -> ([i64; 3], [i64; 3], [i64; 2]) {
+        (self.min, self.span, [self.stride_h, self.stride_k])
+    }
+
+    /// The grid values, l fastest (one unused value without a grid).
+    pub fn data(&self) -> &[T] {
+        &self.data
+    }
+
     #[inline(always)]
     pub fn view(&self) -> NearestView<'_, T> {
         NearestView { data: &self.data, min: self.min, span: self.span, stride_h: self.stride_h, stride_k: self.stride_k, default_f: self.default_f }

@@ -104,10 +104,15 @@ pub fn map_roi_rows<T: Copy + Default + Send>(float: &[f32], fpixels: usize, roi
         row[..cols.start].fill(T::default());
         row[cols.end..].fill(T::default());
         let src = &float[s * fpixels + cols.start..s * fpixels + cols.end];
-        for (px, &v) in row[cols.clone()].iter_mut().zip(src) {
-            *px = convert(v);
-        }
+        crate::simd_dispatch::with_avx2(|| convert_row(&mut row[cols.clone()], src, convert));
     });
+}
+
+#[inline(always)]
+fn convert_row<T>(dst: &mut [T], src: &[f32], convert: &impl Fn(f32) -> T) {
+    for (px, &v) in dst.iter_mut().zip(src) {
+        *px = convert(v);
+    }
 }
 
 /// Pixels per batch of the streamed image writers ([`write_map_roi`]): two batches are all the

@@ -44,12 +44,64 @@ pub struct Prepared<'a, T: Real> {
     nc: T,
     /// N per axis as integers when small enough for the Chebyshev form (0 = use the sine ratio).
     n_cheb: [usize; 3],
+    /// The usual crystal, a square spot with the same small N (> 1) on every axis: that N, for the
+    /// three recurrences run together; else 0.
+    fused_n: usize,
+    square: bool,
     /// The nearest-neighbour F lookup (structure_factors' one implementation), |F| in T.
     f: NearestF<'a, T>,
+    /// The same grid's bounds in T, for the lookup in 32-bit lanes (`None`: too large for it).
+    grid32: Option<Grid32<T>>,
+}
+
+/// The nearest-neighbour F grid's bounds as floats and strides as i32: the SIMD kernel tests the
+/// bounds on the rounded Miller indices themselves (no 64-bit integer lanes, which AVX2 cannot
+/// multiply) and gathers with 32-bit indices. Same value as [`NearestF`]'s lookup.
+#[derive(Clone, Copy)]
+struct Grid32<T> {
+    lo: [T; 3],
+    hi: [T; 3],
+    stride_h: i32,
+    stride_k: i32,
+}
+
+impl<T: Real> Grid32<T> {
+    fn new(f: &NearestF<T>) -> Option<Self> {
+        let (min, span, [sh, sk]) = f.layout();
+        // every offset below 2^22 (Real::small_int) and every flat index below 2^31
+        let fits = f.has_grid() && span.iter().all(|&s| (0..1 << 22).contains(&s)) && f.data().len() < i32::MAX as usize;
+        fits.then(|| Grid32 {
+            lo: min.map(|m| T::from_f64(m as f64)),
+            hi: [0, 1, 2].map(|a| T::from_f64((min[a] + span[a]) as f64)),
+            stride_h: sh as i32,
+            stride_k: sk as i32,
+        })
+    }
+
+    /// F at the integer-valued (h0, k0, l0); `default_f` outside the grid (or for NaN).
+    #[inline(always)]
+    fn get(&self, data: &[T], default_f: T, h0: T, k0: T, l0: T) -> T {
+        let inside = (h0 >= self.lo[0]) & (h0 <= self.hi[0]) & (k0 >= self.lo[1]) & (k0 <= self.hi[1]) & (l0 >= self.lo[2]) & (l0 <= self.hi[2]);
+        let dh = (h0 - self.lo[0]).small_int();
+        let dk = (k0 - self.lo[1]).small_int();
+        let dl = (l0 - self.lo[2]).small_int();
+        let flat = dh.wrapping_mul(self.stride_h).wrapping_add(dk.wrapping_mul(self.stride_k)).wrapping_add(dl);
+        let index = if inside { flat as u32 as usize } else { 0 };
+        debug_assert!(index < data.len());
+        // SAFETY: inside the grid the offsets are within the spans, so the flat index is below the
+        // grid's length (NearestF's layout); outside it is 0 and the data is never empty.
+        let f = unsafe { *data.get_unchecked(index) };
+        if inside {
+            f
+        } else {
+            default_f
+        }
+    }
 }
 
 impl<'a, T: Real> Prepared<'a, T> {
     pub fn new(exp: &'a Experiment) -> Self {
+        let f = NearestF::new(exp.fhkl.as_deref(), exp.default_f);
         let orient = exp
             .orientations
             .iter()
@@ -66,15 +118,20 @@ impl<'a, T: Real> Prepared<'a, T> {
                 (b_in, e_in)
             })
             .collect();
+        let n_cheb = [exp.na, exp.nb, exp.nc].map(|n| if n <= CHEB_MAX_N as f64 { n as usize } else { 0 });
+        let square = exp.shape == CrystalShape::Square;
         Prepared {
+            fused_n: if square && n_cheb[0] > 1 && n_cheb == [n_cheb[0]; 3] { n_cheb[0] } else { 0 },
+            square,
+            n_cheb,
             orient,
             sources,
             pol,
-            n_cheb: [exp.na, exp.nb, exp.nc].map(|n| if n <= CHEB_MAX_N as f64 { n as usize } else { 0 }),
             na: T::from_f64(exp.na),
             nb: T::from_f64(exp.nb),
             nc: T::from_f64(exp.nc),
-            f: NearestF::new(exp.fhkl.as_deref(), exp.default_f),
+            grid32: Grid32::new(&f),
+            f,
         }
     }
 }
@@ -84,30 +141,39 @@ impl<'a, T: Real> Prepared<'a, T> {
 /// the shared driver finishes it with the reference kernel, which switches interpolation off at
 /// exactly the C's evaluation.
 #[inline(always)]
-pub fn render_row<T: Real, const L: usize>(exp: &Experiment, prep: &Prepared<T>, s: usize, interpolate: bool, out: &mut [f32]) -> RowResult {
+pub fn render_row<T: Real, const L: usize, const C: usize>(exp: &Experiment, prep: &Prepared<T>, s: usize, interpolate: bool, out: &mut [f32]) -> RowResult {
     let fpixels = exp.det.fpixels;
     let mut omega_row = 0.0;
+    // pixel_active with the row's part hoisted: the ROI's columns and this row's mask
+    let row_in_roi = (s as i64) >= exp.roi[2] && (s as i64) <= exp.roi[3];
+    let cols = crate::io::roi_columns(exp.roi, fpixels);
+    let mask_row = exp.mask.as_deref().map(|m| &m[s * fpixels..(s + 1) * fpixels]);
     let mut f0 = 0;
     while f0 < fpixels {
         let mut active = [false; L];
-        let mut any = false;
         for (l, a) in active.iter_mut().enumerate() {
             let f = f0 + l;
-            *a = f < fpixels && super::pixel_active(exp, f, s);
-            any |= *a;
+            *a = row_in_roi & (f >= cols.start) & (f < cols.end);
         }
+        if let Some(m) = mask_row {
+            for (l, a) in active.iter_mut().enumerate() {
+                *a = *a && m[f0 + l] != 0;
+            }
+        }
+        let any = active.iter().any(|&a| a);
         let mut vals = [0.0f64; L];
         if any {
-            match render_group::<T, L>(exp, prep, f0, s, &active, interpolate, &mut vals) {
+            match render_group::<T, L, C>(exp, prep, f0, s, &active, interpolate, &mut vals) {
                 Some(om) => omega_row += om,
                 None => return RowResult { omega: omega_row, end: RowEnd::HandOver { from: f0 } },
             }
         }
+        let mut px = [0.0f32; L];
         for l in 0..L {
-            if f0 + l < fpixels {
-                out[f0 + l] = if active[l] { vals[l] as f32 } else { 0.0 };
-            }
+            px[l] = if active[l] { vals[l] as f32 } else { 0.0 };
         }
+        let n = L.min(fpixels - f0);
+        out[f0..f0 + n].copy_from_slice(&px[..n]);
         f0 += L;
     }
     RowResult { omega: omega_row, end: RowEnd::Complete }
@@ -116,7 +182,7 @@ pub fn render_row<T: Real, const L: usize>(exp: &Experiment, prep: &Prepared<T>,
 #[inline(always)]
 /// One group of pixels; `None` when interpolation went out of range (the caller falls back).
 #[allow(clippy::too_many_arguments)]
-fn render_group<T: Real, const L: usize>(
+fn render_group<T: Real, const L: usize, const C: usize>(
     exp: &Experiment,
     prep: &Prepared<T>,
     f0: usize,
@@ -218,21 +284,28 @@ fn render_group<T: Real, const L: usize>(
                     }
                     // Kahn factor, where it is still unset (the C's last-value rule) or oversampled
                     let (b_in, e_in) = prep.pol[si];
-                    for l in 0..L {
-                        let cos2theta = inc[0] * dx[l] + inc[1] * dy[l] + inc[2] * dz[l];
-                        let c2 = cos2theta * cos2theta;
-                        let new = if kahn != 0.0 {
+                    let mut new = [0.0f64; L];
+                    if kahn != 0.0 {
+                        for l in 0..L {
+                            let cos2theta = inc[0] * dx[l] + inc[1] * dy[l] + inc[2] * dz[l];
+                            let c2 = cos2theta * cos2theta;
                             let e = dx[l] * e_in[0] + dy[l] * e_in[1] + dz[l] * e_in[2];
                             let b = dx[l] * b_in[0] + dy[l] * b_in[1] + dz[l] * b_in[2];
                             let n = e * e + b * b;
                             // cos 2psi with psi = -atan2(b, e); atan2(0, 0) = 0 gives 1
                             let cos_2psi = if n > 0.0 { (e * e - b * b) / n } else { 1.0 };
-                            0.5 * (1.0 + c2 - kahn * cos_2psi * (1.0 - c2))
-                        } else {
-                            0.5 * (1.0 + c2)
-                        };
-                        let update = live[l] & (polar[l] == 0.0 || exp.oversample_polar);
-                        polar[l] = if update { new } else { polar[l] };
+                            new[l] = 0.5 * (1.0 + c2 - kahn * cos_2psi * (1.0 - c2));
+                        }
+                    } else {
+                        for l in 0..L {
+                            let cos2theta = inc[0] * dx[l] + inc[1] * dy[l] + inc[2] * dz[l];
+                            let c2 = cos2theta * cos2theta;
+                            new[l] = 0.5 * (1.0 + c2);
+                        }
+                    }
+                    for l in 0..L {
+                        let update = live[l] & ((polar[l] == 0.0) | exp.oversample_polar);
+                        polar[l] = if update { new[l] } else { polar[l] };
                     }
                     let mut weight = [T::ONE; L];
                     if exp.oversample_thick || exp.oversample_polar || exp.oversample_omega {
@@ -261,10 +334,10 @@ fn render_group<T: Real, const L: usize>(
                     let in_range = if interpolate {
                         interpolated_sample_loop::<T, L>(exp, prep, &scat, &live, &weight, &mut i_sum)
                     } else if prep.f.has_grid() {
-                        sample_loop::<T, L, true>(exp, prep, &scat, &live, &weight, &mut i_sum);
+                        sample_loop::<T, L, C, true>(exp, prep, &scat, &live, &weight, &mut i_sum);
                         true
                     } else {
-                        sample_loop::<T, L, false>(exp, prep, &scat, &live, &weight, &mut i_sum);
+                        sample_loop::<T, L, C, false>(exp, prep, &scat, &live, &weight, &mut i_sum);
                         true
                     };
                     if !in_range {
@@ -276,28 +349,47 @@ fn render_group<T: Real, const L: usize>(
     }
     let scale = R_E_SQR * exp.fluence;
     let steps = exp.steps as f64;
-    let mut omega_total = 0.0;
+    // the C's test = r_e²·fluence·I/steps·capture·polar·omega, lane by lane (x/1 is x: skipped)
+    let mut test = [0.0f64; L];
     for l in 0..L {
-        let mut test = scale * i_sum[l].to_f64() / steps;
-        if !exp.oversample_thick {
-            test *= capture[l];
+        test[l] = scale * i_sum[l].to_f64();
+    }
+    if steps != 1.0 {
+        for t in test.iter_mut() {
+            *t /= steps;
         }
-        if !exp.oversample_polar {
-            test *= polar[l];
+    }
+    if !exp.oversample_thick {
+        for l in 0..L {
+            test[l] *= capture[l];
         }
-        if !exp.oversample_omega {
-            test *= omega[l];
+    }
+    if !exp.oversample_polar {
+        for l in 0..L {
+            test[l] *= polar[l];
         }
-        vals[l] = test;
-        omega_total += omega_sum[l];
+    }
+    if !exp.oversample_omega {
+        for l in 0..L {
+            test[l] *= omega[l];
+        }
+    }
+    *vals = test;
+    let mut omega_total = 0.0;
+    for om in omega_sum {
+        omega_total += om;
     }
     Some(omega_total)
 }
 
 /// All phi steps and mosaic domains for one sub-pixel and source: the hot loop.
 /// Adds F_cell²·F_latt²·weight to `acc` sample by sample, in the C's order (phi outer, domain inner).
+///
+/// The group's `L` lanes are taken `C` at a time (about two registers per quantity): a chunk's
+/// scattering vectors and sums stay in registers across every orientation, and a chunk with no live
+/// lane is skipped. Each lane still adds its samples in the C's order, so chunking changes no bit.
 #[inline(always)]
-fn sample_loop<T: Real, const L: usize, const GRID: bool>(
+fn sample_loop<T: Real, const L: usize, const C: usize, const GRID: bool>(
     exp: &Experiment,
     prep: &Prepared<T>,
     scat: &[[T; L]; 3],
@@ -305,79 +397,133 @@ fn sample_loop<T: Real, const L: usize, const GRID: bool>(
     weight: &[T; L],
     acc: &mut [T; L],
 ) {
+    let mut c0 = 0;
+    while c0 < L {
+        let lv: [bool; C] = std::array::from_fn(|i| live[c0 + i]);
+        if lv.iter().any(|&x| x) {
+            let sc: [[T; C]; 3] = std::array::from_fn(|ax| std::array::from_fn(|i| scat[ax][c0 + i]));
+            let w: [T; C] = std::array::from_fn(|i| weight[c0 + i]);
+            let mut a: [T; C] = std::array::from_fn(|i| acc[c0 + i]);
+            sample_chunk::<T, C, GRID>(exp, prep, &sc, &lv, &w, &mut a);
+            acc[c0..c0 + C].copy_from_slice(&a);
+        }
+        c0 += C;
+    }
+}
+
+/// [`sample_loop`] for one chunk of `C` lanes.
+#[inline(always)]
+fn sample_chunk<T: Real, const C: usize, const GRID: bool>(
+    exp: &Experiment,
+    prep: &Prepared<T>,
+    scat: &[[T; C]; 3],
+    live: &[bool; C],
+    weight: &[T; C],
+    acc: &mut [T; C],
+) {
     let (na, nb, nc) = (prep.na, prep.nb, prep.nc);
-    let square = exp.shape == CrystalShape::Square;
+    let square = prep.square;
+    let fused_n = prep.fused_n;
     let f_view = prep.f.view();
     let one = T::ONE;
     let half = T::HALF;
     for o in &prep.orient {
         let [a, b, c] = *o;
         // Miller indices and their nearest integers, one array per axis (every loop runs over lanes)
-        let mut idx = [[T::ZERO; L]; 3];
-        let mut idx0 = [[T::ZERO; L]; 3];
+        let mut idx = [[T::ZERO; C]; 3];
+        let mut idx0 = [[T::ZERO; C]; 3];
         for (axis, v) in [a, b, c].iter().enumerate() {
-            for l in 0..L {
+            for l in 0..C {
                 let x = v[0] * scat[0][l] + v[1] * scat[1][l] + v[2] * scat[2][l];
                 idx[axis][l] = x;
                 idx0[axis][l] = ceil(x - half);
             }
         }
         // F_latt = Π sincg over the axes with N > 1; squared, so its sign never matters
-        let mut f_latt = [one; L];
-        let mut f_latt_sqr = [one; L];
-        if !square {
-            // round, gauss and tophat spots: the reference kernel's scalar lattice factor, per lane
-            for l in 0..L {
-                let (h, k, m) = (idx[0][l].to_f64(), idx[1][l].to_f64(), idx[2][l].to_f64());
-                let (h0, k0, m0) = (idx0[0][l].magic_int() as i32, idx0[1][l].magic_int() as i32, idx0[2][l].magic_int() as i32);
-                f_latt[l] = T::from_f64(super::reference::lattice_factor(exp, h, k, m, h0, k0, m0));
-            }
-        }
-        for (axis, n) in [na, nb, nc].into_iter().enumerate() {
-            if !square || n <= one {
-                continue;
-            }
-            let n_int = prep.n_cheb[axis];
-            if n_int > 0 {
-                // U_{N-1}(cos πδ) by its recurrence, lanes innermost so the loop vectorizes
-                let mut two_x = [T::ZERO; L];
-                for l in 0..L {
-                    two_x[l] = cheb_two_x(idx[axis][l], idx0[axis][l]);
+        let mut f_latt = [one; C];
+        let mut f_latt_sqr = [one; C];
+        if fused_n > 0 {
+            // U_{N-1}(cos πδ) on the three axes at once: twelve independent recurrences keep the
+            // multipliers busy where one axis at a time waits on each step's latency. Same
+            // operations per axis as below, and the product in the same order (1·U_h·U_k·U_l).
+            let mut two_x = [[T::ZERO; C]; 3];
+            for axis in 0..3 {
+                for l in 0..C {
+                    two_x[axis][l] = cheb_two_x(idx[axis][l], idx0[axis][l]);
                 }
-                let mut u_prev = [one; L];
-                let mut u = two_x;
-                for _ in 2..n_int {
-                    for l in 0..L {
-                        let next = two_x[l] * u[l] - u_prev[l];
-                        u_prev[l] = u[l];
-                        u[l] = next;
+            }
+            let mut u_prev = [[one; C]; 3];
+            let mut u = two_x;
+            for _ in 2..fused_n {
+                for axis in 0..3 {
+                    for l in 0..C {
+                        let next = two_x[axis][l] * u[axis][l] - u_prev[axis][l];
+                        u_prev[axis][l] = u[axis][l];
+                        u[axis][l] = next;
                     }
                 }
-                for l in 0..L {
-                    f_latt[l] = f_latt[l] * u[l];
+            }
+            for l in 0..C {
+                f_latt[l] = u[0][l] * u[1][l] * u[2][l];
+            }
+        } else {
+            if !square {
+                // round, gauss and tophat spots: the reference kernel's scalar lattice factor, per lane
+                for l in 0..C {
+                    let (h, k, m) = (idx[0][l].to_f64(), idx[1][l].to_f64(), idx[2][l].to_f64());
+                    let (h0, k0, m0) = (idx0[0][l].magic_int() as i32, idx0[1][l].magic_int() as i32, idx0[2][l].magic_int() as i32);
+                    f_latt[l] = T::from_f64(super::reference::lattice_factor(exp, h, k, m, h0, k0, m0));
                 }
-            } else {
-                for l in 0..L {
-                    f_latt_sqr[l] = f_latt_sqr[l] * sincg_sqr(idx[axis][l], idx0[axis][l], n);
+            }
+            for (axis, n) in [na, nb, nc].into_iter().enumerate() {
+                if !square || n <= one {
+                    continue;
+                }
+                let n_int = prep.n_cheb[axis];
+                if n_int > 0 {
+                    // U_{N-1}(cos πδ) by its recurrence, lanes innermost so the loop vectorizes
+                    let mut two_x = [T::ZERO; C];
+                    for l in 0..C {
+                        two_x[l] = cheb_two_x(idx[axis][l], idx0[axis][l]);
+                    }
+                    let mut u_prev = [one; C];
+                    let mut u = two_x;
+                    for _ in 2..n_int {
+                        for l in 0..C {
+                            let next = two_x[l] * u[l] - u_prev[l];
+                            u_prev[l] = u[l];
+                            u[l] = next;
+                        }
+                    }
+                    for l in 0..C {
+                        f_latt[l] = f_latt[l] * u[l];
+                    }
+                } else {
+                    for l in 0..C {
+                        f_latt_sqr[l] = f_latt_sqr[l] * sincg_sqr(idx[axis][l], idx0[axis][l], n);
+                    }
                 }
             }
         }
-        let mut contrib = [T::ZERO; L];
-        let mut h0i = [0i64; L];
-        let mut k0i = [0i64; L];
-        let mut l0i = [0i64; L];
-        for l in 0..L {
+        let mut contrib = [T::ZERO; C];
+        for l in 0..C {
             contrib[l] = f_latt[l] * f_latt[l] * f_latt_sqr[l];
-            if GRID {
-                h0i[l] = idx0[0][l].magic_int();
-                k0i[l] = idx0[1][l].magic_int();
-                l0i[l] = idx0[2][l].magic_int();
-            }
         }
         if GRID {
-            for l in 0..L {
-                let f = f_view.get(h0i[l], k0i[l], l0i[l]);
-                contrib[l] = f * f * contrib[l];
+            match &prep.grid32 {
+                Some(g) => {
+                    let (data, default_f) = (prep.f.data(), prep.f.default_f());
+                    for l in 0..C {
+                        let f = g.get(data, default_f, idx0[0][l], idx0[1][l], idx0[2][l]);
+                        contrib[l] = f * f * contrib[l];
+                    }
+                }
+                None => {
+                    for l in 0..C {
+                        let f = f_view.get(idx0[0][l].magic_int(), idx0[1][l].magic_int(), idx0[2][l].magic_int());
+                        contrib[l] = f * f * contrib[l];
+                    }
+                }
             }
         } else {
             let f2 = prep.f.default_f() * prep.f.default_f();
@@ -385,7 +531,7 @@ fn sample_loop<T: Real, const L: usize, const GRID: bool>(
                 *c = f2 * *c;
             }
         }
-        for l in 0..L {
+        for l in 0..C {
             let v = contrib[l] * weight[l];
             acc[l] = acc[l] + if live[l] { v } else { T::ZERO };
         }

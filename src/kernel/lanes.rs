@@ -24,6 +24,9 @@ pub trait Real:
     fn sqrt(self) -> Self;
     /// The low bits of (x + ROUND_MAGIC) as an integer: nearest integer of x (two's complement).
     fn magic_int(self) -> i64;
+    /// `self` (an integer in 0..2²²) as i32, by the same magic-number addition as
+    /// [`Real::magic_int`] but in 32-bit lanes (AVX2 has no 64-bit multiply for index arithmetic).
+    fn small_int(self) -> i32;
 }
 
 #[allow(clippy::excessive_precision)] // the published Cephes coefficients, kept as written
@@ -66,6 +69,11 @@ impl Real for f64 {
         // low 51 bits of the mantissa hold the integer, offset by 2^51
         ((self + Self::ROUND_MAGIC).to_bits() as i64 & 0x000F_FFFF_FFFF_FFFF) - 0x0008_0000_0000_0000
     }
+    #[inline(always)]
+    fn small_int(self) -> i32 {
+        // the low word of 1.5·2⁵² + x is x (two's complement) for |x| < 2³¹
+        (self + Self::ROUND_MAGIC).to_bits() as i32
+    }
 }
 
 #[allow(clippy::excessive_precision)] // the published Cephes coefficients, kept as written
@@ -92,6 +100,10 @@ impl Real for f32 {
     #[inline(always)]
     fn magic_int(self) -> i64 {
         (((self + Self::ROUND_MAGIC).to_bits() as i32 & 0x007F_FFFF) - 0x0040_0000) as i64
+    }
+    #[inline(always)]
+    fn small_int(self) -> i32 {
+        ((self + Self::ROUND_MAGIC).to_bits() as i32 & 0x007F_FFFF) - 0x0040_0000
     }
 }
 
@@ -198,6 +210,12 @@ mod tests {
             assert_eq!(round(x), x.round_ties_even(), "{x}");
             assert_eq!(ceil(x), x.ceil(), "{x}");
             assert_eq!(round(x).magic_int(), x.round_ties_even() as i64, "{x}");
+        }
+        for x in [0.0f64, 1.0, 2.0, 37.0, 4_194_303.0, 2_147_483_647.0] {
+            assert_eq!(x.small_int(), x as i32, "{x}");
+        }
+        for x in [0.0f32, 1.0, 2.0, 37.0, 4_194_303.0] {
+            assert_eq!(x.small_int(), x as i32, "{x}");
         }
         for &x in &[-2.5f32, -0.5, 0.5, 3.7, -3.7] {
             assert_eq!(round(x), x.round_ties_even());

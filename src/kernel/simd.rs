@@ -117,9 +117,9 @@ pub fn render_row_at<T: Real>(level: SimdLevel, exp: &Experiment, prep: &Prepare
 
 fn row_portable<T: Real>(exp: &Experiment, prep: &Prepared<T>, s: usize, interpolate: bool, out: &mut [f32]) -> RowResult {
     if std::mem::size_of::<T>() == 4 {
-        render_row::<T, 16>(exp, prep, s, interpolate, out)
+        render_row::<T, 16, 8>(exp, prep, s, interpolate, out)
     } else {
-        render_row::<T, 8>(exp, prep, s, interpolate, out)
+        render_row::<T, 8, 4>(exp, prep, s, interpolate, out)
     }
 }
 
@@ -128,7 +128,11 @@ fn row_portable<T: Real>(exp: &Experiment, prep: &Prepared<T>, s: usize, interpo
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn row_avx2<T: Real>(exp: &Experiment, prep: &Prepared<T>, s: usize, interpolate: bool, out: &mut [f32]) -> RowResult {
-    render_row::<T, 16>(exp, prep, s, interpolate, out)
+    if std::mem::size_of::<T>() == 4 {
+        render_row::<T, 16, 16>(exp, prep, s, interpolate, out)
+    } else {
+        render_row::<T, 16, 8>(exp, prep, s, interpolate, out)
+    }
 }
 
 /// # Safety
@@ -137,8 +141,8 @@ unsafe fn row_avx2<T: Real>(exp: &Experiment, prep: &Prepared<T>, s: usize, inte
 #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
 unsafe fn row_avx512<T: Real>(exp: &Experiment, prep: &Prepared<T>, s: usize, interpolate: bool, out: &mut [f32]) -> RowResult {
     if std::mem::size_of::<T>() == 4 {
-        render_row::<T, 32>(exp, prep, s, interpolate, out)
+        render_row::<T, 32, 32>(exp, prep, s, interpolate, out)
     } else {
-        render_row::<T, 16>(exp, prep, s, interpolate, out)
+        render_row::<T, 16, 16>(exp, prep, s, interpolate, out)
     }
 }
