@@ -157,7 +157,7 @@ pub fn render_with_backend(backend: &dyn RenderBackend, progress: &(dyn Fn(usize
     let exp = backend.experiment();
     let fp = exp.det.fpixels;
     let sp = exp.det.spixels;
-    let mut float = zeroed_image(fp * sp);
+    let mut float = vec![0.0f32; fp * sp];
     let mut rows = pass(backend, 0, exp.interpolate, &mut float, progress);
     let first_bad = rows.iter().position(|r| r.1.is_some());
     if let Some(bad) = first_bad {
@@ -166,29 +166,6 @@ pub fn render_with_backend(backend: &dyn RenderBackend, progress: &(dyn Fn(usize
     }
     let omega_sum = rows.iter().map(|r| r.0).sum();
     RenderOutput { float, omega_sum, interp_oob: first_bad.and_then(|b| rows[b].1) }
-}
-
-/// A zeroed float image. Its pages are first touched by the render threads; on Linux the buffer is
-/// marked for transparent huge pages first (where the system leaves that to madvise), so a 2048²
-/// image costs 8 page faults instead of 4096 (each fault zeroes its page either way).
-fn zeroed_image(n: usize) -> Vec<f32> {
-    let v = vec![0.0f32; n];
-    #[cfg(target_os = "linux")]
-    {
-        const HUGE: usize = 2 << 20;
-        let start = v.as_ptr() as usize;
-        let end = start + n * std::mem::size_of::<f32>();
-        let first = start.next_multiple_of(HUGE);
-        if end > first + HUGE {
-            let len = (end - first) / HUGE * HUGE;
-            // SAFETY: [first, first + len) lies inside the allocation; MADV_HUGEPAGE only changes how
-            // later faults are served (the zeroed contents stay), and failure is harmless.
-            unsafe {
-                libc::madvise(first as *mut libc::c_void, len, libc::MADV_HUGEPAGE);
-            }
-        }
-    }
-    v
 }
 
 /// One pass over rows `first..`: the backend's rows, finished where it handed over.
