@@ -577,3 +577,35 @@ fn interpolated_sample_loop<T: Real, const L: usize>(
     }
     true
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::structure_factors::HklGrid;
+
+    /// The 32-bit lookup gives NearestF's value (the C's nearest-neighbour rule) inside the grid,
+    /// on its edges, outside it on every side, and for NaN indices.
+    #[test]
+    fn grid32_lookup_matches_nearest_f() {
+        let entries: Vec<(i32, i32, i32, f64)> =
+            (-3..=2).flat_map(|h| (-1..=4).flat_map(move |k| (0..=3).map(move |l| (h, k, l, (100 + 7 * h + 3 * k + l) as f64)))).collect();
+        let grid = HklGrid::from_entries(&entries, 0.0).unwrap();
+        let nearest = NearestF::<f64>::new(Some(&grid), 42.0);
+        let g32 = Grid32::new(&nearest).expect("a small grid fits 32-bit indices");
+        let view = nearest.view();
+        for h in -6..=5 {
+            for k in -4..=7 {
+                for l in -3..=6 {
+                    let want = view.get(h, k, l);
+                    assert_eq!(g32.get(nearest.data(), 42.0, h as f64, k as f64, l as f64), want, "{h} {k} {l}");
+                    let near32 = NearestF::<f32>::new(Some(&grid), 42.0);
+                    let g = Grid32::new(&near32).unwrap();
+                    assert_eq!(g.get(near32.data(), 42.0, h as f32, k as f32, l as f32), near32.view().get(h, k, l));
+                }
+            }
+        }
+        assert_eq!(g32.get(nearest.data(), 42.0, f64::NAN, 0.0, 0.0), 42.0);
+        assert_eq!(g32.get(nearest.data(), 42.0, 1e12, 0.0, 0.0), 42.0);
+        assert!(Grid32::new(&NearestF::<f64>::new(None, 42.0)).is_none());
+    }
+}
