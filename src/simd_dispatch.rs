@@ -14,17 +14,10 @@ pub fn with_avx2<R>(f: impl FnOnce() -> R) -> R {
         unsafe fn avx2<R>(f: impl FnOnce() -> R) -> R {
             f()
         }
-        if has_avx2() {
-            // SAFETY: checked just above
+        if crate::kernel::simd::detected_level() >= crate::kernel::simd::SimdLevel::Avx2 {
+            // SAFETY: the kernel's own detection: AVX2 level and up means AVX2 and FMA (as row_avx2/row_avx512 assume)
             return unsafe { avx2(f) };
         }
     }
     f()
-}
-
-#[cfg(target_arch = "x86_64")]
-fn has_avx2() -> bool {
-    use std::sync::OnceLock;
-    static HAS: OnceLock<bool> = OnceLock::new();
-    *HAS.get_or_init(|| is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"))
 }
