@@ -47,6 +47,7 @@ pub struct Prepared<'a, T: Real> {
     /// The usual crystal, a square spot with the same small N (> 1) on every axis: that N, for the
     /// three recurrences run together; else 0.
     fused_n: usize,
+    /// Square spots (the sincg lattice factor); otherwise the reference kernel's, lane by lane.
     square: bool,
     /// The nearest-neighbour F lookup (structure_factors' one implementation), |F| in T.
     f: NearestF<'a, T>,
@@ -443,26 +444,15 @@ fn sample_chunk<T: Real, const C: usize, const GRID: bool>(
         let mut f_latt = [one; C];
         let mut f_latt_sqr = [one; C];
         if fused_n > 0 {
-            // U_{N-1}(cos πδ) on the three axes at once: twelve independent recurrences keep the
-            // multipliers busy where one axis at a time waits on each step's latency. Same
-            // operations per axis as below, and the product in the same order (1·U_h·U_k·U_l).
+            // U_{N-1}(cos πδ) on the three axes at once (cheb_u's chains side by side); the product
+            // in the order of the per-axis path below (1·U_h·U_k·U_l)
             let mut two_x = [[T::ZERO; C]; 3];
             for axis in 0..3 {
                 for l in 0..C {
                     two_x[axis][l] = cheb_two_x(idx[axis][l], idx0[axis][l]);
                 }
             }
-            let mut u_prev = [[one; C]; 3];
-            let mut u = two_x;
-            for _ in 2..fused_n {
-                for axis in 0..3 {
-                    for l in 0..C {
-                        let next = two_x[axis][l] * u[axis][l] - u_prev[axis][l];
-                        u_prev[axis][l] = u[axis][l];
-                        u[axis][l] = next;
-                    }
-                }
-            }
+            let u = cheb_u(two_x, fused_n);
             for l in 0..C {
                 f_latt[l] = u[0][l] * u[1][l] * u[2][l];
             }
@@ -486,15 +476,7 @@ fn sample_chunk<T: Real, const C: usize, const GRID: bool>(
                     for l in 0..C {
                         two_x[l] = cheb_two_x(idx[axis][l], idx0[axis][l]);
                     }
-                    let mut u_prev = [one; C];
-                    let mut u = two_x;
-                    for _ in 2..n_int {
-                        for l in 0..C {
-                            let next = two_x[l] * u[l] - u_prev[l];
-                            u_prev[l] = u[l];
-                            u[l] = next;
-                        }
-                    }
+                    let [u] = cheb_u([two_x], n_int);
                     for l in 0..C {
                         f_latt[l] = f_latt[l] * u[l];
                     }
@@ -536,6 +518,25 @@ fn sample_chunk<T: Real, const C: usize, const GRID: bool>(
             acc[l] = acc[l] + if live[l] { v } else { T::ZERO };
         }
     }
+}
+
+/// U_{n−1}(x) from 2x by the recurrence U_{k+1} = 2x·U_k − U_{k−1} (U_0 = 1, U_1 = 2x), for `A` arrays
+/// of lanes at once: the arrays' chains are independent, so more of them keep the multipliers busy
+/// where one alone waits on each step's latency. Lanes innermost so every step vectorizes.
+#[inline(always)]
+fn cheb_u<T: Real, const C: usize, const A: usize>(two_x: [[T; C]; A], n: usize) -> [[T; C]; A] {
+    let mut u_prev = [[T::ONE; C]; A];
+    let mut u = two_x;
+    for _ in 2..n {
+        for a in 0..A {
+            for l in 0..C {
+                let next = two_x[a][l] * u[a][l] - u_prev[a][l];
+                u_prev[a][l] = u[a][l];
+                u[a][l] = next;
+            }
+        }
+    }
+    u
 }
 
 /// The sample loop with tricubic structure factors (small crystals): the reference kernel's lattice
