@@ -41,7 +41,10 @@ fn forget(live: &mut Vec<PathBuf>, tmp: &Path) {
 }
 
 fn out_err(path: &Path, reason: impl std::fmt::Display) -> Error {
-    Error::Output { path: path.to_path_buf(), reason: reason.to_string() }
+    Error::Output {
+        path: path.to_path_buf(),
+        reason: reason.to_string(),
+    }
 }
 
 /// How an output path is written.
@@ -70,7 +73,10 @@ pub fn target_kind(path: &Path) -> Result<TargetKind> {
                 return Ok(TargetKind::Special);
             }
             // follow a symlink to the file it names, so the rename replaces that file, not the link
-            let real = if fs::symlink_metadata(path).map(|m| m.file_type().is_symlink()).unwrap_or(false) {
+            let real = if fs::symlink_metadata(path)
+                .map(|m| m.file_type().is_symlink())
+                .unwrap_or(false)
+            {
                 fs::canonicalize(path).map_err(|e| out_err(path, e))?
             } else {
                 path.to_path_buf()
@@ -83,7 +89,10 @@ pub fn target_kind(path: &Path) -> Result<TargetKind> {
             }
             let dir = parent_dir(path);
             if !dir.is_dir() {
-                return Err(out_err(path, format!("directory {} does not exist", dir.display())));
+                return Err(out_err(
+                    path,
+                    format!("directory {} does not exist", dir.display()),
+                ));
             }
             Ok(TargetKind::Regular(path.to_path_buf()))
         }
@@ -175,23 +184,96 @@ impl Drop for Finished {
 
 /// Rename every finished file onto its final name, all under one lock (a signal arriving meanwhile
 /// waits until the whole set is in place). Stops at the first failure; the rest are removed.
+///
+/// An existing regular file is replaced by exchanging the two names and then removing the old
+/// contents, the removals of a set in parallel ([`replace`]).
 pub fn commit_all(files: Vec<Finished>) -> Result<()> {
     let mut reg = live();
     let mut first_err = None;
+    let mut old_contents = Vec::new();
     for mut f in files {
         let Some(tmp) = f.tmp.take() else { continue };
         let p = tmp.to_path_buf();
         if first_err.is_none() {
-            // rename(2); on failure the returned TempPath is dropped, which removes the temp
-            if let Err(e) = tmp.persist(&f.target) {
-                first_err = Some(out_err(&f.path, e.error));
+            match replace(tmp, &f.target) {
+                Ok(Some(old)) => {
+                    old_contents.push(old);
+                    continue; // still registered until removed below
+                }
+                Ok(None) => {}
+                Err(e) => first_err = Some(out_err(&f.path, e)),
             }
         } else {
             drop(tmp);
         }
         forget(&mut reg, &p);
     }
+    // the old files' pages are freed here, one thread per file (each costs about 5 ms per 16 MiB)
+    let names: Vec<PathBuf> = old_contents.iter().map(|t| t.to_path_buf()).collect();
+    std::thread::scope(|scope| {
+        for old in old_contents {
+            scope.spawn(move || {
+                let p = old.to_path_buf();
+                if let Err(e) = old.close() {
+                    eprintln!("nanobragg-rs: warning: could not remove the replaced file's old contents {}: {e}", p.display());
+                }
+            });
+        }
+    });
+    for p in names {
+        forget(&mut reg, &p);
+    }
     first_err.map_or(Ok(()), Err)
+}
+
+/// Put the temporary file `tmp` in place of `target`. Where `target` is an existing regular file
+/// (Linux), the two names are exchanged (`renameat2(RENAME_EXCHANGE)`) and the old contents are
+/// returned under the temporary name, for the caller to remove: a plain rename over an existing
+/// file costs about 15 ms per 16 MiB on ext4, inside the rename, because ext4 starts the new file's
+/// writeback there (`auto_da_alloc`, its guard for programs that neither fsync nor want to lose
+/// data on power loss, which this module does not promise) and frees the old file's pages. Anything
+/// else (no old file, a file system without the exchange, another OS) is a plain rename(2).
+fn replace(tmp: TempPath, target: &Path) -> io::Result<Option<TempPath>> {
+    #[cfg(target_os = "linux")]
+    {
+        let is_file = |p: &Path| {
+            fs::symlink_metadata(p)
+                .map(|m| m.file_type().is_file())
+                .unwrap_or(false)
+        };
+        if is_file(target) && exchange(&tmp, target).is_ok() {
+            if is_file(&tmp) {
+                return Ok(Some(tmp));
+            }
+            // the target changed to something else (a directory) after the test: undo and rename
+            exchange(&tmp, target)?;
+        }
+    }
+    tmp.persist(target).map(|_| None).map_err(|e| e.error)
+}
+
+/// Swap two names atomically (`renameat2` with `RENAME_EXCHANGE`, Linux 3.15 and later).
+#[cfg(target_os = "linux")]
+fn exchange(a: &Path, b: &Path) -> io::Result<()> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let a = CString::new(a.as_os_str().as_bytes())?;
+    let b = CString::new(b.as_os_str().as_bytes())?;
+    // SAFETY: two NUL-terminated paths that live across the call; no memory is shared with the kernel after it
+    let rc = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
 
 impl AtomicFile {
@@ -200,12 +282,25 @@ impl AtomicFile {
         match target_kind(path)? {
             TargetKind::Special => {
                 // as the C's fopen(...,"wb"): a device or FIFO is written where it is
-                let f = OpenOptions::new().write(true).open(path).map_err(|e| out_err(path, e))?;
-                Ok(AtomicFile { path: path.to_path_buf(), target: path.to_path_buf(), tmp: None, file: Some(BufWriter::with_capacity(1 << 16, f)) })
+                let f = OpenOptions::new()
+                    .write(true)
+                    .open(path)
+                    .map_err(|e| out_err(path, e))?;
+                Ok(AtomicFile {
+                    path: path.to_path_buf(),
+                    target: path.to_path_buf(),
+                    tmp: None,
+                    file: Some(BufWriter::with_capacity(1 << 16, f)),
+                })
             }
             TargetKind::Regular(target) => {
                 let (tmp, f) = create_temp(&target)?;
-                Ok(AtomicFile { path: path.to_path_buf(), target, tmp: Some(tmp), file: Some(BufWriter::with_capacity(1 << 16, f)) })
+                Ok(AtomicFile {
+                    path: path.to_path_buf(),
+                    target,
+                    tmp: Some(tmp),
+                    file: Some(BufWriter::with_capacity(1 << 16, f)),
+                })
             }
         }
     }
@@ -226,7 +321,11 @@ impl AtomicFile {
         let file = self.file.take().expect("AtomicFile used after commit");
         let res = file.into_inner().map_err(|e| e.into_error()).map(drop); // close before the rename
         let tmp = self.tmp.take();
-        let fin = Finished { path: self.path.clone(), target: self.target.clone(), tmp };
+        let fin = Finished {
+            path: self.path.clone(),
+            target: self.target.clone(),
+            tmp,
+        };
         match res {
             Ok(()) => Ok(fin),
             Err(e) => Err(out_err(&self.path, e)), // `fin` dropped: temp removed
@@ -296,16 +395,18 @@ pub fn install_signal_cleanup() {
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
         return;
     };
-    let _ = std::thread::Builder::new().name("signals".into()).spawn(move || {
-        if let Some(sig) = signals.forever().next() {
-            let reg = live();
-            for p in reg.iter() {
-                let _ = fs::remove_file(p);
+    let _ = std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            if let Some(sig) = signals.forever().next() {
+                let reg = live();
+                for p in reg.iter() {
+                    let _ = fs::remove_file(p);
+                }
+                // exit while holding the lock: no temp can be created or renamed after the sweep
+                std::process::exit(128 + sig);
             }
-            // exit while holding the lock: no temp can be created or renamed after the sweep
-            std::process::exit(128 + sig);
-        }
-    });
+        });
 }
 
 /// Remove temporary files `.<name>.tmp-<pid>-<random>` left in `dir` by processes that no longer
@@ -319,14 +420,24 @@ pub fn sweep_stale_temps(dir: &Path) {
         if !name.starts_with('.') {
             continue;
         }
-        let Some((_, tail)) = name.rsplit_once(".tmp-") else { continue };
-        let Some((pid, n)) = tail.split_once('-') else { continue };
-        let (Ok(pid), true) = (pid.parse::<u32>(), !n.is_empty() && n.bytes().all(|b| b.is_ascii_alphanumeric())) else { continue };
+        let Some((_, tail)) = name.rsplit_once(".tmp-") else {
+            continue;
+        };
+        let Some((pid, n)) = tail.split_once('-') else {
+            continue;
+        };
+        let (Ok(pid), true) = (
+            pid.parse::<u32>(),
+            !n.is_empty() && n.bytes().all(|b| b.is_ascii_alphanumeric()),
+        ) else {
+            continue;
+        };
         if pid == me || pid == 0 || pid > i32::MAX as u32 {
             continue;
         }
         // SAFETY: kill with signal 0 only checks whether the process exists.
-        let alive = unsafe { libc::kill(pid as libc::pid_t, 0) } == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH);
+        let alive = unsafe { libc::kill(pid as libc::pid_t, 0) } == 0
+            || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH);
         if !alive && e.file_type().map(|t| t.is_file()).unwrap_or(false) {
             let _ = fs::remove_file(e.path());
         }
@@ -338,8 +449,10 @@ mod tests {
     use super::*;
 
     fn entries(dir: &Path) -> Vec<String> {
-        let mut v: Vec<String> =
-            fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        let mut v: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
         v.sort();
         v
     }
@@ -358,17 +471,24 @@ mod tests {
     /// Outputs get 0666 less the umask, as the C's fopen gives them (tempfile alone would make 0600).
     #[test]
     fn outputs_are_not_private() {
-        let Some(umask) = fs::read_to_string("/proc/self/status")
-            .ok()
-            .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Umask:").and_then(|v| u32::from_str_radix(v.trim(), 8).ok())))
-        else {
-            println!("SKIPPED: output permission check, because /proc/self/status has no Umask line");
+        let Some(umask) = fs::read_to_string("/proc/self/status").ok().and_then(|s| {
+            s.lines().find_map(|l| {
+                l.strip_prefix("Umask:")
+                    .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+            })
+        }) else {
+            println!(
+                "SKIPPED: output permission check, because /proc/self/status has no Umask line"
+            );
             return;
         };
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("m.bin");
         write_atomic(&p, b"x").unwrap();
-        assert_eq!(fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o666 & !umask);
+        assert_eq!(
+            fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o666 & !umask
+        );
     }
 
     #[test]
@@ -387,6 +507,38 @@ mod tests {
         drop(f);
         assert_eq!(entries(d.path()), vec!["s.img"], "temp removed on drop");
         assert_eq!(fs::read(&p).unwrap().len(), 200_000, "old file intact");
+    }
+
+    /// Replacing exchanges the names and removes the old contents: another hard link keeps the old
+    /// file (as after rename(2)), no temporary name is left on disk or in the cleanup registry.
+    #[test]
+    fn replacing_a_set_leaves_old_links_and_no_temps() {
+        let d = tempfile::tempdir().unwrap();
+        let (a, b, link) = (
+            d.path().join("a.bin"),
+            d.path().join("b.img"),
+            d.path().join("a.link"),
+        );
+        fs::write(&a, b"old a").unwrap();
+        fs::write(&b, b"old b").unwrap();
+        fs::hard_link(&a, &link).unwrap();
+        let fin: Vec<Finished> = [(&a, &b"new a, longer"[..]), (&b, &b"nb"[..])]
+            .iter()
+            .map(|(p, bytes)| {
+                let mut f = AtomicFile::create(p).unwrap();
+                f.write_all(bytes).unwrap();
+                f.finish().unwrap()
+            })
+            .collect();
+        commit_all(fin).unwrap();
+        assert_eq!(fs::read(&a).unwrap(), b"new a, longer");
+        assert_eq!(fs::read(&b).unwrap(), b"nb");
+        assert_eq!(fs::read(&link).unwrap(), b"old a");
+        assert_eq!(entries(d.path()), vec!["a.bin", "a.link", "b.img"]);
+        assert!(
+            !live().iter().any(|t| t.starts_with(d.path())),
+            "temps still registered for cleanup"
+        );
     }
 
     #[test]
@@ -408,10 +560,13 @@ mod tests {
     #[test]
     fn relative_name_without_dir() {
         // a bare file name resolves against the current directory; just check the temp naming logic
-        let (tmp, f) = create_temp(Path::new(&std::env::temp_dir().join("nb_atomic_probe"))).unwrap();
+        let (tmp, f) =
+            create_temp(Path::new(&std::env::temp_dir().join("nb_atomic_probe"))).unwrap();
         drop(f);
         let name = tmp.file_name().unwrap().to_string_lossy().into_owned();
-        let tail = name.strip_prefix(&format!(".nb_atomic_probe.tmp-{}-", std::process::id())).unwrap();
+        let tail = name
+            .strip_prefix(&format!(".nb_atomic_probe.tmp-{}-", std::process::id()))
+            .unwrap();
         assert_eq!(tail.len(), TEMP_RANDOM_LEN);
         assert!(live().contains(&tmp.to_path_buf()));
         let p = tmp.to_path_buf();
