@@ -41,10 +41,7 @@ fn forget(live: &mut Vec<PathBuf>, tmp: &Path) {
 }
 
 fn out_err(path: &Path, reason: impl std::fmt::Display) -> Error {
-    Error::Output {
-        path: path.to_path_buf(),
-        reason: reason.to_string(),
-    }
+    Error::Output { path: path.to_path_buf(), reason: reason.to_string() }
 }
 
 /// How an output path is written.
@@ -73,10 +70,7 @@ pub fn target_kind(path: &Path) -> Result<TargetKind> {
                 return Ok(TargetKind::Special);
             }
             // follow a symlink to the file it names, so the rename replaces that file, not the link
-            let real = if fs::symlink_metadata(path)
-                .map(|m| m.file_type().is_symlink())
-                .unwrap_or(false)
-            {
+            let real = if fs::symlink_metadata(path).map(|m| m.file_type().is_symlink()).unwrap_or(false) {
                 fs::canonicalize(path).map_err(|e| out_err(path, e))?
             } else {
                 path.to_path_buf()
@@ -89,10 +83,7 @@ pub fn target_kind(path: &Path) -> Result<TargetKind> {
             }
             let dir = parent_dir(path);
             if !dir.is_dir() {
-                return Err(out_err(
-                    path,
-                    format!("directory {} does not exist", dir.display()),
-                ));
+                return Err(out_err(path, format!("directory {} does not exist", dir.display())));
             }
             Ok(TargetKind::Regular(path.to_path_buf()))
         }
@@ -236,11 +227,7 @@ pub fn commit_all(files: Vec<Finished>) -> Result<()> {
 fn replace(tmp: TempPath, target: &Path) -> io::Result<Option<TempPath>> {
     #[cfg(target_os = "linux")]
     {
-        let is_file = |p: &Path| {
-            fs::symlink_metadata(p)
-                .map(|m| m.file_type().is_file())
-                .unwrap_or(false)
-        };
+        let is_file = |p: &Path| fs::symlink_metadata(p).map(|m| m.file_type().is_file()).unwrap_or(false);
         if is_file(target) && exchange(&tmp, target).is_ok() {
             if is_file(&tmp) {
                 return Ok(Some(tmp));
@@ -260,15 +247,7 @@ fn exchange(a: &Path, b: &Path) -> io::Result<()> {
     let a = CString::new(a.as_os_str().as_bytes())?;
     let b = CString::new(b.as_os_str().as_bytes())?;
     // SAFETY: two NUL-terminated paths that live across the call; no memory is shared with the kernel after it
-    let rc = unsafe {
-        libc::renameat2(
-            libc::AT_FDCWD,
-            a.as_ptr(),
-            libc::AT_FDCWD,
-            b.as_ptr(),
-            libc::RENAME_EXCHANGE,
-        )
-    };
+    let rc = unsafe { libc::renameat2(libc::AT_FDCWD, a.as_ptr(), libc::AT_FDCWD, b.as_ptr(), libc::RENAME_EXCHANGE) };
     if rc == 0 {
         Ok(())
     } else {
@@ -282,25 +261,12 @@ impl AtomicFile {
         match target_kind(path)? {
             TargetKind::Special => {
                 // as the C's fopen(...,"wb"): a device or FIFO is written where it is
-                let f = OpenOptions::new()
-                    .write(true)
-                    .open(path)
-                    .map_err(|e| out_err(path, e))?;
-                Ok(AtomicFile {
-                    path: path.to_path_buf(),
-                    target: path.to_path_buf(),
-                    tmp: None,
-                    file: Some(BufWriter::with_capacity(1 << 16, f)),
-                })
+                let f = OpenOptions::new().write(true).open(path).map_err(|e| out_err(path, e))?;
+                Ok(AtomicFile { path: path.to_path_buf(), target: path.to_path_buf(), tmp: None, file: Some(BufWriter::with_capacity(1 << 16, f)) })
             }
             TargetKind::Regular(target) => {
                 let (tmp, f) = create_temp(&target)?;
-                Ok(AtomicFile {
-                    path: path.to_path_buf(),
-                    target,
-                    tmp: Some(tmp),
-                    file: Some(BufWriter::with_capacity(1 << 16, f)),
-                })
+                Ok(AtomicFile { path: path.to_path_buf(), target, tmp: Some(tmp), file: Some(BufWriter::with_capacity(1 << 16, f)) })
             }
         }
     }
@@ -321,11 +287,7 @@ impl AtomicFile {
         let file = self.file.take().expect("AtomicFile used after commit");
         let res = file.into_inner().map_err(|e| e.into_error()).map(drop); // close before the rename
         let tmp = self.tmp.take();
-        let fin = Finished {
-            path: self.path.clone(),
-            target: self.target.clone(),
-            tmp,
-        };
+        let fin = Finished { path: self.path.clone(), target: self.target.clone(), tmp };
         match res {
             Ok(()) => Ok(fin),
             Err(e) => Err(out_err(&self.path, e)), // `fin` dropped: temp removed
@@ -395,18 +357,16 @@ pub fn install_signal_cleanup() {
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
         return;
     };
-    let _ = std::thread::Builder::new()
-        .name("signals".into())
-        .spawn(move || {
-            if let Some(sig) = signals.forever().next() {
-                let reg = live();
-                for p in reg.iter() {
-                    let _ = fs::remove_file(p);
-                }
-                // exit while holding the lock: no temp can be created or renamed after the sweep
-                std::process::exit(128 + sig);
+    let _ = std::thread::Builder::new().name("signals".into()).spawn(move || {
+        if let Some(sig) = signals.forever().next() {
+            let reg = live();
+            for p in reg.iter() {
+                let _ = fs::remove_file(p);
             }
-        });
+            // exit while holding the lock: no temp can be created or renamed after the sweep
+            std::process::exit(128 + sig);
+        }
+    });
 }
 
 /// Remove temporary files `.<name>.tmp-<pid>-<random>` left in `dir` by processes that no longer
@@ -420,24 +380,14 @@ pub fn sweep_stale_temps(dir: &Path) {
         if !name.starts_with('.') {
             continue;
         }
-        let Some((_, tail)) = name.rsplit_once(".tmp-") else {
-            continue;
-        };
-        let Some((pid, n)) = tail.split_once('-') else {
-            continue;
-        };
-        let (Ok(pid), true) = (
-            pid.parse::<u32>(),
-            !n.is_empty() && n.bytes().all(|b| b.is_ascii_alphanumeric()),
-        ) else {
-            continue;
-        };
+        let Some((_, tail)) = name.rsplit_once(".tmp-") else { continue };
+        let Some((pid, n)) = tail.split_once('-') else { continue };
+        let (Ok(pid), true) = (pid.parse::<u32>(), !n.is_empty() && n.bytes().all(|b| b.is_ascii_alphanumeric())) else { continue };
         if pid == me || pid == 0 || pid > i32::MAX as u32 {
             continue;
         }
         // SAFETY: kill with signal 0 only checks whether the process exists.
-        let alive = unsafe { libc::kill(pid as libc::pid_t, 0) } == 0
-            || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH);
+        let alive = unsafe { libc::kill(pid as libc::pid_t, 0) } == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH);
         if !alive && e.file_type().map(|t| t.is_file()).unwrap_or(false) {
             let _ = fs::remove_file(e.path());
         }
@@ -449,10 +399,8 @@ mod tests {
     use super::*;
 
     fn entries(dir: &Path) -> Vec<String> {
-        let mut v: Vec<String> = fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
+        let mut v: Vec<String> =
+            fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
         v.sort();
         v
     }
@@ -471,24 +419,17 @@ mod tests {
     /// Outputs get 0666 less the umask, as the C's fopen gives them (tempfile alone would make 0600).
     #[test]
     fn outputs_are_not_private() {
-        let Some(umask) = fs::read_to_string("/proc/self/status").ok().and_then(|s| {
-            s.lines().find_map(|l| {
-                l.strip_prefix("Umask:")
-                    .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
-            })
-        }) else {
-            println!(
-                "SKIPPED: output permission check, because /proc/self/status has no Umask line"
-            );
+        let Some(umask) = fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Umask:").and_then(|v| u32::from_str_radix(v.trim(), 8).ok())))
+        else {
+            println!("SKIPPED: output permission check, because /proc/self/status has no Umask line");
             return;
         };
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("m.bin");
         write_atomic(&p, b"x").unwrap();
-        assert_eq!(
-            fs::metadata(&p).unwrap().permissions().mode() & 0o777,
-            0o666 & !umask
-        );
+        assert_eq!(fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o666 & !umask);
     }
 
     #[test]
@@ -514,11 +455,7 @@ mod tests {
     #[test]
     fn replacing_a_set_leaves_old_links_and_no_temps() {
         let d = tempfile::tempdir().unwrap();
-        let (a, b, link) = (
-            d.path().join("a.bin"),
-            d.path().join("b.img"),
-            d.path().join("a.link"),
-        );
+        let (a, b, link) = (d.path().join("a.bin"), d.path().join("b.img"), d.path().join("a.link"));
         fs::write(&a, b"old a").unwrap();
         fs::write(&b, b"old b").unwrap();
         fs::hard_link(&a, &link).unwrap();
@@ -535,10 +472,7 @@ mod tests {
         assert_eq!(fs::read(&b).unwrap(), b"nb");
         assert_eq!(fs::read(&link).unwrap(), b"old a");
         assert_eq!(entries(d.path()), vec!["a.bin", "a.link", "b.img"]);
-        assert!(
-            !live().iter().any(|t| t.starts_with(d.path())),
-            "temps still registered for cleanup"
-        );
+        assert!(!live().iter().any(|t| t.starts_with(d.path())), "temps still registered for cleanup");
     }
 
     #[test]
@@ -560,13 +494,10 @@ mod tests {
     #[test]
     fn relative_name_without_dir() {
         // a bare file name resolves against the current directory; just check the temp naming logic
-        let (tmp, f) =
-            create_temp(Path::new(&std::env::temp_dir().join("nb_atomic_probe"))).unwrap();
+        let (tmp, f) = create_temp(Path::new(&std::env::temp_dir().join("nb_atomic_probe"))).unwrap();
         drop(f);
         let name = tmp.file_name().unwrap().to_string_lossy().into_owned();
-        let tail = name
-            .strip_prefix(&format!(".nb_atomic_probe.tmp-{}-", std::process::id()))
-            .unwrap();
+        let tail = name.strip_prefix(&format!(".nb_atomic_probe.tmp-{}-", std::process::id())).unwrap();
         assert_eq!(tail.len(), TEMP_RANDOM_LEN);
         assert!(live().contains(&tmp.to_path_buf()));
         let p = tmp.to_path_buf();
