@@ -80,23 +80,38 @@ impl<T: Real> Grid32<T> {
     }
 
     /// F at the integer-valued (h0, k0, l0); `default_f` outside the grid (or for NaN).
-    #[inline(always)]
+    #[cfg(test)]
     fn get(&self, data: &[T], default_f: T, h0: T, k0: T, l0: T) -> T {
-        let inside = (h0 >= self.lo[0]) & (h0 <= self.hi[0]) & (k0 >= self.lo[1]) & (k0 <= self.hi[1]) & (l0 >= self.lo[2]) & (l0 <= self.hi[2]);
-        let dh = (h0 - self.lo[0]).small_int();
-        let dk = (k0 - self.lo[1]).small_int();
-        let dl = (l0 - self.lo[2]).small_int();
-        let flat = dh.wrapping_mul(self.stride_h).wrapping_add(dk.wrapping_mul(self.stride_k)).wrapping_add(dl);
-        let index = if inside { flat as u32 as usize } else { 0 };
-        debug_assert!(index < data.len());
-        // SAFETY: inside the grid the offsets are within the spans, so the flat index is below the
-        // grid's length (NearestF's layout); outside it is 0 and the data is never empty.
-        let f = unsafe { *data.get_unchecked(index) };
-        if inside {
-            f
-        } else {
-            default_f
+        self.get_lanes::<1>(data, default_f, &[h0], &[k0], &[l0])[0]
+    }
+
+    /// F for `C` lanes of integer-valued (h0, k0, l0); `default_f` outside the grid (or for NaN).
+    /// Three passes over the lanes (flat index, load, select) so the index arithmetic and the
+    /// selection vectorize; only the loads are one per lane.
+    #[inline(always)]
+    fn get_lanes<const C: usize>(&self, data: &[T], default_f: T, h0: &[T; C], k0: &[T; C], l0: &[T; C]) -> [T; C] {
+        // the flat index in f64 arithmetic (integers below 2^31: exact), which vectorizes where
+        // 32-bit integer multiplies across lanes do not
+        let mut flat = [0i32; C];
+        let mut inside = [false; C];
+        for l in 0..C {
+            let (h, k, m) = (h0[l], k0[l], l0[l]);
+            let ins = (h >= self.lo[0]) & (h <= self.hi[0]) & (k >= self.lo[1]) & (k <= self.hi[1]) & (m >= self.lo[2]) & (m <= self.hi[2]);
+            let fl = (h - self.lo[0]).to_f64() * self.stride_h as f64 + (k - self.lo[1]).to_f64() * self.stride_k as f64 + (m - self.lo[2]).to_f64();
+            flat[l] = (if ins { fl } else { 0.0 }).small_int();
+            inside[l] = ins;
         }
+        let mut f = [T::ZERO; C];
+        for l in 0..C {
+            debug_assert!((flat[l] as u32 as usize) < data.len());
+            // SAFETY: inside the grid the offsets are within the spans, so the flat index is below
+            // the grid's length (NearestF's layout); outside it is 0 and the data is never empty.
+            f[l] = unsafe { *data.get_unchecked(flat[l] as u32 as usize) };
+        }
+        for l in 0..C {
+            f[l] = if inside[l] { f[l] } else { default_f };
+        }
+        f
     }
 }
 
@@ -495,9 +510,9 @@ fn sample_chunk<T: Real, const C: usize, const GRID: bool>(
             match &prep.grid32 {
                 Some(g) => {
                     let (data, default_f) = (prep.f.data(), prep.f.default_f());
+                    let f = g.get_lanes(data, default_f, &idx0[0], &idx0[1], &idx0[2]);
                     for l in 0..C {
-                        let f = g.get(data, default_f, idx0[0][l], idx0[1][l], idx0[2][l]);
-                        contrib[l] = f * f * contrib[l];
+                        contrib[l] = f[l] * f[l] * contrib[l];
                     }
                 }
                 None => {
