@@ -165,6 +165,26 @@ fn gate_fails_when_it_must() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }
 
+/// `--replace-outputs`: every run of each program replaces the last run's files; the report says so
+/// (the default, fresh files, too), and `compare` notes a baseline measured the other way.
+#[test]
+fn replacing_outputs_is_measured_and_recorded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let c = fake_c(tmp.path(), "fake_nb", &reference_image(tmp.path()), 0);
+    let (fresh, replace) = (tmp.path().join("fresh"), tmp.path().join("replace"));
+    let o = bench_n(&fresh, Some(&c), 2, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = bench_n(&replace, Some(&c), 2, &["--replace-outputs", "--keep-work"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(json(&fresh)["config"]["outputs"], "fresh");
+    let v = json(&replace);
+    assert_eq!(v["config"]["outputs"], "replace");
+    assert_eq!(v["entries"][0]["c"]["failed_runs"], 0, "{v}");
+    assert!(std::fs::read_to_string(replace.join("summary.md")).unwrap().contains("each run replaces the last run's"));
+    let o = Command::new(BENCH).arg("compare").arg(fresh.join("benchmark_results.json")).arg(replace.join("benchmark_results.json")).output().unwrap();
+    assert!(String::from_utf8_lossy(&o.stdout).contains("different output files: baseline fresh, new replace"), "{}", text(&o));
+}
+
 #[test]
 fn without_c_the_speed_gate_is_skipped_with_a_message() {
     let tmp = tempfile::tempdir().unwrap();

@@ -90,6 +90,10 @@ pub struct RunArgs {
     /// Keep the scratch directory with the last images.
     #[arg(long)]
     pub keep_work: bool,
+    /// Let every run replace the previous run's output files (rerunning into one folder) instead of
+    /// writing fresh ones: measures what replacing an existing file costs each program.
+    #[arg(long)]
+    pub replace_outputs: bool,
     /// No progress bar even on a terminal.
     #[arg(long)]
     pub no_progress: bool,
@@ -219,6 +223,7 @@ pub fn plan_from_args(a: &RunArgs) -> anyhow::Result<(Plan, GateOptions)> {
         rust_binary,
         out_dir,
         keep_work: a.keep_work,
+        replace_outputs: a.replace_outputs,
         interactive: !a.no_progress && std::io::stderr().is_terminal(),
     };
     let gate = GateOptions { enabled: a.gate, min_speedup: a.min_speedup, min_correlation: a.min_correlation };

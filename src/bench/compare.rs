@@ -192,6 +192,9 @@ pub fn compare(base: &Report, new: &Report, threshold_pct: f64, alpha: f64) -> C
     if bc.threads != nc.threads {
         res.notes.push(format!("different thread counts: baseline {:?}, new {:?}", bc.threads, nc.threads));
     }
+    if bc.outputs != nc.outputs {
+        res.notes.push(format!("different output files: baseline {}, new {} (fresh files or replacing the last run's)", bc.outputs, nc.outputs));
+    }
     if bc.precision != nc.precision {
         res.notes.push(format!("different precision: baseline {}, new {}", bc.precision, nc.precision));
     }

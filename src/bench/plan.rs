@@ -65,6 +65,9 @@ pub struct Plan {
     pub out_dir: PathBuf,
     /// Keep the scratch directory with the images of the last runs.
     pub keep_work: bool,
+    /// Leave each run's output files for the next run of the same program to replace (the usual
+    /// case of rerunning into one folder); otherwise they are removed, untimed, before each run.
+    pub replace_outputs: bool,
     /// Show a progress bar and the table on the terminal.
     pub interactive: bool,
 }
@@ -199,6 +202,7 @@ mod tests {
             rust_binary: PathBuf::from("nanobragg-rs"),
             out_dir: PathBuf::from("out"),
             keep_work: false,
+            replace_outputs: false,
             interactive: false,
         }
     }

@@ -141,11 +141,12 @@ pub fn summary_markdown(r: &Report) -> String {
     let _ = writeln!(s, "- machine: {}", r.machine.one_line());
     let _ = writeln!(
         s,
-        "- runs per size: {} warmup + {} measured; threads: {}; precision: {}",
+        "- runs per size: {} warmup + {} measured; threads: {}; precision: {}; output files: {}",
         c.warmup,
         c.iterations,
         c.threads.map(|t| t.to_string()).unwrap_or_else(|| format!("all ({})", r.machine.logical_cores)),
-        c.precision
+        c.precision,
+        if c.outputs == "replace" { "each run replaces the last run's" } else { "fresh (the last run's removed first, untimed)" }
     );
     let _ = writeln!(s, "- nanoBragg flags: `{} -detpixels SIZE`", c.args.join(" "));
     let _ = writeln!(s, "- C reference: {}\n", c.c_binary.as_deref().unwrap_or("**none — no C comparison was made**"));

@@ -151,6 +151,7 @@ fn run_into(plan: &Plan, gate_opts: &GateOptions, progress: &dyn Progress, out_d
             precision: if plan.single_precision { "single" } else { "double" }.to_string(),
             c_binary: plan.c_binary.as_ref().map(|p| p.display().to_string()),
             rust_binary: plan.rust_binary.display().to_string(),
+            outputs: if plan.replace_outputs { "replace" } else { "fresh" }.to_string(),
         },
         entries,
         limits: Some(limits),
@@ -180,6 +181,8 @@ struct SizeSetup<'a> {
     rust_args: Vec<String>,
     /// Where our process run writes its phase timings (see [`crate::simulate::TIMINGS_JSON_ENV`]).
     timings_json: PathBuf,
+    /// Leave outputs for the next run to replace ([`Plan::replace_outputs`]).
+    replace_outputs: bool,
 }
 
 impl SizeSetup<'_> {
@@ -191,6 +194,14 @@ impl SizeSetup<'_> {
     }
     fn warm_float(&self) -> PathBuf {
         self.dirs.warm.join("warm.bin")
+    }
+    /// Untimed, before a run: remove the previous run's outputs in `dir`, unless runs replace them.
+    fn clear_outputs(&self, dir: &Path, names: &[&str]) {
+        if !self.replace_outputs {
+            for n in names {
+                let _ = std::fs::remove_file(dir.join(n));
+            }
+        }
     }
 }
 
@@ -303,7 +314,7 @@ fn prepare_size<'a>(plan: &Plan, size: usize, hkl: Option<&Path>, dirs: &'a Dirs
     }
     rust_args.extend(["--precision".to_string(), precision.to_string()]);
     let c_env = plan.threads.map(|t| vec![("OMP_NUM_THREADS".to_string(), t.to_string())]).unwrap_or_default();
-    Ok(SizeSetup { size, dirs, cfg, c_args, c_env, rust_args, timings_json: dirs.rust.join(".timings.json") })
+    Ok(SizeSetup { size, dirs, cfg, c_args, c_env, rust_args, timings_json: dirs.rust.join(".timings.json"), replace_outputs: plan.replace_outputs })
 }
 
 /// Warmups then measured runs, each one C run, one of our processes and one in-process run, so
@@ -338,9 +349,8 @@ fn measure_size(plan: &Plan, s: &SizeSetup, progress: &dyn Progress) -> anyhow::
 fn c_run(cbin: &Path, s: &SizeSetup, i: usize, is_warmup: bool) -> anyhow::Result<ProcessRun> {
     let c_float = s.c_float();
     // Untimed: remove the previous run's outputs, so no run pays for truncating or replacing the
-    // last one's files (a cost of the benchmark loop, not of either program).
-    let _ = std::fs::remove_file(&c_float);
-    let _ = std::fs::remove_file(s.dirs.c.join("c.img"));
+    // last one's files, unless that cost is what is measured (--replace-outputs).
+    s.clear_outputs(&s.dirs.c, &["c.bin", "c.img"]);
     let r = measure::run_child(cbin, &s.c_args, &s.dirs.c, &s.c_env).with_context(|| format!("cannot run {}", cbin.display()))?;
     let mut run = ProcessRun::finished(i, is_warmup, &r);
     let fail = |run: &mut ProcessRun, why: String| {
@@ -369,8 +379,7 @@ fn c_run(cbin: &Path, s: &SizeSetup, i: usize, is_warmup: bool) -> anyhow::Resul
 /// ([`crate::simulate::TIMINGS_JSON_ENV`]) and that split's resolution. Our failure is an error.
 fn cold_run(rust_binary: &Path, s: &SizeSetup, i: usize, is_warmup: bool) -> anyhow::Result<(ProcessRun, Phases, f64)> {
     let size = s.size;
-    let _ = std::fs::remove_file(s.rust_float());
-    let _ = std::fs::remove_file(s.dirs.rust.join("rust.img"));
+    s.clear_outputs(&s.dirs.rust, &["rust.bin", "rust.img"]);
     let _ = std::fs::remove_file(&s.timings_json);
     let env = [(crate::simulate::TIMINGS_JSON_ENV.to_string(), s.timings_json.display().to_string())];
     let r = measure::run_child(rust_binary, &s.rust_args, &s.dirs.rust, &env)
@@ -399,8 +408,7 @@ fn cold_run(rust_binary: &Path, s: &SizeSetup, i: usize, is_warmup: bool) -> any
 /// One in-process run: setup, render and outputs timed here, with this process's peak RSS.
 fn warm_run(s: &SizeSetup, i: usize, is_warmup: bool) -> anyhow::Result<(Phases, Shape)> {
     let (size, cfg) = (s.size, &s.cfg);
-    let _ = std::fs::remove_file(s.warm_float());
-    let _ = std::fs::remove_file(s.dirs.warm.join("warm.img"));
+    s.clear_outputs(&s.dirs.warm, &["warm.bin", "warm.img"]);
     // without a reset VmHWM is the maximum so far (reported in the run's warnings)
     let _ = measure::reset_self_peak_rss();
     let t0 = Instant::now();

@@ -74,6 +74,13 @@ pub struct RunConfig {
     pub precision: String,
     pub c_binary: Option<String>,
     pub rust_binary: String,
+    /// `fresh` (outputs removed before each run) or `replace` (each run replaces the last one's).
+    #[serde(default = "fresh_outputs")]
+    pub outputs: String,
+}
+
+fn fresh_outputs() -> String {
+    "fresh".into()
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -290,6 +297,7 @@ pub fn sample_report() -> Report {
             precision: "double".into(),
             c_binary: Some("/opt/nanoBragg".into()),
             rust_binary: "nanobragg-rs".into(),
+            outputs: "fresh".into(),
         },
         entries: vec![entry(256), entry(512)],
         limits: None,
