@@ -185,6 +185,47 @@ fn replacing_outputs_is_measured_and_recorded() {
     assert!(String::from_utf8_lossy(&o.stdout).contains("different output files: baseline fresh, new replace"), "{}", text(&o));
 }
 
+/// SIGTERM while a (slow) C run is measured: exit 143, and the scratch directory with its images is
+/// removed, not left in the temp folder.
+#[test]
+fn a_signal_removes_the_scratch_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let slow = tmp.path().join("slow_nb");
+    std::fs::write(&slow, "#!/bin/sh\nsleep 20\n").unwrap();
+    std::fs::set_permissions(&slow, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let scratch_root = tmp.path().join("tmp");
+    std::fs::create_dir(&scratch_root).unwrap();
+    let mut child = Command::new(BENCH)
+        .args(["--sizes", "8", "--iterations", "1", "--warmup", "0", "--no-progress", "--rust-binary", SIM])
+        .arg("--c-binary")
+        .arg(&slow)
+        .arg("--out")
+        .arg(tmp.path().join("r"))
+        .env("TMPDIR", &scratch_root)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // wait until the C run has started in the scratch directory
+    let t0 = std::time::Instant::now();
+    let started = || {
+        std::fs::read_dir(&scratch_root).unwrap().flatten().any(|d| d.path().join("c").join(".bench-stdout").exists())
+    };
+    while !started() {
+        assert!(t0.elapsed().as_secs() < 60, "the C run never started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // SAFETY: plain kill(2) of our own child
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(143), "{err}");
+    assert!(err.contains("scratch directory removed"), "{err}");
+    let left: Vec<_> = std::fs::read_dir(&scratch_root).unwrap().flatten().map(|d| d.path()).collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
 #[test]
 fn without_c_the_speed_gate_is_skipped_with_a_message() {
     let tmp = tempfile::tempdir().unwrap();

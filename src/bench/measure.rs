@@ -241,22 +241,66 @@ pub fn tail_lines(s: &str, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join(" | ")
 }
 
-/// A scratch directory (`tempfile`'s) under the system temp folder, removed when dropped unless kept.
+/// A scratch directory (`tempfile`'s) under the system temp folder, removed when dropped unless kept,
+/// and on SIGINT, SIGTERM or SIGHUP (a destructor does not run when a signal ends the process, and a
+/// 4096² run leaves ~200 MiB of images there).
 pub struct WorkDir {
     pub path: PathBuf,
     dir: Option<tempfile::TempDir>,
 }
 
+/// Scratch directories that a signal removes (those not kept).
+static SCRATCH: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+fn scratch() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    SCRATCH.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Once per process: on SIGINT, SIGTERM or SIGHUP remove every registered scratch directory and exit
+/// with 128 + the signal number. A child being measured gets the terminal's SIGINT itself; after a
+/// SIGTERM to this process alone it finishes its run in the removed directory and exits.
+fn install_scratch_cleanup() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else { return };
+        let _ = std::thread::Builder::new().name("bench-signals".into()).spawn(move || {
+            if let Some(sig) = signals.forever().next() {
+                let dirs = scratch();
+                for d in dirs.iter() {
+                    let _ = std::fs::remove_dir_all(d);
+                }
+                eprintln!("bench-detailed: interrupted (signal {sig}); scratch directory removed, no report written");
+                std::process::exit(128 + sig);
+            }
+        });
+    });
+}
+
 impl WorkDir {
     pub fn new(prefix: &str) -> std::io::Result<WorkDir> {
+        install_scratch_cleanup();
+        let mut reg = scratch();
         let dir = tempfile::Builder::new().prefix(&format!("{prefix}-")).tempdir()?;
+        reg.push(dir.path().to_path_buf());
         Ok(WorkDir { path: dir.path().to_path_buf(), dir: Some(dir) })
     }
 
-    /// Leave the directory in place when this is dropped.
+    /// Leave the directory in place when this is dropped (or a signal ends the run).
     pub fn keep(&mut self) {
         if let Some(d) = self.dir.take() {
+            scratch().retain(|p| p != d.path());
             let _ = d.keep();
+        }
+    }
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        if let Some(d) = self.dir.take() {
+            let mut reg = scratch();
+            reg.retain(|p| p != d.path());
+            drop(d); // removed under the lock: the signal handler never races the removal
         }
     }
 }
