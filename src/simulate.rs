@@ -6,7 +6,7 @@ use crate::config::Config;
 use crate::crystal::RTD;
 use crate::experiment::{self, resolve_out, Experiment};
 use crate::inputs::Inputs;
-use crate::io::outputs::{self, OutputCtx, Planned, Scaled};
+use crate::io::outputs::{self, OutputCtx, Planned};
 use crate::io::smv::SmvHeader;
 use crate::kernel::{self, RenderOutput, Trace};
 use crate::report::Log;
@@ -219,39 +219,36 @@ pub fn write_outputs(cfg: &Config, exp: &mut Experiment, r: &RenderOutput, out: 
 fn write_planned(planned: &[Planned], cfg: &Config, exp: &Experiment, r: &RenderOutput, out: &mut dyn Write) -> Result<(ImageStats, Vec<PathBuf>)> {
     let d = &exp.det;
     let (fp, sp) = (d.fpixels, d.spixels);
-    let scale = || {
-        let stats = image_stats(&r.float, fp, sp, exp.roi, exp.mask.as_deref(), exp.subpixel_size, exp.oversample);
-        let mut intfile_scale = cfg.output.intfile_scale;
-        if intfile_scale <= 0.0 {
-            intfile_scale = 1.0;
-            if stats.max_i > 0.0 {
-                intfile_scale = 55000.0 / stats.max_i;
-            }
+    let stats = image_stats(&r.float, fp, sp, exp.roi, exp.mask.as_deref(), exp.subpixel_size, exp.oversample);
+    let mut intfile_scale = cfg.output.intfile_scale;
+    if intfile_scale <= 0.0 {
+        intfile_scale = 1.0;
+        if stats.max_i > 0.0 {
+            intfile_scale = 55000.0 / stats.max_i;
         }
-        let mut pgm_scale = cfg.output.pgm_scale;
-        if pgm_scale <= 0.0 {
-            pgm_scale = intfile_scale;
-            if stats.rmsd > 0.0 {
-                pgm_scale = 250.0 / (5.0 * stats.rmsd);
-            }
+    }
+    let mut pgm_scale = cfg.output.pgm_scale;
+    if pgm_scale <= 0.0 {
+        pgm_scale = intfile_scale;
+        if stats.rmsd > 0.0 {
+            pgm_scale = 250.0 / (5.0 * stats.rmsd);
         }
-        let stats_lines = vec![
-            format!("max_I = {}  at {} {}", g(stats.max_i), g(stats.max_i_x), g(stats.max_i_y)),
-            format!("mean= {} rms= {} rmsd= {}", g(stats.mean), g(stats.rms), g(stats.rmsd)),
-            format!("intfile_scale = {}", g(intfile_scale)),
-        ];
-        (Scaled { stats, intfile_scale, pgm_scale }, stats_lines)
-    };
+    }
+    let stats_lines = vec![
+        format!("max_I = {}  at {} {}", g(stats.max_i), g(stats.max_i_x), g(stats.max_i_y)),
+        format!("mean= {} rms= {} rmsd= {}", g(stats.mean), g(stats.rms), g(stats.rmsd)),
+        format!("intfile_scale = {}", g(intfile_scale)),
+    ];
     let mut header = smv_header(exp);
     if cfg.output.smv_dxtbx {
         dxtbx_beam_centre(&mut header, exp);
     }
-    let ctx = OutputCtx::new(cfg, exp, &r.float, header);
-    let (lines, files) = outputs::write_all(planned, &ctx, scale)?;
+    let ctx = OutputCtx { cfg, exp, float: &r.float, stats, intfile_scale, pgm_scale, header, counts: Default::default() };
+    let (lines, files) = outputs::write_all(planned, &ctx, stats_lines)?;
     for l in lines {
         let _ = writeln!(out, "{l}");
     }
-    Ok((ctx.scaled().stats, files))
+    Ok((stats, files))
 }
 
 /// Print the `-printout` block for one pixel (the C prints it from inside its loop).

@@ -24,33 +24,15 @@ pub struct OutputCtx<'a> {
     pub cfg: &'a Config,
     pub exp: &'a Experiment,
     pub float: &'a [f32],
+    pub stats: ImageStats,
+    pub intfile_scale: f64,
+    pub pgm_scale: f64,
     pub header: SmvHeader,
-    /// The image statistics and the scales made from them, set by [`write_all`] once computed: the
-    /// writers that do not need them ([`OutputWriter::needs_stats`]) start before.
-    pub scaled: std::sync::OnceLock<Scaled>,
     /// The 32-bit counts of the CBF and NeXus images, made once by whichever needs them first.
     pub counts: std::sync::OnceLock<Vec<i32>>,
 }
 
-/// The image statistics and the integer images' scales (`-scale`, `-pgmscale` or from the statistics).
-#[derive(Clone, Copy, Debug)]
-pub struct Scaled {
-    pub stats: ImageStats,
-    pub intfile_scale: f64,
-    pub pgm_scale: f64,
-}
-
-impl<'a> OutputCtx<'a> {
-    /// A context whose statistics are still to come.
-    pub fn new(cfg: &'a Config, exp: &'a Experiment, float: &'a [f32], header: SmvHeader) -> Self {
-        OutputCtx { cfg, exp, float, header, scaled: Default::default(), counts: Default::default() }
-    }
-
-    /// The statistics and scales; only for writers that say they need them (set before those run).
-    pub fn scaled(&self) -> &Scaled {
-        self.scaled.get().expect("a writer that needs the statistics ran before them (OutputWriter::needs_stats)")
-    }
-
+impl OutputCtx<'_> {
     /// Counts for the CBF and NeXus images: with noise, the noise image's own draws (the same random
     /// stream, replayed from the experiment's RNG state) plus the ADC offset without the SMV's 65535
     /// cap; with `-nonoise`, the expected photons rounded half up plus the ADC offset. 0 outside the ROI.
@@ -105,10 +87,6 @@ pub trait OutputWriter: Sync {
     fn before_stats(&self) -> bool {
         false
     }
-    /// Reads [`OutputCtx::scaled`]; a writer that does not can start while the statistics are computed.
-    fn needs_stats(&self) -> bool {
-        true
-    }
     /// Bytes of memory it needs for an image of `pixels` (beyond the float image): a writer that
     /// streams its image needs a bounded amount.
     fn memory(&self, pixels: u64) -> u64 {
@@ -126,9 +104,6 @@ pub struct FdumpWriter;
 impl OutputWriter for FdumpWriter {
     fn role(&self) -> &'static str {
         "dump"
-    }
-    fn needs_stats(&self) -> bool {
-        false
     }
     fn requested(&self, cfg: &Config) -> Option<PathBuf> {
         cfg.params.hkl_file.as_ref().map(|_| cfg.params.dump_file.clone())
@@ -149,9 +124,6 @@ pub struct FloatWriter;
 impl OutputWriter for FloatWriter {
     fn role(&self) -> &'static str {
         "float"
-    }
-    fn needs_stats(&self) -> bool {
-        false
     }
     fn requested(&self, cfg: &Config) -> Option<PathBuf> {
         Some(cfg.output.floatfile.clone())
@@ -181,7 +153,7 @@ impl OutputWriter for IntWriter {
         let d = &ctx.exp.det;
         w.write_all(&smv_header_bytes(&ctx.header).map_err(|e| with_path(e, path))?).map_err(io_err(path))?;
         // converted and written batch by batch: the 16-bit image is never held whole
-        write_int_pixels(w, ctx.float, d.fpixels, d.spixels, ctx.exp.roi, ctx.scaled().intfile_scale, ctx.cfg.output.adc_offset).map_err(io_err(path))?;
+        write_int_pixels(w, ctx.float, d.fpixels, d.spixels, ctx.exp.roi, ctx.intfile_scale, ctx.cfg.output.adc_offset).map_err(io_err(path))?;
         Ok(vec![format!("writing {} as 2-byte integers", ctx.cfg.output.intfile.display())])
     }
     fn memory(&self, pixels: u64) -> u64 {
@@ -200,9 +172,9 @@ impl OutputWriter for PgmWriter {
     }
     fn write(&self, ctx: &OutputCtx, path: &Path, w: &mut (dyn Write + Send)) -> Result<Vec<String>> {
         let d = &ctx.exp.det;
-        w.write_all(super::pgm::pgm_header(d.fpixels, d.spixels, ctx.scaled().pgm_scale).as_bytes()).map_err(io_err(path))?;
-        super::pgm::write_pgm_pixels(w, ctx.float, d.fpixels, d.spixels, ctx.exp.roi, ctx.scaled().pgm_scale).map_err(io_err(path))?;
-        Ok(vec![format!("pgm_scale = {}", g(ctx.scaled().pgm_scale)), format!("writing {} as 1-byte integers", ctx.cfg.output.pgmfile.display())])
+        w.write_all(super::pgm::pgm_header(d.fpixels, d.spixels, ctx.pgm_scale).as_bytes()).map_err(io_err(path))?;
+        super::pgm::write_pgm_pixels(w, ctx.float, d.fpixels, d.spixels, ctx.exp.roi, ctx.pgm_scale).map_err(io_err(path))?;
+        Ok(vec![format!("pgm_scale = {}", g(ctx.pgm_scale)), format!("writing {} as 1-byte integers", ctx.cfg.output.pgmfile.display())])
     }
     fn memory(&self, pixels: u64) -> u64 {
         streamed(pixels, 1)
@@ -234,9 +206,6 @@ pub struct NoiseWriter;
 impl OutputWriter for NoiseWriter {
     fn role(&self) -> &'static str {
         "noise"
-    }
-    fn needs_stats(&self) -> bool {
-        false
     }
     fn requested(&self, cfg: &Config) -> Option<PathBuf> {
         cfg.output.calculate_noise.then(|| cfg.output.noisefile.clone())
@@ -287,9 +256,6 @@ impl OutputWriter for CbfWriter {
     fn role(&self) -> &'static str {
         "CBF"
     }
-    fn needs_stats(&self) -> bool {
-        false
-    }
     fn requested(&self, cfg: &Config) -> Option<PathBuf> {
         cfg.output.cbffile.clone()
     }
@@ -312,9 +278,6 @@ pub struct NexusWriter;
 impl OutputWriter for NexusWriter {
     fn role(&self) -> &'static str {
         "NeXus"
-    }
-    fn needs_stats(&self) -> bool {
-        false
     }
     fn requested(&self, cfg: &Config) -> Option<PathBuf> {
         cfg.output.nexusfile.clone()
@@ -520,10 +483,9 @@ pub fn remove_created_dirs(created: &[PathBuf]) {
 }
 
 /// Write every planned output: all regular files under temporary names, then renamed together.
-/// `scale` computes the statistics and scales ([`OutputCtx::scaled`]) and their lines, on this thread
-/// while the writers that do not need them already run. Returns the lines to print, in the C's order:
-/// lines of the `before_stats` writers, the statistics' lines, then the others.
-pub fn write_all(planned: &[Planned], ctx: &OutputCtx, scale: impl FnOnce() -> (Scaled, Vec<String>)) -> Result<(Vec<String>, Vec<PathBuf>)> {
+/// Returns the lines to print, in the C's order: lines of the `before_stats` writers, `stats_lines`,
+/// then the others.
+pub fn write_all(planned: &[Planned], ctx: &OutputCtx, stats_lines: Vec<String>) -> Result<(Vec<String>, Vec<PathBuf>)> {
     type One = Result<(Vec<String>, Option<Finished>)>;
     let run_one = |p: &Planned| -> One {
         let mut f = AtomicFile::create(&p.path)?;
@@ -531,23 +493,14 @@ pub fn write_all(planned: &[Planned], ctx: &OutputCtx, scale: impl FnOnce() -> (
         f.flush().map_err(io_err(&p.path))?;
         Ok((lines, Some(f.finish()?)))
     };
-    let mut stats_lines = Vec::new();
     let results: Vec<One> = std::thread::scope(|scope| {
-        // the writers of their own thread that need no statistics (the float image, noise, CBF,
-        // NeXus) start first, while this thread computes the statistics; then the others
-        let spawn = |needs_stats: bool| -> Vec<_> {
-            planned.iter().map(|p| (p.writer.own_thread() && p.writer.needs_stats() == needs_stats).then(|| scope.spawn(|| run_one(p)))).collect()
-        };
-        let early = spawn(false);
-        let (scaled, lines) = scale();
-        let _ = ctx.scaled.set(scaled);
-        stats_lines = lines;
-        let late = spawn(true);
+        let handles: Vec<_> = planned
+            .iter()
+            .map(|p| if p.writer.own_thread() { Some(scope.spawn(|| run_one(p))) } else { None })
+            .collect();
         let mut inline: Vec<Option<One>> = planned.iter().map(|p| (!p.writer.own_thread()).then(|| run_one(p))).collect();
-        early
+        handles
             .into_iter()
-            .zip(late)
-            .map(|(e, l)| e.or(l))
             .zip(planned)
             .enumerate()
             .map(|(i, (h, p))| match h {
