@@ -6,8 +6,9 @@
 //! and with them the noise image, which must stay bit-identical to the C's.
 //!
 //! What differs from the reference (all within the parity tolerance, tested against it):
-//! * sincg² from the reduced argument δ = h − h0 and a polynomial sin(πx) (`lanes::sincg_sqr`)
-//!   instead of two libm sines of large arguments;
+//! * sincg from the reduced argument δ = h − h0: for N ≤ 24 as the Chebyshev polynomial
+//!   U_{N−1}(cos πδ), a product over its roots (`cheb_u`), else from a polynomial sin(πx)
+//!   (`lanes::sincg_sqr`), instead of two libm sines of large arguments;
 //! * the polarization factor from cos 2ψ = (E² − B²)/(E² + B²) instead of atan2 and cos, and without
 //!   the C's in-place renormalisation of the diffracted vector (an ulp-level effect);
 //! * with `-precision single`, the per-sample work (h, k, l, lattice factor, |F|², sum) in f32.
@@ -17,6 +18,10 @@
 //! Round, gauss and tophat spots use the reference kernel's scalar lattice factor lane by lane, the
 //! curved detector its scalar rotations, interpolated F a per-lane tricubic lookup (with the reference
 //! kernel finishing any row where interpolation leaves its range).
+//!
+//! At the AVX2 level the innermost loop (all orientations for one sub-pixel and source) of the
+//! usual crystal (square spot, N ≤ 24, nearest-neighbour F) runs in [`super::avx2`]'s
+//! hand-written intrinsics instead of the generic loop here.
 
 use super::lanes::{ceil, cheb_two_x, sincg_sqr, Real, CHEB_MAX_N};
 use crate::config::CrystalShape;
@@ -47,12 +52,68 @@ pub struct Prepared<'a, T: Real> {
     /// The usual crystal, a square spot with the same small N (> 1) on every axis: that N, for the
     /// three recurrences run together; else 0.
     fused_n: usize,
+    /// Per axis, the squared roots 4cos²(kπ/N) (k = 1..⌊(N−1)/2⌋) of U_{N−1}(y/2) as a polynomial in y².
+    cheb_roots: [Vec<T>; 3],
     /// Square spots (the sincg lattice factor); otherwise the reference kernel's, lane by lane.
     square: bool,
     /// The nearest-neighbour F lookup (structure_factors' one implementation), |F| in T.
     f: NearestF<'a, T>,
     /// The same grid's bounds in T, for the lookup in 32-bit lanes (`None`: too large for it).
     grid32: Option<Grid32<T>>,
+    /// What the hand-written AVX2 sample loop needs, where it applies (`None`: the generic loop).
+    pub(super) hand: Option<HandLattice<T>>,
+}
+
+/// The lattice factor and F grid as the hand-written sample loop ([`super::avx2`]) takes them: a
+/// square spot with N ≤ [`CHEB_MAX_N`] on every axis, F nearest-neighbour from a grid whose offsets
+/// and flat index fit i32 (or `default_F` alone).
+pub struct HandLattice<T> {
+    pub(super) axes: [HandAxis<T>; 3],
+    /// The same N on every axis (the usual crystal): the three products run in one loop.
+    pub(super) uniform: bool,
+    pub(super) grid: Option<HandGrid>,
+}
+
+/// One axis's U_{N−1} as y^(N+1 mod 2)·Π(y² − r_k) ([`cheb_roots`]); nothing to multiply for N ≤ 1.
+pub struct HandAxis<T> {
+    pub(super) n: usize,
+    pub(super) even: bool,
+    pub(super) roots: Vec<T>,
+}
+
+/// The F grid's lower corner, max − min per axis and strides, as i32 lanes take them.
+pub struct HandGrid {
+    pub(super) lo: [i32; 3],
+    pub(super) span: [i32; 3],
+    pub(super) stride_h: i32,
+    pub(super) stride_k: i32,
+}
+
+impl<T: Real> HandLattice<T> {
+    /// `None` where the hand-written loop does not apply (another spot shape, a large or
+    /// non-integer N, a grid too large for i32 indices).
+    pub(super) fn new(shape: CrystalShape, ns: [f64; 3], f: &NearestF<T>) -> Option<Self> {
+        if shape != CrystalShape::Square || !ns.iter().all(|&n| n <= CHEB_MAX_N as f64 && n.fract() == 0.0) {
+            return None;
+        }
+        let grid = if f.has_grid() {
+            let (min, span, [sh, sk]) = f.layout();
+            let fits = |x: i64| i32::try_from(x).is_ok();
+            if !(min.iter().chain(&span).all(|&x| fits(x)) && fits(sh) && fits(sk) && f.data().len() < i32::MAX as usize) {
+                return None;
+            }
+            Some(HandGrid { lo: min.map(|x| x as i32), span: span.map(|x| x as i32), stride_h: sh as i32, stride_k: sk as i32 })
+        } else {
+            None
+        };
+        // N ≤ 1 (no lattice factor on that axis) as U_0 = 1: no roots, odd
+        let axes = ns.map(|n| {
+            let n = n.max(1.0) as usize;
+            HandAxis { n, even: n % 2 == 0, roots: cheb_roots(n) }
+        });
+        let uniform = axes.iter().all(|a| a.n == axes[0].n);
+        Some(HandLattice { axes, uniform, grid })
+    }
 }
 
 /// The nearest-neighbour F grid's bounds as floats and strides as i32: the SIMD kernel tests the
@@ -137,6 +198,7 @@ impl<'a, T: Real> Prepared<'a, T> {
         let n_cheb = [exp.na, exp.nb, exp.nc].map(|n| if n <= CHEB_MAX_N as f64 { n as usize } else { 0 });
         let square = exp.shape == CrystalShape::Square;
         Prepared {
+            cheb_roots: n_cheb.map(|n| cheb_roots(n)),
             fused_n: if square && n_cheb[0] > 1 && n_cheb == [n_cheb[0]; 3] { n_cheb[0] } else { 0 },
             square,
             n_cheb,
@@ -147,6 +209,7 @@ impl<'a, T: Real> Prepared<'a, T> {
             nb: T::from_f64(exp.nb),
             nc: T::from_f64(exp.nc),
             grid32: Grid32::new(&f),
+            hand: HandLattice::new(exp.shape, [exp.na, exp.nb, exp.nc], &f),
             f,
         }
     }
@@ -155,9 +218,10 @@ impl<'a, T: Real> Prepared<'a, T> {
 /// Render one row (`out` = fpixels values) in groups of `L` pixels. Where interpolation leaves its
 /// safe range in a group, the row stops there with [`RowEnd::HandOver`] at the group's first pixel:
 /// the shared driver finishes it with the reference kernel, which switches interpolation off at
-/// exactly the C's evaluation.
+/// exactly the C's evaluation. `HAND`: use the hand-written AVX2 sample loop where it applies (set
+/// only by a row function compiled with AVX2 and FMA, see `simd.rs`).
 #[inline(always)]
-pub fn render_row<T: Real, const L: usize, const C: usize>(exp: &Experiment, prep: &Prepared<T>, s: usize, interpolate: bool, out: &mut [f32]) -> RowResult {
+pub fn render_row<T: Real, const L: usize, const C: usize, const HAND: bool>(exp: &Experiment, prep: &Prepared<T>, s: usize, interpolate: bool, out: &mut [f32]) -> RowResult {
     let fpixels = exp.det.fpixels;
     let mut omega_row = 0.0;
     // pixel_active with the row's part hoisted: the ROI's columns and this row's mask
@@ -179,7 +243,7 @@ pub fn render_row<T: Real, const L: usize, const C: usize>(exp: &Experiment, pre
         let any = active.iter().any(|&a| a);
         let mut vals = [0.0f64; L];
         if any {
-            match render_group::<T, L, C>(exp, prep, f0, s, &active, interpolate, &mut vals) {
+            match render_group::<T, L, C, HAND>(exp, prep, f0, s, &active, interpolate, &mut vals) {
                 Some(om) => omega_row += om,
                 None => return RowResult { omega: omega_row, end: RowEnd::HandOver { from: f0 } },
             }
@@ -198,7 +262,7 @@ pub fn render_row<T: Real, const L: usize, const C: usize>(exp: &Experiment, pre
 #[inline(always)]
 /// One group of pixels; `None` when interpolation went out of range (the caller falls back).
 #[allow(clippy::too_many_arguments)]
-fn render_group<T: Real, const L: usize, const C: usize>(
+fn render_group<T: Real, const L: usize, const C: usize, const HAND: bool>(
     exp: &Experiment,
     prep: &Prepared<T>,
     f0: usize,
@@ -350,10 +414,10 @@ fn render_group<T: Real, const L: usize, const C: usize>(
                     let in_range = if interpolate {
                         interpolated_sample_loop::<T, L>(exp, prep, &scat, &live, &weight, &mut i_sum)
                     } else if prep.f.has_grid() {
-                        sample_loop::<T, L, C, true>(exp, prep, &scat, &live, &weight, &mut i_sum);
+                        sample_loop::<T, L, C, true, HAND>(exp, prep, &scat, &live, &weight, &mut i_sum);
                         true
                     } else {
-                        sample_loop::<T, L, C, false>(exp, prep, &scat, &live, &weight, &mut i_sum);
+                        sample_loop::<T, L, C, false, HAND>(exp, prep, &scat, &live, &weight, &mut i_sum);
                         true
                     };
                     if !in_range {
@@ -405,7 +469,7 @@ fn render_group<T: Real, const L: usize, const C: usize>(
 /// scattering vectors and sums stay in registers across every orientation, and a chunk with no live
 /// lane is skipped. Each lane still adds its samples in the C's order, so chunking changes no bit.
 #[inline(always)]
-fn sample_loop<T: Real, const L: usize, const C: usize, const GRID: bool>(
+fn sample_loop<T: Real, const L: usize, const C: usize, const GRID: bool, const HAND: bool>(
     exp: &Experiment,
     prep: &Prepared<T>,
     scat: &[[T; L]; 3],
@@ -420,7 +484,11 @@ fn sample_loop<T: Real, const L: usize, const C: usize, const GRID: bool>(
             let sc: [[T; C]; 3] = std::array::from_fn(|ax| std::array::from_fn(|i| scat[ax][c0 + i]));
             let w: [T; C] = std::array::from_fn(|i| weight[c0 + i]);
             let mut a: [T; C] = std::array::from_fn(|i| acc[c0 + i]);
-            sample_chunk::<T, C, GRID>(exp, prep, &sc, &lv, &w, &mut a);
+            // SAFETY: HAND is set only where the row function runs with AVX2 and FMA (simd.rs)
+            let done = HAND && prep.hand.as_ref().is_some_and(|h| unsafe { T::hand_chunk(h, &prep.orient, prep.f.data(), prep.f.default_f(), &sc, &lv, &w, &mut a) });
+            if !done {
+                sample_chunk::<T, C, GRID>(exp, prep, &sc, &lv, &w, &mut a);
+            }
             acc[c0..c0 + C].copy_from_slice(&a);
         }
         c0 += C;
@@ -467,7 +535,7 @@ fn sample_chunk<T: Real, const C: usize, const GRID: bool>(
                     two_x[axis][l] = cheb_two_x(idx[axis][l], idx0[axis][l]);
                 }
             }
-            let u = cheb_u(two_x, fused_n);
+            let u = cheb_u(two_x, &prep.cheb_roots[0], fused_n % 2 == 0);
             for l in 0..C {
                 f_latt[l] = u[0][l] * u[1][l] * u[2][l];
             }
@@ -491,7 +559,7 @@ fn sample_chunk<T: Real, const C: usize, const GRID: bool>(
                     for l in 0..C {
                         two_x[l] = cheb_two_x(idx[axis][l], idx0[axis][l]);
                     }
-                    let [u] = cheb_u([two_x], n_int);
+                    let [u] = cheb_u([two_x], &prep.cheb_roots[axis], n_int % 2 == 0);
                     for l in 0..C {
                         f_latt[l] = f_latt[l] * u[l];
                     }
@@ -535,19 +603,31 @@ fn sample_chunk<T: Real, const C: usize, const GRID: bool>(
     }
 }
 
-/// U_{n−1}(x) from 2x by the recurrence U_{k+1} = 2x·U_k − U_{k−1} (U_0 = 1, U_1 = 2x), for `A` arrays
-/// of lanes at once: the arrays' chains are independent, so more of them keep the multipliers busy
-/// where one alone waits on each step's latency. Lanes innermost so every step vectorizes.
+/// 4cos²(kπ/n) for k = 1..⌊(n−1)/2⌋: U_{n−1}(y/2) = y^(n+1 mod 2) · Π_k (y² − 4cos²(kπ/n)), the
+/// product over the Chebyshev polynomial's roots ±2cos(kπ/n) taken in pairs.
+pub(super) fn cheb_roots<T: Real>(n: usize) -> Vec<T> {
+    (1..=(n.max(1) - 1) / 2).map(|k| T::from_f64(4.0 * (k as f64 * std::f64::consts::PI / n as f64).cos().powi(2))).collect()
+}
+
+/// U_{n−1}(x) from y = 2x as the product over its roots (see [`cheb_roots`]), for `A` arrays of lanes
+/// at once. A product of independent factors: short dependency chains, half the operations of the
+/// three-term recurrence, and relative accuracy everywhere (no cancellation between large terms).
 #[inline(always)]
-fn cheb_u<T: Real, const C: usize, const A: usize>(two_x: [[T; C]; A], n: usize) -> [[T; C]; A] {
-    let mut u_prev = [[T::ONE; C]; A];
-    let mut u = two_x;
-    for _ in 2..n {
+fn cheb_u<T: Real, const C: usize, const A: usize>(two_x: [[T; C]; A], roots: &[T], even: bool) -> [[T; C]; A] {
+    let mut y2 = [[T::ZERO; C]; A];
+    let mut u = [[T::ONE; C]; A];
+    for a in 0..A {
+        for l in 0..C {
+            y2[a][l] = two_x[a][l] * two_x[a][l];
+            if even {
+                u[a][l] = two_x[a][l];
+            }
+        }
+    }
+    for &r in roots {
         for a in 0..A {
             for l in 0..C {
-                let next = two_x[a][l] * u[a][l] - u_prev[a][l];
-                u_prev[a][l] = u[a][l];
-                u[a][l] = next;
+                u[a][l] = u[a][l] * (y2[a][l] - r);
             }
         }
     }
@@ -598,6 +678,24 @@ fn interpolated_sample_loop<T: Real, const L: usize>(
 mod tests {
     use super::*;
     use crate::structure_factors::HklGrid;
+
+    /// U_{N−1}(cos πδ) as the product over its roots is the C's sincg(πh, N) up to sign.
+    #[test]
+    fn chebyshev_product_is_the_c_sincg() {
+        for n in 1..=CHEB_MAX_N {
+            for (even, roots) in [(n % 2 == 0, cheb_roots::<f64>(n))] {
+                let mut h = -7.31;
+                while h < 7.3 {
+                    let h0 = (h - 0.5f64).ceil();
+                    let two_x = [[cheb_two_x(h, h0)]];
+                    let u = cheb_u(two_x, &roots, even)[0][0];
+                    let want = crate::physics::sincg(std::f64::consts::PI * h, n as f64).abs();
+                    assert!((u.abs() - want).abs() <= 1e-12 * (n * n) as f64, "N={n} h={h}: {u} vs {want}");
+                    h += 0.0137;
+                }
+            }
+        }
+    }
 
     /// The 32-bit lookup gives NearestF's value (the C's nearest-neighbour rule) inside the grid,
     /// on its edges, outside it on every side, and for NaN indices.

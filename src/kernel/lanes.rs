@@ -27,6 +27,22 @@ pub trait Real:
     /// `self` (an integer in 0..2²²) as i32, by the same magic-number addition as
     /// [`Real::magic_int`] but in 32-bit lanes (AVX2 has no 64-bit multiply for index arithmetic).
     fn small_int(self) -> i32;
+    /// The hand-written AVX2 sample loop ([`super::avx2`]) for this type and `C` lanes; false where
+    /// `C` is not a whole number of registers (or the target is not x86-64) and the generic loop must run.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2 and FMA.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn hand_chunk<const C: usize>(
+        hand: &super::fast::HandLattice<Self>,
+        orient: &[[[Self; 3]; 3]],
+        data: &[Self],
+        default_f: Self,
+        scat: &[[Self; C]; 3],
+        live: &[bool; C],
+        weight: &[Self; C],
+        acc: &mut [Self; C],
+    ) -> bool;
 }
 
 #[allow(clippy::excessive_precision)] // the published Cephes coefficients, kept as written
@@ -74,6 +90,31 @@ impl Real for f64 {
         // the low word of 1.5·2⁵² + x is x (two's complement) for |x| < 2³¹
         (self + Self::ROUND_MAGIC).to_bits() as i32
     }
+    #[inline(always)]
+    unsafe fn hand_chunk<const C: usize>(
+        hand: &super::fast::HandLattice<f64>,
+        orient: &[[[f64; 3]; 3]],
+        data: &[f64],
+        default_f: f64,
+        scat: &[[f64; C]; 3],
+        live: &[bool; C],
+        weight: &[f64; C],
+        acc: &mut [f64; C],
+    ) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if !C.is_multiple_of(4) {
+                return false;
+            }
+            super::avx2::f64x4::sample_chunk::<C>(hand, orient, data, default_f, scat, live, weight, acc);
+            true
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (hand, orient, data, default_f, scat, live, weight, acc);
+            false
+        }
+    }
 }
 
 #[allow(clippy::excessive_precision)] // the published Cephes coefficients, kept as written
@@ -104,6 +145,31 @@ impl Real for f32 {
     #[inline(always)]
     fn small_int(self) -> i32 {
         ((self + Self::ROUND_MAGIC).to_bits() as i32 & 0x007F_FFFF) - 0x0040_0000
+    }
+    #[inline(always)]
+    unsafe fn hand_chunk<const C: usize>(
+        hand: &super::fast::HandLattice<f32>,
+        orient: &[[[f32; 3]; 3]],
+        data: &[f32],
+        default_f: f32,
+        scat: &[[f32; C]; 3],
+        live: &[bool; C],
+        weight: &[f32; C],
+        acc: &mut [f32; C],
+    ) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if !C.is_multiple_of(8) {
+                return false;
+            }
+            super::avx2::f32x8::sample_chunk::<C>(hand, orient, data, default_f, scat, live, weight, acc);
+            true
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (hand, orient, data, default_f, scat, live, weight, acc);
+            false
+        }
     }
 }
 

@@ -4,6 +4,8 @@
 //! image in parallel rows (rayon) with results independent of the thread count, honouring the C's
 //! raster-order interpolation switch-off for every backend.
 
+#[cfg(target_arch = "x86_64")]
+pub mod avx2;
 pub mod backend;
 #[cfg(feature = "check-kernels")]
 pub mod check;
