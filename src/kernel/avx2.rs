@@ -35,7 +35,6 @@ macro_rules! hand_kernel {
         pub unsafe fn sample_chunk<const C: usize>(
             hand: &HandLattice<$t>,
             orient: &[[[$t; 3]; 3]],
-            data: &[$t],
             default_f: $t,
             scat: &[[$t; C]; 3],
             live: &[bool; C],
@@ -43,63 +42,66 @@ macro_rules! hand_kernel {
             acc: &mut [$t; C],
         ) {
             assert!(C % $w == 0);
-            let half = set1(0.5);
-            let one = set1(1.0);
-            let f_default = set1(default_f);
-            let f2_default = set1(default_f * default_f);
             for block in (0..C).step_by($w) {
                 let (sx, sy, sz) = (load(&scat[0][block..]), load(&scat[1][block..]), load(&scat[2][block..]));
                 let w = load(&weight[block..]);
                 let mask = lane_mask(&live[block..]);
                 let mut a = load(&acc[block..]);
                 for o in orient {
-                    // Miller indices (the C's a·s), nearest integers ceil(x − ½), 2cos(πδ), F²
-                    let mut y = [one; 3];
-                    let mut idx0 = [one; 3];
-                    for axis in 0..3 {
-                        let v = o[axis];
-                        let x = _fmadd(set1(v[2]), sz, _fmadd(set1(v[1]), sy, _mul(set1(v[0]), sx)));
-                        let x0 = ceil(_sub(x, half));
-                        idx0[axis] = x0;
-                        y[axis] = two_cos_pi(_sub(x, x0));
-                    }
-                    let f2 = match &hand.grid {
-                        Some(g) => {
-                            let f = lookup(g, data, f_default, idx0);
-                            _mul(f, f)
-                        }
-                        None => f2_default,
-                    };
-                    // U_{N−1} = y^(N+1 mod 2)·Π(y² − r_k) per axis, 1 for N ≤ 1; with one N on
-                    // every axis the root loop is outermost, three independent products per step
-                    let mut u = [one; 3];
-                    let y2 = y.map(|y| _mul(y, y));
-                    for axis in 0..3 {
-                        if hand.axes[axis].even {
-                            u[axis] = y[axis];
-                        }
-                    }
-                    if hand.uniform {
-                        for &root in &hand.axes[0].roots {
-                            let root = set1(root);
-                            for axis in 0..3 {
-                                u[axis] = _mul(u[axis], _sub(y2[axis], root));
-                            }
-                        }
-                    } else {
-                        for axis in 0..3 {
-                            for &root in &hand.axes[axis].roots {
-                                u[axis] = _mul(u[axis], _sub(y2[axis], set1(root)));
-                            }
-                        }
-                    }
-                    let f_latt = _mul(_mul(u[0], u[1]), u[2]);
                     // the C's order: F_cell²·F_latt², times the oversampling weight; dead lanes add 0
-                    let s = _and(_mul(_mul(f2, _mul(f_latt, f_latt)), w), mask);
-                    a = _add(a, s);
+                    a = _add(a, _and(_mul(term(hand, default_f, o, [sx, sy, sz]), w), mask));
                 }
                 store(&mut acc[block..], a);
             }
+        }
+
+        /// F_cell²·F_latt² of one orientation for the lanes' scattering vectors `s`.
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn term(hand: &HandLattice<$t>, default_f: $t, o: &[[$t; 3]; 3], s: [$v; 3]) -> $v {
+            let one = set1(1.0);
+            // Miller indices (the C's a·s), nearest integers ceil(x − ½), 2cos(πδ), F²
+            let mut y = [one; 3];
+            let mut idx0 = [one; 3];
+            for axis in 0..3 {
+                let v = o[axis];
+                let x = _fmadd(set1(v[2]), s[2], _fmadd(set1(v[1]), s[1], _mul(set1(v[0]), s[0])));
+                let x0 = ceil(_sub(x, set1(0.5)));
+                idx0[axis] = x0;
+                y[axis] = two_cos_pi(_sub(x, x0));
+            }
+            let f2 = match &hand.grid {
+                Some(g) => {
+                    let f = lookup(g, idx0);
+                    _mul(f, f)
+                }
+                None => set1(default_f * default_f),
+            };
+            // U_{N−1} = y^(N+1 mod 2)·Π(y² − r_k) per axis, 1 for N ≤ 1; with one N on every
+            // axis the root loop is outermost, three independent products per step
+            let mut u = [one; 3];
+            let y2 = y.map(|y| _mul(y, y));
+            for axis in 0..3 {
+                if hand.axes[axis].even {
+                    u[axis] = y[axis];
+                }
+            }
+            if hand.uniform {
+                for &root in &hand.axes[0].roots {
+                    let root = set1(root);
+                    for axis in 0..3 {
+                        u[axis] = _mul(u[axis], _sub(y2[axis], root));
+                    }
+                }
+            } else {
+                for axis in 0..3 {
+                    for &root in &hand.axes[axis].roots {
+                        u[axis] = _mul(u[axis], _sub(y2[axis], set1(root)));
+                    }
+                }
+            }
+            let f_latt = _mul(_mul(u[0], u[1]), u[2]);
+            _mul(f2, _mul(f_latt, f_latt))
         }
 
         /// 2cos(πδ) = 2 − 4sin²(πδ/2), the Cephes sine polynomial on |πδ/2| ≤ π/4 (|δ| ≤ ½).
@@ -113,8 +115,10 @@ macro_rules! hand_kernel {
             for k in (0..$terms - 1).rev() {
                 p = _fmadd(p, t2, set1(c[k]));
             }
-            let sin = _fmadd(_mul(t, t2), p, t);
-            _fnmadd(_mul(sin, set1(4.0)), sin, set1(2.0))
+            // 2sin(t) from 2t (an addition, off the multipliers), then 2 − (2sin t)²
+            let tt = _add(t, t);
+            let sin2 = _fmadd(_mul(tt, t2), p, tt);
+            _fnmadd(sin2, sin2, set1(2.0))
         }
     };
 }
@@ -185,23 +189,20 @@ pub mod f64x4 {
     unsafe fn ceil(a: V) -> V {
         _mm256_round_pd::<{ _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC }>(a)
     }
-    /// F at the integer-valued indices: the masked gather leaves `default` where any index is
-    /// outside the grid (or NaN or beyond i32, which convert to i32::MIN). Offsets are tested as
-    /// d ≥ 0 and span − d ≥ 0 together through their sign bits.
+    /// F at the integer-valued indices from the padded grid: offsets clamped to the border
+    /// (NaN and values beyond i32 convert to i32::MIN and clamp there too).
     #[inline]
     #[target_feature(enable = "avx2,fma")]
-    unsafe fn lookup(g: &crate::kernel::fast::HandGrid, data: &[f64], default: V, idx0: [V; 3]) -> V {
-        let d: [__m128i; 3] = std::array::from_fn(|a| _mm_sub_epi32(_mm256_cvtpd_epi32(idx0[a]), _mm_set1_epi32(g.lo[a])));
-        let mut out = _mm_setzero_si128();
-        for (d, span) in d.iter().zip(g.span) {
-            out = _mm_or_si128(out, _mm_or_si128(*d, _mm_sub_epi32(_mm_set1_epi32(span), *d)));
-        }
-        let inside = _mm256_castsi256_pd(_mm256_cvtepi32_epi64(_mm_srai_epi32::<31>(_mm_xor_si128(out, _mm_set1_epi32(-1)))));
+    pub(super) unsafe fn lookup(g: &crate::kernel::fast::HandGrid<f64>, idx0: [V; 3]) -> V {
+        let d: [__m128i; 3] = std::array::from_fn(|a| {
+            let d = _mm_sub_epi32(_mm256_cvtpd_epi32(idx0[a]), _mm_set1_epi32(g.lo[a]));
+            _mm_min_epi32(_mm_max_epi32(d, _mm_setzero_si128()), _mm_set1_epi32(g.last[a]))
+        });
         let flat = _mm_add_epi32(
             _mm_add_epi32(_mm_mullo_epi32(d[0], _mm_set1_epi32(g.stride_h)), _mm_mullo_epi32(d[1], _mm_set1_epi32(g.stride_k))),
             d[2],
         );
-        _mm256_mask_i32gather_pd::<8>(default, data.as_ptr(), flat, inside)
+        _mm256_i32gather_pd::<8>(g.data.as_ptr(), flat)
     }
 
     hand_kernel!(f64, __m256d, 4, 6);
@@ -273,18 +274,16 @@ pub mod f32x8 {
     /// As [`super::f64x4`]'s lookup, eight lanes at a time.
     #[inline]
     #[target_feature(enable = "avx2,fma")]
-    unsafe fn lookup(g: &crate::kernel::fast::HandGrid, data: &[f32], default: V, idx0: [V; 3]) -> V {
-        let d: [__m256i; 3] = std::array::from_fn(|a| _mm256_sub_epi32(_mm256_cvtps_epi32(idx0[a]), _mm256_set1_epi32(g.lo[a])));
-        let mut out = _mm256_setzero_si256();
-        for (d, span) in d.iter().zip(g.span) {
-            out = _mm256_or_si256(out, _mm256_or_si256(*d, _mm256_sub_epi32(_mm256_set1_epi32(span), *d)));
-        }
-        let inside = _mm256_castsi256_ps(_mm256_srai_epi32::<31>(_mm256_xor_si256(out, _mm256_set1_epi32(-1))));
+    pub(super) unsafe fn lookup(g: &crate::kernel::fast::HandGrid<f32>, idx0: [V; 3]) -> V {
+        let d: [__m256i; 3] = std::array::from_fn(|a| {
+            let d = _mm256_sub_epi32(_mm256_cvtps_epi32(idx0[a]), _mm256_set1_epi32(g.lo[a]));
+            _mm256_min_epi32(_mm256_max_epi32(d, _mm256_setzero_si256()), _mm256_set1_epi32(g.last[a]))
+        });
         let flat = _mm256_add_epi32(
             _mm256_add_epi32(_mm256_mullo_epi32(d[0], _mm256_set1_epi32(g.stride_h)), _mm256_mullo_epi32(d[1], _mm256_set1_epi32(g.stride_k))),
             d[2],
         );
-        _mm256_mask_i32gather_ps::<4>(default, data.as_ptr(), flat, inside)
+        _mm256_i32gather_ps::<4>(g.data.as_ptr(), flat)
     }
 
     hand_kernel!(f32, __m256, 8, 3);
@@ -348,6 +347,42 @@ mod tests {
         }
     }
 
+    /// The padded lookup: NearestF's value inside the grid and on its edges, default_F one past
+    /// them, far outside, beyond i32 and for NaN.
+    #[test]
+    fn padded_lookup_reads_default_f_outside_the_grid() {
+        if !(is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")) {
+            eprintln!("SKIPPED padded_lookup_reads_default_f_outside_the_grid: this CPU has no AVX2+FMA");
+            return;
+        }
+        let entries: Vec<(i32, i32, i32, f64)> = (-2..=1).flat_map(|h| (0..=2).flat_map(move |k| (3..=4).map(move |l| (h, k, l, (h * 100 + k * 10 + l) as f64)))).collect();
+        let grid = HklGrid::from_entries(&entries, 0.0).unwrap();
+        let f = NearestF::<f64>::new(Some(&grid), 7.5);
+        let hand = HandLattice::new(CrystalShape::Square, [5.0; 3], &f).unwrap();
+        let g = hand.grid.as_ref().unwrap();
+        let probes = [-3.0, -2.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0, -1e6, 1e6, 3e9, -3e9, 1e300, f64::NAN];
+        for &h in &probes {
+            for &k in &probes {
+                for &l in &probes {
+                    let want = if [h, k, l].iter().all(|x| x.is_finite() && x.abs() < 1e7) { f.view().get(h as i64, k as i64, l as i64) } else { 7.5 };
+                    // SAFETY: AVX2 checked above
+                    let got: [f64; 4] = unsafe {
+                        use std::arch::x86_64::*;
+                        std::mem::transmute(super::f64x4::lookup(g, [_mm256_set1_pd(h), _mm256_set1_pd(k), _mm256_set1_pd(l)]))
+                    };
+                    assert_eq!(got, [want; 4], "{h} {k} {l}");
+                    let f32g = NearestF::<f32>::new(Some(&grid), 7.5);
+                    let h32 = HandLattice::new(CrystalShape::Square, [5.0; 3], &f32g).unwrap();
+                    let got32: [f32; 8] = unsafe {
+                        use std::arch::x86_64::*;
+                        std::mem::transmute(super::f32x8::lookup(h32.grid.as_ref().unwrap(), [_mm256_set1_ps(h as f32), _mm256_set1_ps(k as f32), _mm256_set1_ps(l as f32)]))
+                    };
+                    assert_eq!(got32, [want as f32; 8], "f32 {h} {k} {l}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn hand_kernels_follow_the_c_formulas() {
         if !(is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")) {
@@ -355,7 +390,7 @@ mod tests {
             return;
         }
         // SAFETY: AVX2 and FMA checked above
-        check::<f64>(1e-11, |h, o, f, s, l, w, a| unsafe { super::f64x4::sample_chunk(h, o, f.data(), f.default_f(), s, l, w, a) });
-        check::<f32>(2e-4, |h, o, f, s, l, w, a| unsafe { super::f32x8::sample_chunk(h, o, f.data(), f.default_f(), s, l, w, a) });
+        check::<f64>(1e-11, |h, o, f, s, l, w, a| unsafe { super::f64x4::sample_chunk(h, o, f.default_f(), s, l, w, a) });
+        check::<f32>(2e-4, |h, o, f, s, l, w, a| unsafe { super::f32x8::sample_chunk(h, o, f.default_f(), s, l, w, a) });
     }
 }

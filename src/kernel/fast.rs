@@ -66,12 +66,13 @@ pub struct Prepared<'a, T: Real> {
 
 /// The lattice factor and F grid as the hand-written sample loop ([`super::avx2`]) takes them: a
 /// square spot with N ≤ [`CHEB_MAX_N`] on every axis, F nearest-neighbour from a grid whose offsets
-/// and flat index fit i32 (or `default_F` alone).
+/// and flat index fit i32 (or `default_F` alone). The grid is a padded copy (see [`HandGrid`]):
+/// (n+3)³ values for a grid of (n+1)³.
 pub struct HandLattice<T> {
     pub(super) axes: [HandAxis<T>; 3],
     /// The same N on every axis (the usual crystal): the three products run in one loop.
     pub(super) uniform: bool,
-    pub(super) grid: Option<HandGrid>,
+    pub(super) grid: Option<HandGrid<T>>,
 }
 
 /// One axis's U_{N−1} as y^(N+1 mod 2)·Π(y² − r_k) ([`cheb_roots`]); nothing to multiply for N ≤ 1.
@@ -81,12 +82,15 @@ pub struct HandAxis<T> {
     pub(super) roots: Vec<T>,
 }
 
-/// The F grid's lower corner, max − min per axis and strides, as i32 lanes take them.
-pub struct HandGrid {
+/// The F grid with a border of `default_F` one cell wide on every side, so that a Miller index
+/// clamped to the border reads default_F: the lookup needs no inside test and no mask.
+pub struct HandGrid<T> {
+    /// The padded grid's lower corner (the grid's minus one) and its last offset (span + 2).
     pub(super) lo: [i32; 3],
-    pub(super) span: [i32; 3],
+    pub(super) last: [i32; 3],
     pub(super) stride_h: i32,
     pub(super) stride_k: i32,
+    pub(super) data: Vec<T>,
 }
 
 impl<T: Real> HandLattice<T> {
@@ -97,12 +101,28 @@ impl<T: Real> HandLattice<T> {
             return None;
         }
         let grid = if f.has_grid() {
-            let (min, span, [sh, sk]) = f.layout();
-            let fits = |x: i64| i32::try_from(x).is_ok();
-            if !(min.iter().chain(&span).all(|&x| fits(x)) && fits(sh) && fits(sk) && f.data().len() < i32::MAX as usize) {
+            let (min, span, _) = f.layout();
+            let n = span.map(|s| s + 3);
+            let fits = |x: i64| (-(1i64 << 30)..1 << 30).contains(&x);
+            if !(min.iter().chain(&n).all(|&x| fits(x)) && n[0] * n[1] * n[2] < i32::MAX as i64) {
                 return None;
             }
-            Some(HandGrid { lo: min.map(|x| x as i32), span: span.map(|x| x as i32), stride_h: sh as i32, stride_k: sk as i32 })
+            let view = f.view();
+            let mut data = Vec::with_capacity((n[0] * n[1] * n[2]) as usize);
+            for h in 0..n[0] {
+                for k in 0..n[1] {
+                    for l in 0..n[2] {
+                        data.push(view.get(min[0] + h - 1, min[1] + k - 1, min[2] + l - 1));
+                    }
+                }
+            }
+            Some(HandGrid {
+                lo: min.map(|x| x as i32 - 1),
+                last: span.map(|s| s as i32 + 2),
+                stride_h: (n[1] * n[2]) as i32,
+                stride_k: n[2] as i32,
+                data,
+            })
         } else {
             None
         };
@@ -485,7 +505,7 @@ fn sample_loop<T: Real, const L: usize, const C: usize, const GRID: bool, const 
             let w: [T; C] = std::array::from_fn(|i| weight[c0 + i]);
             let mut a: [T; C] = std::array::from_fn(|i| acc[c0 + i]);
             // SAFETY: HAND is set only where the row function runs with AVX2 and FMA (simd.rs)
-            let done = HAND && prep.hand.as_ref().is_some_and(|h| unsafe { T::hand_chunk(h, &prep.orient, prep.f.data(), prep.f.default_f(), &sc, &lv, &w, &mut a) });
+            let done = HAND && prep.hand.as_ref().is_some_and(|h| unsafe { T::hand_chunk(h, &prep.orient, prep.f.default_f(), &sc, &lv, &w, &mut a) });
             if !done {
                 sample_chunk::<T, C, GRID>(exp, prep, &sc, &lv, &w, &mut a);
             }

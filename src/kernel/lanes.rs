@@ -36,7 +36,6 @@ pub trait Real:
     unsafe fn hand_chunk<const C: usize>(
         hand: &super::fast::HandLattice<Self>,
         orient: &[[[Self; 3]; 3]],
-        data: &[Self],
         default_f: Self,
         scat: &[[Self; C]; 3],
         live: &[bool; C],
@@ -94,7 +93,6 @@ impl Real for f64 {
     unsafe fn hand_chunk<const C: usize>(
         hand: &super::fast::HandLattice<f64>,
         orient: &[[[f64; 3]; 3]],
-        data: &[f64],
         default_f: f64,
         scat: &[[f64; C]; 3],
         live: &[bool; C],
@@ -106,12 +104,12 @@ impl Real for f64 {
             if !C.is_multiple_of(4) {
                 return false;
             }
-            super::avx2::f64x4::sample_chunk::<C>(hand, orient, data, default_f, scat, live, weight, acc);
+            super::avx2::f64x4::sample_chunk::<C>(hand, orient, default_f, scat, live, weight, acc);
             true
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
-            let _ = (hand, orient, data, default_f, scat, live, weight, acc);
+            let _ = (hand, orient, default_f, scat, live, weight, acc);
             false
         }
     }
@@ -150,7 +148,6 @@ impl Real for f32 {
     unsafe fn hand_chunk<const C: usize>(
         hand: &super::fast::HandLattice<f32>,
         orient: &[[[f32; 3]; 3]],
-        data: &[f32],
         default_f: f32,
         scat: &[[f32; C]; 3],
         live: &[bool; C],
@@ -162,12 +159,12 @@ impl Real for f32 {
             if !C.is_multiple_of(8) {
                 return false;
             }
-            super::avx2::f32x8::sample_chunk::<C>(hand, orient, data, default_f, scat, live, weight, acc);
+            super::avx2::f32x8::sample_chunk::<C>(hand, orient, default_f, scat, live, weight, acc);
             true
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
-            let _ = (hand, orient, data, default_f, scat, live, weight, acc);
+            let _ = (hand, orient, default_f, scat, live, weight, acc);
             false
         }
     }
