@@ -13,7 +13,7 @@
 //!
 //! Both element types come from one body ([`hand_kernel!`]) over a few per-type wrappers.
 
-use super::fast::HandLattice;
+use super::fast::{HandConsts, HandLattice, Wide};
 use std::arch::x86_64::*;
 
 /// The sample loop for element type `$t` in registers `$v` of `$w` lanes, the sine polynomial with
@@ -34,7 +34,6 @@ macro_rules! hand_kernel {
         #[allow(clippy::too_many_arguments)]
         pub unsafe fn sample_chunk<const C: usize>(
             hand: &HandLattice<$t>,
-            orient: &[[[$t; 3]; 3]],
             default_f: $t,
             scat: &[[$t; C]; 3],
             live: &[bool; C],
@@ -47,7 +46,7 @@ macro_rules! hand_kernel {
                 let w = load(&weight[block..]);
                 let mask = lane_mask(&live[block..]);
                 let mut a = load(&acc[block..]);
-                for o in orient {
+                for o in &hand.orient {
                     // the C's order: F_cell²·F_latt², times the oversampling weight; dead lanes add 0
                     a = _add(a, _and(_mul(term(hand, default_f, o, [sx, sy, sz]), w), mask));
                 }
@@ -58,17 +57,18 @@ macro_rules! hand_kernel {
         /// F_cell²·F_latt² of one orientation for the lanes' scattering vectors `s`.
         #[inline]
         #[target_feature(enable = "avx2,fma")]
-        unsafe fn term(hand: &HandLattice<$t>, default_f: $t, o: &[[$t; 3]; 3], s: [$v; 3]) -> $v {
-            let one = set1(1.0);
+        unsafe fn term(hand: &HandLattice<$t>, default_f: $t, o: &[[Wide<$t>; 3]; 3], s: [$v; 3]) -> $v {
+            let c = &hand.consts;
+            let one = wide(&c.one);
             // Miller indices (the C's a·s), nearest integers ceil(x − ½), 2cos(πδ), F²
             let mut y = [one; 3];
             let mut idx0 = [one; 3];
             for axis in 0..3 {
                 let v = o[axis];
-                let x = _fmadd(set1(v[2]), s[2], _fmadd(set1(v[1]), s[1], _mul(set1(v[0]), s[0])));
-                let x0 = ceil(_sub(x, set1(0.5)));
+                let x = _fmadd(wide(&v[2]), s[2], _fmadd(wide(&v[1]), s[1], _mul(wide(&v[0]), s[0])));
+                let x0 = ceil(_sub(x, wide(&c.half)));
                 idx0[axis] = x0;
-                y[axis] = two_cos_pi(_sub(x, x0));
+                y[axis] = two_cos_pi(c, _sub(x, x0));
             }
             let f2 = match &hand.grid {
                 Some(g) => {
@@ -87,16 +87,16 @@ macro_rules! hand_kernel {
                 }
             }
             if hand.uniform {
-                for &root in &hand.axes[0].roots {
-                    let root = set1(root);
+                for root in &hand.axes[0].roots {
+                    let root = wide(root);
                     for axis in 0..3 {
                         u[axis] = _mul(u[axis], _sub(y2[axis], root));
                     }
                 }
             } else {
                 for axis in 0..3 {
-                    for &root in &hand.axes[axis].roots {
-                        u[axis] = _mul(u[axis], _sub(y2[axis], set1(root)));
+                    for root in &hand.axes[axis].roots {
+                        u[axis] = _mul(u[axis], _sub(y2[axis], wide(root)));
                     }
                 }
             }
@@ -107,18 +107,17 @@ macro_rules! hand_kernel {
         /// 2cos(πδ) = 2 − 4sin²(πδ/2), the Cephes sine polynomial on |πδ/2| ≤ π/4 (|δ| ≤ ½).
         #[inline]
         #[target_feature(enable = "avx2,fma")]
-        unsafe fn two_cos_pi(delta: $v) -> $v {
-            let t = _mul(delta, set1(std::f64::consts::FRAC_PI_2 as $t));
+        unsafe fn two_cos_pi(c: &HandConsts<$t>, delta: $v) -> $v {
+            let t = _mul(delta, wide(&c.frac_pi_2));
             let t2 = _mul(t, t);
-            let c = <$t as crate::kernel::lanes::Real>::SIN_C;
-            let mut p = set1(c[$terms - 1]);
+            let mut p = wide(&c.sin_c[$terms - 1]);
             for k in (0..$terms - 1).rev() {
-                p = _fmadd(p, t2, set1(c[k]));
+                p = _fmadd(p, t2, wide(&c.sin_c[k]));
             }
             // 2sin(t) from 2t (an addition, off the multipliers), then 2 − (2sin t)²
             let tt = _add(t, t);
             let sin2 = _fmadd(_mul(tt, t2), p, tt);
-            _fnmadd(sin2, sin2, set1(2.0))
+            _fnmadd(sin2, sin2, wide(&c.two))
         }
     };
 }
@@ -132,6 +131,11 @@ pub mod f64x4 {
     #[target_feature(enable = "avx2,fma")]
     unsafe fn set1(x: f64) -> V {
         _mm256_set1_pd(x)
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn wide(x: &Wide<f64>) -> V {
+        _mm256_load_pd(x.0.as_ptr())
     }
     #[inline]
     #[target_feature(enable = "avx2,fma")]
@@ -217,6 +221,11 @@ pub mod f32x8 {
     #[target_feature(enable = "avx2,fma")]
     unsafe fn set1(x: f32) -> V {
         _mm256_set1_ps(x)
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn wide(x: &Wide<f32>) -> V {
+        _mm256_load_ps(x.0.as_ptr())
     }
     #[inline]
     #[target_feature(enable = "avx2,fma")]
@@ -310,7 +319,7 @@ mod tests {
     /// F(h0,k0,l0)²·Π sincg(πh, N)²·weight, with F nearest-neighbour (default_F outside the grid),
     /// dead lanes adding nothing. Covers one N on every axis (even, odd, 1), different N per axis,
     /// and Miller indices inside, on the edge of and far outside the grid.
-    fn check<T: crate::kernel::lanes::Real>(tol: f64, run: impl Fn(&HandLattice<T>, &[[[T; 3]; 3]], &NearestF<T>, &[[T; 16]; 3], &[bool; 16], &[T; 16], &mut [T; 16])) {
+    fn check<T: crate::kernel::lanes::Real>(tol: f64, run: impl Fn(&HandLattice<T>, &NearestF<T>, &[[T; 16]; 3], &[bool; 16], &[T; 16], &mut [T; 16])) {
         let entries: Vec<(i32, i32, i32, f64)> =
             (-4..=3).flat_map(|h| (-2..=5).flat_map(move |k| (-3..=3).map(move |l| (h, k, l, 10.0 + (h * 7 + k * 3 + l) as f64 * 0.5)))).collect();
         let grid = HklGrid::from_entries(&entries, 0.0).unwrap();
@@ -318,15 +327,15 @@ mod tests {
         for ns in [[10.0, 10.0, 10.0], [5.0, 5.0, 5.0], [1.0, 1.0, 1.0], [7.0, 4.0, 1.0], [24.0, 3.0, 2.0]] {
             for with_grid in [true, false] {
                 let f = NearestF::<T>::new(with_grid.then_some(&grid), 3.5);
-                let hand = HandLattice::new(CrystalShape::Square, ns, &f).expect("square, small N");
                 let orient: Vec<[[f64; 3]; 3]> = (0..6).map(|_| std::array::from_fn(|_| std::array::from_fn(|_| 40.0 * (rng.next() - 0.5)))).collect();
+                let orient_t: Vec<[[T; 3]; 3]> = orient.iter().map(|o| o.map(|v| v.map(T::from_f64))).collect();
+                let hand = HandLattice::new(CrystalShape::Square, ns, &orient_t, &f).expect("square, small N");
                 let scat: [[f64; 16]; 3] = std::array::from_fn(|_| std::array::from_fn(|_| 0.3 * (rng.next() - 0.5)));
                 let live: [bool; 16] = std::array::from_fn(|i| i % 5 != 3);
                 let weight: [f64; 16] = std::array::from_fn(|i| if i % 2 == 0 { 1.0 } else { 0.25 + rng.next() });
                 let start: [f64; 16] = std::array::from_fn(|_| rng.next());
                 let mut acc: [T; 16] = start.map(T::from_f64);
-                let orient_t: Vec<[[T; 3]; 3]> = orient.iter().map(|o| o.map(|v| v.map(T::from_f64))).collect();
-                run(&hand, &orient_t, &f, &scat.map(|a| a.map(T::from_f64)), &live, &weight.map(T::from_f64), &mut acc);
+                run(&hand, &f, &scat.map(|a| a.map(T::from_f64)), &live, &weight.map(T::from_f64), &mut acc);
                 let view = f.view();
                 for l in 0..16 {
                     let mut want = start[l];
@@ -358,7 +367,7 @@ mod tests {
         let entries: Vec<(i32, i32, i32, f64)> = (-2..=1).flat_map(|h| (0..=2).flat_map(move |k| (3..=4).map(move |l| (h, k, l, (h * 100 + k * 10 + l) as f64)))).collect();
         let grid = HklGrid::from_entries(&entries, 0.0).unwrap();
         let f = NearestF::<f64>::new(Some(&grid), 7.5);
-        let hand = HandLattice::new(CrystalShape::Square, [5.0; 3], &f).unwrap();
+        let hand = HandLattice::new(CrystalShape::Square, [5.0; 3], &[], &f).unwrap();
         let g = hand.grid.as_ref().unwrap();
         let probes = [-3.0, -2.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0, -1e6, 1e6, 3e9, -3e9, 1e300, f64::NAN];
         for &h in &probes {
@@ -372,7 +381,7 @@ mod tests {
                     };
                     assert_eq!(got, [want; 4], "{h} {k} {l}");
                     let f32g = NearestF::<f32>::new(Some(&grid), 7.5);
-                    let h32 = HandLattice::new(CrystalShape::Square, [5.0; 3], &f32g).unwrap();
+                    let h32 = HandLattice::new(CrystalShape::Square, [5.0; 3], &[], &f32g).unwrap();
                     let got32: [f32; 8] = unsafe {
                         use std::arch::x86_64::*;
                         std::mem::transmute(super::f32x8::lookup(h32.grid.as_ref().unwrap(), [_mm256_set1_ps(h as f32), _mm256_set1_ps(k as f32), _mm256_set1_ps(l as f32)]))
@@ -390,7 +399,7 @@ mod tests {
             return;
         }
         // SAFETY: AVX2 and FMA checked above
-        check::<f64>(1e-11, |h, o, f, s, l, w, a| unsafe { super::f64x4::sample_chunk(h, o, f.default_f(), s, l, w, a) });
-        check::<f32>(2e-4, |h, o, f, s, l, w, a| unsafe { super::f32x8::sample_chunk(h, o, f.default_f(), s, l, w, a) });
+        check::<f64>(1e-11, |h, f, s, l, w, a| unsafe { super::f64x4::sample_chunk(h, f.default_f(), s, l, w, a) });
+        check::<f32>(2e-4, |h, f, s, l, w, a| unsafe { super::f32x8::sample_chunk(h, f.default_f(), s, l, w, a) });
     }
 }

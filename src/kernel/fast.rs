@@ -69,6 +69,11 @@ pub struct Prepared<'a, T: Real> {
 /// and flat index fit i32 (or `default_F` alone). The grid is a padded copy (see [`HandGrid`]):
 /// (n+3)³ values for a grid of (n+1)³.
 pub struct HandLattice<T> {
+    /// (a, b, c) per orientation, every component replicated across a register's lanes: the loop
+    /// reads them as memory operands, where broadcasting them would take floating-point issue slots.
+    pub(super) orient: Vec<[[Wide<T>; 3]; 3]>,
+    /// ½, 1, 2, π/2 and the sine polynomial's coefficients, replicated as `orient`.
+    pub(super) consts: HandConsts<T>,
     pub(super) axes: [HandAxis<T>; 3],
     /// The same N on every axis (the usual crystal): the three products run in one loop.
     pub(super) uniform: bool,
@@ -79,7 +84,27 @@ pub struct HandLattice<T> {
 pub struct HandAxis<T> {
     pub(super) n: usize,
     pub(super) even: bool,
-    pub(super) roots: Vec<T>,
+    pub(super) roots: Vec<Wide<T>>,
+}
+
+/// One value in every lane of a register (eight lanes: enough for f32 on AVX2; f64 reads four).
+#[derive(Clone, Copy)]
+#[repr(C, align(32))]
+pub struct Wide<T>(pub [T; 8]);
+
+impl<T: Real> Wide<T> {
+    fn new(x: T) -> Self {
+        Wide([x; 8])
+    }
+}
+
+/// Constants of the hand-written loop, replicated ([`Wide`]).
+pub struct HandConsts<T> {
+    pub(super) half: Wide<T>,
+    pub(super) one: Wide<T>,
+    pub(super) two: Wide<T>,
+    pub(super) frac_pi_2: Wide<T>,
+    pub(super) sin_c: [Wide<T>; 6],
 }
 
 /// The F grid with a border of `default_F` one cell wide on every side, so that a Miller index
@@ -96,7 +121,7 @@ pub struct HandGrid<T> {
 impl<T: Real> HandLattice<T> {
     /// `None` where the hand-written loop does not apply (another spot shape, a large or
     /// non-integer N, a grid too large for i32 indices).
-    pub(super) fn new(shape: CrystalShape, ns: [f64; 3], f: &NearestF<T>) -> Option<Self> {
+    pub(super) fn new(shape: CrystalShape, ns: [f64; 3], orient: &[[[T; 3]; 3]], f: &NearestF<T>) -> Option<Self> {
         if shape != CrystalShape::Square || !ns.iter().all(|&n| n <= CHEB_MAX_N as f64 && n.fract() == 0.0) {
             return None;
         }
@@ -129,10 +154,18 @@ impl<T: Real> HandLattice<T> {
         // N ≤ 1 (no lattice factor on that axis) as U_0 = 1: no roots, odd
         let axes = ns.map(|n| {
             let n = n.max(1.0) as usize;
-            HandAxis { n, even: n % 2 == 0, roots: cheb_roots(n) }
+            HandAxis { n, even: n % 2 == 0, roots: cheb_roots::<T>(n).into_iter().map(Wide::new).collect() }
         });
         let uniform = axes.iter().all(|a| a.n == axes[0].n);
-        Some(HandLattice { axes, uniform, grid })
+        let orient = orient.iter().map(|o| o.map(|v| v.map(Wide::new))).collect();
+        let consts = HandConsts {
+            half: Wide::new(T::HALF),
+            one: Wide::new(T::ONE),
+            two: Wide::new(T::from_f64(2.0)),
+            frac_pi_2: Wide::new(T::from_f64(std::f64::consts::FRAC_PI_2)),
+            sin_c: T::SIN_C.map(Wide::new),
+        };
+        Some(HandLattice { orient, consts, axes, uniform, grid })
     }
 }
 
@@ -217,7 +250,7 @@ impl<'a, T: Real> Prepared<'a, T> {
             .collect();
         let n_cheb = [exp.na, exp.nb, exp.nc].map(|n| if n <= CHEB_MAX_N as f64 { n as usize } else { 0 });
         let square = exp.shape == CrystalShape::Square;
-        Prepared {
+        let mut prep = Prepared {
             cheb_roots: n_cheb.map(|n| cheb_roots(n)),
             fused_n: if square && n_cheb[0] > 1 && n_cheb == [n_cheb[0]; 3] { n_cheb[0] } else { 0 },
             square,
@@ -229,9 +262,11 @@ impl<'a, T: Real> Prepared<'a, T> {
             nb: T::from_f64(exp.nb),
             nc: T::from_f64(exp.nc),
             grid32: Grid32::new(&f),
-            hand: HandLattice::new(exp.shape, [exp.na, exp.nb, exp.nc], &f),
+            hand: None,
             f,
-        }
+        };
+        prep.hand = HandLattice::new(exp.shape, [exp.na, exp.nb, exp.nc], &prep.orient, &prep.f);
+        prep
     }
 }
 
@@ -505,7 +540,7 @@ fn sample_loop<T: Real, const L: usize, const C: usize, const GRID: bool, const 
             let w: [T; C] = std::array::from_fn(|i| weight[c0 + i]);
             let mut a: [T; C] = std::array::from_fn(|i| acc[c0 + i]);
             // SAFETY: HAND is set only where the row function runs with AVX2 and FMA (simd.rs)
-            let done = HAND && prep.hand.as_ref().is_some_and(|h| unsafe { T::hand_chunk(h, &prep.orient, prep.f.default_f(), &sc, &lv, &w, &mut a) });
+            let done = HAND && prep.hand.as_ref().is_some_and(|h| unsafe { T::hand_chunk(h, prep.f.default_f(), &sc, &lv, &w, &mut a) });
             if !done {
                 sample_chunk::<T, C, GRID>(exp, prep, &sc, &lv, &w, &mut a);
             }

@@ -35,7 +35,6 @@ pub trait Real:
     #[allow(clippy::too_many_arguments)]
     unsafe fn hand_chunk<const C: usize>(
         hand: &super::fast::HandLattice<Self>,
-        orient: &[[[Self; 3]; 3]],
         default_f: Self,
         scat: &[[Self; C]; 3],
         live: &[bool; C],
@@ -92,7 +91,6 @@ impl Real for f64 {
     #[inline(always)]
     unsafe fn hand_chunk<const C: usize>(
         hand: &super::fast::HandLattice<f64>,
-        orient: &[[[f64; 3]; 3]],
         default_f: f64,
         scat: &[[f64; C]; 3],
         live: &[bool; C],
@@ -104,12 +102,12 @@ impl Real for f64 {
             if !C.is_multiple_of(4) {
                 return false;
             }
-            super::avx2::f64x4::sample_chunk::<C>(hand, orient, default_f, scat, live, weight, acc);
+            super::avx2::f64x4::sample_chunk::<C>(hand, default_f, scat, live, weight, acc);
             true
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
-            let _ = (hand, orient, default_f, scat, live, weight, acc);
+            let _ = (hand, default_f, scat, live, weight, acc);
             false
         }
     }
@@ -147,7 +145,6 @@ impl Real for f32 {
     #[inline(always)]
     unsafe fn hand_chunk<const C: usize>(
         hand: &super::fast::HandLattice<f32>,
-        orient: &[[[f32; 3]; 3]],
         default_f: f32,
         scat: &[[f32; C]; 3],
         live: &[bool; C],
@@ -159,12 +156,12 @@ impl Real for f32 {
             if !C.is_multiple_of(8) {
                 return false;
             }
-            super::avx2::f32x8::sample_chunk::<C>(hand, orient, default_f, scat, live, weight, acc);
+            super::avx2::f32x8::sample_chunk::<C>(hand, default_f, scat, live, weight, acc);
             true
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
-            let _ = (hand, orient, default_f, scat, live, weight, acc);
+            let _ = (hand, default_f, scat, live, weight, acc);
             false
         }
     }
