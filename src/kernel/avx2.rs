@@ -44,6 +44,9 @@ macro_rules! hand_kernel {
             for block in (0..C).step_by($w) {
                 let (sx, sy, sz) = (load(&scat[0][block..]), load(&scat[1][block..]), load(&scat[2][block..]));
                 let w = load(&weight[block..]);
+                if !live[block..block + $w].iter().any(|&l| l) {
+                    continue;
+                }
                 let mask = lane_mask(&live[block..]);
                 let mut a = load(&acc[block..]);
                 for o in &hand.orient {

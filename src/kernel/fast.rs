@@ -417,10 +417,12 @@ fn render_group<T: Real, const L: usize, const C: usize, const HAND: bool>(
                             continue;
                         }
                     }
-                    // Kahn factor, where it is still unset (the C's last-value rule) or oversampled
+                    // Kahn factor, where it is still unset (the C's last-value rule) or oversampled;
+                    // once every live lane has its value (after the first sample) nothing to do
                     let (b_in, e_in) = prep.pol[si];
                     let mut new = [0.0f64; L];
-                    if kahn != 0.0 {
+                    let needed = exp.oversample_polar || (0..L).any(|l| live[l] & (polar[l] == 0.0));
+                    if needed && kahn != 0.0 {
                         for l in 0..L {
                             let cos2theta = inc[0] * dx[l] + inc[1] * dy[l] + inc[2] * dz[l];
                             let c2 = cos2theta * cos2theta;
@@ -431,7 +433,7 @@ fn render_group<T: Real, const L: usize, const C: usize, const HAND: bool>(
                             let cos_2psi = if n > 0.0 { (e * e - b * b) / n } else { 1.0 };
                             new[l] = 0.5 * (1.0 + c2 - kahn * cos_2psi * (1.0 - c2));
                         }
-                    } else {
+                    } else if needed {
                         for l in 0..L {
                             let cos2theta = inc[0] * dx[l] + inc[1] * dy[l] + inc[2] * dz[l];
                             let c2 = cos2theta * cos2theta;
@@ -532,6 +534,11 @@ fn sample_loop<T: Real, const L: usize, const C: usize, const GRID: bool, const 
     weight: &[T; L],
     acc: &mut [T; L],
 ) {
+    // the hand-written loop takes the whole group (it skips registers with no live lane itself)
+    // SAFETY: HAND is set only where the row function runs with AVX2 and FMA (simd.rs)
+    if HAND && prep.hand.as_ref().is_some_and(|h| unsafe { T::hand_chunk(h, prep.f.default_f(), scat, live, weight, acc) }) {
+        return;
+    }
     let mut c0 = 0;
     while c0 < L {
         let lv: [bool; C] = std::array::from_fn(|i| live[c0 + i]);
@@ -539,11 +546,7 @@ fn sample_loop<T: Real, const L: usize, const C: usize, const GRID: bool, const 
             let sc: [[T; C]; 3] = std::array::from_fn(|ax| std::array::from_fn(|i| scat[ax][c0 + i]));
             let w: [T; C] = std::array::from_fn(|i| weight[c0 + i]);
             let mut a: [T; C] = std::array::from_fn(|i| acc[c0 + i]);
-            // SAFETY: HAND is set only where the row function runs with AVX2 and FMA (simd.rs)
-            let done = HAND && prep.hand.as_ref().is_some_and(|h| unsafe { T::hand_chunk(h, prep.f.default_f(), &sc, &lv, &w, &mut a) });
-            if !done {
-                sample_chunk::<T, C, GRID>(exp, prep, &sc, &lv, &w, &mut a);
-            }
+            sample_chunk::<T, C, GRID>(exp, prep, &sc, &lv, &w, &mut a);
             acc[c0..c0 + C].copy_from_slice(&a);
         }
         c0 += C;
