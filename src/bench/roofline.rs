@@ -64,7 +64,7 @@ pub struct Roofline {
     pub write_utilization: Option<f64>,
 }
 
-/// The work of an experiment as the fast kernel sees it (src/kernel/fast.rs).
+/// The work of an experiment as the fast kernel sees it (src/kernel/fast.rs, src/kernel/avx2.rs).
 #[derive(Clone, Copy, Debug)]
 pub struct Work {
     /// Crystal size in cells (N_a, N_b, N_c).
@@ -74,24 +74,29 @@ pub struct Work {
     pub sources: usize,
     /// Mosaic domains × phi steps.
     pub orientations: usize,
+    /// `-precision single`: the sine polynomial has 3 terms instead of 6.
+    pub single: bool,
 }
 
-/// Largest N that the fast kernel's Chebyshev recurrence handles (lanes::CHEB_MAX_N).
+/// Largest N that the fast kernel's Chebyshev form handles (lanes::CHEB_MAX_N).
 const CHEB_MAX_N: f64 = 24.0;
 
-/// An estimate of the floating-point operations per sample, counted from `sample_loop` and
-/// `render_group` in src/kernel/fast.rs (FMA = 2):
-/// * per sample: Miller indices 3 × (3 mul + 2 add + 1 sub) = 18; per axis with N > 1, 2cos(πδ) by
-///   `cheb_two_x` (about 20) + 2 per recurrence step (N − 2 steps) + 1 product, or about 30 for
-///   `sincg_sqr` (N > 24); a non-square spot about 40; F² × F_latt² × weight and the sum: 6;
+/// An estimate of the floating-point operations per sample, counted from the hand-written
+/// `sample_chunk` in src/kernel/avx2.rs and `render_group` in src/kernel/fast.rs (FMA = 2; a
+/// rounding or conversion is not counted):
+/// * per sample: Miller indices 3 × (1 mul + 2 FMA) = 15, nearest integers 3 × 1 sub; per axis with
+///   N > 1, 2cos(πδ) 19 (13 in single precision: a shorter sine polynomial), y² 1 and 2 per root
+///   pair of U_{N−1} (⌊(N−1)/2⌋ of them), or about 30 for `sincg_sqr` (N > 24); a non-square
+///   spot about 40; F_latt, F² × F_latt² × weight and the sum: 7;
 /// * per source and sub-pixel (over the orientations): scattering vector and polarization, about 25;
 /// * per sub-pixel (over sources × orientations): position, distance, direction, solid angle, about 35.
 pub fn flops_per_sample(w: &Work) -> f64 {
-    let mut per_sample = 18.0 + 6.0;
+    let mut per_sample = 15.0 + 3.0 + 7.0;
     if w.square {
         for n in w.n {
             if n > 1.0 {
-                per_sample += if n <= CHEB_MAX_N { 20.0 + 2.0 * (n.round() - 2.0).max(0.0) + 1.0 } else { 30.0 };
+                let two_cos = if w.single { 13.0 } else { 19.0 };
+                per_sample += if n <= CHEB_MAX_N { two_cos + 1.0 + 2.0 * ((n.round() - 1.0) / 2.0).floor() } else { 30.0 };
             }
         }
     } else {
@@ -428,31 +433,33 @@ mod tests {
 
     #[test]
     fn flop_estimate_counts_the_kernel_terms() {
-        // bench crystal: N = 5, one source, one orientation: 24 + 3 × (20 + 6 + 1) + 25 + 35
-        let bench = Work { n: [5.0; 3], square: true, sources: 1, orientations: 1 };
-        assert_eq!(flops_per_sample(&bench), 24.0 + 81.0 + 60.0);
-        // heavy: N = 10, 6 sources, 10 orientations: 24 + 3 × 37 + 25/10 + 35/60
-        let heavy = Work { n: [10.0; 3], square: true, sources: 6, orientations: 10 };
-        assert!((flops_per_sample(&heavy) - (24.0 + 111.0 + 2.5 + 35.0 / 60.0)).abs() < 1e-12);
+        // bench crystal: N = 5 (2 root pairs), one source, one orientation: 25 + 3 × (19 + 1 + 4) + 25 + 35
+        let bench = Work { n: [5.0; 3], square: true, sources: 1, orientations: 1, single: false };
+        assert_eq!(flops_per_sample(&bench), 25.0 + 72.0 + 60.0);
+        // heavy: N = 10 (4 root pairs), 6 sources, 10 orientations: 25 + 3 × 28 + 25/10 + 35/60
+        let heavy = Work { n: [10.0; 3], square: true, sources: 6, orientations: 10, single: false };
+        assert!((flops_per_sample(&heavy) - (25.0 + 84.0 + 2.5 + 35.0 / 60.0)).abs() < 1e-12);
+        // single precision: 6 fewer per axis
+        assert!((flops_per_sample(&Work { single: true, ..heavy }) - (25.0 + 66.0 + 2.5 + 35.0 / 60.0)).abs() < 1e-12);
         // N = 1 axes cost nothing, N > 24 uses sincg
-        let thin = Work { n: [1.0, 1.0, 30.0], square: true, sources: 1, orientations: 1 };
-        assert_eq!(flops_per_sample(&thin), 24.0 + 30.0 + 60.0);
-        assert_eq!(flops_per_sample(&Work { square: false, ..bench }), 24.0 + 40.0 + 60.0);
+        let thin = Work { n: [1.0, 1.0, 30.0], square: true, sources: 1, orientations: 1, single: false };
+        assert_eq!(flops_per_sample(&thin), 25.0 + 30.0 + 60.0);
+        assert_eq!(flops_per_sample(&Work { square: false, ..bench }), 25.0 + 40.0 + 60.0);
     }
 
     #[test]
     fn figures_and_warnings() {
-        let work = Work { n: [5.0; 3], square: true, sources: 1, orientations: 1 }; // 165 flops/sample
-        // 1e8 samples in 1 s on 2 threads: 20 ns/sample/core, 16.5 GFLOP/s of 80 (avx2 f64): 21%
+        let work = Work { n: [5.0; 3], square: true, sources: 1, orientations: 1, single: false }; // 157 flops/sample
+        // 1e8 samples in 1 s on 2 threads: 20 ns/sample/core, 15.7 GFLOP/s of 80 (avx2 f64): 20%
         let (r, w) = figures(&limits(), "avx2", false, 2, 1e8, &work, Some(1.0), Some(0.1), Some(100_000_000));
         assert!((r.ns_per_sample_per_core.unwrap() - 20.0).abs() < 1e-9);
-        assert!((r.achieved_gflops.unwrap() - 16.5).abs() < 1e-9);
+        assert!((r.achieved_gflops.unwrap() - 15.7).abs() < 1e-9);
         assert_eq!((r.peak_gflops, r.peak_level.as_deref()), (Some(80.0), Some("avx2")));
-        assert!((r.flop_utilization.unwrap() - 16.5 / 80.0).abs() < 1e-12);
+        assert!((r.flop_utilization.unwrap() - 15.7 / 80.0).abs() < 1e-12);
         // 100 MB in 0.1 s = 1000 MB/s of 2000: 50%
         assert!((r.write_mb_per_s.unwrap() - 1000.0).abs() < 1e-9 && (r.write_utilization.unwrap() - 0.5).abs() < 1e-12);
         assert!(w.is_empty(), "{w:?}");
-        // ten times faster: 165 GFLOP/s > 80 → above the peak; the scalar kernel uses the portable peak
+        // ten times faster: 157 GFLOP/s > 80 → above the peak; the scalar kernel uses the portable peak
         let (_, w) = figures(&limits(), "avx2", false, 2, 1e8, &work, Some(0.1), Some(0.1), Some(100_000_000));
         assert!(w.iter().any(|x| x.contains("above the peak")), "{w:?}");
         let (r, w) = figures(&limits(), "scalar", true, 1, 1e6, &work, Some(1.0), Some(1.0), Some(1_000_000));
@@ -460,7 +467,7 @@ mod tests {
         assert!(w.iter().any(|x| x.contains("floating-point rate is 0.8%")), "{w:?}");
         assert!(w.iter().any(|x| x.contains("write rate is 0.1%")), "{w:?}");
         // 92% is implausibly close
-        let (_, w) = figures(&limits(), "avx2", false, 1, 1e8, &work, Some(165.0 / 40.0 / 0.92 / 10.0), None, None);
+        let (_, w) = figures(&limits(), "avx2", false, 1, 1e8, &work, Some(157.0 / 40.0 / 0.92 / 10.0), None, None);
         assert!(w.iter().any(|x| x.contains("(> 90%)")), "{w:?}");
         assert!(one_line(&r).contains("ns/sample/core"));
     }

@@ -435,6 +435,7 @@ fn warm_run(s: &SizeSetup, i: usize, is_warmup: bool) -> anyhow::Result<(Phases,
             square: exp.shape == crate::config::CrystalShape::Square,
             sources: exp.sources.len(),
             orientations: exp.domains() * exp.phisteps.max(1) as usize,
+            single: exp.precision == crate::config::Precision::Single,
         },
     };
     // Nothing of this run may stay alive: a child forked while this process holds a large image
