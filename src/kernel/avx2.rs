@@ -21,7 +21,7 @@ use std::arch::x86_64::*;
 /// the module it is expanded in.
 macro_rules! hand_kernel {
     ($t:ty, $v:ty, $w:expr, $terms:expr) => {
-        /// One chunk of `C` lanes, one register of
+        /// One pixel group's `C` lanes, one register of
         #[doc = concat!(stringify!($w), " lanes at a time: add every orientation's F²·F_latt²·weight to `acc`.")]
         /// A register's lanes go through all orientations before the next register's (measured
         /// faster than two registers side by side: fewer spills, and the out-of-order window
@@ -42,11 +42,11 @@ macro_rules! hand_kernel {
         ) {
             assert!(C % $w == 0);
             for block in (0..C).step_by($w) {
-                let (sx, sy, sz) = (load(&scat[0][block..]), load(&scat[1][block..]), load(&scat[2][block..]));
-                let w = load(&weight[block..]);
                 if !live[block..block + $w].iter().any(|&l| l) {
                     continue;
                 }
+                let (sx, sy, sz) = (load(&scat[0][block..]), load(&scat[1][block..]), load(&scat[2][block..]));
+                let w = load(&weight[block..]);
                 let mask = lane_mask(&live[block..]);
                 let mut a = load(&acc[block..]);
                 for o in &hand.orient {
