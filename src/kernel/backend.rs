@@ -130,7 +130,8 @@ impl<'a, T: Real> SimdBackend<'a, T> {
     /// The level is lowered to what this CPU supports. The experiment must be one the SIMD kernel
     /// supports ([`super::fast::supports`]; the planner [`super::kernel_for`] checks it).
     pub fn new(exp: &'a Experiment, level: SimdLevel) -> Self {
-        SimdBackend { exp, prep: Prepared::new(exp), level: level.min(detected_level()) }
+        let level = level.min(detected_level());
+        SimdBackend { exp, prep: Prepared::new(exp, level == SimdLevel::Avx2), level }
     }
 }
 

@@ -60,7 +60,8 @@ pub struct Prepared<'a, T: Real> {
     f: NearestF<'a, T>,
     /// The same grid's bounds in T, for the lookup in 32-bit lanes (`None`: too large for it).
     grid32: Option<Grid32<T>>,
-    /// What the hand-written AVX2 sample loop needs, where it applies (`None`: the generic loop).
+    /// What the hand-written AVX2 sample loop needs, where it applies and the AVX2 level runs
+    /// (`None`: the generic loop).
     pub(super) hand: Option<HandLattice<T>>,
 }
 
@@ -82,7 +83,6 @@ pub struct HandLattice<T> {
 
 /// One axis's U_{N−1} as y^(N+1 mod 2)·Π(y² − r_k) ([`cheb_roots`]); nothing to multiply for N ≤ 1.
 pub struct HandAxis<T> {
-    pub(super) n: usize,
     pub(super) even: bool,
     pub(super) roots: Vec<Wide<T>>,
 }
@@ -152,11 +152,9 @@ impl<T: Real> HandLattice<T> {
             None
         };
         // N ≤ 1 (no lattice factor on that axis) as U_0 = 1: no roots, odd
-        let axes = ns.map(|n| {
-            let n = n.max(1.0) as usize;
-            HandAxis { n, even: n % 2 == 0, roots: cheb_roots::<T>(n).into_iter().map(Wide::new).collect() }
-        });
-        let uniform = axes.iter().all(|a| a.n == axes[0].n);
+        let ns = ns.map(|n| n.max(1.0) as usize);
+        let axes = ns.map(|n| HandAxis { even: n % 2 == 0, roots: cheb_roots::<T>(n).into_iter().map(Wide::new).collect() });
+        let uniform = ns.iter().all(|&n| n == ns[0]);
         let orient = orient.iter().map(|o| o.map(|v| v.map(Wide::new))).collect();
         let consts = HandConsts {
             half: Wide::new(T::HALF),
@@ -230,7 +228,9 @@ impl<T: Real> Grid32<T> {
 }
 
 impl<'a, T: Real> Prepared<'a, T> {
-    pub fn new(exp: &'a Experiment) -> Self {
+    /// `hand`: prepare for the hand-written AVX2 loop too (its padded F grid and replicated
+    /// constants), for the level that runs it; other levels leave [`Prepared::hand`] empty.
+    pub fn new(exp: &'a Experiment, hand: bool) -> Self {
         let f = NearestF::new(exp.fhkl.as_deref(), exp.default_f);
         let orient = exp
             .orientations
@@ -265,7 +265,9 @@ impl<'a, T: Real> Prepared<'a, T> {
             hand: None,
             f,
         };
-        prep.hand = HandLattice::new(exp.shape, [exp.na, exp.nb, exp.nc], &prep.orient, &prep.f);
+        if hand {
+            prep.hand = HandLattice::new(exp.shape, [exp.na, exp.nb, exp.nc], &prep.orient, &prep.f);
+        }
         prep
     }
 }
