@@ -84,26 +84,30 @@ const CHEB_MAX_N: f64 = 24.0;
 /// An estimate of the floating-point operations per sample, counted from the hand-written
 /// `sample_chunk` in src/kernel/avx2.rs and `render_group` in src/kernel/fast.rs (FMA = 2; a
 /// rounding or conversion is not counted):
-/// * per sample: Miller indices 3 × (1 mul + 2 FMA) = 15, nearest integers 3 × 1 sub; per axis with
-///   N > 1, 2cos(πδ) 19 (13 in single precision: a shorter sine polynomial), y² 1 and 2 per root
-///   pair of U_{N−1} (⌊(N−1)/2⌋ of them), or about 30 for `sincg_sqr` (N > 24); a non-square
-///   spot about 40; F_latt, F² × F_latt² × weight and the sum: 7;
+/// * per sample: Miller indices 3 × (1 mul + 2 FMA) = 15, or with several sources (the hoisted
+///   form, `fast::HandHoist`) 3 FMA = 6 plus A = a·(d − i₀), 3 × (3 mul + 2 add) = 15, once per
+///   sub-pixel and orientation, so 15/sources per sample; nearest integers 3 × 1 sub; per axis with
+///   N > 1, 2cos(πδ) 17 (δ, δ², 6 FMA, δ·p, 1 FMA; 11 in single precision: 3 FMA), y² 1 and 2
+///   per root of U_{N−1} (⌊(N−1)/2⌋ of them, in pairs of sub + FMA + mul), or about 30 for
+///   `sincg_sqr` (N > 24); a non-square spot about 40; F_latt, F² × F_latt² × weight and the sum: 7;
 /// * per source and sub-pixel (over the orientations): scattering vector and polarization, about 25;
 /// * per sub-pixel (over sources × orientations): position, distance, direction, solid angle, about 35.
 pub fn flops_per_sample(w: &Work) -> f64 {
-    let mut per_sample = 15.0 + 3.0 + 7.0;
+    let orients = w.orientations.max(1) as f64;
+    let sources = w.sources.max(1) as f64;
+    let hoisted = w.sources >= 2 && w.sources * w.orientations.max(1) <= crate::kernel::fast::HOIST_MAX_PAIRS;
+    let miller = if hoisted { 6.0 + 15.0 / sources } else { 15.0 };
+    let mut per_sample = miller + 3.0 + 7.0;
     if w.square {
         for n in w.n {
             if n > 1.0 {
-                let two_cos = if w.single { 13.0 } else { 19.0 };
+                let two_cos = if w.single { 11.0 } else { 17.0 };
                 per_sample += if n <= CHEB_MAX_N { two_cos + 1.0 + 2.0 * ((n.round() - 1.0) / 2.0).floor() } else { 30.0 };
             }
         }
     } else {
         per_sample += 40.0;
     }
-    let orients = w.orientations.max(1) as f64;
-    let sources = w.sources.max(1) as f64;
     per_sample + 25.0 / orients + 35.0 / (orients * sources)
 }
 
@@ -433,14 +437,18 @@ mod tests {
 
     #[test]
     fn flop_estimate_counts_the_kernel_terms() {
-        // bench crystal: N = 5 (2 root pairs), one source, one orientation: 25 + 3 × (19 + 1 + 4) + 25 + 35
+        // bench crystal: N = 5 (2 roots), one source, one orientation: 25 + 3 × (17 + 1 + 4) + 25 + 35
         let bench = Work { n: [5.0; 3], square: true, sources: 1, orientations: 1, single: false };
-        assert_eq!(flops_per_sample(&bench), 25.0 + 72.0 + 60.0);
-        // heavy: N = 10 (4 root pairs), 6 sources, 10 orientations: 25 + 3 × 28 + 25/10 + 35/60
+        assert_eq!(flops_per_sample(&bench), 25.0 + 66.0 + 60.0);
+        // heavy: N = 10 (4 roots), 6 sources (hoisted indices: 6 + 15/6 instead of 15), 10
+        // orientations: 18.5 + 3 × 26 + 25/10 + 35/60
         let heavy = Work { n: [10.0; 3], square: true, sources: 6, orientations: 10, single: false };
-        assert!((flops_per_sample(&heavy) - (25.0 + 84.0 + 2.5 + 35.0 / 60.0)).abs() < 1e-12);
+        assert!((flops_per_sample(&heavy) - (18.5 + 78.0 + 2.5 + 35.0 / 60.0)).abs() < 1e-12);
         // single precision: 6 fewer per axis
-        assert!((flops_per_sample(&Work { single: true, ..heavy }) - (25.0 + 66.0 + 2.5 + 35.0 / 60.0)).abs() < 1e-12);
+        assert!((flops_per_sample(&Work { single: true, ..heavy }) - (18.5 + 60.0 + 2.5 + 35.0 / 60.0)).abs() < 1e-12);
+        // too many sources × orientations for the hoisted table: the dot products
+        let wide = Work { orientations: 10_000, ..heavy };
+        assert!((flops_per_sample(&wide) - (25.0 + 78.0 + 25.0 / 1e4 + 35.0 / 6e4)).abs() < 1e-12);
         // N = 1 axes cost nothing, N > 24 uses sincg
         let thin = Work { n: [1.0, 1.0, 30.0], square: true, sources: 1, orientations: 1, single: false };
         assert_eq!(flops_per_sample(&thin), 25.0 + 30.0 + 60.0);
@@ -449,17 +457,17 @@ mod tests {
 
     #[test]
     fn figures_and_warnings() {
-        let work = Work { n: [5.0; 3], square: true, sources: 1, orientations: 1, single: false }; // 157 flops/sample
-        // 1e8 samples in 1 s on 2 threads: 20 ns/sample/core, 15.7 GFLOP/s of 80 (avx2 f64): 20%
+        let work = Work { n: [5.0; 3], square: true, sources: 1, orientations: 1, single: false }; // 151 flops/sample
+        // 1e8 samples in 1 s on 2 threads: 20 ns/sample/core, 15.1 GFLOP/s of 80 (avx2 f64): 19%
         let (r, w) = figures(&limits(), "avx2", false, 2, 1e8, &work, Some(1.0), Some(0.1), Some(100_000_000));
         assert!((r.ns_per_sample_per_core.unwrap() - 20.0).abs() < 1e-9);
-        assert!((r.achieved_gflops.unwrap() - 15.7).abs() < 1e-9);
+        assert!((r.achieved_gflops.unwrap() - 15.1).abs() < 1e-9);
         assert_eq!((r.peak_gflops, r.peak_level.as_deref()), (Some(80.0), Some("avx2")));
-        assert!((r.flop_utilization.unwrap() - 15.7 / 80.0).abs() < 1e-12);
+        assert!((r.flop_utilization.unwrap() - 15.1 / 80.0).abs() < 1e-12);
         // 100 MB in 0.1 s = 1000 MB/s of 2000: 50%
         assert!((r.write_mb_per_s.unwrap() - 1000.0).abs() < 1e-9 && (r.write_utilization.unwrap() - 0.5).abs() < 1e-12);
         assert!(w.is_empty(), "{w:?}");
-        // ten times faster: 157 GFLOP/s > 80 → above the peak; the scalar kernel uses the portable peak
+        // ten times faster: 151 GFLOP/s > 80 → above the peak; the scalar kernel uses the portable peak
         let (_, w) = figures(&limits(), "avx2", false, 2, 1e8, &work, Some(0.1), Some(0.1), Some(100_000_000));
         assert!(w.iter().any(|x| x.contains("above the peak")), "{w:?}");
         let (r, w) = figures(&limits(), "scalar", true, 1, 1e6, &work, Some(1.0), Some(1.0), Some(1_000_000));
@@ -467,7 +475,7 @@ mod tests {
         assert!(w.iter().any(|x| x.contains("floating-point rate is 0.8%")), "{w:?}");
         assert!(w.iter().any(|x| x.contains("write rate is 0.1%")), "{w:?}");
         // 92% is implausibly close
-        let (_, w) = figures(&limits(), "avx2", false, 1, 1e8, &work, Some(157.0 / 40.0 / 0.92 / 10.0), None, None);
+        let (_, w) = figures(&limits(), "avx2", false, 1, 1e8, &work, Some(151.0 / 40.0 / 0.92 / 10.0), None, None);
         assert!(w.iter().any(|x| x.contains("(> 90%)")), "{w:?}");
         assert!(one_line(&r).contains("ns/sample/core"));
     }

@@ -6,18 +6,23 @@
 //! the innermost loop; here every quantity is one register per four (f64) or eight (f32) lanes.
 //!
 //! Same terms, order of accumulation and meaning as [`super::fast`]'s `sample_chunk`; the
-//! arithmetic inside a sample differs by rounding (fused multiply-adds, the sine's argument taken
-//! as δ·π/2 in one product, the hardware ceil and gather), so results agree with it and with the
-//! reference to the parity tolerance, not bit for bit. Deterministic for any thread count: a
-//! pixel's value depends on nothing but the pixel.
+//! arithmetic inside a sample differs by rounding (fused multiply-adds, the sine polynomial's
+//! coefficients scaled for δ, the roots of U_{N−1} multiplied in pairs, the hardware ceil, with
+//! several sources the Miller indices from [`super::fast::HandHoist`]'s hoisted dot products), so
+//! results agree with it and with the reference to the parity tolerance, not bit for bit.
+//! Deterministic for any thread count: a pixel's value depends on nothing but the pixel.
+//!
+//! What measured faster on Zen 3 (`reports/benchmarks/2026-11-23-hoisted-kernel`): F read with one
+//! broadcast load where a register's lanes share their nearest lattice point (the gather is slow,
+//! and neighbouring pixels mostly do), the f64 F index in floating point, the hoisted indices.
 //!
 //! Both element types come from one body ([`hand_kernel!`]) over a few per-type wrappers.
 
-use super::fast::{HandConsts, HandLattice, Wide};
+use super::fast::{HandConsts, HandIndices, HandLattice, Wide};
 use std::arch::x86_64::*;
 
 /// The sample loop for element type `$t` in registers `$v` of `$w` lanes, the sine polynomial with
-/// `$terms` of the Cephes coefficients; built from the wrappers (`set1`, `_mul`, `lookup`, ...) of
+/// `$terms` of the Cephes coefficients (after the leading term); built from the wrappers (`set1`, `_mul`, `lookup`, ...) of
 /// the module it is expanded in.
 macro_rules! hand_kernel {
     ($t:ty, $v:ty, $w:expr, $terms:expr) => {
@@ -35,7 +40,7 @@ macro_rules! hand_kernel {
         pub unsafe fn sample_chunk<const C: usize>(
             hand: &HandLattice<$t>,
             default_f: $t,
-            scat: &[[$t; C]; 3],
+            idx: &HandIndices<$t, C>,
             live: &[bool; C],
             weight: &[$t; C],
             acc: &mut [$t; C],
@@ -45,81 +50,112 @@ macro_rules! hand_kernel {
                 if !live[block..block + $w].iter().any(|&l| l) {
                     continue;
                 }
-                let (sx, sy, sz) = (load(&scat[0][block..]), load(&scat[1][block..]), load(&scat[2][block..]));
                 let w = load(&weight[block..]);
                 let mask = lane_mask(&live[block..]);
                 let mut a = load(&acc[block..]);
-                for o in &hand.orient {
-                    // the C's order: F_cell²·F_latt², times the oversampling weight; dead lanes add 0
-                    a = _add(a, _and(_mul(term(hand, default_f, o, [sx, sy, sz]), w), mask));
+                // F²·weight, zero in dead lanes, off the lattice factor's dependency chain (and,
+                // without a grid, out of the loop)
+                let fixed_fw = _and(_mul(set1(default_f * default_f), w), mask);
+                match idx {
+                    HandIndices::Scattering(scat) => {
+                        let s = [load(&scat[0][block..]), load(&scat[1][block..]), load(&scat[2][block..])];
+                        for o in &hand.orient {
+                            // the C's a·s
+                            let x = o.map(|v| _fmadd(wide(&v[2]), s[2], _fmadd(wide(&v[1]), s[1], _mul(wide(&v[0]), s[0]))));
+                            let (latt2, fw) = term(hand, x, w, mask, fixed_fw);
+                            a = _add(a, _mul(latt2, fw));
+                        }
+                    }
+                    HandIndices::Hoisted { a: hoisted, source } => {
+                        let hoist = hand.hoist.as_ref().expect("a hoisted source without its table");
+                        let inv_lambda = wide(&hoist.inv_lambda[*source]);
+                        let n = hand.orient.len();
+                        let ks = &hoist.k[source * n..(source + 1) * n];
+                        assert!(hoisted.len() >= n * 3 * C);
+                        let mut at = hoisted.as_ptr().add(block);
+                        for k in ks {
+                            // A/λ + K = a·(d − i)/λ; SAFETY: within `hoisted` (asserted above)
+                            let x = [0, 1, 2].map(|axis| _fmadd(load_ptr(at.add(axis * C)), inv_lambda, wide(&k[axis])));
+                            at = at.wrapping_add(3 * C);
+                            let (latt2, fw) = term(hand, x, w, mask, fixed_fw);
+                            a = _add(a, _mul(latt2, fw));
+                        }
+                    }
                 }
                 store(&mut acc[block..], a);
             }
         }
 
-        /// F_cell²·F_latt² of one orientation for the lanes' scattering vectors `s`.
+        /// F_latt² of one orientation for the lanes' Miller indices `x` (h, k, l), and F_cell²·`w`
+        /// in the lanes of `mask` (0 elsewhere; `fixed_fw` without a grid). The lookup right after
+        /// the nearest indices, so that their registers are free for the lattice factor.
         #[inline]
         #[target_feature(enable = "avx2,fma")]
-        unsafe fn term(hand: &HandLattice<$t>, default_f: $t, o: &[[Wide<$t>; 3]; 3], s: [$v; 3]) -> $v {
+        unsafe fn term(hand: &HandLattice<$t>, x: [$v; 3], w: $v, mask: $v, fixed_fw: $v) -> ($v, $v) {
             let c = &hand.consts;
             let one = wide(&c.one);
-            // Miller indices (the C's a·s), nearest integers ceil(x − ½), 2cos(πδ), F²
+            // nearest integers ceil(x − ½), 2cos(πδ)
             let mut y = [one; 3];
             let mut idx0 = [one; 3];
             for axis in 0..3 {
-                let v = o[axis];
-                let x = _fmadd(wide(&v[2]), s[2], _fmadd(wide(&v[1]), s[1], _mul(wide(&v[0]), s[0])));
-                let x0 = ceil(_sub(x, wide(&c.half)));
+                let x0 = ceil(_sub(x[axis], wide(&c.half)));
                 idx0[axis] = x0;
-                y[axis] = two_cos_pi(c, _sub(x, x0));
+                y[axis] = two_cos_pi(c, _sub(x[axis], x0));
             }
-            let f2 = match &hand.grid {
+            let fw = match &hand.grid {
                 Some(g) => {
                     let f = lookup(g, idx0);
-                    _mul(f, f)
+                    _and(_mul(_mul(f, f), w), mask)
                 }
-                None => set1(default_f * default_f),
+                None => fixed_fw,
             };
-            // U_{N−1} = y^(N+1 mod 2)·Π(y² − r_k) per axis, 1 for N ≤ 1; with one N on every
-            // axis the root loop is outermost, three independent products per step
+            // U_{N−1} = y^(N+1 mod 2)·Π(y² − r_k) per axis, 1 for N ≤ 1, the roots in pairs
+            // (HandAxis); with one N on every axis the pair loop is outermost
             let mut u = [one; 3];
-            let y2 = y.map(|y| _mul(y, y));
+            let z = y.map(|y| _mul(y, y));
             for axis in 0..3 {
                 if hand.axes[axis].even {
                     u[axis] = y[axis];
                 }
             }
+            let pair = |z: $v, p: &[Wide<$t>; 2]| _fmadd(z, _sub(z, wide(&p[0])), wide(&p[1]));
             if hand.uniform {
-                for root in &hand.axes[0].roots {
-                    let root = wide(root);
+                for p in &hand.axes[0].pairs {
                     for axis in 0..3 {
-                        u[axis] = _mul(u[axis], _sub(y2[axis], root));
+                        u[axis] = _mul(u[axis], pair(z[axis], p));
+                    }
+                }
+                if let Some(r) = &hand.axes[0].single {
+                    for axis in 0..3 {
+                        u[axis] = _mul(u[axis], _sub(z[axis], wide(r)));
                     }
                 }
             } else {
                 for axis in 0..3 {
-                    for root in &hand.axes[axis].roots {
-                        u[axis] = _mul(u[axis], _sub(y2[axis], wide(root)));
+                    for p in &hand.axes[axis].pairs {
+                        u[axis] = _mul(u[axis], pair(z[axis], p));
+                    }
+                    if let Some(r) = &hand.axes[axis].single {
+                        u[axis] = _mul(u[axis], _sub(z[axis], wide(r)));
                     }
                 }
             }
             let f_latt = _mul(_mul(u[0], u[1]), u[2]);
-            _mul(f2, _mul(f_latt, f_latt))
+            (_mul(f_latt, f_latt), fw)
         }
 
-        /// 2cos(πδ) = 2 − 4sin²(πδ/2), the Cephes sine polynomial on |πδ/2| ≤ π/4 (|δ| ≤ ½).
+        /// 2cos(πδ) = 2 − 4sin²(πδ/2), the Cephes sine polynomial on |πδ/2| ≤ π/4 (|δ| ≤ ½)
+        /// with its coefficients scaled for δ itself (one multiplication fewer than scaling δ).
         #[inline]
         #[target_feature(enable = "avx2,fma")]
         unsafe fn two_cos_pi(c: &HandConsts<$t>, delta: $v) -> $v {
-            let t = _mul(delta, wide(&c.frac_pi_2));
-            let t2 = _mul(t, t);
-            let mut p = wide(&c.sin_c[$terms - 1]);
-            for k in (0..$terms - 1).rev() {
-                p = _fmadd(p, t2, wide(&c.sin_c[k]));
+            let d2 = _mul(delta, delta);
+            let mut p = wide(&c.two_sin_half_pi[$terms]);
+            for k in (0..$terms).rev() {
+                p = _fmadd(p, d2, wide(&c.two_sin_half_pi[k]));
             }
-            // 2sin(t) from 2t (an addition, off the multipliers), then 2 − (2sin t)²
-            let tt = _add(t, t);
-            let sin2 = _fmadd(_mul(tt, t2), p, tt);
+            // 2sin(πδ/2), then 2 − (2sin)²
+            let sin2 = _mul(delta, p);
             _fnmadd(sin2, sin2, wide(&c.two))
         }
     };
@@ -148,6 +184,11 @@ pub mod f64x4 {
     }
     #[inline]
     #[target_feature(enable = "avx2,fma")]
+    unsafe fn load_ptr(x: *const f64) -> V {
+        _mm256_loadu_pd(x)
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
     unsafe fn store(x: &mut [f64], v: V) {
         debug_assert!(x.len() >= 4);
         _mm256_storeu_pd(x.as_mut_ptr(), v)
@@ -156,8 +197,10 @@ pub mod f64x4 {
     #[inline]
     #[target_feature(enable = "avx2,fma")]
     unsafe fn lane_mask(live: &[bool]) -> V {
-        let m = |i: usize| -(live[i] as i64);
-        _mm256_castsi256_pd(_mm256_setr_epi64x(m(0), m(1), m(2), m(3)))
+        // four bools (bytes 0 or 1) widened to 64-bit lanes and negated: 0 or all ones
+        let live = &live[..4];
+        let bytes = _mm_cvtsi32_si128(i32::from_ne_bytes(std::array::from_fn(|i| live[i] as u8)));
+        _mm256_castsi256_pd(_mm256_sub_epi64(_mm256_setzero_si256(), _mm256_cvtepu8_epi64(bytes)))
     }
     #[inline]
     #[target_feature(enable = "avx2,fma")]
@@ -201,15 +244,32 @@ pub mod f64x4 {
     #[inline]
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn lookup(g: &crate::kernel::fast::HandGrid<f64>, idx0: [V; 3]) -> V {
-        let d: [__m128i; 3] = std::array::from_fn(|a| {
-            let d = _mm_sub_epi32(_mm256_cvtpd_epi32(idx0[a]), _mm_set1_epi32(g.lo[a]));
-            _mm_min_epi32(_mm_max_epi32(d, _mm_setzero_si128()), _mm_set1_epi32(g.last[a]))
-        });
-        let flat = _mm_add_epi32(
-            _mm_add_epi32(_mm_mullo_epi32(d[0], _mm_set1_epi32(g.stride_h)), _mm_mullo_epi32(d[1], _mm_set1_epi32(g.stride_k))),
-            d[2],
-        );
-        _mm256_i32gather_pd::<8>(g.data.as_ptr(), flat)
+        let flat = match &g.float_index {
+            Some(fi) => {
+                // max(NaN, lo) is lo: NaN reads the border too
+                let c: [V; 3] = std::array::from_fn(|a| _mm256_min_pd(_mm256_max_pd(idx0[a], wide(&fi.lo[a])), wide(&fi.hi[a])));
+                let f = _fmadd(c[0], wide(&fi.stride_h), _fmadd(c[1], wide(&fi.stride_k), _add(c[2], wide(&fi.base))));
+                _mm256_cvtpd_epi32(f)
+            }
+            None => {
+                let d: [__m128i; 3] = std::array::from_fn(|a| {
+                    let d = _mm_sub_epi32(_mm256_cvtpd_epi32(idx0[a]), _mm_set1_epi32(g.lo[a]));
+                    _mm_min_epi32(_mm_max_epi32(d, _mm_setzero_si128()), _mm_set1_epi32(g.last[a]))
+                });
+                _mm_add_epi32(
+                    _mm_add_epi32(_mm_mullo_epi32(d[0], _mm_set1_epi32(g.stride_h)), _mm_mullo_epi32(d[1], _mm_set1_epi32(g.stride_k))),
+                    d[2],
+                )
+            }
+        };
+        // neighbouring pixels mostly share their nearest reciprocal-lattice point: then one
+        // broadcast load instead of the gather (slow on Zen 3)
+        let first = _mm_shuffle_epi32::<0>(flat);
+        if _mm_movemask_epi8(_mm_cmpeq_epi32(flat, first)) == 0xFFFF {
+            _mm256_broadcast_sd(&*g.data.as_ptr().add(_mm_cvtsi128_si32(flat) as u32 as usize))
+        } else {
+            _mm256_i32gather_pd::<8>(g.data.as_ptr(), flat)
+        }
     }
 
     hand_kernel!(f64, __m256d, 4, 6);
@@ -238,6 +298,11 @@ pub mod f32x8 {
     }
     #[inline]
     #[target_feature(enable = "avx2,fma")]
+    unsafe fn load_ptr(x: *const f32) -> V {
+        _mm256_loadu_ps(x)
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
     unsafe fn store(x: &mut [f32], v: V) {
         debug_assert!(x.len() >= 8);
         _mm256_storeu_ps(x.as_mut_ptr(), v)
@@ -245,8 +310,9 @@ pub mod f32x8 {
     #[inline]
     #[target_feature(enable = "avx2,fma")]
     unsafe fn lane_mask(live: &[bool]) -> V {
-        let m = |i: usize| -(live[i] as i32);
-        _mm256_castsi256_ps(_mm256_setr_epi32(m(0), m(1), m(2), m(3), m(4), m(5), m(6), m(7)))
+        let live = &live[..8];
+        let bytes = _mm_cvtsi64_si128(i64::from_ne_bytes(std::array::from_fn(|i| live[i] as u8)));
+        _mm256_castsi256_ps(_mm256_sub_epi32(_mm256_setzero_si256(), _mm256_cvtepu8_epi32(bytes)))
     }
     #[inline]
     #[target_feature(enable = "avx2,fma")]
@@ -287,15 +353,29 @@ pub mod f32x8 {
     #[inline]
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn lookup(g: &crate::kernel::fast::HandGrid<f32>, idx0: [V; 3]) -> V {
-        let d: [__m256i; 3] = std::array::from_fn(|a| {
-            let d = _mm256_sub_epi32(_mm256_cvtps_epi32(idx0[a]), _mm256_set1_epi32(g.lo[a]));
-            _mm256_min_epi32(_mm256_max_epi32(d, _mm256_setzero_si256()), _mm256_set1_epi32(g.last[a]))
-        });
-        let flat = _mm256_add_epi32(
-            _mm256_add_epi32(_mm256_mullo_epi32(d[0], _mm256_set1_epi32(g.stride_h)), _mm256_mullo_epi32(d[1], _mm256_set1_epi32(g.stride_k))),
-            d[2],
-        );
-        _mm256_i32gather_ps::<4>(g.data.as_ptr(), flat)
+        let flat = match &g.float_index {
+            Some(fi) => {
+                let c: [V; 3] = std::array::from_fn(|a| _mm256_min_ps(_mm256_max_ps(idx0[a], wide(&fi.lo[a])), wide(&fi.hi[a])));
+                let f = _fmadd(c[0], wide(&fi.stride_h), _fmadd(c[1], wide(&fi.stride_k), _add(c[2], wide(&fi.base))));
+                _mm256_cvtps_epi32(f)
+            }
+            None => {
+                let d: [__m256i; 3] = std::array::from_fn(|a| {
+                    let d = _mm256_sub_epi32(_mm256_cvtps_epi32(idx0[a]), _mm256_set1_epi32(g.lo[a]));
+                    _mm256_min_epi32(_mm256_max_epi32(d, _mm256_setzero_si256()), _mm256_set1_epi32(g.last[a]))
+                });
+                _mm256_add_epi32(
+                    _mm256_add_epi32(_mm256_mullo_epi32(d[0], _mm256_set1_epi32(g.stride_h)), _mm256_mullo_epi32(d[1], _mm256_set1_epi32(g.stride_k))),
+                    d[2],
+                )
+            }
+        };
+        let first = _mm256_permutevar8x32_epi32(flat, _mm256_setzero_si256());
+        if _mm256_movemask_epi8(_mm256_cmpeq_epi32(flat, first)) == -1 {
+            _mm256_broadcast_ss(&*g.data.as_ptr().add(_mm256_cvtsi256_si32(flat) as u32 as usize))
+        } else {
+            _mm256_i32gather_ps::<4>(g.data.as_ptr(), flat)
+        }
     }
 
     hand_kernel!(f32, __m256, 8, 3);
@@ -304,7 +384,7 @@ pub mod f32x8 {
 #[cfg(test)]
 mod tests {
     use crate::config::CrystalShape;
-    use crate::kernel::fast::HandLattice;
+    use crate::kernel::fast::{HandIndices, HandLattice};
     use crate::physics::sincg;
     use crate::structure_factors::{HklGrid, NearestF};
     use std::f64::consts::PI;
@@ -402,7 +482,83 @@ mod tests {
             return;
         }
         // SAFETY: AVX2 and FMA checked above
-        check::<f64>(1e-11, |h, f, s, l, w, a| unsafe { super::f64x4::sample_chunk(h, f.default_f(), s, l, w, a) });
-        check::<f32>(2e-4, |h, f, s, l, w, a| unsafe { super::f32x8::sample_chunk(h, f.default_f(), s, l, w, a) });
+        check::<f64>(1e-11, |h, f, s, l, w, a| unsafe { super::f64x4::sample_chunk(h, f.default_f(), &HandIndices::Scattering(s), l, w, a) });
+        check::<f32>(2e-4, |h, f, s, l, w, a| unsafe { super::f32x8::sample_chunk(h, f.default_f(), &HandIndices::Scattering(s), l, w, a) });
+    }
+
+    /// The hoisted Miller indices (several sources): A = a·(d − i₀) per sub-pixel, then per source
+    /// h = A/λ + K, against the C's h = a·(d − i)/λ in f64, summed over sources and orientations
+    /// in the C's order.
+    fn check_hoisted<T: crate::kernel::lanes::Real>(tol: f64, run: impl Fn(&HandLattice<T>, T, &HandIndices<T, 16>, &[bool; 16], &[T; 16], &mut [T; 16])) {
+        use crate::experiment::Orientation;
+        use crate::kernel::fast::{hoist_miller, HandHoist};
+        let entries: Vec<(i32, i32, i32, f64)> = (-6..=6).flat_map(|h| (-6..=6).flat_map(move |k| (-6..=6).map(move |l| (h, k, l, 5.0 + ((h * 7 + k * 3 + l) as f64).abs())))).collect();
+        let grid = HklGrid::from_entries(&entries, 0.0).unwrap();
+        let mut rng = Lcg(11);
+        let f = NearestF::<T>::new(Some(&grid), 2.5);
+        let orient: Vec<Orientation> = (0..7).map(|_| {
+            let v = |rng: &mut Lcg| std::array::from_fn(|_| 60.0 * (rng.next() - 0.5));
+            Orientation { a: v(&mut rng), b: v(&mut rng), c: v(&mut rng) }
+        }).collect();
+        let orient_t: Vec<[[T; 3]; 3]> = orient.iter().map(|o| [o.a, o.b, o.c].map(|v| v.map(T::from_f64))).collect();
+        // a beam along +x with divergence ~1 mrad and 1 ± 0.05 Å
+        let sources: Vec<([f64; 3], f64)> = (0..5).map(|_| {
+            let (dy, dz) = (2e-3 * (rng.next() - 0.5), 2e-3 * (rng.next() - 0.5));
+            let n = (1.0 + dy * dy + dz * dz).sqrt();
+            ([1.0 / n, dy / n, dz / n], 0.95 + 0.1 * rng.next())
+        }).collect();
+        for ns in [[10.0; 3], [5.0, 7.0, 3.0]] {
+            let mut hand = HandLattice::new(CrystalShape::Square, ns, &orient_t, &f).unwrap();
+            hand.hoist = HandHoist::new(&orient, &sources);
+            let hoist = hand.hoist.as_ref().expect("several sources");
+            // diffracted directions of neighbouring pixels, up to ~17° from the beam
+            let d: [[f64; 16]; 3] = {
+                let (y0, z0) = (0.6 * (rng.next() - 0.5), 0.6 * (rng.next() - 0.5));
+                let mut d = [[0.0; 16]; 3];
+                for l in 0..16 {
+                    let (y, z) = (y0 + 1e-3 * l as f64, z0 - 4e-4 * l as f64);
+                    let n = (1.0 + y * y + z * z).sqrt();
+                    [d[0][l], d[1][l], d[2][l]] = [1.0 / n, y / n, z / n];
+                }
+                d
+            };
+            let mut a_hoisted = vec![T::ZERO; orient.len() * 3 * 16];
+            hoist_miller::<T, 16>(&orient, &hoist.inc0, [&d[0], &d[1], &d[2]], &mut a_hoisted);
+            let live: [bool; 16] = std::array::from_fn(|i| i % 7 != 2);
+            let weight = [T::ONE; 16];
+            let mut acc = [T::ZERO; 16];
+            for si in 0..sources.len() {
+                run(&hand, f.default_f(), &HandIndices::Hoisted { a: &a_hoisted, source: si }, &live, &weight, &mut acc);
+            }
+            let view = f.view();
+            for l in 0..16 {
+                let mut want = 0.0;
+                if live[l] {
+                    for (inc, lambda) in &sources {
+                        for o in &orient {
+                            let s = [0, 1, 2].map(|a| (d[a][l] - inc[a]) / lambda);
+                            let hkl = [o.a, o.b, o.c].map(|v| v[0] * s[0] + v[1] * s[1] + v[2] * s[2]);
+                            let h0 = hkl.map(|x| (x - 0.5).ceil());
+                            let latt: f64 = (0..3).map(|a| sincg(PI * hkl[a], ns[a]).powi(2)).product();
+                            let fc = view.get(h0[0] as i64, h0[1] as i64, h0[2] as i64).to_f64();
+                            want += fc * fc * latt;
+                        }
+                    }
+                }
+                let got = acc[l].to_f64();
+                assert!((got - want).abs() <= tol * want.abs().max(1.0), "N={ns:?} lane {l}: {got} vs {want}");
+            }
+        }
+    }
+
+    #[test]
+    fn hoisted_indices_follow_the_c_formulas() {
+        if !(is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")) {
+            eprintln!("SKIPPED hoisted_indices_follow_the_c_formulas: this CPU has no AVX2+FMA");
+            return;
+        }
+        // SAFETY: AVX2 and FMA checked above
+        check_hoisted::<f64>(1e-11, |h, d, i, l, w, a| unsafe { super::f64x4::sample_chunk(h, d, i, l, w, a) });
+        check_hoisted::<f32>(2e-4, |h, d, i, l, w, a| unsafe { super::f32x8::sample_chunk(h, d, i, l, w, a) });
     }
 }

@@ -79,12 +79,92 @@ pub struct HandLattice<T> {
     /// The same N on every axis (the usual crystal): the three products run in one loop.
     pub(super) uniform: bool,
     pub(super) grid: Option<HandGrid<T>>,
+    /// The Miller indices' dot products hoisted out of the source loop (several sources only).
+    pub(super) hoist: Option<HandHoist<T>>,
+}
+
+/// Several sources: h = a·(d − i_s)/λ_s = A/λ_s + K_s with A = a·(d − i₀) computed once per
+/// sub-pixel and orientation ([`hoist_miller`]) and K_s = −a·(i_s − i₀)/λ_s once per run, one
+/// fused multiply-add per axis and sample instead of a dot product. i₀ is the first source's
+/// direction: with divergence and dispersion i_s − i₀ is small, and A (like h) has the size of
+/// the scattering vector, so nothing cancels.
+pub struct HandHoist<T> {
+    pub(super) inc0: V3,
+    /// 1/λ per source, replicated.
+    pub(super) inv_lambda: Vec<Wide<T>>,
+    /// K per source × orientation (source outer) × axis, replicated.
+    pub(super) k: Vec<[Wide<T>; 3]>,
+}
+
+/// Largest sources × orientations for [`HandHoist`]'s table (3 MiB of f64); more runs the dot products.
+pub const HOIST_MAX_PAIRS: usize = 1 << 14;
+
+impl<T: Real> HandHoist<T> {
+    pub(super) fn new(orient: &[crate::experiment::Orientation], sources: &[(V3, f64)]) -> Option<Self> {
+        if sources.len() < 2 || sources.len() * orient.len() > HOIST_MAX_PAIRS {
+            return None;
+        }
+        let inc0 = sources[0].0;
+        let mut k = Vec::with_capacity(sources.len() * orient.len());
+        for (inc, lambda) in sources {
+            let di = [inc[0] - inc0[0], inc[1] - inc0[1], inc[2] - inc0[2]];
+            for o in orient {
+                k.push([o.a, o.b, o.c].map(|v| Wide::new(T::from_f64(-(v[0] * di[0] + v[1] * di[1] + v[2] * di[2]) / lambda))));
+            }
+        }
+        let inv_lambda = sources.iter().map(|&(_, l)| Wide::new(T::from_f64(1.0 / l))).collect();
+        Some(HandHoist { inc0, inv_lambda, k })
+    }
+}
+
+/// A = a·(d − i₀) for every orientation, axis and lane ([`HandHoist`]), laid out as `out[(o·3 +
+/// axis)·L + lane]`; in f64, rounded once to T.
+#[inline(always)]
+pub(super) fn hoist_miller<T: Real, const L: usize>(orient: &[crate::experiment::Orientation], inc0: &V3, d: [&[f64; L]; 3], out: &mut [T]) {
+    let mut rel = [[0.0f64; L]; 3];
+    for axis in 0..3 {
+        for l in 0..L {
+            rel[axis][l] = d[axis][l] - inc0[axis];
+        }
+    }
+    for (o, chunk) in orient.iter().zip(out.chunks_exact_mut(3 * L)) {
+        for (v, dst) in [o.a, o.b, o.c].iter().zip(chunk.chunks_exact_mut(L)) {
+            let mut x = [T::ZERO; L];
+            for l in 0..L {
+                x[l] = T::from_f64(v[0] * rel[0][l] + v[1] * rel[1][l] + v[2] * rel[2][l]);
+            }
+            dst.copy_from_slice(&x);
+        }
+    }
+}
+
+/// Where the hand-written loop takes its Miller indices from.
+pub enum HandIndices<'a, T, const C: usize> {
+    /// h = a·s from the lanes' scattering vectors, for every orientation.
+    Scattering(&'a [[T; C]; 3]),
+    /// h = A/λ + K from [`hoist_miller`]'s A (for `C` lanes) and this source's [`HandHoist`] values.
+    Hoisted { a: &'a [T], source: usize },
 }
 
 /// One axis's U_{N−1} as y^(N+1 mod 2)·Π(y² − r_k) ([`cheb_roots`]); nothing to multiply for N ≤ 1.
+/// The roots in pairs, (z − r)(z − r') = z(z − (r + r')) + r·r' with z = y²: a subtraction and a
+/// fused multiply-add instead of two subtractions and a multiplication (well conditioned: the
+/// value is the product's up to a few ulps of max(z², r·r')).
 pub struct HandAxis<T> {
     pub(super) even: bool,
-    pub(super) roots: Vec<Wide<T>>,
+    /// (r + r', r·r') per pair, in f64 then rounded.
+    pub(super) pairs: Vec<[Wide<T>; 2]>,
+    /// The last root of an odd count.
+    pub(super) single: Option<Wide<T>>,
+}
+
+impl<T: Real> HandAxis<T> {
+    fn new(n: usize) -> Self {
+        let roots = cheb_roots::<f64>(n);
+        let pairs = roots.chunks_exact(2).map(|p| [Wide::new(T::from_f64(p[0] + p[1])), Wide::new(T::from_f64(p[0] * p[1]))]).collect();
+        let single = (roots.len() % 2 == 1).then(|| Wide::new(T::from_f64(roots[roots.len() - 1])));
+        HandAxis { even: n % 2 == 0, pairs, single }
+    }
 }
 
 /// One value in every lane of a register (eight lanes: enough for f32 on AVX2; f64 reads four).
@@ -103,8 +183,9 @@ pub struct HandConsts<T> {
     pub(super) half: Wide<T>,
     pub(super) one: Wide<T>,
     pub(super) two: Wide<T>,
-    pub(super) frac_pi_2: Wide<T>,
-    pub(super) sin_c: [Wide<T>; 6],
+    /// 2sin(πδ/2)/δ as a polynomial in δ²: the Cephes sine coefficients scaled by
+    /// 2(π/2)^(2k+1) (the first, π, for the sine's leading term), so δ needs no scaling.
+    pub(super) two_sin_half_pi: [Wide<T>; 7],
 }
 
 /// The F grid with a border of `default_F` one cell wide on every side, so that a Miller index
@@ -116,6 +197,43 @@ pub struct HandGrid<T> {
     pub(super) stride_h: i32,
     pub(super) stride_k: i32,
     pub(super) data: Vec<T>,
+    /// For f64, the same index arithmetic in floating point (every partial sum an exact integer):
+    /// clamps and two fused multiply-adds instead of three two-uop conversions, clamps and 32-bit
+    /// multiplies. Not for f32, where one conversion covers eight lanes and the integer form
+    /// measured faster.
+    pub(super) float_index: Option<FloatIndex<T>>,
+}
+
+/// [`HandGrid`]'s padded bounds, strides and offset in T, replicated: offset = h·stride_h +
+/// k·stride_k + l + base with h, k, l clamped to [lo, hi].
+pub struct FloatIndex<T> {
+    pub(super) lo: [Wide<T>; 3],
+    pub(super) hi: [Wide<T>; 3],
+    pub(super) stride_h: Wide<T>,
+    pub(super) stride_k: Wide<T>,
+    pub(super) base: Wide<T>,
+}
+
+impl<T: Real> FloatIndex<T> {
+    fn new(lo: [i32; 3], last: [i32; 3], stride_h: i32, stride_k: i32) -> Option<Self> {
+        if std::mem::size_of::<T>() != 8 {
+            return None;
+        }
+        let (lo, last, sh, sk) = (lo.map(i64::from), last.map(i64::from), stride_h as i64, stride_k as i64);
+        let base = -(lo[0] * sh + lo[1] * sk + lo[2]);
+        // the partial sums l + base and k·stride_k + l + base over the clamped range, exact in T
+        let exact = 1i64 << 53;
+        let extremes = [lo[2] + base, lo[2] + last[2] + base, lo[1] * sk + lo[2] + base, (lo[1] + last[1]) * sk + lo[2] + last[2] + base, lo[1] * sk + lo[2] + last[2] + base, (lo[1] + last[1]) * sk + lo[2] + base];
+        let fits = extremes.iter().chain(&[base, sh * (lo[0] + last[0]), sh * lo[0]]).all(|x| x.abs() < exact);
+        let w = |x: i64| Wide::new(T::from_f64(x as f64));
+        fits.then(|| FloatIndex {
+            lo: [0, 1, 2].map(|a| w(lo[a])),
+            hi: [0, 1, 2].map(|a| w(lo[a] + last[a])),
+            stride_h: w(sh),
+            stride_k: w(sk),
+            base: w(base),
+        })
+    }
 }
 
 impl<T: Real> HandLattice<T> {
@@ -141,29 +259,27 @@ impl<T: Real> HandLattice<T> {
                     }
                 }
             }
-            Some(HandGrid {
-                lo: min.map(|x| x as i32 - 1),
-                last: span.map(|s| s as i32 + 2),
-                stride_h: (n[1] * n[2]) as i32,
-                stride_k: n[2] as i32,
-                data,
-            })
+            let (lo, last) = (min.map(|x| x as i32 - 1), span.map(|s| s as i32 + 2));
+            let (stride_h, stride_k) = ((n[1] * n[2]) as i32, n[2] as i32);
+            Some(HandGrid { lo, last, stride_h, stride_k, data, float_index: FloatIndex::new(lo, last, stride_h, stride_k) })
         } else {
             None
         };
         // N ≤ 1 (no lattice factor on that axis) as U_0 = 1: no roots, odd
         let ns = ns.map(|n| n.max(1.0) as usize);
-        let axes = ns.map(|n| HandAxis { even: n % 2 == 0, roots: cheb_roots::<T>(n).into_iter().map(Wide::new).collect() });
+        let axes = ns.map(HandAxis::new);
         let uniform = ns.iter().all(|&n| n == ns[0]);
         let orient = orient.iter().map(|o| o.map(|v| v.map(Wide::new))).collect();
         let consts = HandConsts {
             half: Wide::new(T::HALF),
             one: Wide::new(T::ONE),
             two: Wide::new(T::from_f64(2.0)),
-            frac_pi_2: Wide::new(T::from_f64(std::f64::consts::FRAC_PI_2)),
-            sin_c: T::SIN_C.map(Wide::new),
+            two_sin_half_pi: std::array::from_fn(|k| {
+                let c = if k == 0 { 1.0 } else { T::SIN_C[k - 1].to_f64() };
+                Wide::new(T::from_f64(2.0 * c * std::f64::consts::FRAC_PI_2.powi(2 * k as i32 + 1)))
+            }),
         };
-        Some(HandLattice { orient, consts, axes, uniform, grid })
+        Some(HandLattice { orient, consts, axes, uniform, grid, hoist: None })
     }
 }
 
@@ -266,7 +382,10 @@ impl<'a, T: Real> Prepared<'a, T> {
             f,
         };
         if hand {
-            prep.hand = HandLattice::new(exp.shape, [exp.na, exp.nb, exp.nc], &prep.orient, &prep.f);
+            prep.hand = HandLattice::new(exp.shape, [exp.na, exp.nb, exp.nc], &prep.orient, &prep.f).map(|mut h| {
+                h.hoist = HandHoist::new(&exp.orientations, &prep.sources);
+                h
+            });
         }
         prep
     }
@@ -285,6 +404,9 @@ pub fn render_row<T: Real, const L: usize, const C: usize, const HAND: bool>(exp
     let row_in_roi = (s as i64) >= exp.roi[2] && (s as i64) <= exp.roi[3];
     let cols = crate::io::roi_columns(exp.roi, fpixels);
     let mask_row = exp.mask.as_deref().map(|m| &m[s * fpixels..(s + 1) * fpixels]);
+    // the hand loop's hoisted Miller indices (several sources): one sub-pixel's A at a time
+    let hoist = if HAND && !interpolate { prep.hand.as_ref().and_then(|h| h.hoist.as_ref()) } else { None };
+    let mut hoist_a = vec![T::ZERO; if hoist.is_some() { prep.orient.len() * 3 * L } else { 0 }];
     let mut f0 = 0;
     while f0 < fpixels {
         let mut active = [false; L];
@@ -300,7 +422,7 @@ pub fn render_row<T: Real, const L: usize, const C: usize, const HAND: bool>(exp
         let any = active.iter().any(|&a| a);
         let mut vals = [0.0f64; L];
         if any {
-            match render_group::<T, L, C, HAND>(exp, prep, f0, s, &active, interpolate, &mut vals) {
+            match render_group::<T, L, C, HAND>(exp, prep, f0, s, &active, interpolate, hoist.map(|h| (h, &mut hoist_a[..])), &mut vals) {
                 Some(om) => omega_row += om,
                 None => return RowResult { omega: omega_row, end: RowEnd::HandOver { from: f0 } },
             }
@@ -326,6 +448,7 @@ fn render_group<T: Real, const L: usize, const C: usize, const HAND: bool>(
     s: usize,
     active: &[bool; L],
     interpolate: bool,
+    mut hoist: Option<(&HandHoist<T>, &mut [T])>,
     vals: &mut [f64; L],
 ) -> Option<f64> {
     let det = &exp.det;
@@ -399,19 +522,27 @@ fn render_group<T: Real, const L: usize, const C: usize, const HAND: bool>(
                     }
                 }
 
+                if let Some((h, a)) = hoist.as_mut() {
+                    hoist_miller::<T, L>(&exp.orientations, &h.inc0, [&dx, &dy, &dz], a);
+                }
                 for (si, &(inc, lambda)) in prep.sources.iter().enumerate() {
-                    let mut sx = [0.0f64; L];
-                    let mut sy = [0.0f64; L];
-                    let mut sz = [0.0f64; L];
                     let mut live = *active;
-                    for l in 0..L {
-                        sx[l] = (dx[l] - inc[0]) / lambda;
-                        sy[l] = (dy[l] - inc[1]) / lambda;
-                        sz[l] = (dz[l] - inc[2]) / lambda;
-                    }
+                    // the scattering vector (in f64, the C's operations), where -dmin or the
+                    // loop needs it (the hoisted hand loop does not)
+                    let need_scat = hoist.is_none() || dmin > 0.0;
+                    let scattering = || {
+                        let mut sv = [[0.0f64; L]; 3];
+                        for l in 0..L {
+                            sv[0][l] = (dx[l] - inc[0]) / lambda;
+                            sv[1][l] = (dy[l] - inc[1]) / lambda;
+                            sv[2][l] = (dz[l] - inc[2]) / lambda;
+                        }
+                        sv
+                    };
+                    let sv = if need_scat { scattering() } else { [[0.0; L]; 3] };
                     if dmin > 0.0 {
                         for l in 0..L {
-                            let stol = 0.5 * (sx[l] * sx[l] + sy[l] * sy[l] + sz[l] * sz[l]).sqrt();
+                            let stol = 0.5 * (sv[0][l] * sv[0][l] + sv[1][l] * sv[1][l] + sv[2][l] * sv[2][l]).sqrt();
                             let cut = stol > 0.0 && dmin > 0.5 / stol;
                             live[l] = active[l] & !cut;
                         }
@@ -462,14 +593,22 @@ fn render_group<T: Real, const L: usize, const C: usize, const HAND: bool>(
                             weight[l] = T::from_f64(w);
                         }
                     }
+                    // accumulate straight into the pixel sums: the C's summation order
+                    if let Some((_, a)) = hoist.as_ref() {
+                        // SAFETY: a hoist exists only for HAND rows, which run with AVX2 and FMA (simd.rs)
+                        let idx = HandIndices::Hoisted { a, source: si };
+                        if prep.hand.as_ref().is_some_and(|h| unsafe { T::hand_chunk(h, prep.f.default_f(), &idx, &live, &weight, &mut i_sum) }) {
+                            continue;
+                        }
+                    }
                     // scattering vector per lane, one array per component
+                    let sv = if need_scat { sv } else { scattering() };
                     let mut scat = [[T::ZERO; L]; 3];
                     for l in 0..L {
-                        scat[0][l] = T::from_f64(sx[l]);
-                        scat[1][l] = T::from_f64(sy[l]);
-                        scat[2][l] = T::from_f64(sz[l]);
+                        scat[0][l] = T::from_f64(sv[0][l]);
+                        scat[1][l] = T::from_f64(sv[1][l]);
+                        scat[2][l] = T::from_f64(sv[2][l]);
                     }
-                    // accumulate straight into the pixel sums: the C's summation order
                     let in_range = if interpolate {
                         interpolated_sample_loop::<T, L>(exp, prep, &scat, &live, &weight, &mut i_sum)
                     } else if prep.f.has_grid() {
@@ -538,7 +677,7 @@ fn sample_loop<T: Real, const L: usize, const C: usize, const GRID: bool, const 
 ) {
     // the hand-written loop takes the whole group (it skips registers with no live lane itself)
     // SAFETY: HAND is set only where the row function runs with AVX2 and FMA (simd.rs)
-    if HAND && prep.hand.as_ref().is_some_and(|h| unsafe { T::hand_chunk(h, prep.f.default_f(), scat, live, weight, acc) }) {
+    if HAND && prep.hand.as_ref().is_some_and(|h| unsafe { T::hand_chunk(h, prep.f.default_f(), &HandIndices::Scattering(scat), live, weight, acc) }) {
         return;
     }
     let mut c0 = 0;

@@ -36,7 +36,7 @@ pub trait Real:
     unsafe fn hand_chunk<const C: usize>(
         hand: &super::fast::HandLattice<Self>,
         default_f: Self,
-        scat: &[[Self; C]; 3],
+        idx: &super::fast::HandIndices<Self, C>,
         live: &[bool; C],
         weight: &[Self; C],
         acc: &mut [Self; C],
@@ -92,7 +92,7 @@ impl Real for f64 {
     unsafe fn hand_chunk<const C: usize>(
         hand: &super::fast::HandLattice<f64>,
         default_f: f64,
-        scat: &[[f64; C]; 3],
+        idx: &super::fast::HandIndices<f64, C>,
         live: &[bool; C],
         weight: &[f64; C],
         acc: &mut [f64; C],
@@ -102,12 +102,12 @@ impl Real for f64 {
             if !C.is_multiple_of(4) {
                 return false;
             }
-            super::avx2::f64x4::sample_chunk::<C>(hand, default_f, scat, live, weight, acc);
+            super::avx2::f64x4::sample_chunk::<C>(hand, default_f, idx, live, weight, acc);
             true
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
-            let _ = (hand, default_f, scat, live, weight, acc);
+            let _ = (hand, default_f, idx, live, weight, acc);
             false
         }
     }
@@ -146,7 +146,7 @@ impl Real for f32 {
     unsafe fn hand_chunk<const C: usize>(
         hand: &super::fast::HandLattice<f32>,
         default_f: f32,
-        scat: &[[f32; C]; 3],
+        idx: &super::fast::HandIndices<f32, C>,
         live: &[bool; C],
         weight: &[f32; C],
         acc: &mut [f32; C],
@@ -156,12 +156,12 @@ impl Real for f32 {
             if !C.is_multiple_of(8) {
                 return false;
             }
-            super::avx2::f32x8::sample_chunk::<C>(hand, default_f, scat, live, weight, acc);
+            super::avx2::f32x8::sample_chunk::<C>(hand, default_f, idx, live, weight, acc);
             true
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
-            let _ = (hand, default_f, scat, live, weight, acc);
+            let _ = (hand, default_f, idx, live, weight, acc);
             false
         }
     }
