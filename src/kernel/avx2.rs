@@ -22,8 +22,8 @@ use super::fast::{HandConsts, HandIndices, HandLattice, Wide};
 use std::arch::x86_64::*;
 
 /// The sample loop for element type `$t` in registers `$v` of `$w` lanes, the sine polynomial with
-/// `$terms` of the Cephes coefficients (after the leading term); built from the wrappers (`set1`, `_mul`, `lookup`, ...) of
-/// the module it is expanded in.
+/// `$terms` of the Cephes coefficients (after the leading term); built from the wrappers (`set1`,
+/// `_mul`, `lookup`, ...) of the module it is expanded in.
 macro_rules! hand_kernel {
     ($t:ty, $v:ty, $w:expr, $terms:expr) => {
         /// One pixel group's `C` lanes, one register of
@@ -353,23 +353,15 @@ pub mod f32x8 {
     #[inline]
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn lookup(g: &crate::kernel::fast::HandGrid<f32>, idx0: [V; 3]) -> V {
-        let flat = match &g.float_index {
-            Some(fi) => {
-                let c: [V; 3] = std::array::from_fn(|a| _mm256_min_ps(_mm256_max_ps(idx0[a], wide(&fi.lo[a])), wide(&fi.hi[a])));
-                let f = _fmadd(c[0], wide(&fi.stride_h), _fmadd(c[1], wide(&fi.stride_k), _add(c[2], wide(&fi.base))));
-                _mm256_cvtps_epi32(f)
-            }
-            None => {
-                let d: [__m256i; 3] = std::array::from_fn(|a| {
-                    let d = _mm256_sub_epi32(_mm256_cvtps_epi32(idx0[a]), _mm256_set1_epi32(g.lo[a]));
-                    _mm256_min_epi32(_mm256_max_epi32(d, _mm256_setzero_si256()), _mm256_set1_epi32(g.last[a]))
-                });
-                _mm256_add_epi32(
-                    _mm256_add_epi32(_mm256_mullo_epi32(d[0], _mm256_set1_epi32(g.stride_h)), _mm256_mullo_epi32(d[1], _mm256_set1_epi32(g.stride_k))),
-                    d[2],
-                )
-            }
-        };
+        // the integer index only (HandGrid::float_index is f64's: one conversion covers eight lanes)
+        let d: [__m256i; 3] = std::array::from_fn(|a| {
+            let d = _mm256_sub_epi32(_mm256_cvtps_epi32(idx0[a]), _mm256_set1_epi32(g.lo[a]));
+            _mm256_min_epi32(_mm256_max_epi32(d, _mm256_setzero_si256()), _mm256_set1_epi32(g.last[a]))
+        });
+        let flat = _mm256_add_epi32(
+            _mm256_add_epi32(_mm256_mullo_epi32(d[0], _mm256_set1_epi32(g.stride_h)), _mm256_mullo_epi32(d[1], _mm256_set1_epi32(g.stride_k))),
+            d[2],
+        );
         let first = _mm256_permutevar8x32_epi32(flat, _mm256_setzero_si256());
         if _mm256_movemask_epi8(_mm256_cmpeq_epi32(flat, first)) == -1 {
             _mm256_broadcast_ss(&*g.data.as_ptr().add(_mm256_cvtsi256_si32(flat) as u32 as usize))
