@@ -142,8 +142,9 @@ pub(super) fn hoist_miller<T: Real, const L: usize>(orient: &[crate::experiment:
 pub enum HandIndices<'a, T, const C: usize> {
     /// h = a·s from the lanes' scattering vectors, for every orientation.
     Scattering(&'a [[T; C]; 3]),
-    /// h = A/λ + K from [`hoist_miller`]'s A (for `C` lanes) and this source's [`HandHoist`] values.
-    Hoisted { a: &'a [T], source: usize },
+    /// h = A/λ + K from [`hoist_miller`]'s A (for `C` lanes) and these sources' [`HandHoist`]
+    /// values (one sub-pixel's sources in one call where their lanes and weights are the same).
+    Hoisted { a: &'a [T], sources: std::ops::Range<usize> },
 }
 
 /// One axis's U_{N−1} as y^(N+1 mod 2)·Π(y² − r_k) ([`cheb_roots`]); nothing to multiply for N ≤ 1.
@@ -525,6 +526,28 @@ fn render_group<T: Real, const L: usize, const C: usize, const HAND: bool>(
                 if let Some((h, a)) = hoist.as_mut() {
                     hoist_miller::<T, L>(&exp.orientations, &h.inc0, [&dx, &dy, &dz], a);
                 }
+                let weight_of = |polar: &[f64; L]| {
+                    let mut weight = [T::ONE; L];
+                    if exp.oversample_thick || exp.oversample_polar || exp.oversample_omega {
+                        for l in 0..L {
+                            let mut w = 1.0;
+                            if exp.oversample_thick {
+                                w *= capture[l];
+                            }
+                            if exp.oversample_polar {
+                                w *= polar[l];
+                            }
+                            if exp.oversample_omega {
+                                w *= omega[l];
+                            }
+                            weight[l] = T::from_f64(w);
+                        }
+                    }
+                    weight
+                };
+                // hoisted indices without -dmin or -oversample_polar: every source has the same
+                // live lanes and weight, and the hand loop takes them all in one call (below)
+                let all_sources = hoist.is_some() && dmin <= 0.0 && !exp.oversample_polar;
                 for (si, &(inc, lambda)) in prep.sources.iter().enumerate() {
                     let mut live = *active;
                     // the scattering vector (in f64, the C's operations), where -dmin or the
@@ -577,26 +600,14 @@ fn render_group<T: Real, const L: usize, const C: usize, const HAND: bool>(
                         let update = live[l] & ((polar[l] == 0.0) | exp.oversample_polar);
                         polar[l] = if update { new[l] } else { polar[l] };
                     }
-                    let mut weight = [T::ONE; L];
-                    if exp.oversample_thick || exp.oversample_polar || exp.oversample_omega {
-                        for l in 0..L {
-                            let mut w = 1.0;
-                            if exp.oversample_thick {
-                                w *= capture[l];
-                            }
-                            if exp.oversample_polar {
-                                w *= polar[l];
-                            }
-                            if exp.oversample_omega {
-                                w *= omega[l];
-                            }
-                            weight[l] = T::from_f64(w);
-                        }
+                    if all_sources {
+                        continue;
                     }
+                    let weight = weight_of(&polar);
                     // accumulate straight into the pixel sums: the C's summation order
                     if let Some((_, a)) = hoist.as_ref() {
                         // SAFETY: a hoist exists only for HAND rows, which run with AVX2 and FMA (simd.rs)
-                        let idx = HandIndices::Hoisted { a, source: si };
+                        let idx = HandIndices::Hoisted { a, sources: si..si + 1 };
                         if prep.hand.as_ref().is_some_and(|h| unsafe { T::hand_chunk(h, prep.f.default_f(), &idx, &live, &weight, &mut i_sum) }) {
                             continue;
                         }
@@ -621,6 +632,12 @@ fn render_group<T: Real, const L: usize, const C: usize, const HAND: bool>(
                     if !in_range {
                         return None;
                     }
+                }
+                if let (true, Some((_, a))) = (all_sources, hoist.as_ref()) {
+                    let idx = HandIndices::Hoisted { a, sources: 0..prep.sources.len() };
+                    // SAFETY: as above; the hoist comes from prep.hand, whose loop takes C lanes
+                    let done = prep.hand.as_ref().is_some_and(|h| unsafe { T::hand_chunk(h, prep.f.default_f(), &idx, active, &weight_of(&polar), &mut i_sum) });
+                    debug_assert!(done);
                 }
             }
         }
