@@ -74,7 +74,7 @@ pub struct Work {
     pub sources: usize,
     /// Mosaic domains × phi steps.
     pub orientations: usize,
-    /// `-precision single`: the sine polynomial has 3 terms instead of 6.
+    /// `-precision single`: shorter polynomials for 2cos(πδ).
     pub single: bool,
 }
 
@@ -82,26 +82,35 @@ pub struct Work {
 const CHEB_MAX_N: f64 = 24.0;
 
 /// An estimate of the floating-point operations per sample, counted from the hand-written
-/// `sample_chunk` in src/kernel/avx2.rs and `render_group` in src/kernel/fast.rs (FMA = 2; a
-/// rounding or conversion is not counted):
+/// `plain_chunk` in src/kernel/avx2.rs (the usual group: square spot, N ≤ 24) or the generic
+/// `sample_chunk` in src/kernel/fast.rs, and `render_group` there (FMA = 2; a rounding or conversion
+/// is not counted):
 /// * per sample: Miller indices 3 × (1 mul + 2 FMA) = 15, or with several sources (the hoisted
 ///   form, `fast::HandHoist`) 3 FMA = 6 plus A = a·(d − i₀), 3 × (3 mul + 2 add) = 15, once per
 ///   sub-pixel and orientation, so 15/sources per sample; nearest integers 3 × 1 sub; per axis with
-///   N > 1, 2cos(πδ) 17 (δ, δ², 6 FMA, δ·p, 1 FMA; 11 in single precision: 3 FMA), y² 1 and 2
-///   per root of U_{N−1} (⌊(N−1)/2⌋ of them, in pairs of sub + FMA + mul), or about 30 for
-///   `sincg_sqr` (N > 24); a non-square spot about 40; F_latt, F² × F_latt² × weight and the sum: 7;
+///   N > 1, 2cos(πδ) 16 in the hand loop (δ, δ², 7 FMA; 10 in single precision: 4 FMA) or 17 in
+///   the generic one (δ, δ², 6 FMA, δ·p, 1 FMA; 11 with 3 FMA), y² 1 and 2 per root of U_{N−1}
+///   (⌊(N−1)/2⌋ of them, in pairs of sub + FMA + mul), or about 30 for `sincg_sqr` (N > 24); a
+///   non-square spot about 40; F_latt, (F·F_latt)² and the sum 5 in the hand loop (F² × F_latt² ×
+///   weight and the sum: 7 in the generic one);
 /// * per source and sub-pixel (over the orientations): scattering vector and polarization, about 25;
 /// * per sub-pixel (over sources × orientations): position, distance, direction, solid angle, about 35.
 pub fn flops_per_sample(w: &Work) -> f64 {
     let orients = w.orientations.max(1) as f64;
     let sources = w.sources.max(1) as f64;
     let hoisted = w.sources >= 2 && w.sources * w.orientations.max(1) <= crate::kernel::fast::HOIST_MAX_PAIRS;
+    let hand = w.square && w.n.iter().all(|&n| n <= CHEB_MAX_N);
     let miller = if hoisted { 6.0 + 15.0 / sources } else { 15.0 };
-    let mut per_sample = miller + 3.0 + 7.0;
+    let mut per_sample = miller + 3.0 + if hand { 5.0 } else { 7.0 };
     if w.square {
         for n in w.n {
             if n > 1.0 {
-                let two_cos = if w.single { 11.0 } else { 17.0 };
+                let two_cos = match (hand, w.single) {
+                    (true, false) => 16.0,
+                    (true, true) => 10.0,
+                    (false, false) => 17.0,
+                    (false, true) => 11.0,
+                };
                 per_sample += if n <= CHEB_MAX_N { two_cos + 1.0 + 2.0 * ((n.round() - 1.0) / 2.0).floor() } else { 30.0 };
             }
         }
@@ -437,19 +446,20 @@ mod tests {
 
     #[test]
     fn flop_estimate_counts_the_kernel_terms() {
-        // bench crystal: N = 5 (2 roots), one source, one orientation: 25 + 3 × (17 + 1 + 4) + 25 + 35
+        // bench crystal: N = 5 (2 roots), one source, one orientation, the hand loop:
+        // 23 + 3 × (16 + 1 + 4) + 25 + 35
         let bench = Work { n: [5.0; 3], square: true, sources: 1, orientations: 1, single: false };
-        assert_eq!(flops_per_sample(&bench), 25.0 + 66.0 + 60.0);
+        assert_eq!(flops_per_sample(&bench), 23.0 + 63.0 + 60.0);
         // heavy: N = 10 (4 roots), 6 sources (hoisted indices: 6 + 15/6 instead of 15), 10
-        // orientations: 18.5 + 3 × 26 + 25/10 + 35/60
+        // orientations: 16.5 + 3 × 25 + 25/10 + 35/60
         let heavy = Work { n: [10.0; 3], square: true, sources: 6, orientations: 10, single: false };
-        assert!((flops_per_sample(&heavy) - (18.5 + 78.0 + 2.5 + 35.0 / 60.0)).abs() < 1e-12);
+        assert!((flops_per_sample(&heavy) - (16.5 + 75.0 + 2.5 + 35.0 / 60.0)).abs() < 1e-12);
         // single precision: 6 fewer per axis
-        assert!((flops_per_sample(&Work { single: true, ..heavy }) - (18.5 + 60.0 + 2.5 + 35.0 / 60.0)).abs() < 1e-12);
+        assert!((flops_per_sample(&Work { single: true, ..heavy }) - (16.5 + 57.0 + 2.5 + 35.0 / 60.0)).abs() < 1e-12);
         // too many sources × orientations for the hoisted table: the dot products
         let wide = Work { orientations: 10_000, ..heavy };
-        assert!((flops_per_sample(&wide) - (25.0 + 78.0 + 25.0 / 1e4 + 35.0 / 6e4)).abs() < 1e-12);
-        // N = 1 axes cost nothing, N > 24 uses sincg
+        assert!((flops_per_sample(&wide) - (23.0 + 75.0 + 25.0 / 1e4 + 35.0 / 6e4)).abs() < 1e-12);
+        // N = 1 axes cost nothing, N > 24 uses sincg in the generic loop
         let thin = Work { n: [1.0, 1.0, 30.0], square: true, sources: 1, orientations: 1, single: false };
         assert_eq!(flops_per_sample(&thin), 25.0 + 30.0 + 60.0);
         assert_eq!(flops_per_sample(&Work { square: false, ..bench }), 25.0 + 40.0 + 60.0);
@@ -457,25 +467,25 @@ mod tests {
 
     #[test]
     fn figures_and_warnings() {
-        let work = Work { n: [5.0; 3], square: true, sources: 1, orientations: 1, single: false }; // 151 flops/sample
-        // 1e8 samples in 1 s on 2 threads: 20 ns/sample/core, 15.1 GFLOP/s of 80 (avx2 f64): 19%
+        let work = Work { n: [5.0; 3], square: true, sources: 1, orientations: 1, single: false }; // 146 flops/sample
+        // 1e8 samples in 1 s on 2 threads: 20 ns/sample/core, 14.6 GFLOP/s of 80 (avx2 f64): 18%
         let (r, w) = figures(&limits(), "avx2", false, 2, 1e8, &work, Some(1.0), Some(0.1), Some(100_000_000));
         assert!((r.ns_per_sample_per_core.unwrap() - 20.0).abs() < 1e-9);
-        assert!((r.achieved_gflops.unwrap() - 15.1).abs() < 1e-9);
+        assert!((r.achieved_gflops.unwrap() - 14.6).abs() < 1e-9);
         assert_eq!((r.peak_gflops, r.peak_level.as_deref()), (Some(80.0), Some("avx2")));
-        assert!((r.flop_utilization.unwrap() - 15.1 / 80.0).abs() < 1e-12);
+        assert!((r.flop_utilization.unwrap() - 14.6 / 80.0).abs() < 1e-12);
         // 100 MB in 0.1 s = 1000 MB/s of 2000: 50%
         assert!((r.write_mb_per_s.unwrap() - 1000.0).abs() < 1e-9 && (r.write_utilization.unwrap() - 0.5).abs() < 1e-12);
         assert!(w.is_empty(), "{w:?}");
-        // ten times faster: 151 GFLOP/s > 80 → above the peak; the scalar kernel uses the portable peak
+        // ten times faster: 146 GFLOP/s > 80 → above the peak; the scalar kernel uses the portable peak
         let (_, w) = figures(&limits(), "avx2", false, 2, 1e8, &work, Some(0.1), Some(0.1), Some(100_000_000));
         assert!(w.iter().any(|x| x.contains("above the peak")), "{w:?}");
         let (r, w) = figures(&limits(), "scalar", true, 1, 1e6, &work, Some(1.0), Some(1.0), Some(1_000_000));
         assert_eq!(r.peak_level.as_deref(), Some("portable"));
-        assert!(w.iter().any(|x| x.contains("floating-point rate is 0.8%")), "{w:?}");
+        assert!(w.iter().any(|x| x.contains("floating-point rate is 0.7%")), "{w:?}");
         assert!(w.iter().any(|x| x.contains("write rate is 0.1%")), "{w:?}");
         // 92% is implausibly close
-        let (_, w) = figures(&limits(), "avx2", false, 1, 1e8, &work, Some(151.0 / 40.0 / 0.92 / 10.0), None, None);
+        let (_, w) = figures(&limits(), "avx2", false, 1, 1e8, &work, Some(146.0 / 40.0 / 0.92 / 10.0), None, None);
         assert!(w.iter().any(|x| x.contains("(> 90%)")), "{w:?}");
         assert!(one_line(&r).contains("ns/sample/core"));
     }

@@ -6,24 +6,30 @@
 //! the innermost loop; here every quantity is one register per four (f64) or eight (f32) lanes.
 //!
 //! Same terms, order of accumulation and meaning as [`super::fast`]'s `sample_chunk`; the
-//! arithmetic inside a sample differs by rounding (fused multiply-adds, the sine polynomial's
-//! coefficients scaled for δ, the roots of U_{N−1} multiplied in pairs, the hardware ceil, with
-//! several sources the Miller indices from [`super::fast::HandHoist`]'s hoisted dot products), so
-//! results agree with it and with the reference to the parity tolerance, not bit for bit.
-//! Deterministic for any thread count: a pixel's value depends on nothing but the pixel.
+//! arithmetic inside a sample differs by rounding (fused multiply-adds, 2cos(πδ) from a minimax
+//! polynomial within ten ulps of 2 ([`super::fast::TWO_COS_PI_Q64`]), the roots of U_{N−1}
+//! multiplied in pairs, (F·F_latt)² for F²·F_latt², the hardware ceil, with several sources the
+//! Miller indices from [`super::fast::HandHoist`]'s hoisted dot products), so results agree with it
+//! and with the reference to the parity tolerance, not bit for bit. Deterministic for any thread
+//! count: a pixel's value depends on nothing but the pixel.
 //!
-//! What measured faster on Zen 3 (`reports/benchmarks/2026-11-23-hoisted-kernel`): F read with one
-//! broadcast load where a register's lanes share their nearest lattice point (the gather is slow,
-//! and neighbouring pixels mostly do), the f64 F index in floating point, the hoisted indices.
+//! What measured faster on Zen 3 (`reports/benchmarks/2026-11-23-hoisted-kernel`,
+//! `reports/benchmarks/2026-11-23-plain-loop`): F read with one broadcast load where a register's
+//! lanes share their nearest lattice point (the gather is slow, and neighbouring pixels mostly do),
+//! the f64 F index in floating point, the hoisted indices; a loop of its own for the usual group
+//! (one N, every lane live, unit weight: no masks, weights or per-sample tests), a sub-pixel's
+//! sources in one call, the 2cos(πδ) polynomial (one FMA per axis fewer). The loop is bound by the
+//! two FMA/multiply pipes (~57 of their operations per four f64 samples at N = 10, ~29 cycles
+//! measured): what remains to gain is operations, not latency.
 //!
 //! Both element types come from one body ([`hand_kernel!`]) over a few per-type wrappers.
 
 use super::fast::{FloatIndex, HandConsts, HandGrid, HandIndices, HandLattice, Wide};
 use std::arch::x86_64::*;
 
-/// The sample loop for element type `$t` in registers `$v` of `$w` lanes, the sine polynomial with
-/// `$terms` of the Cephes coefficients (after the leading term); built from the wrappers (`set1`,
-/// `_mul`, `lookup`, ...) of the module it is expanded in.
+/// The sample loop for element type `$t` in registers `$v` of `$w` lanes, 2cos(πδ) from a polynomial
+/// of degree `$terms` in δ²; built from the wrappers (`set1`, `_mul`, `lookup`, ...) of the module
+/// it is expanded in.
 macro_rules! hand_kernel {
     ($t:ty, $v:ty, $w:expr, $terms:expr) => {
         /// One pixel group's `C` lanes, one register of
@@ -223,19 +229,18 @@ macro_rules! hand_kernel {
             (_mul(f_latt, f_latt), fw)
         }
 
-        /// 2cos(πδ) = 2 − 4sin²(πδ/2), the Cephes sine polynomial on |πδ/2| ≤ π/4 (|δ| ≤ ½)
-        /// with its coefficients scaled for δ itself (one multiplication fewer than scaling δ).
+        /// 2cos(πδ) for |δ| ≤ ½ as 2 + t·Q(t), t = δ², Q the minimax polynomial of degree `$terms`
+        /// ([`crate::kernel::fast::TWO_COS_PI_Q64`]/`Q32`): one fused multiply-add per
+        /// coefficient, one fewer per axis and sample than 2 − (2sin(πδ/2))² from the sine polynomial.
         #[inline]
         #[target_feature(enable = "avx2,fma")]
-        unsafe fn two_cos_pi(c: &HandConsts<$t>, delta: $v) -> $v {
-            let d2 = _mul(delta, delta);
-            let mut p = wide(&c.two_sin_half_pi[$terms]);
+        pub(super) unsafe fn two_cos_pi(c: &HandConsts<$t>, delta: $v) -> $v {
+            let t = _mul(delta, delta);
+            let mut q = wide(&c.two_cos_pi_q[$terms]);
             for k in (0..$terms).rev() {
-                p = _fmadd(p, d2, wide(&c.two_sin_half_pi[k]));
+                q = _fmadd(q, t, wide(&c.two_cos_pi_q[k]));
             }
-            // 2sin(πδ/2), then 2 − (2sin)²
-            let sin2 = _mul(delta, p);
-            _fnmadd(sin2, sin2, wide(&c.two))
+            _fmadd(q, t, wide(&c.two))
         }
     };
 }
@@ -579,6 +584,32 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// 2cos(πδ) from the minimax polynomial against f64 cos over |δ| ≤ ½ (and a little beyond the
+    /// fit's range, where ceil(x − ½) can put δ at ½ exactly).
+    #[test]
+    fn two_cos_pi_is_within_its_bound() {
+        if !(is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")) {
+            eprintln!("SKIPPED two_cos_pi_is_within_its_bound: this CPU has no AVX2+FMA");
+            return;
+        }
+        let f = NearestF::<f64>::new(None, 1.0);
+        let hand = HandLattice::new(CrystalShape::Square, [5.0; 3], &[], &f).unwrap();
+        let f32f = NearestF::<f32>::new(None, 1.0);
+        let hand32 = HandLattice::new(CrystalShape::Square, [5.0; 3], &[], &f32f).unwrap();
+        let (mut worst, mut worst32) = (0.0f64, 0.0f64);
+        for i in -100_000..=100_000 {
+            let d = i as f64 * 0.5e-5;
+            let want = 2.0 * (PI * d).cos();
+            // SAFETY: AVX2 and FMA checked above
+            let got: [f64; 4] = unsafe { std::mem::transmute(super::f64x4::two_cos_pi(&hand.consts, std::arch::x86_64::_mm256_set1_pd(d))) };
+            let got32: [f32; 8] = unsafe { std::mem::transmute(super::f32x8::two_cos_pi(&hand32.consts, std::arch::x86_64::_mm256_set1_ps(d as f32))) };
+            worst = worst.max((got[0] - want).abs());
+            worst32 = worst32.max((got32[0] as f64 - 2.0 * (PI * (d as f32) as f64).cos()).abs());
+        }
+        assert!(worst < 6e-15, "f64: {worst:e}");
+        assert!(worst32 < 3.6e-7, "f32: {worst32:e}");
     }
 
     #[test]

@@ -184,10 +184,20 @@ pub struct HandConsts<T> {
     pub(super) half: Wide<T>,
     pub(super) one: Wide<T>,
     pub(super) two: Wide<T>,
-    /// 2sin(πδ/2)/δ as a polynomial in δ²: the Cephes sine coefficients scaled by
-    /// 2(π/2)^(2k+1) (the first, π, for the sine's leading term), so δ needs no scaling.
-    pub(super) two_sin_half_pi: [Wide<T>; 7],
+    /// (2cos(πδ) − 2)/δ² as a polynomial in δ² ([`TWO_COS_PI_Q64`], [`TWO_COS_PI_Q32`], zeros after).
+    pub(super) two_cos_pi_q: [Wide<T>; 7],
 }
+
+/// (2cos(π√t) − 2)/t ≈ Q(t) on t ∈ [0, ¼] (|δ| ≤ ½ with t = δ²), constant term first: the minimax
+/// polynomial for the absolute error of 2 + t·Q(t), |error| ≤ 4.2e-15 (about ten ulps of 2),
+/// from `scripts/fit_two_cos_pi.py` (Remez exchange, 50 digits). Carried into U_{N−1} that is a
+/// relative error of (N²−1)/6·4.2e-15 at most (7e-14 for N = 10), the size of the C's own rounding
+/// of sin(Nπh) for h ~ 20 (|Nπh|·ε), where its sincg divides two sines of large arguments.
+pub const TWO_COS_PI_Q64: [f64; 7] =
+    [-9.869604401088, 8.117424252694738, -2.6705255329109425, 0.4706611820531913, -0.0516130926520544, 0.003855817217645295, -0.00020091567100402033];
+
+/// As [`TWO_COS_PI_Q64`] for f32, degree 3: |error| ≤ 1.05e-7, below half an f32 ulp of 2.
+pub const TWO_COS_PI_Q32: [f64; 4] = [-9.869591036271823, 8.116902683253906, -2.664187732195756, 0.44016131081862897];
 
 /// The F grid with a border of `default_F` one cell wide on every side, so that a Miller index
 /// clamped to the border reads default_F: the lookup needs no inside test and no mask.
@@ -275,9 +285,9 @@ impl<T: Real> HandLattice<T> {
             half: Wide::new(T::HALF),
             one: Wide::new(T::ONE),
             two: Wide::new(T::from_f64(2.0)),
-            two_sin_half_pi: std::array::from_fn(|k| {
-                let c = if k == 0 { 1.0 } else { T::SIN_C[k - 1].to_f64() };
-                Wide::new(T::from_f64(2.0 * c * std::f64::consts::FRAC_PI_2.powi(2 * k as i32 + 1)))
+            two_cos_pi_q: std::array::from_fn(|k| {
+                let q: &[f64] = if std::mem::size_of::<T>() == 8 { &TWO_COS_PI_Q64 } else { &TWO_COS_PI_Q32 };
+                Wide::new(T::from_f64(q.get(k).copied().unwrap_or(0.0)))
             }),
         };
         Some(HandLattice { orient, consts, axes, uniform, grid, hoist: None })
@@ -545,9 +555,49 @@ fn render_group<T: Real, const L: usize, const C: usize, const HAND: bool>(
                     }
                     weight
                 };
+                // the Kahn factor of source `si` where it is still unset (the C's last-value rule)
+                // or oversampled; once every live lane has its value (after the first sample) nothing to do
+                let update_polar = |polar: &mut [f64; L], si: usize, live: &[bool; L]| {
+                    let (b_in, e_in) = prep.pol[si];
+                    let inc = prep.sources[si].0;
+                    let mut new = [0.0f64; L];
+                    let needed = exp.oversample_polar || (0..L).any(|l| live[l] & (polar[l] == 0.0));
+                    if needed && kahn != 0.0 {
+                        for l in 0..L {
+                            let cos2theta = inc[0] * dx[l] + inc[1] * dy[l] + inc[2] * dz[l];
+                            let c2 = cos2theta * cos2theta;
+                            let e = dx[l] * e_in[0] + dy[l] * e_in[1] + dz[l] * e_in[2];
+                            let b = dx[l] * b_in[0] + dy[l] * b_in[1] + dz[l] * b_in[2];
+                            let n = e * e + b * b;
+                            // cos 2psi with psi = -atan2(b, e); atan2(0, 0) = 0 gives 1
+                            let cos_2psi = if n > 0.0 { (e * e - b * b) / n } else { 1.0 };
+                            new[l] = 0.5 * (1.0 + c2 - kahn * cos_2psi * (1.0 - c2));
+                        }
+                    } else if needed {
+                        for l in 0..L {
+                            let cos2theta = inc[0] * dx[l] + inc[1] * dy[l] + inc[2] * dz[l];
+                            let c2 = cos2theta * cos2theta;
+                            new[l] = 0.5 * (1.0 + c2);
+                        }
+                    }
+                    for l in 0..L {
+                        let update = live[l] & ((polar[l] == 0.0) | exp.oversample_polar);
+                        polar[l] = if update { new[l] } else { polar[l] };
+                    }
+                };
                 // hoisted indices without -dmin or -oversample_polar: every source has the same
-                // live lanes and weight, and the hand loop takes them all in one call (below)
-                let all_sources = hoist.is_some() && dmin <= 0.0 && !exp.oversample_polar;
+                // live lanes and weight, and the hand loop takes them all in one call
+                if let (true, Some((_, a))) = (dmin <= 0.0 && !exp.oversample_polar, hoist.as_ref()) {
+                    for si in 0..prep.sources.len() {
+                        update_polar(&mut polar, si, active);
+                    }
+                    let idx = HandIndices::Hoisted { a, sources: 0..prep.sources.len() };
+                    // SAFETY: a hoist exists only for HAND rows, which run with AVX2 and FMA (simd.rs)
+                    let done = prep.hand.as_ref().is_some_and(|h| unsafe { T::hand_chunk(h, prep.f.default_f(), &idx, active, &weight_of(&polar), &mut i_sum) });
+                    // (the hoist comes from prep.hand, whose loop takes C lanes)
+                    debug_assert!(done);
+                    continue;
+                }
                 for (si, &(inc, lambda)) in prep.sources.iter().enumerate() {
                     let mut live = *active;
                     // the scattering vector (in f64, the C's operations), where -dmin or the
@@ -573,36 +623,7 @@ fn render_group<T: Real, const L: usize, const C: usize, const HAND: bool>(
                             continue;
                         }
                     }
-                    // Kahn factor, where it is still unset (the C's last-value rule) or oversampled;
-                    // once every live lane has its value (after the first sample) nothing to do
-                    let (b_in, e_in) = prep.pol[si];
-                    let mut new = [0.0f64; L];
-                    let needed = exp.oversample_polar || (0..L).any(|l| live[l] & (polar[l] == 0.0));
-                    if needed && kahn != 0.0 {
-                        for l in 0..L {
-                            let cos2theta = inc[0] * dx[l] + inc[1] * dy[l] + inc[2] * dz[l];
-                            let c2 = cos2theta * cos2theta;
-                            let e = dx[l] * e_in[0] + dy[l] * e_in[1] + dz[l] * e_in[2];
-                            let b = dx[l] * b_in[0] + dy[l] * b_in[1] + dz[l] * b_in[2];
-                            let n = e * e + b * b;
-                            // cos 2psi with psi = -atan2(b, e); atan2(0, 0) = 0 gives 1
-                            let cos_2psi = if n > 0.0 { (e * e - b * b) / n } else { 1.0 };
-                            new[l] = 0.5 * (1.0 + c2 - kahn * cos_2psi * (1.0 - c2));
-                        }
-                    } else if needed {
-                        for l in 0..L {
-                            let cos2theta = inc[0] * dx[l] + inc[1] * dy[l] + inc[2] * dz[l];
-                            let c2 = cos2theta * cos2theta;
-                            new[l] = 0.5 * (1.0 + c2);
-                        }
-                    }
-                    for l in 0..L {
-                        let update = live[l] & ((polar[l] == 0.0) | exp.oversample_polar);
-                        polar[l] = if update { new[l] } else { polar[l] };
-                    }
-                    if all_sources {
-                        continue;
-                    }
+                    update_polar(&mut polar, si, &live);
                     let weight = weight_of(&polar);
                     // accumulate straight into the pixel sums: the C's summation order
                     if let Some((_, a)) = hoist.as_ref() {
@@ -632,12 +653,6 @@ fn render_group<T: Real, const L: usize, const C: usize, const HAND: bool>(
                     if !in_range {
                         return None;
                     }
-                }
-                if let (true, Some((_, a))) = (all_sources, hoist.as_ref()) {
-                    let idx = HandIndices::Hoisted { a, sources: 0..prep.sources.len() };
-                    // SAFETY: as above; the hoist comes from prep.hand, whose loop takes C lanes
-                    let done = prep.hand.as_ref().is_some_and(|h| unsafe { T::hand_chunk(h, prep.f.default_f(), &idx, active, &weight_of(&polar), &mut i_sum) });
-                    debug_assert!(done);
                 }
             }
         }

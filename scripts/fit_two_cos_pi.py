@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""Coefficients of the hand-written kernel's 2cos(πδ) polynomial (src/kernel/fast.rs, TWO_COS_PI_Q64/Q32).
+
+2cos(πδ) = 2 + t·Q(t) with t = δ², |δ| ≤ ½, Q of degree 6 (f64) or 3 (f32): the minimax Q for the
+absolute error of t·Q(t) on t ∈ [0, ¼] (Remez exchange in 50-digit arithmetic, mpmath). Prints the
+coefficients (Q's constant term first) and the error bound; the Rust test
+`two_cos_pi_is_within_its_bound` checks the kernel's evaluation against f64 cos.
+
+Usage: python3 scripts/fit_two_cos_pi.py   (needs mpmath; not run by the tests)
+"""
+import mpmath as mp
+
+mp.mp.dps = 50
+T = mp.mpf(1) / 4
+
+
+def q_true(t):
+    """(2cos(π√t) − 2)/t, its limit −π² at 0."""
+    if t == 0:
+        return -mp.pi ** 2
+    return (2 * mp.cos(mp.pi * mp.sqrt(t)) - 2) / t
+
+
+def remez(deg, rounds=15, grid=4000):
+    n = deg + 1
+    ref = [T / 2 - T / 2 * mp.cos(mp.pi * k / n) for k in range(n + 1)]
+    ts = [T * mp.mpf(i) / grid for i in range(grid + 1)]
+    for _ in range(rounds):
+        # t_i·(P(t_i) − Q(t_i)) = (−1)^i E on the reference points
+        a = mp.matrix([[t ** (j + 1) for j in range(n)] + [(-1) ** i] for i, t in enumerate(ref)])
+        sol = mp.lu_solve(a, mp.matrix([t * q_true(t) for t in ref]))
+        c = [sol[j] for j in range(n)]
+        err = [t * (sum(c[j] * t ** j for j in range(n)) - q_true(t)) for t in ts]
+        # the largest error of each sign run: the next reference
+        runs = []
+        for i in range(len(ts)):
+            local = i in (0, len(ts) - 1) or (abs(err[i]) >= abs(err[i - 1]) and abs(err[i]) >= abs(err[i + 1]))
+            if not local:
+                continue
+            if runs and mp.sign(err[i]) == mp.sign(err[runs[-1]]):
+                if abs(err[i]) > abs(err[runs[-1]]):
+                    runs[-1] = i
+            else:
+                runs.append(i)
+        if len(runs) >= n + 1:
+            best = max(range(len(runs) - n), key=lambda s: min(abs(err[runs[s + k]]) for k in range(n + 1)))
+            ref = [ts[runs[best + k]] for k in range(n + 1)]
+    return c, max(abs(e) for e in err)
+
+
+for deg, name in ((6, "TWO_COS_PI_Q64"), (3, "TWO_COS_PI_Q32")):
+    c, e = remez(deg)
+    print(f"{name}: max |error| {mp.nstr(e, 3)}")
+    print("    [" + ", ".join(repr(float(x)) for x in c) + "]")
