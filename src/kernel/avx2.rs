@@ -24,7 +24,7 @@
 //!
 //! Both element types come from one body ([`hand_kernel!`]) over a few per-type wrappers.
 
-use super::fast::{FloatIndex, HandConsts, HandGrid, HandIndices, HandLattice, Wide};
+use super::fast::{FloatIndex, HandAxis, HandConsts, HandGrid, HandIndices, HandLattice, Wide};
 use std::arch::x86_64::*;
 
 /// The sample loop for element type `$t` in registers `$v` of `$w` lanes, 2cos(πδ) from a polynomial
@@ -126,7 +126,8 @@ macro_rules! hand_kernel {
         /// The usual group (one N on every axis, every lane live, unit weight): every
         /// orientation's (F·F_latt)² added to `acc`, F from `grid` (`GRID`) or default_F. Free of
         /// the general term's per-sample tests, masks and weights, and apart from [`any_chunk`] so
-        /// that neither's constants crowd the other's registers: measured 10% faster on the heavy case.
+        /// that neither's constants crowd the other's registers: the heavy render 14% faster in an
+        /// in-process A/B (`reports/benchmarks/2026-11-23-plain-loop`).
         #[inline(never)]
         #[target_feature(enable = "avx2,fma")]
         unsafe fn plain_chunk<const GRID: bool, const C: usize>(
@@ -140,27 +141,10 @@ macro_rules! hand_kernel {
             let axis = &hand.axes[0];
             let f_default = set1(default_f);
             let term = |a: &mut $v, x: [$v; 3]| {
-                let mut y = [f_default; 3];
-                let mut idx0 = [f_default; 3];
-                for ax in 0..3 {
-                    let x0 = ceil(_sub(x[ax], wide(&c.half)));
-                    idx0[ax] = x0;
-                    y[ax] = two_cos_pi(c, _sub(x[ax], x0));
-                }
+                let (idx0, y) = nearest(c, x);
                 // SAFETY: with GRID the caller passes the grid's index
                 let f = if GRID { lookup_plain(hand.grid.as_ref().unwrap_unchecked(), grid.as_ref().unwrap_unchecked(), idx0) } else { f_default };
-                let z = y.map(|y| _mul(y, y));
-                let mut u = if axis.even { y } else { [wide(&c.one); 3] };
-                for p in &axis.pairs {
-                    for ax in 0..3 {
-                        u[ax] = _mul(u[ax], _fmadd(z[ax], _sub(z[ax], wide(&p[0])), wide(&p[1])));
-                    }
-                }
-                if let Some(r) = &axis.single {
-                    for ax in 0..3 {
-                        u[ax] = _mul(u[ax], _sub(z[ax], wide(r)));
-                    }
-                }
+                let u = cheb_u_uniform(c, axis, y);
                 let x = _mul(f, _mul(_mul(u[0], u[1]), u[2]));
                 *a = _add(*a, _mul(x, x));
             };
@@ -178,15 +162,7 @@ macro_rules! hand_kernel {
         #[target_feature(enable = "avx2,fma")]
         unsafe fn term(hand: &HandLattice<$t>, x: [$v; 3], w: $v, mask: $v, fixed_fw: $v) -> ($v, $v) {
             let c = &hand.consts;
-            let one = wide(&c.one);
-            // nearest integers ceil(x − ½), 2cos(πδ)
-            let mut y = [one; 3];
-            let mut idx0 = [one; 3];
-            for axis in 0..3 {
-                let x0 = ceil(_sub(x[axis], wide(&c.half)));
-                idx0[axis] = x0;
-                y[axis] = two_cos_pi(c, _sub(x[axis], x0));
-            }
+            let (idx0, y) = nearest(c, x);
             let fw = match &hand.grid {
                 Some(g) => {
                     let f = lookup(g, idx0);
@@ -195,38 +171,53 @@ macro_rules! hand_kernel {
                 None => fixed_fw,
             };
             // U_{N−1} = y^(N+1 mod 2)·Π(y² − r_k) per axis, 1 for N ≤ 1, the roots in pairs
-            // (HandAxis); with one N on every axis the pair loop is outermost
-            let mut u = [one; 3];
-            let z = y.map(|y| _mul(y, y));
-            for axis in 0..3 {
-                if hand.axes[axis].even {
-                    u[axis] = y[axis];
-                }
-            }
-            let pair = |z: $v, p: &[Wide<$t>; 2]| _fmadd(z, _sub(z, wide(&p[0])), wide(&p[1]));
-            if hand.uniform {
-                for p in &hand.axes[0].pairs {
-                    for axis in 0..3 {
-                        u[axis] = _mul(u[axis], pair(z[axis], p));
-                    }
-                }
-                if let Some(r) = &hand.axes[0].single {
-                    for axis in 0..3 {
-                        u[axis] = _mul(u[axis], _sub(z[axis], wide(r)));
-                    }
-                }
+            // (HandAxis)
+            let u = if hand.uniform {
+                cheb_u_uniform(c, &hand.axes[0], y)
             } else {
-                for axis in 0..3 {
-                    for p in &hand.axes[axis].pairs {
-                        u[axis] = _mul(u[axis], pair(z[axis], p));
+                std::array::from_fn(|axis| {
+                    let (ax, z) = (&hand.axes[axis], _mul(y[axis], y[axis]));
+                    let mut u = if ax.even { y[axis] } else { wide(&c.one) };
+                    for p in &ax.pairs {
+                        u = _mul(u, _fmadd(z, _sub(z, wide(&p[0])), wide(&p[1])));
                     }
-                    if let Some(r) = &hand.axes[axis].single {
-                        u[axis] = _mul(u[axis], _sub(z[axis], wide(r)));
+                    if let Some(r) = &ax.single {
+                        u = _mul(u, _sub(z, wide(r)));
                     }
-                }
-            }
+                    u
+                })
+            };
             let f_latt = _mul(_mul(u[0], u[1]), u[2]);
             (_mul(f_latt, f_latt), fw)
+        }
+
+        /// The nearest integers ceil(x − ½) of the Miller indices and 2cos(πδ) of their distance δ.
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn nearest(c: &HandConsts<$t>, x: [$v; 3]) -> ([$v; 3], [$v; 3]) {
+            let idx0 = x.map(|x| ceil(_sub(x, wide(&c.half))));
+            let y = [0, 1, 2].map(|ax| two_cos_pi(c, _sub(x[ax], idx0[ax])));
+            (idx0, y)
+        }
+
+        /// U_{N−1} on the three axes for one N (`axis`), from y = 2cos(πδ): y^(N+1 mod 2)·Π(y² − r_k),
+        /// the roots in pairs (HandAxis), the pair loop outermost.
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn cheb_u_uniform(c: &HandConsts<$t>, axis: &HandAxis<$t>, y: [$v; 3]) -> [$v; 3] {
+            let z = y.map(|y| _mul(y, y));
+            let mut u = if axis.even { y } else { [wide(&c.one); 3] };
+            for p in &axis.pairs {
+                for ax in 0..3 {
+                    u[ax] = _mul(u[ax], _fmadd(z[ax], _sub(z[ax], wide(&p[0])), wide(&p[1])));
+                }
+            }
+            if let Some(r) = &axis.single {
+                for ax in 0..3 {
+                    u[ax] = _mul(u[ax], _sub(z[ax], wide(r)));
+                }
+            }
+            u
         }
 
         /// 2cos(πδ) for |δ| ≤ ½ as 2 + t·Q(t), t = δ², Q the minimax polynomial of degree `$terms`
@@ -505,6 +496,15 @@ mod tests {
         }
     }
 
+    /// The C's term for Miller indices `hkl`: F(h0, k0, l0)²·Π sincg(πh, N)², F nearest-neighbour
+    /// (h0 = ceil(h − ½)), no lattice factor on an axis with N ≤ 1.
+    fn c_term<T: crate::kernel::lanes::Real>(view: &crate::structure_factors::NearestView<'_, T>, hkl: [f64; 3], ns: [f64; 3]) -> f64 {
+        let h0 = hkl.map(|x| (x - 0.5).ceil());
+        let latt: f64 = (0..3).map(|a| if ns[a] > 1.0 { sincg(PI * hkl[a], ns[a]).powi(2) } else { 1.0 }).product();
+        let fc = view.get(h0[0] as i64, h0[1] as i64, h0[2] as i64).to_f64();
+        fc * fc * latt
+    }
+
     /// One chunk against the C's formulas term by term: Σ over orientations of
     /// F(h0,k0,l0)²·Π sincg(πh, N)²·weight, with F nearest-neighbour (default_F outside the grid),
     /// dead lanes adding nothing. Covers one N on every axis (even, odd, 1), different N per axis,
@@ -534,10 +534,7 @@ mod tests {
                         for o in &orient_t {
                             let s = [0, 1, 2].map(|a| T::from_f64(scat[a][l]));
                             let hkl = o.map(|v| (v[0] * s[0] + v[1] * s[1] + v[2] * s[2]).to_f64());
-                            let h0 = hkl.map(|x| (x - 0.5).ceil());
-                            let latt: f64 = (0..3).map(|a| if ns[a] > 1.0 { sincg(PI * hkl[a], ns[a]).powi(2) } else { 1.0 }).product();
-                            let fc = view.get(h0[0] as i64, h0[1] as i64, h0[2] as i64).to_f64();
-                            want += fc * fc * latt * weight[l];
+                            want += c_term(&view, hkl, ns) * weight[l];
                         }
                     }
                     // large N: h's rounding (and the C formula's own, ~Nπ|h|·ε in sin(Nπh)) weighs
@@ -680,10 +677,7 @@ mod tests {
                         for o in &orient {
                             let s = [0, 1, 2].map(|a| (d[a][l] - inc[a]) / lambda);
                             let hkl = [o.a, o.b, o.c].map(|v| v[0] * s[0] + v[1] * s[1] + v[2] * s[2]);
-                            let h0 = hkl.map(|x| (x - 0.5).ceil());
-                            let latt: f64 = (0..3).map(|a| sincg(PI * hkl[a], ns[a]).powi(2)).product();
-                            let fc = view.get(h0[0] as i64, h0[1] as i64, h0[2] as i64).to_f64();
-                            want += fc * fc * latt;
+                            want += c_term(&view, hkl, ns);
                         }
                     }
                 }
