@@ -82,12 +82,13 @@ macro_rules! hand_kernel {
                 let mut a = load(&acc[block..]);
                 let w = load(&weight[block..]);
                 let mask = lane_mask(lanes);
-                // F²·weight, zero in dead lanes, off the lattice factor's dependency chain (and,
-                // without a grid, out of the loop)
-                let fixed_fw = _and(_mul(set1(default_f * default_f), w), mask);
+                let f_default = set1(default_f);
+                // (F·F_latt)²·weight, zero in dead lanes: in a live lane of unit weight the same
+                // bits as plain_chunk's (F·F_latt)², so that no pixel's value depends on its
+                // neighbours' (masked, out of the ROI, past the row's end) or on the group's width
                 let mut add = |x: [$v; 3]| {
-                    let (latt2, fw) = term(hand, x, w, mask, fixed_fw);
-                    a = _add(a, _mul(latt2, fw));
+                    let f_f_latt = term(hand, x, f_default);
+                    a = _add(a, _and(_mul(_mul(f_f_latt, f_f_latt), w), mask));
                 };
                 for_each_orientation(hand, idx, block, &mut add);
                 store(&mut acc[block..], a);
@@ -155,20 +156,17 @@ macro_rules! hand_kernel {
             }
         }
 
-        /// F_latt² of one orientation for the lanes' Miller indices `x` (h, k, l), and F_cell²·`w`
-        /// in the lanes of `mask` (0 elsewhere; `fixed_fw` without a grid). The lookup right after
-        /// the nearest indices, so that their registers are free for the lattice factor.
+        /// F_cell·F_latt of one orientation for the lanes' Miller indices `x` (h, k, l), F_cell
+        /// from the grid or `f_default`. The lookup right after the nearest indices, so that their
+        /// registers are free for the lattice factor.
         #[inline]
         #[target_feature(enable = "avx2,fma")]
-        unsafe fn term(hand: &HandLattice<$t>, x: [$v; 3], w: $v, mask: $v, fixed_fw: $v) -> ($v, $v) {
+        unsafe fn term(hand: &HandLattice<$t>, x: [$v; 3], f_default: $v) -> $v {
             let c = &hand.consts;
             let (idx0, y) = nearest(c, x);
-            let fw = match &hand.grid {
-                Some(g) => {
-                    let f = lookup(g, idx0);
-                    _and(_mul(_mul(f, f), w), mask)
-                }
-                None => fixed_fw,
+            let f = match &hand.grid {
+                Some(g) => lookup(g, idx0),
+                None => f_default,
             };
             // U_{N−1} = y^(N+1 mod 2)·Π(y² − r_k) per axis, 1 for N ≤ 1, the roots in pairs
             // (HandAxis)
@@ -187,8 +185,7 @@ macro_rules! hand_kernel {
                     u
                 })
             };
-            let f_latt = _mul(_mul(u[0], u[1]), u[2]);
-            (_mul(f_latt, f_latt), fw)
+            _mul(f, _mul(_mul(u[0], u[1]), u[2]))
         }
 
         /// The nearest integers ceil(x − ½) of the Miller indices and 2cos(πδ) of their distance δ.

@@ -19,7 +19,7 @@
 //! curved detector its scalar rotations, interpolated F a per-lane tricubic lookup (with the reference
 //! kernel finishing any row where interpolation leaves its range).
 //!
-//! At the AVX2 level the innermost loop (all orientations for one sub-pixel and source) of the
+//! At the AVX2 and AVX-512 levels the innermost loop (all orientations for one sub-pixel and source) of the
 //! usual crystal (square spot, N ≤ 24, nearest-neighbour F) runs in [`super::avx2`]'s
 //! hand-written intrinsics instead of the generic loop here.
 
@@ -60,8 +60,8 @@ pub struct Prepared<'a, T: Real> {
     f: NearestF<'a, T>,
     /// The same grid's bounds in T, for the lookup in 32-bit lanes (`None`: too large for it).
     grid32: Option<Grid32<T>>,
-    /// What the hand-written AVX2 sample loop needs, where it applies and the AVX2 level runs
-    /// (`None`: the generic loop).
+    /// What the hand-written AVX2 sample loop needs, where it applies and the level runs it (AVX2,
+    /// AVX-512; `None`: the generic loop).
     pub(super) hand: Option<HandLattice<T>>,
 }
 
@@ -400,6 +400,12 @@ impl<'a, T: Real> Prepared<'a, T> {
         }
         prep
     }
+
+    /// Whether the hand-written sample loop was prepared (it then runs wherever a row function
+    /// with `HAND` meets its usual crystal).
+    pub fn uses_hand_loop(&self) -> bool {
+        self.hand.is_some()
+    }
 }
 
 /// Render one row (`out` = fpixels values) in groups of `L` pixels. Where interpolation leaves its
@@ -433,8 +439,8 @@ pub fn render_row<T: Real, const L: usize, const C: usize, const HAND: bool>(exp
         let any = active.iter().any(|&a| a);
         let mut vals = [0.0f64; L];
         if any {
-            match render_group::<T, L, C, HAND>(exp, prep, f0, s, &active, interpolate, hoist.map(|h| (h, &mut hoist_a[..])), &mut vals) {
-                Some(om) => omega_row += om,
+            match render_group::<T, L, C, HAND>(exp, prep, f0, s, &active, interpolate, hoist.map(|h| (h, &mut hoist_a[..])), &mut vals, omega_row) {
+                Some(om) => omega_row = om,
                 None => return RowResult { omega: omega_row, end: RowEnd::HandOver { from: f0 } },
             }
         }
@@ -450,7 +456,8 @@ pub fn render_row<T: Real, const L: usize, const C: usize, const HAND: bool>(exp
 }
 
 #[inline(always)]
-/// One group of pixels; `None` when interpolation went out of range (the caller falls back).
+/// One group of pixels; the row's omega sum with theirs added (`omega_row` before), `None` when
+/// interpolation went out of range (the caller falls back).
 #[allow(clippy::too_many_arguments)]
 fn render_group<T: Real, const L: usize, const C: usize, const HAND: bool>(
     exp: &Experiment,
@@ -461,6 +468,7 @@ fn render_group<T: Real, const L: usize, const C: usize, const HAND: bool>(
     interpolate: bool,
     mut hoist: Option<(&HandHoist<T>, &mut [T])>,
     vals: &mut [f64; L],
+    omega_row: f64,
 ) -> Option<f64> {
     let det = &exp.det;
     let os = exp.oversample;
@@ -685,7 +693,8 @@ fn render_group<T: Real, const L: usize, const C: usize, const HAND: bool>(
         }
     }
     *vals = test;
-    let mut omega_total = 0.0;
+    // onto the row's running sum pixel by pixel: the same bits for any group width
+    let mut omega_total = omega_row;
     for om in omega_sum {
         omega_total += om;
     }
