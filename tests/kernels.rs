@@ -332,3 +332,37 @@ fn a_pixel_does_not_depend_on_its_neighbours_being_rendered() {
         }
     }
 }
+
+/// `NANOBRAGG_HAND_LOOP=off` puts the run on the generic sample loop: another loop (other bits in
+/// some pixels, on a CPU with the hand loop; in single precision, where the loops' rounding shows in
+/// the f32 image), the same image within the parity tolerance.
+#[test]
+fn hand_loop_switch_selects_the_generic_loop() {
+    if kernel::simd::detected_level() < SimdLevel::Avx2 {
+        eprintln!("SKIPPED hand_loop_switch_selects_the_generic_loop: this CPU has no AVX2+FMA (no hand loop to switch off)");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let hkl = small_hkl(tmp.path());
+    let run = |name: &str, hand: &str| {
+        let out = tmp.path().join(name);
+        let status = std::process::Command::new(env!("CARGO_BIN_EXE_nanobragg-rs"))
+            .args("simulate -cell 70 80 90 85 95 105 -misset 10 20 30 -lambda 1 -distance 100 -pixel 0.1 -detpixels 64 -N 10 -mosaic 0.5 -mosaic_dom 5 -oversample 2 --precision single".split_whitespace())
+            .arg("-hkl")
+            .arg(&hkl)
+            .arg("-floatfile")
+            .arg(&out)
+            .env(kernel::simd::HAND_LOOP_ENV, hand)
+            .env_remove("NANOBRAGG_SIMD")
+            .stdout(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success(), "{name}");
+        read_f32_le(&out)
+    };
+    let (hand, generic) = (run("hand.bin", "on"), run("generic.bin", "off"));
+    assert!(hand.iter().zip(&generic).any(|(a, b)| a.to_bits() != b.to_bits()), "NANOBRAGG_HAND_LOOP=off changed nothing");
+    let peak = hand.iter().fold(0.0f32, |m, &v| m.max(v)) as f64;
+    let worst = hand.iter().zip(&generic).map(|(a, b)| (*a as f64 - *b as f64).abs()).fold(0.0, f64::max);
+    assert!(worst <= 1e-5 * peak, "max |diff| {worst:e} against peak {peak:e}");
+}

@@ -12,7 +12,8 @@ pub struct MachineInfo {
     pub logical_cores: usize,
     pub physical_cores: usize,
     /// The SIMD level the fast kernel uses on this machine (`kernel::simd_level_name()`: avx512, avx2,
-    /// portable or scalar; `NANOBRAGG_SIMD` can lower it). Per-size `kernel` says which one a
+    /// portable or scalar; `NANOBRAGG_SIMD` can lower it; " (hand loop off)" added under
+    /// `NANOBRAGG_HAND_LOOP=off`). Per-size `kernel` says which one a
     /// configuration actually ran (the reference kernel where the fast one does not apply).
     pub simd_level: String,
     /// The best SIMD instruction set the CPU offers (avx512f, avx2+fma, avx2, sse2, neon, none).
@@ -117,7 +118,10 @@ impl MachineInfo {
             cpu_model: cpu_model(),
             logical_cores: num_cpus::get(),
             physical_cores: num_cpus::get_physical(),
-            simd_level: crate::kernel::simd_level_name().to_string(),
+            simd_level: match crate::kernel::simd::hand_loop_enabled() {
+                true => crate::kernel::simd_level_name().to_string(),
+                false => format!("{} (hand loop off)", crate::kernel::simd_level_name()),
+            },
             cpu_simd: detect_simd().to_string(),
             os: os_description(),
             rustc: env!("NANOBRAGG_RUSTC_VERSION").to_string(),

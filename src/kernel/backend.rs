@@ -131,7 +131,7 @@ impl<'a, T: Real> SimdBackend<'a, T> {
     /// supports ([`super::fast::supports`]; the planner [`super::kernel_for`] checks it).
     pub fn new(exp: &'a Experiment, level: SimdLevel) -> Self {
         let level = level.min(detected_level());
-        SimdBackend { exp, prep: Prepared::new(exp, level >= SimdLevel::Avx2), level }
+        SimdBackend { exp, prep: Prepared::new(exp, level >= SimdLevel::Avx2 && super::simd::hand_loop_enabled()), level }
     }
 }
 

@@ -98,6 +98,16 @@ pub fn active_backend() -> Backend {
     }
 }
 
+/// `NANOBRAGG_HAND_LOOP=off` (or `0`, `no`, `false`) keeps every SIMD level on the generic sample
+/// loop: the A/B switch for the hand-written one (e.g. the generic 512-bit loop against it on an
+/// AVX-512 CPU). Reports name it with the level (`bench::machine`).
+pub const HAND_LOOP_ENV: &str = "NANOBRAGG_HAND_LOOP";
+
+/// Whether the hand-written sample loop may run in this process (see [`HAND_LOOP_ENV`]).
+pub fn hand_loop_enabled() -> bool {
+    !std::env::var(HAND_LOOP_ENV).is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "off" | "0" | "no" | "false"))
+}
+
 /// The same as [`active_backend`] (the name it had when SIMD levels and backends were one enum).
 pub fn active_level() -> Backend {
     active_backend()
