@@ -23,6 +23,13 @@ cargo test --release
 # the check-kernels debug feature (every SIMD row re-rendered by the reference and compared), on a few
 # golden cases; rebuilds only this crate with the feature
 cargo test --release --features check-kernels --test check_kernels
+# Tests run their programs in temporary folders: an Fdump.bin left in the repository root (nanoBragg
+# writes one beside every -hkl run) would be read by any later run here without -hkl (the Python
+# tests' among them) and change its F silently.
+if [ -e Fdump.bin ]; then
+  echo "FAIL: a test left Fdump.bin in the repository root (run it in a temporary folder)" >&2
+  exit 1
+fi
 # That build replaced target/release/nanobragg-rs with a check-kernels binary (every row rendered twice):
 # rebuild the normal binaries before anything else (fabio/DIALS scripts, Python, the speed gate) runs them.
 cargo build --release --bins

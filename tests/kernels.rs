@@ -352,6 +352,8 @@ fn hand_loop_switch_selects_the_generic_loop() {
             .arg(&hkl)
             .arg("-floatfile")
             .arg(&out)
+            // (in the temporary folder: the run leaves an Fdump.bin there, as the C does)
+            .current_dir(tmp.path())
             .env(kernel::simd::HAND_LOOP_ENV, hand)
             .env_remove("NANOBRAGG_SIMD")
             .stdout(std::process::Stdio::null())
