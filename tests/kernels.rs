@@ -185,6 +185,25 @@ fn small_hkl(dir: &Path) -> std::path::PathBuf {
     hkl
 }
 
+/// The experiment of `simulate` flags, its outputs (none written here) directed into `dir`.
+fn experiment(args: &[String], dir: &Path) -> nanobragg::experiment::Experiment {
+    let mut cfg = nanobragg::cli::flags::parse_simulate_args(args).unwrap();
+    cfg.output.out_dir = Some(dir.to_path_buf());
+    simulate::setup(&cfg).unwrap().0
+}
+
+/// The heavy case's sampling (mosaic domains, phi steps, sources, sub-pixels) on a 61² detector,
+/// F from `hkl`, then `extra` flags.
+fn heavy_61(hkl: &Path, extra: &[&str]) -> Vec<String> {
+    "-cell 70 80 90 85 95 105 -misset 10 20 30 -lambda 1 -distance 100 -pixel 0.1 -detpixels 61 -N 10 \
+     -mosaic 0.5 -mosaic_dom 5 -phisteps 2 -osc 0.1 -divergence 0.2 -divsteps 3 -dispersion 0.1 -dispsteps 2 -oversample 2"
+        .split_whitespace()
+        .map(String::from)
+        .chain(["-hkl".into(), hkl.display().to_string()])
+        .chain(extra.iter().map(|x| x.to_string()))
+        .collect()
+}
+
 #[test]
 fn fast_kernels_match_the_reference_on_random_geometries() {
     let tmp = tempfile::tempdir().unwrap();
@@ -193,9 +212,7 @@ fn fast_kernels_match_the_reference_on_random_geometries() {
     let mut failures = Vec::new();
     for trial in 0..24 {
         let args = random_args(&mut rng, &hkl);
-        let mut cfg = nanobragg::cli::flags::parse_simulate_args(&args).unwrap();
-        cfg.output.out_dir = Some(tmp.path().to_path_buf());
-        let (mut exp, _) = simulate::setup(&cfg).unwrap();
+        let mut exp = experiment(&args, tmp.path());
         assert!(fast::supports(&exp), "trial {trial}: {args:?}");
         let reference = kernel::render_at(&exp, Backend::Reference, &no_progress).float;
         let peak = reference.iter().fold(0.0f32, |m, &v| m.max(v.abs())) as f64;
@@ -275,21 +292,12 @@ fn hand_loop_gives_the_same_bits_at_both_levels_group_shapes() {
     let tmp = tempfile::tempdir().unwrap();
     let hkl = small_hkl(tmp.path());
     let mut rng = Lcg(0xa5_512);
-    let heavy: Vec<String> = "-cell 70 80 90 85 95 105 -misset 10 20 30 -lambda 1 -distance 100 -pixel 0.1 -detpixels 61 -N 10 \
-         -mosaic 0.5 -mosaic_dom 5 -phisteps 2 -osc 0.1 -divergence 0.2 -divsteps 3 -dispersion 0.1 -dispsteps 2 -oversample 2 -hkl"
-        .split_whitespace()
-        .map(String::from)
-        .chain([hkl.display().to_string()])
-        .collect();
     // a region of interest leaves groups part-live inside rows too
-    let heavy_roi: Vec<String> = heavy.iter().cloned().chain(["-roi", "5", "50", "2", "58"].map(String::from)).collect();
-    let mut trials = vec![heavy, heavy_roi];
+    let mut trials = vec![heavy_61(&hkl, &[]), heavy_61(&hkl, &["-roi", "5", "50", "2", "58"])];
     trials.extend((0..16).map(|_| random_args(&mut rng, &hkl)));
     let mut hand = 0;
     for args in &trials {
-        let mut cfg = nanobragg::cli::flags::parse_simulate_args(args).unwrap();
-        cfg.output.out_dir = Some(tmp.path().to_path_buf());
-        let (mut exp, _) = simulate::setup(&cfg).unwrap();
+        let mut exp = experiment(args, tmp.path());
         // (tricubic F hands a row over to the reference at a group's first pixel: not this test's)
         exp.interpolate = false;
         hand += usize::from(fast::Prepared::<f64>::new(&exp, true).uses_hand_loop());
@@ -308,21 +316,7 @@ fn hand_loop_gives_the_same_bits_at_both_levels_group_shapes() {
 fn a_pixel_does_not_depend_on_its_neighbours_being_rendered() {
     let tmp = tempfile::tempdir().unwrap();
     let hkl = small_hkl(tmp.path());
-    let args = |roi: &[&str]| -> Vec<String> {
-        "-cell 70 80 90 85 95 105 -misset 10 20 30 -lambda 1 -distance 100 -pixel 0.1 -detpixels 61 -N 10 \
-         -mosaic 0.5 -mosaic_dom 5 -phisteps 2 -osc 0.1 -divergence 0.2 -divsteps 3 -dispersion 0.1 -dispsteps 2 -oversample 2"
-            .split_whitespace()
-            .chain(["-hkl", &hkl.display().to_string()])
-            .chain(roi.iter().copied())
-            .map(String::from)
-            .collect()
-    };
-    let setup = |a: Vec<String>| {
-        let mut cfg = nanobragg::cli::flags::parse_simulate_args(&a).unwrap();
-        cfg.output.out_dir = Some(tmp.path().to_path_buf());
-        simulate::setup(&cfg).unwrap().0
-    };
-    let (mut full, mut roi) = (setup(args(&[])), setup(args(&["-roi", "5", "50", "2", "58"])));
+    let (mut full, mut roi) = (experiment(&heavy_61(&hkl, &[]), tmp.path()), experiment(&heavy_61(&hkl, &["-roi", "5", "50", "2", "58"]), tmp.path()));
     for precision in [Precision::Double, Precision::Single] {
         (full.precision, roi.precision) = (precision, precision);
         for level in levels() {
