@@ -5,33 +5,37 @@
 //! three-axis lattice factor across ymm and xmm registers and spilled its chains to the stack in
 //! the innermost loop; here every quantity is one register per four (f64) or eight (f32) lanes.
 //!
-//! Same terms, order of accumulation and meaning as [`super::fast`]'s `sample_chunk`; the
-//! arithmetic inside a sample differs by rounding (fused multiply-adds, 2cos(πδ) from a minimax
-//! polynomial within ten ulps of 2 ([`super::fast::TWO_COS_PI_Q64`]), the roots of U_{N−1}
-//! multiplied in pairs, (F·F_latt)² for F²·F_latt², the hardware ceil, with several sources the
-//! Miller indices from [`super::fast::HandHoist`]'s hoisted dot products), so results agree with it
-//! and with the reference to the parity tolerance, not bit for bit. Deterministic for any thread
-//! count: a pixel's value depends on nothing but the pixel.
+//! Same terms, order of accumulation and meaning as [`super::fast`]'s `sample_chunk` (but for
+//! sources in wavelength groups, summed orientation outer); the arithmetic inside a sample differs
+//! by rounding (fused multiply-adds, 2cos(πδ) from a minimax polynomial within ten ulps of 2
+//! ([`super::fast::TWO_COS_PI_Q64`]), the roots of U_{N−1} multiplied in pairs, (F·F_latt)² for
+//! F²·F_latt², the hardware ceil, with several sources the Miller indices from
+//! [`super::fast::HandHoist`]'s hoisted dot products, and with divergence 2cos(πh) by angle
+//! addition ([`super::fast::HandGroups`])), so results agree with it and with the reference to the
+//! parity tolerance, not bit for bit. Deterministic for any thread count: a pixel's value depends
+//! on nothing but the pixel.
 //!
 //! What measured faster on Zen 3 (`reports/benchmarks/2026-11-23-hoisted-kernel`,
 //! `reports/benchmarks/2026-11-23-plain-loop`): F read with one broadcast load where a register's
 //! lanes share their nearest lattice point (the gather is slow, and neighbouring pixels mostly do),
 //! the f64 F index in floating point, the hoisted indices; a loop of its own for the usual group
 //! (one N, every lane live, unit weight: no masks, weights or per-sample tests), a sub-pixel's
-//! sources in one call, the 2cos(πδ) polynomial (one FMA per axis fewer). Fewer operations is what
-//! has paid: shorter dependency chains at the price of an operation (Estrin), interleaving two
-//! registers, and cheaper F lookups measured no faster.
+//! sources in one call, the 2cos(πδ) polynomial (one FMA per axis fewer), and with divergence
+//! (`reports/benchmarks/2026-11-23-wavelength-groups`) the polynomials and the F index's clamp
+//! once per wavelength group instead of per sample. Fewer operations is what has paid: shorter
+//! dependency chains at the price of an operation (Estrin), interleaving two registers, and a
+//! branch-free F read (always the gather, or four scalar loads) measured no faster.
 //!
 //! Both element types come from one body ([`hand_kernel!`]) over a few per-type wrappers.
 
-use super::fast::{FloatIndex, HandAxis, HandConsts, HandGrid, HandIndices, HandLattice, Wide};
+use super::fast::{FloatIndex, HandAxis, HandConsts, HandGrid, HandGroups, HandIndices, HandLattice, Wide, HAND_GROUPS_MAX};
 use std::arch::x86_64::*;
 
 /// The sample loop for element type `$t` in registers `$v` of `$w` lanes, 2cos(πδ) from a polynomial
 /// of degree `$terms` in δ²; built from the wrappers (`set1`, `_mul`, `lookup`, ...) of the module
 /// it is expanded in.
 macro_rules! hand_kernel {
-    ($t:ty, $v:ty, $w:expr, $terms:expr) => {
+    ($t:ty, $v:ty, $w:expr, $terms:expr, $sterms:expr) => {
         /// One pixel group's `C` lanes, one register of
         #[doc = concat!(stringify!($w), " lanes at a time: add every orientation's F²·F_latt²·weight to `acc`.")]
         /// A register's lanes go through all orientations before the next register's (measured
@@ -86,8 +90,8 @@ macro_rules! hand_kernel {
                 // (F·F_latt)²·weight, zero in dead lanes: in a live lane of unit weight the same
                 // bits as plain_chunk's (F·F_latt)², so that no pixel's value depends on its
                 // neighbours' (masked, out of the ROI, past the row's end) or on the group's width
-                let mut add = |x: [$v; 3]| {
-                    let f_f_latt = term(hand, x, f_default);
+                let mut add = |idx0: [$v; 3], y: [$v; 3], in_range: bool| {
+                    let f_f_latt = term(hand, idx0, y, in_range, f_default);
                     a = _add(a, _and(_mul(_mul(f_f_latt, f_f_latt), w), mask));
                 };
                 for_each_orientation(hand, idx, block, &mut add);
@@ -95,32 +99,95 @@ macro_rules! hand_kernel {
             }
         }
 
-        /// `add` called with every orientation's Miller indices (h, k, l) for the register of
-        /// lanes `block..`, of every source with hoisted indices, in the C's order (source outer).
+        /// `add` called with the nearest integers of every orientation's Miller indices (h, k, l)
+        /// and 2cos(π·) of each (up to a common sign per axis, see [`HandGroups`]) for the
+        /// register of lanes `block..`, of every source with hoisted indices: in the C's order
+        /// (source outer), or with wavelength groups orientation outer, sources inner. The third
+        /// argument says the integers are already within the padded grid (no clamp needed).
         #[inline(always)]
-        unsafe fn for_each_orientation<const C: usize>(hand: &HandLattice<$t>, idx: &HandIndices<$t, C>, block: usize, add: &mut impl FnMut([$v; 3])) {
+        unsafe fn for_each_orientation<const C: usize>(hand: &HandLattice<$t>, idx: &HandIndices<$t, C>, block: usize, add: &mut impl FnMut([$v; 3], [$v; 3], bool)) {
+            let c = &hand.consts;
             match idx {
                 HandIndices::Scattering(scat) => {
                     let s = [load(&scat[0][block..]), load(&scat[1][block..]), load(&scat[2][block..])];
                     for o in &hand.orient {
                         // the C's a·s
-                        add(o.map(|v| _fmadd(wide(&v[2]), s[2], _fmadd(wide(&v[1]), s[1], _mul(wide(&v[0]), s[0])))));
+                        let (idx0, y) = nearest(c, o.map(|v| _fmadd(wide(&v[2]), s[2], _fmadd(wide(&v[1]), s[1], _mul(wide(&v[0]), s[0])))));
+                        add(idx0, y, false);
                     }
                 }
                 HandIndices::Hoisted { a: hoisted, sources } => {
                     let hoist = hand.hoist.as_ref().expect("a hoisted source without its table");
                     let n = hand.orient.len();
                     assert!(hoisted.len() >= n * 3 * C);
+                    if let (Some(groups), true) = (&hoist.groups, *sources == (0..hoist.inv_lambda.len())) {
+                        let clamp = hand.grid.as_ref().map(|g| (&g.group_lo, &g.group_hi));
+                        return grouped(c, groups, clamp, &hoist.k, n, hoisted.as_ptr().add(block), C, add);
+                    }
                     for (inv_lambda, ks) in hoist.inv_lambda[sources.clone()].iter().zip(hoist.k[sources.start * n..sources.end * n].chunks_exact(n)) {
                         let inv_lambda = wide(inv_lambda);
                         let mut at = hoisted.as_ptr().add(block);
                         for k in ks {
                             // A/λ + K = a·(d − i)/λ; SAFETY: within `hoisted` (asserted above)
-                            add([0, 1, 2].map(|axis| _fmadd(load_ptr(at.add(axis * C)), inv_lambda, wide(&k[axis]))));
+                            let (idx0, y) = nearest(c, [0, 1, 2].map(|axis| _fmadd(load_ptr(at.add(axis * C)), inv_lambda, wide(&k[axis]))));
+                            add(idx0, y, false);
                             at = at.wrapping_add(3 * C);
                         }
                     }
                 }
+            }
+        }
+
+        /// [`for_each_orientation`] with every source of [`HandGroups`]: per orientation, each
+        /// group's B = A/λ_g and 2cos(πB), 2sin(πB) (reduced to ±½), then per source the nearest
+        /// integer ceil(h − ½) of h = B + K and 2cos(πh) = 2cos(πB)·cos(πK) + 2sin(πB)·(−sin πK).
+        /// With a grid (`clamp`), B − ½ clamped once per group to one cell inside the padded
+        /// range: with |K| < 1 every ceil(B − ½ + K) is within it and reads what the unclamped
+        /// index reads ([`crate::kernel::fast::HAND_GRID_BORDER`]). `at`: the register's A of the
+        /// first orientation (axis stride `stride`, orientation stride 3·`stride`).
+        #[inline(always)]
+        #[allow(clippy::too_many_arguments)]
+        unsafe fn grouped(
+            c: &HandConsts<$t>,
+            groups: &HandGroups<$t>,
+            clamp: Option<(&[Wide<$t>; 3], &[Wide<$t>; 3])>,
+            k: &[[Wide<$t>; 3]],
+            n: usize,
+            mut at: *const $t,
+            stride: usize,
+            add: &mut impl FnMut([$v; 3], [$v; 3], bool),
+        ) {
+            let ng = groups.inv_lambda.len();
+            assert!(ng <= HAND_GROUPS_MAX && groups.cos_sin.len() == groups.of_source.len() * n && k.len() == groups.cos_sin.len());
+            // (B − ½ clamped, 2cos πB, 2sin πB) per group and axis; only the first `ng` written and read
+            let mut trig = [std::mem::MaybeUninit::<[[$v; 3]; 3]>::uninit(); HAND_GROUPS_MAX];
+            for o in 0..n {
+                for (g, inv_lambda) in groups.inv_lambda.iter().enumerate() {
+                    let inv_lambda = wide(inv_lambda);
+                    let mut values = [[_zero(); 3]; 3];
+                    for axis in 0..3 {
+                        // SAFETY: the caller's `hoisted` holds n orientations
+                        let b = _mul(load_ptr(at.add(axis * stride)), inv_lambda);
+                        let r = _sub(b, round_nearest(b));
+                        let t = _mul(r, r);
+                        let mut b_half = _sub(b, wide(&c.half));
+                        if let Some((lo, hi)) = clamp {
+                            // max(NaN, lo) is lo
+                            b_half = _min(_max(b_half, wide(&lo[axis])), wide(&hi[axis]));
+                        }
+                        values[axis] = [b_half, two_cos_pi_t(c, t), two_sin_pi_t(c, r, t)];
+                    }
+                    trig[g].write(values);
+                }
+                for (s, &g) in groups.of_source.iter().enumerate() {
+                    let (ks, cs) = (&k[s * n + o], &groups.cos_sin[s * n + o]);
+                    // SAFETY: written above for every group g < ng
+                    let tr = trig[g].assume_init_ref();
+                    let idx0 = [0, 1, 2].map(|axis| ceil(_add(tr[axis][0], wide(&ks[axis]))));
+                    let y = [0, 1, 2].map(|axis| _fmadd(tr[axis][1], wide(&cs[axis][0]), _mul(tr[axis][2], wide(&cs[axis][1]))));
+                    add(idx0, y, clamp.is_some());
+                }
+                at = at.wrapping_add(3 * stride);
             }
         }
 
@@ -141,30 +208,33 @@ macro_rules! hand_kernel {
             let c = &hand.consts;
             let axis = &hand.axes[0];
             let f_default = set1(default_f);
-            let term = |a: &mut $v, x: [$v; 3]| {
-                let (idx0, y) = nearest(c, x);
+            let term = |a: &mut $v, idx0: [$v; 3], y: [$v; 3], in_range: bool| {
                 // SAFETY: with GRID the caller passes the grid's index
-                let f = if GRID { lookup_plain(hand.grid.as_ref().unwrap_unchecked(), grid.as_ref().unwrap_unchecked(), idx0) } else { f_default };
+                let f = match (GRID, in_range) {
+                    (true, false) => lookup_plain(hand.grid.as_ref().unwrap_unchecked(), grid.as_ref().unwrap_unchecked(), idx0),
+                    (true, true) => lookup_in_range(hand.grid.as_ref().unwrap_unchecked(), idx0),
+                    (false, _) => f_default,
+                };
                 let u = cheb_u_uniform(c, axis, y);
                 let x = _mul(f, _mul(_mul(u[0], u[1]), u[2]));
                 *a = _add(*a, _mul(x, x));
             };
             for block in (0..C).step_by($w) {
                 let mut a = load(&acc[block..]);
-                for_each_orientation(hand, idx, block, &mut |x| term(&mut a, x));
+                for_each_orientation(hand, idx, block, &mut |idx0, y, in_range| term(&mut a, idx0, y, in_range));
                 store(&mut acc[block..], a);
             }
         }
 
-        /// F_cell·F_latt of one orientation for the lanes' Miller indices `x` (h, k, l), F_cell
-        /// from the grid or `f_default`. The lookup right after the nearest indices, so that their
-        /// registers are free for the lattice factor.
+        /// F_cell·F_latt of one orientation for the lanes' nearest integers `idx0` of (h, k, l)
+        /// and y = 2cos(π·) of each, F_cell from the grid or `f_default`. The lookup first, so
+        /// that the indices' registers are free for the lattice factor.
         #[inline]
         #[target_feature(enable = "avx2,fma")]
-        unsafe fn term(hand: &HandLattice<$t>, x: [$v; 3], f_default: $v) -> $v {
+        unsafe fn term(hand: &HandLattice<$t>, idx0: [$v; 3], y: [$v; 3], in_range: bool, f_default: $v) -> $v {
             let c = &hand.consts;
-            let (idx0, y) = nearest(c, x);
             let f = match &hand.grid {
+                Some(g) if in_range => lookup_in_range(g, idx0),
                 Some(g) => lookup(g, idx0),
                 None => f_default,
             };
@@ -223,12 +293,30 @@ macro_rules! hand_kernel {
         #[inline]
         #[target_feature(enable = "avx2,fma")]
         pub(super) unsafe fn two_cos_pi(c: &HandConsts<$t>, delta: $v) -> $v {
-            let t = _mul(delta, delta);
+            two_cos_pi_t(c, _mul(delta, delta))
+        }
+
+        /// [`two_cos_pi`] of δ from t = δ².
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn two_cos_pi_t(c: &HandConsts<$t>, t: $v) -> $v {
             let mut q = wide(&c.two_cos_pi_q[$terms]);
             for k in (0..$terms).rev() {
                 q = _fmadd(q, t, wide(&c.two_cos_pi_q[k]));
             }
             _fmadd(q, t, wide(&c.two))
+        }
+
+        /// 2sin(πδ) for |δ| ≤ ½ as δ·P(t), t = δ², P the minimax polynomial of degree `$sterms`
+        /// ([`crate::kernel::fast::TWO_SIN_PI_P64`]/`P32`).
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        pub(super) unsafe fn two_sin_pi_t(c: &HandConsts<$t>, delta: $v, t: $v) -> $v {
+            let mut p = wide(&c.two_sin_pi_p[$sterms]);
+            for k in (0..$sterms).rev() {
+                p = _fmadd(p, t, wide(&c.two_sin_pi_p[k]));
+            }
+            _mul(p, delta)
         }
     };
 }
@@ -311,6 +399,26 @@ pub mod f64x4 {
     unsafe fn ceil(a: V) -> V {
         _mm256_round_pd::<{ _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC }>(a)
     }
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn round_nearest(a: V) -> V {
+        _mm256_round_pd::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(a)
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn _zero() -> V {
+        _mm256_setzero_pd()
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn _min(a: V, b: V) -> V {
+        _mm256_min_pd(a, b)
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn _max(a: V, b: V) -> V {
+        _mm256_max_pd(a, b)
+    }
     /// F at the integer-valued indices from the padded grid: offsets clamped to the border
     /// (NaN and values beyond i32 convert to i32::MIN and clamp there too).
     #[inline]
@@ -329,6 +437,15 @@ pub mod f64x4 {
                 );
                 read(g, offset)
             }
+        }
+    }
+    /// [`lookup`] for indices known to lie in the padded grid ([`HandGroups`]' clamp): no clamp.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn lookup_in_range(g: &HandGrid<f64>, idx0: [V; 3]) -> V {
+        match &g.float_index {
+            Some(fi) => read(g, _mm256_cvtpd_epi32(_fmadd(idx0[0], wide(&fi.stride_h), _fmadd(idx0[1], wide(&fi.stride_k), _add(idx0[2], wide(&fi.base)))))),
+            None => lookup(g, idx0),
         }
     }
     /// The grid offset in floating point ([`FloatIndex`]); max(NaN, lo) is lo: NaN reads the border too.
@@ -363,7 +480,7 @@ pub mod f64x4 {
         read(g, float_offset(fi, idx0))
     }
 
-    hand_kernel!(f64, __m256d, 4, 6);
+    hand_kernel!(f64, __m256d, 4, 6, 7);
 }
 
 /// Eight f32 lanes per `__m256` (`-precision single`).
@@ -440,6 +557,26 @@ pub mod f32x8 {
     unsafe fn ceil(a: V) -> V {
         _mm256_round_ps::<{ _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC }>(a)
     }
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn round_nearest(a: V) -> V {
+        _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(a)
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn _zero() -> V {
+        _mm256_setzero_ps()
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn _min(a: V, b: V) -> V {
+        _mm256_min_ps(a, b)
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn _max(a: V, b: V) -> V {
+        _mm256_max_ps(a, b)
+    }
     /// As [`super::f64x4`]'s lookup, eight lanes at a time.
     #[inline]
     #[target_feature(enable = "avx2,fma")]
@@ -449,6 +586,19 @@ pub mod f32x8 {
             let d = _mm256_sub_epi32(_mm256_cvtps_epi32(idx0[a]), _mm256_set1_epi32(g.lo[a]));
             _mm256_min_epi32(_mm256_max_epi32(d, _mm256_setzero_si256()), _mm256_set1_epi32(g.last[a]))
         });
+        read(g, d)
+    }
+    /// [`lookup`] for indices known to lie in the padded grid ([`HandGroups`]' clamp): no clamp.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn lookup_in_range(g: &HandGrid<f32>, idx0: [V; 3]) -> V {
+        read(g, std::array::from_fn(|a| _mm256_sub_epi32(_mm256_cvtps_epi32(idx0[a]), _mm256_set1_epi32(g.lo[a]))))
+    }
+    /// F at the padded grid's offsets `d` (h, k, l from its corner): one broadcast load where the
+    /// lanes share their point, else the gather.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn read(g: &HandGrid<f32>, d: [__m256i; 3]) -> V {
         let flat = _mm256_add_epi32(
             _mm256_add_epi32(_mm256_mullo_epi32(d[0], _mm256_set1_epi32(g.stride_h)), _mm256_mullo_epi32(d[1], _mm256_set1_epi32(g.stride_k))),
             d[2],
@@ -473,7 +623,7 @@ pub mod f32x8 {
         lookup(g, idx0)
     }
 
-    hand_kernel!(f32, __m256, 8, 3);
+    hand_kernel!(f32, __m256, 8, 3, 4);
 }
 
 #[cfg(test)]
@@ -606,6 +756,38 @@ mod tests {
         assert!(worst32 < 3.6e-7, "f32: {worst32:e}");
     }
 
+    /// 2sin(πδ) from the minimax polynomial against f64 sin over |δ| ≤ ½.
+    #[test]
+    fn two_sin_pi_is_within_its_bound() {
+        if !(is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")) {
+            eprintln!("SKIPPED two_sin_pi_is_within_its_bound: this CPU has no AVX2+FMA");
+            return;
+        }
+        let f = NearestF::<f64>::new(None, 1.0);
+        let hand = HandLattice::new(CrystalShape::Square, [5.0; 3], &[], &f).unwrap();
+        let f32f = NearestF::<f32>::new(None, 1.0);
+        let hand32 = HandLattice::new(CrystalShape::Square, [5.0; 3], &[], &f32f).unwrap();
+        let (mut worst, mut worst32) = (0.0f64, 0.0f64);
+        for i in -100_000..=100_000 {
+            let d = i as f64 * 0.5e-5;
+            let d32 = d as f32;
+            // SAFETY: AVX2 and FMA checked above
+            let got: [f64; 4] = unsafe {
+                use std::arch::x86_64::*;
+                std::mem::transmute(super::f64x4::two_sin_pi_t(&hand.consts, _mm256_set1_pd(d), _mm256_set1_pd(d * d)))
+            };
+            let got32: [f32; 8] = unsafe {
+                use std::arch::x86_64::*;
+                std::mem::transmute(super::f32x8::two_sin_pi_t(&hand32.consts, _mm256_set1_ps(d32), _mm256_set1_ps(d32 * d32)))
+            };
+            worst = worst.max((got[0] - 2.0 * (PI * d).sin()).abs());
+            worst32 = worst32.max((got32[0] as f64 - 2.0 * (PI * d32 as f64).sin()).abs());
+        }
+        // the fit's 1.8e-16 and 6.7e-9 plus the evaluation's rounding (an ulp or two of 2)
+        assert!(worst < 1.2e-15, "f64: {worst:e}");
+        assert!(worst32 < 3.6e-7, "f32: {worst32:e}");
+    }
+
     #[test]
     fn hand_kernels_follow_the_c_formulas() {
         if !(is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")) {
@@ -618,8 +800,11 @@ mod tests {
     }
 
     /// The hoisted Miller indices (several sources): A = a·(d − i₀) per sub-pixel, then per source
-    /// h = A/λ + K, against the C's h = a·(d − i)/λ in f64, summed over sources and orientations
-    /// in the C's order.
+    /// h = A/λ + K, against the C's h = a·(d − i)/λ in f64, summed over sources and orientations.
+    /// Sources of five wavelengths (h = A/λ + K per sample), and six sources in two wavelength
+    /// groups ([`HandGroups`]: 2cos(πh) by angle addition, the index clamped once per group);
+    /// Miller indices inside, on the edge of and far outside the grid; every source in one call
+    /// (all lanes live: the plain loop; some dead: the general one) or one at a time.
     fn check_hoisted<T: crate::kernel::lanes::Real>(tol: f64, run: impl Fn(&HandLattice<T>, T, &HandIndices<T, 16>, &[bool; 16], &[T; 16], &mut [T; 16])) {
         use crate::experiment::Orientation;
         use crate::kernel::fast::{hoist_miller, HandHoist};
@@ -632,56 +817,84 @@ mod tests {
             Orientation { a: v(&mut rng), b: v(&mut rng), c: v(&mut rng) }
         }).collect();
         let orient_t: Vec<[[T; 3]; 3]> = orient.iter().map(|o| [o.a, o.b, o.c].map(|v| v.map(T::from_f64))).collect();
-        // a beam along +x with divergence ~1 mrad and 1 ± 0.05 Å
-        let sources: Vec<([f64; 3], f64)> = (0..5).map(|_| {
+        // a beam along +x with divergence ~1 mrad: 1 ± 0.05 Å per source, or 0.97 and 1.03 Å
+        // for three directions each (the dispersion loop innermost, as the C orders them)
+        let direction = |rng: &mut Lcg| {
             let (dy, dz) = (2e-3 * (rng.next() - 0.5), 2e-3 * (rng.next() - 0.5));
             let n = (1.0 + dy * dy + dz * dz).sqrt();
-            ([1.0 / n, dy / n, dz / n], 0.95 + 0.1 * rng.next())
+            [1.0 / n, dy / n, dz / n]
+        };
+        let single: Vec<([f64; 3], f64)> = (0..5).map(|_| (direction(&mut rng), 0.95 + 0.1 * rng.next())).collect();
+        let grouped: Vec<([f64; 3], f64)> = (0..3).flat_map(|_| {
+            let d = direction(&mut rng);
+            [(d, 0.97), (d, 1.03)]
         }).collect();
-        for (ns, plain) in [([10.0; 3], false), ([10.0; 3], true), ([7.0; 3], true), ([5.0, 7.0, 3.0], true)] {
-            let mut hand = HandLattice::new(CrystalShape::Square, ns, &orient_t, &f).unwrap();
-            hand.hoist = HandHoist::new(&orient, &sources);
-            let hoist = hand.hoist.as_ref().expect("several sources");
-            // diffracted directions of neighbouring pixels, up to ~17° from the beam
-            let d: [[f64; 16]; 3] = {
-                let (y0, z0) = (0.6 * (rng.next() - 0.5), 0.6 * (rng.next() - 0.5));
-                let mut d = [[0.0; 16]; 3];
-                for l in 0..16 {
-                    let (y, z) = (y0 + 1e-3 * l as f64, z0 - 4e-4 * l as f64);
-                    let n = (1.0 + y * y + z * z).sqrt();
-                    [d[0][l], d[1][l], d[2][l]] = [1.0 / n, y / n, z / n];
-                }
-                d
-            };
-            let mut a_hoisted = vec![T::ZERO; orient.len() * 3 * 16];
-            hoist_miller::<T, 16>(&orient, &hoist.inc0, [&d[0], &d[1], &d[2]], &mut a_hoisted);
-            let live: [bool; 16] = std::array::from_fn(|i| plain || i % 7 != 2);
-            let weight = [T::ONE; 16];
-            let mut acc = [T::ZERO; 16];
-            // all sources in one call (as the plain rows run) or one at a time
-            if plain {
-                run(&hand, f.default_f(), &HandIndices::Hoisted { a: &a_hoisted, sources: 0..sources.len() }, &live, &weight, &mut acc);
-            } else {
-                for si in 0..sources.len() {
-                    run(&hand, f.default_f(), &HandIndices::Hoisted { a: &a_hoisted, sources: si..si + 1 }, &live, &weight, &mut acc);
-                }
-            }
-            let view = f.view();
-            for l in 0..16 {
-                let mut want = 0.0;
-                if live[l] {
-                    for (inc, lambda) in &sources {
-                        for o in &orient {
-                            let s = [0, 1, 2].map(|a| (d[a][l] - inc[a]) / lambda);
-                            let hkl = [o.a, o.b, o.c].map(|v| v[0] * s[0] + v[1] * s[1] + v[2] * s[2]);
-                            want += c_term(&view, hkl, ns);
-                        }
+        for (sources, groups) in [(&single, false), (&grouped, true)] {
+            for (ns, one_call, all_live) in [([10.0; 3], false, false), ([10.0; 3], true, true), ([10.0; 3], true, false), ([7.0; 3], true, true), ([5.0, 7.0, 3.0], true, true), ([5.0, 7.0, 3.0], true, false)] {
+                let mut hand = HandLattice::new(CrystalShape::Square, ns, &orient_t, &f).unwrap();
+                hand.hoist = HandHoist::new(&orient, sources);
+                let hoist = hand.hoist.as_ref().expect("several sources");
+                assert_eq!(hoist.groups.is_some(), groups, "wavelength groups");
+                // diffracted directions of neighbouring pixels, up to ~17° from the beam
+                let d: [[f64; 16]; 3] = {
+                    let (y0, z0) = (0.6 * (rng.next() - 0.5), 0.6 * (rng.next() - 0.5));
+                    let mut d = [[0.0; 16]; 3];
+                    for l in 0..16 {
+                        let (y, z) = (y0 + 1e-3 * l as f64, z0 - 4e-4 * l as f64);
+                        let n = (1.0 + y * y + z * z).sqrt();
+                        [d[0][l], d[1][l], d[2][l]] = [1.0 / n, y / n, z / n];
+                    }
+                    d
+                };
+                let mut a_hoisted = vec![T::ZERO; orient.len() * 3 * 16];
+                hoist_miller::<T, 16>(&orient, &hoist.inc0, [&d[0], &d[1], &d[2]], &mut a_hoisted);
+                let live: [bool; 16] = std::array::from_fn(|i| all_live || i % 7 != 2);
+                let weight = [T::ONE; 16];
+                let mut acc = [T::ZERO; 16];
+                // all sources in one call (as the rows without -dmin run) or one at a time
+                if one_call {
+                    run(&hand, f.default_f(), &HandIndices::Hoisted { a: &a_hoisted, sources: 0..sources.len() }, &live, &weight, &mut acc);
+                } else {
+                    for si in 0..sources.len() {
+                        run(&hand, f.default_f(), &HandIndices::Hoisted { a: &a_hoisted, sources: si..si + 1 }, &live, &weight, &mut acc);
                     }
                 }
-                let got = acc[l].to_f64();
-                assert!((got - want).abs() <= tol * want.abs().max(1.0), "N={ns:?} plain={plain} lane {l}: {got} vs {want}");
+                let view = f.view();
+                for l in 0..16 {
+                    let mut want = 0.0;
+                    if live[l] {
+                        for (inc, lambda) in sources {
+                            for o in &orient {
+                                let s = [0, 1, 2].map(|a| (d[a][l] - inc[a]) / lambda);
+                                let hkl = [o.a, o.b, o.c].map(|v| v[0] * s[0] + v[1] * s[1] + v[2] * s[2]);
+                                want += c_term(&view, hkl, ns);
+                            }
+                        }
+                    }
+                    let got = acc[l].to_f64();
+                    assert!((got - want).abs() <= tol * want.abs().max(1.0), "N={ns:?} groups={groups} one_call={one_call} lane {l}: {got} vs {want}");
+                }
             }
         }
+    }
+
+    /// Wavelength groups only where they pay and their clamp is safe: at least two sources per
+    /// wavelength, |K| < 1 (here a divergence of 0.1 rad with a 60 Å axis: K ~ 3).
+    #[test]
+    fn wavelength_groups_apply_only_where_safe() {
+        use crate::experiment::Orientation;
+        use crate::kernel::fast::HandHoist;
+        let orient = [Orientation { a: [60.0, 5.0, -3.0], b: [2.0, 70.0, 1.0], c: [-4.0, 3.0, 80.0] }];
+        let beam = |dy: f64| {
+            let n = (1.0 + dy * dy).sqrt();
+            [1.0 / n, dy / n, 0.0]
+        };
+        let groups = |sources: &[([f64; 3], f64)]| HandHoist::<f64>::new(&orient, sources).and_then(|h| h.groups).map(|g| g.inv_lambda.len());
+        assert_eq!(groups(&[(beam(0.0), 1.0), (beam(1e-3), 1.0), (beam(0.0), 1.1), (beam(1e-3), 1.1)]), Some(2));
+        // one source per wavelength
+        assert_eq!(groups(&[(beam(0.0), 1.0), (beam(0.0), 1.1), (beam(0.0), 1.2)]), None);
+        // |K| ~ 60·0.1 cycles: the once-per-group clamp could not hold
+        assert_eq!(groups(&[(beam(0.0), 1.0), (beam(0.1), 1.0)]), None);
     }
 
     #[test]

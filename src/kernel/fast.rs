@@ -68,7 +68,7 @@ pub struct Prepared<'a, T: Real> {
 /// The lattice factor and F grid as the hand-written sample loop ([`super::avx2`]) takes them: a
 /// square spot with N ≤ [`CHEB_MAX_N`] on every axis, F nearest-neighbour from a grid whose offsets
 /// and flat index fit i32 (or `default_F` alone). The grid is a padded copy (see [`HandGrid`]):
-/// (n+3)³ values for a grid of (n+1)³.
+/// (n+7)³ values for a grid of (n+1)³ ([`HAND_GRID_BORDER`]).
 pub struct HandLattice<T> {
     /// (a, b, c) per orientation, every component replicated across a register's lanes: the loop
     /// reads them as memory operands, where broadcasting them would take floating-point issue slots.
@@ -94,7 +94,31 @@ pub struct HandHoist<T> {
     pub(super) inv_lambda: Vec<Wide<T>>,
     /// K per source × orientation (source outer) × axis, replicated.
     pub(super) k: Vec<[Wide<T>; 3]>,
+    /// Sources sharing their wavelength (divergence): 2cos(πh) by angle addition.
+    pub(super) groups: Option<HandGroups<T>>,
 }
+
+/// Sources in groups of one wavelength λ_g (divergence steps at each dispersion step), where
+/// h = B + K with B = A/λ_g shared by the group: 2cos(πh) = 2cos(πB)·cos(πK) − 2sin(πB)·sin(πK),
+/// the two polynomials once per group, sub-pixel and orientation ([`TWO_COS_PI_Q64`],
+/// [`TWO_SIN_PI_P64`]) and per sample a multiply and a fused multiply-add per axis instead of the
+/// polynomial's eight dependent operations. B's integer part (the nearest integer n) changes both
+/// factors' sign together, (−1)ⁿ, which U_{N−1}² does not see (U_{N−1}(−x) = ±U_{N−1}(x)): the
+/// polynomials take B − n, in ±½. With |K| < 1 ([`HAND_GROUPS_MAX_K`]) the F index's clamp is
+/// also once per group ([`HAND_GRID_BORDER`]). Only where each wavelength has two sources or more
+/// (at most [`HAND_GROUPS_MAX`] wavelengths).
+pub struct HandGroups<T> {
+    /// 1/λ per group, replicated.
+    pub(super) inv_lambda: Vec<Wide<T>>,
+    /// The group of each source.
+    pub(super) of_source: Vec<usize>,
+    /// (cos πK, −sin πK) per source × orientation (source outer) × axis, from K in f64, replicated.
+    pub(super) cos_sin: Vec<[[Wide<T>; 2]; 3]>,
+}
+
+/// Most wavelength groups [`HandGroups`] takes (the kernel keeps one group's values per
+/// orientation on the stack); more, or fewer than two sources per group, keep h = A/λ + K.
+pub const HAND_GROUPS_MAX: usize = 16;
 
 /// Largest sources × orientations for [`HandHoist`]'s table (3 MiB of f64); more runs the dot products.
 pub const HOIST_MAX_PAIRS: usize = 1 << 14;
@@ -113,7 +137,45 @@ impl<T: Real> HandHoist<T> {
             }
         }
         let inv_lambda = sources.iter().map(|&(_, l)| Wide::new(T::from_f64(1.0 / l))).collect();
-        Some(HandHoist { inc0, inv_lambda, k })
+        Some(HandHoist { inc0, inv_lambda, k, groups: HandGroups::new(orient, sources) })
+    }
+}
+
+impl<T: Real> HandGroups<T> {
+    fn new(orient: &[crate::experiment::Orientation], sources: &[(V3, f64)]) -> Option<Self> {
+        let mut lambdas: Vec<f64> = Vec::new();
+        let of_source = sources
+            .iter()
+            .map(|&(_, l)| {
+                lambdas.iter().position(|&x| x.to_bits() == l.to_bits()).unwrap_or_else(|| {
+                    lambdas.push(l);
+                    lambdas.len() - 1
+                })
+            })
+            .collect();
+        if lambdas.len() > HAND_GROUPS_MAX || sources.len() < 2 * lambdas.len() {
+            return None;
+        }
+        let mut k_max = 0.0f64;
+        let inc0 = sources[0].0;
+        let mut cos_sin = Vec::with_capacity(sources.len() * orient.len());
+        for (inc, lambda) in sources {
+            let di = [inc[0] - inc0[0], inc[1] - inc0[1], inc[2] - inc0[2]];
+            for o in orient {
+                cos_sin.push([o.a, o.b, o.c].map(|v| {
+                    // the same K as HandHoist's, in f64
+                    let k = -(v[0] * di[0] + v[1] * di[1] + v[2] * di[2]) / lambda;
+                    k_max = k_max.max(k.abs());
+                    let (s, c) = (std::f64::consts::PI * k).sin_cos();
+                    [Wide::new(T::from_f64(c)), Wide::new(T::from_f64(-s))]
+                }));
+            }
+        }
+        // (NaN fails too)
+        if !(k_max <= HAND_GROUPS_MAX_K) {
+            return None;
+        }
+        Some(HandGroups { inv_lambda: lambdas.iter().map(|l| Wide::new(T::from_f64(1.0 / l))).collect(), of_source, cos_sin })
     }
 }
 
@@ -186,6 +248,8 @@ pub struct HandConsts<T> {
     pub(super) two: Wide<T>,
     /// (2cos(πδ) − 2)/δ² as a polynomial in δ² ([`TWO_COS_PI_Q64`], [`TWO_COS_PI_Q32`], zeros after).
     pub(super) two_cos_pi_q: [Wide<T>; 7],
+    /// 2sin(πδ)/δ as a polynomial in δ² ([`TWO_SIN_PI_P64`], [`TWO_SIN_PI_P32`], zeros after).
+    pub(super) two_sin_pi_p: [Wide<T>; 8],
 }
 
 /// (2cos(π√t) − 2)/t ≈ Q(t) on t ∈ [0, ¼] (|δ| ≤ ½ with t = δ²), constant term first: the minimax
@@ -199,8 +263,33 @@ pub const TWO_COS_PI_Q64: [f64; 7] =
 /// As [`TWO_COS_PI_Q64`] for f32, degree 3: |error| ≤ 1.05e-7, below half an f32 ulp of 2.
 pub const TWO_COS_PI_Q32: [f64; 4] = [-9.869591036271823, 8.116902683253906, -2.664187732195756, 0.44016131081862897];
 
-/// The F grid with a border of `default_F` one cell wide on every side, so that a Miller index
-/// clamped to the border reads default_F: the lookup needs no inside test and no mask.
+/// 2sin(π√t)/√t ≈ P(t) on t ∈ [0, ¼], constant term first: the minimax polynomial for the
+/// absolute error of 2sin(πδ) = δ·P(δ²) on |δ| ≤ ½, |error| ≤ 1.8e-16 (degree 7; degree 6 would
+/// be 7.9e-14), from `scripts/fit_two_cos_pi.py`.
+pub const TWO_SIN_PI_P64: [f64; 8] = [
+    6.28318530717958,
+    -10.33542556009877,
+    5.1003280796891435,
+    -1.1985290569917113,
+    0.16429175119292957,
+    -0.014740694938119208,
+    0.0009318841377836308,
+    -4.217137955338026e-05,
+];
+
+/// As [`TWO_SIN_PI_P64`] for f32, degree 4: |error| ≤ 6.7e-9.
+pub const TWO_SIN_PI_P32: [f64; 5] = [6.283185160089356, -10.335413757849544, 5.100062754526019, -1.1960903480907112, 0.15444025766553876];
+
+/// Width of [`HandGrid`]'s `default_F` border: one cell for an index clamped to the padded range;
+/// three so that [`HandGroups`] can clamp B − ½ once per group to one cell inside the padded
+/// range, where ceil(B − ½ + K) with |K| < 1 stays within it, and read without a clamp per sample.
+pub const HAND_GRID_BORDER: i64 = 3;
+
+/// Largest |K| (cycles) with which [`HandGroups`] applies: below one, as its clamp needs, with margin.
+const HAND_GROUPS_MAX_K: f64 = 0.75;
+
+/// The F grid with a border of `default_F` [`HAND_GRID_BORDER`] cells wide on every side, so that a
+/// Miller index clamped to the border reads default_F: the lookup needs no inside test and no mask.
 pub struct HandGrid<T> {
     /// The padded grid's lower corner (the grid's minus one) and its last offset (span + 2).
     pub(super) lo: [i32; 3],
@@ -213,6 +302,9 @@ pub struct HandGrid<T> {
     /// multiplies. Not for f32, where one conversion covers eight lanes and the integer form
     /// measured faster.
     pub(super) float_index: Option<FloatIndex<T>>,
+    /// Where [`HandGroups`] clamps B − ½: one cell inside the padded range on every axis.
+    pub(super) group_lo: [Wide<T>; 3],
+    pub(super) group_hi: [Wide<T>; 3],
 }
 
 /// [`HandGrid`]'s padded bounds, strides and offset in T, replicated: offset = h·stride_h +
@@ -256,7 +348,8 @@ impl<T: Real> HandLattice<T> {
         }
         let grid = if f.has_grid() {
             let (min, span, _) = f.layout();
-            let n = span.map(|s| s + 3);
+            let pad = HAND_GRID_BORDER;
+            let n = span.map(|s| s + 1 + 2 * pad);
             let fits = |x: i64| (-(1i64 << 30)..1 << 30).contains(&x);
             if !(min.iter().chain(&n).all(|&x| fits(x)) && n[0] * n[1] * n[2] < i32::MAX as i64) {
                 return None;
@@ -266,13 +359,16 @@ impl<T: Real> HandLattice<T> {
             for h in 0..n[0] {
                 for k in 0..n[1] {
                     for l in 0..n[2] {
-                        data.push(view.get(min[0] + h - 1, min[1] + k - 1, min[2] + l - 1));
+                        data.push(view.get(min[0] + h - pad, min[1] + k - pad, min[2] + l - pad));
                     }
                 }
             }
-            let (lo, last) = (min.map(|x| x as i32 - 1), span.map(|s| s as i32 + 2));
+            let (lo, last) = (min.map(|x| (x - pad) as i32), span.map(|s| (s + 2 * pad) as i32));
             let (stride_h, stride_k) = ((n[1] * n[2]) as i32, n[2] as i32);
-            Some(HandGrid { lo, last, stride_h, stride_k, data, float_index: FloatIndex::new(lo, last, stride_h, stride_k) })
+            // one cell inside the padded range
+            let group_lo = [0, 1, 2].map(|a| Wide::new(T::from_f64(f64::from(lo[a]) + 1.0)));
+            let group_hi = [0, 1, 2].map(|a| Wide::new(T::from_f64(f64::from(lo[a] + last[a]) - 1.0)));
+            Some(HandGrid { lo, last, stride_h, stride_k, data, float_index: FloatIndex::new(lo, last, stride_h, stride_k), group_lo, group_hi })
         } else {
             None
         };
@@ -288,6 +384,10 @@ impl<T: Real> HandLattice<T> {
             two_cos_pi_q: std::array::from_fn(|k| {
                 let q: &[f64] = if std::mem::size_of::<T>() == 8 { &TWO_COS_PI_Q64 } else { &TWO_COS_PI_Q32 };
                 Wide::new(T::from_f64(q.get(k).copied().unwrap_or(0.0)))
+            }),
+            two_sin_pi_p: std::array::from_fn(|k| {
+                let p: &[f64] = if std::mem::size_of::<T>() == 8 { &TWO_SIN_PI_P64 } else { &TWO_SIN_PI_P32 };
+                Wide::new(T::from_f64(p.get(k).copied().unwrap_or(0.0)))
             }),
         };
         Some(HandLattice { orient, consts, axes, uniform, grid, hoist: None })
