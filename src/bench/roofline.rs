@@ -72,6 +72,8 @@ pub struct Work {
     /// Square (sincg) lattice factor; round/gauss/tophat spots use the scalar lattice factor.
     pub square: bool,
     pub sources: usize,
+    /// Distinct wavelengths among the sources (divergence steps share one: `fast::HandGroups`).
+    pub wavelengths: usize,
     /// Mosaic domains × phi steps.
     pub orientations: usize,
     /// `-precision single`: shorter polynomials for 2cos(πδ).
@@ -93,6 +95,12 @@ const CHEB_MAX_N: f64 = 24.0;
 ///   (⌊(N−1)/2⌋ of them, in pairs of sub + FMA + mul), or about 30 for `sincg_sqr` (N > 24); a
 ///   non-square spot about 40; F_latt, (F·F_latt)² and the sum 5 in the hand loop (F² × F_latt² ×
 ///   weight and the sum: 7 in the generic one);
+/// * with wavelength groups (`fast::HandGroups`: hand loop, hoisted, two sources or more per
+///   wavelength; assumed to apply, as it does unless |K| > 0.75, `-dmin` or `-oversample_polar`):
+///   per sample h − ½ = (B − ½) + K 3 adds and per axis with N > 1 2cos(πh) 3 (mul + FMA) instead of
+///   the Miller indices, nearest integers and 2cos(πδ); per group, sub-pixel and orientation B and
+///   B − ½ 2 per axis and per axis with N > 1 31 (δ, δ², 2cos 7 FMA, 2sin 7 FMA and δ·p; 19 in
+///   single precision: 4 FMA each), over sources/wavelengths samples;
 /// * per source and sub-pixel (over the orientations): scattering vector and polarization, about 25;
 /// * per sub-pixel (over sources × orientations): position, distance, direction, solid angle, about 35.
 pub fn flops_per_sample(w: &Work) -> f64 {
@@ -100,6 +108,16 @@ pub fn flops_per_sample(w: &Work) -> f64 {
     let sources = w.sources.max(1) as f64;
     let hoisted = w.sources >= 2 && w.sources * w.orientations.max(1) <= crate::kernel::fast::HOIST_MAX_PAIRS;
     let hand = w.square && w.n.iter().all(|&n| n <= CHEB_MAX_N);
+    let groups = hand && hoisted && w.wavelengths >= 1 && w.wavelengths <= crate::kernel::fast::HAND_GROUPS_MAX && w.sources >= 2 * w.wavelengths;
+    if groups {
+        let lattice_axes = w.n.iter().filter(|&&n| n > 1.0).count() as f64;
+        let per_group = 6.0 + lattice_axes * if w.single { 19.0 } else { 31.0 };
+        let mut per_sample = 3.0 + (15.0 + w.wavelengths as f64 * per_group) / sources + 5.0;
+        for n in w.n.iter().filter(|&&n| n > 1.0) {
+            per_sample += 3.0 + 1.0 + 2.0 * ((n.round() - 1.0) / 2.0).floor();
+        }
+        return per_sample + 25.0 / orients + 35.0 / (orients * sources);
+    }
     let miller = if hoisted { 6.0 + 15.0 / sources } else { 15.0 };
     let mut per_sample = miller + 3.0 + if hand { 5.0 } else { 7.0 };
     if w.square {
@@ -448,11 +466,11 @@ mod tests {
     fn flop_estimate_counts_the_kernel_terms() {
         // bench crystal: N = 5 (2 roots), one source, one orientation, the hand loop:
         // 23 + 3 × (16 + 1 + 4) + 25 + 35
-        let bench = Work { n: [5.0; 3], square: true, sources: 1, orientations: 1, single: false };
+        let bench = Work { n: [5.0; 3], square: true, sources: 1, wavelengths: 1, orientations: 1, single: false };
         assert_eq!(flops_per_sample(&bench), 23.0 + 63.0 + 60.0);
         // heavy: N = 10 (4 roots), 6 sources (hoisted indices: 6 + 15/6 instead of 15), 10
         // orientations: 16.5 + 3 × 25 + 25/10 + 35/60
-        let heavy = Work { n: [10.0; 3], square: true, sources: 6, orientations: 10, single: false };
+        let heavy = Work { n: [10.0; 3], square: true, sources: 6, wavelengths: 6, orientations: 10, single: false };
         assert!((flops_per_sample(&heavy) - (16.5 + 75.0 + 2.5 + 35.0 / 60.0)).abs() < 1e-12);
         // single precision: 6 fewer per axis
         assert!((flops_per_sample(&Work { single: true, ..heavy }) - (16.5 + 57.0 + 2.5 + 35.0 / 60.0)).abs() < 1e-12);
@@ -460,14 +478,22 @@ mod tests {
         let wide = Work { orientations: 10_000, ..heavy };
         assert!((flops_per_sample(&wide) - (23.0 + 75.0 + 25.0 / 1e4 + 35.0 / 6e4)).abs() < 1e-12);
         // N = 1 axes cost nothing, N > 24 uses sincg in the generic loop
-        let thin = Work { n: [1.0, 1.0, 30.0], square: true, sources: 1, orientations: 1, single: false };
+        let thin = Work { n: [1.0, 1.0, 30.0], square: true, sources: 1, wavelengths: 1, orientations: 1, single: false };
         assert_eq!(flops_per_sample(&thin), 25.0 + 30.0 + 60.0);
         assert_eq!(flops_per_sample(&Work { square: false, ..bench }), 25.0 + 40.0 + 60.0);
+        // the bench-detailed heavy case: 5 divergence steps × 2 wavelengths, in two groups: per
+        // sample 3 + (15 + 2 × (6 + 3 × 31))/10 + 5 + 3 × (3 + 9), then 25/10 + 35/100
+        let groups = Work { sources: 10, wavelengths: 2, ..heavy };
+        assert!((flops_per_sample(&groups) - (3.0 + 21.3 + 5.0 + 36.0 + 2.5 + 0.35)).abs() < 1e-12);
+        // single precision: 12 fewer per group and axis
+        assert!((flops_per_sample(&Work { single: true, ..groups }) - (3.0 + 14.1 + 5.0 + 36.0 + 2.5 + 0.35)).abs() < 1e-12);
+        // one source per wavelength: no groups
+        assert!((flops_per_sample(&Work { sources: 10, wavelengths: 10, ..heavy }) - (7.5 + 3.0 + 5.0 + 75.0 + 2.5 + 0.35)).abs() < 1e-12);
     }
 
     #[test]
     fn figures_and_warnings() {
-        let work = Work { n: [5.0; 3], square: true, sources: 1, orientations: 1, single: false }; // 146 flops/sample
+        let work = Work { n: [5.0; 3], square: true, sources: 1, wavelengths: 1, orientations: 1, single: false }; // 146 flops/sample
         // 1e8 samples in 1 s on 2 threads: 20 ns/sample/core, 14.6 GFLOP/s of 80 (avx2 f64): 18%
         let (r, w) = figures(&limits(), "avx2", false, 2, 1e8, &work, Some(1.0), Some(0.1), Some(100_000_000));
         assert!((r.ns_per_sample_per_core.unwrap() - 20.0).abs() < 1e-9);

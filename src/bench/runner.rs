@@ -434,6 +434,12 @@ fn warm_run(s: &SizeSetup, i: usize, is_warmup: bool) -> anyhow::Result<(Phases,
             n: [exp.na, exp.nb, exp.nc],
             square: exp.shape == crate::config::CrystalShape::Square,
             sources: exp.sources.len(),
+            wavelengths: {
+                let mut l: Vec<u64> = exp.sources.iter().map(|s| s.lambda.to_bits()).collect();
+                l.sort_unstable();
+                l.dedup();
+                l.len()
+            },
             orientations: exp.domains() * exp.phisteps.max(1) as usize,
             single: exp.precision == crate::config::Precision::Single,
         },

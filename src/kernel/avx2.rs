@@ -121,7 +121,7 @@ macro_rules! hand_kernel {
                     let n = hand.orient.len();
                     assert!(hoisted.len() >= n * 3 * C);
                     if let (Some(groups), true) = (&hoist.groups, *sources == (0..hoist.inv_lambda.len())) {
-                        let clamp = hand.grid.as_ref().map(|g| (&g.group_lo, &g.group_hi));
+                        let clamp = hand.grid.as_ref().and_then(|g| g.group_clamp.as_ref()).map(|(lo, hi)| (lo, hi));
                         return grouped(c, groups, clamp, &hoist.k, n, hoisted.as_ptr().add(block), C, add);
                     }
                     for (inv_lambda, ks) in hoist.inv_lambda[sources.clone()].iter().zip(hoist.k[sources.start * n..sources.end * n].chunks_exact(n)) {
@@ -143,7 +143,8 @@ macro_rules! hand_kernel {
         /// integer ceil(h − ½) of h = B + K and 2cos(πh) = 2cos(πB)·cos(πK) + 2sin(πB)·(−sin πK).
         /// With a grid (`clamp`), B − ½ clamped once per group to one cell inside the padded
         /// range: with |K| < 1 every ceil(B − ½ + K) is within it and reads what the unclamped
-        /// index reads ([`crate::kernel::fast::HAND_GRID_BORDER`]). `at`: the register's A of the
+        /// index reads ([`crate::kernel::fast::HAND_GRID_BORDER`]); without `clamp` the lookup
+        /// clamps per sample. `at`: the register's A of the
         /// first orientation (axis stride `stride`, orientation stride 3·`stride`).
         #[inline(always)]
         #[allow(clippy::too_many_arguments)]
@@ -895,6 +896,14 @@ mod tests {
         assert_eq!(groups(&[(beam(0.0), 1.0), (beam(0.0), 1.1), (beam(0.0), 1.2)]), None);
         // |K| ~ 60·0.1 cycles: the once-per-group clamp could not hold
         assert_eq!(groups(&[(beam(0.0), 1.0), (beam(0.1), 1.0)]), None);
+        // the clamp once per group needs the indices to half a cell in T: f32 only below 2²¹
+        for (h0, f32_clamp) in [(-40, true), (2_000_000, true), (3_000_000, false)] {
+            let grid = HklGrid::from_entries(&[(h0, 0, 0, 1.0), (h0 + 2, 1, 1, 2.0)], 0.0).unwrap();
+            let f64_hand = HandLattice::new(CrystalShape::Square, [5.0; 3], &[], &NearestF::<f64>::new(Some(&grid), 1.0)).unwrap();
+            let f32_hand = HandLattice::new(CrystalShape::Square, [5.0; 3], &[], &NearestF::<f32>::new(Some(&grid), 1.0)).unwrap();
+            assert!(f64_hand.grid.unwrap().group_clamp.is_some(), "f64 {h0}");
+            assert_eq!(f32_hand.grid.unwrap().group_clamp.is_some(), f32_clamp, "f32 {h0}");
+        }
     }
 
     #[test]

@@ -302,9 +302,9 @@ pub struct HandGrid<T> {
     /// multiplies. Not for f32, where one conversion covers eight lanes and the integer form
     /// measured faster.
     pub(super) float_index: Option<FloatIndex<T>>,
-    /// Where [`HandGroups`] clamps B − ½: one cell inside the padded range on every axis.
-    pub(super) group_lo: [Wide<T>; 3],
-    pub(super) group_hi: [Wide<T>; 3],
+    /// Where [`HandGroups`] clamps B − ½ (lower, upper): one cell inside the padded range on every
+    /// axis; `None` (a clamp per sample) where T cannot hold the indices to half a cell.
+    pub(super) group_clamp: Option<([Wide<T>; 3], [Wide<T>; 3])>,
 }
 
 /// [`HandGrid`]'s padded bounds, strides and offset in T, replicated: offset = h·stride_h +
@@ -365,10 +365,15 @@ impl<T: Real> HandLattice<T> {
             }
             let (lo, last) = (min.map(|x| (x - pad) as i32), span.map(|s| (s + 2 * pad) as i32));
             let (stride_h, stride_k) = ((n[1] * n[2]) as i32, n[2] as i32);
-            // one cell inside the padded range
-            let group_lo = [0, 1, 2].map(|a| Wide::new(T::from_f64(f64::from(lo[a]) + 1.0)));
-            let group_hi = [0, 1, 2].map(|a| Wide::new(T::from_f64(f64::from(lo[a] + last[a]) - 1.0)));
-            Some(HandGrid { lo, last, stride_h, stride_k, data, float_index: FloatIndex::new(lo, last, stride_h, stride_k), group_lo, group_hi })
+            // one cell inside the padded range, where B − ½ + K rounds in T to within half a cell
+            // (f32: indices below 2²¹)
+            let exact = if std::mem::size_of::<T>() == 8 { 1i64 << 50 } else { 1i64 << 21 };
+            let group_clamp = (0..3).all(|a| i64::from(lo[a]).abs() < exact && (i64::from(lo[a]) + i64::from(last[a])).abs() < exact).then(|| {
+                let lo_in = [0, 1, 2].map(|a| Wide::new(T::from_f64(f64::from(lo[a]) + 1.0)));
+                let hi_in = [0, 1, 2].map(|a| Wide::new(T::from_f64(f64::from(lo[a] + last[a]) - 1.0)));
+                (lo_in, hi_in)
+            });
+            Some(HandGrid { lo, last, stride_h, stride_k, data, float_index: FloatIndex::new(lo, last, stride_h, stride_k), group_clamp })
         } else {
             None
         };
