@@ -121,7 +121,7 @@ macro_rules! hand_kernel {
                     let n = hand.orient.len();
                     assert!(hoisted.len() >= n * 3 * C);
                     if let (Some(groups), true) = (&hoist.groups, *sources == (0..hoist.inv_lambda.len())) {
-                        let clamp = hand.grid.as_ref().and_then(|g| g.group_clamp.as_ref()).map(|(lo, hi)| (lo, hi));
+                        let clamp = hand.grid.as_ref().and_then(|g| g.group_clamp.as_ref());
                         return grouped(c, groups, clamp, &hoist.k, n, hoisted.as_ptr().add(block), C, add);
                     }
                     for (inv_lambda, ks) in hoist.inv_lambda[sources.clone()].iter().zip(hoist.k[sources.start * n..sources.end * n].chunks_exact(n)) {
@@ -151,7 +151,7 @@ macro_rules! hand_kernel {
         unsafe fn grouped(
             c: &HandConsts<$t>,
             groups: &HandGroups<$t>,
-            clamp: Option<(&[Wide<$t>; 3], &[Wide<$t>; 3])>,
+            clamp: Option<&([Wide<$t>; 3], [Wide<$t>; 3])>,
             k: &[[Wide<$t>; 3]],
             n: usize,
             mut at: *const $t,
@@ -165,8 +165,7 @@ macro_rules! hand_kernel {
             for o in 0..n {
                 for (g, inv_lambda) in groups.inv_lambda.iter().enumerate() {
                     let inv_lambda = wide(inv_lambda);
-                    let mut values = [[_zero(); 3]; 3];
-                    for axis in 0..3 {
+                    trig[g].write([0, 1, 2].map(|axis| {
                         // SAFETY: the caller's `hoisted` holds n orientations
                         let b = _mul(load_ptr(at.add(axis * stride)), inv_lambda);
                         let r = _sub(b, round_nearest(b));
@@ -176,9 +175,8 @@ macro_rules! hand_kernel {
                             // max(NaN, lo) is lo
                             b_half = _min(_max(b_half, wide(&lo[axis])), wide(&hi[axis]));
                         }
-                        values[axis] = [b_half, two_cos_pi_t(c, t), two_sin_pi_t(c, r, t)];
-                    }
-                    trig[g].write(values);
+                        [b_half, two_cos_pi_t(c, t), two_sin_pi_t(c, r, t)]
+                    }));
                 }
                 for (s, &g) in groups.of_source.iter().enumerate() {
                     let (ks, cs) = (&k[s * n + o], &groups.cos_sin[s * n + o]);
@@ -407,11 +405,6 @@ pub mod f64x4 {
     }
     #[inline]
     #[target_feature(enable = "avx2,fma")]
-    unsafe fn _zero() -> V {
-        _mm256_setzero_pd()
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
     unsafe fn _min(a: V, b: V) -> V {
         _mm256_min_pd(a, b)
     }
@@ -445,7 +438,7 @@ pub mod f64x4 {
     #[target_feature(enable = "avx2,fma")]
     unsafe fn lookup_in_range(g: &HandGrid<f64>, idx0: [V; 3]) -> V {
         match &g.float_index {
-            Some(fi) => read(g, _mm256_cvtpd_epi32(_fmadd(idx0[0], wide(&fi.stride_h), _fmadd(idx0[1], wide(&fi.stride_k), _add(idx0[2], wide(&fi.base)))))),
+            Some(fi) => read(g, float_flat(fi, idx0)),
             None => lookup(g, idx0),
         }
     }
@@ -453,7 +446,12 @@ pub mod f64x4 {
     #[inline]
     #[target_feature(enable = "avx2,fma")]
     unsafe fn float_offset(fi: &FloatIndex<f64>, idx0: [V; 3]) -> __m128i {
-        let c: [V; 3] = std::array::from_fn(|a| _mm256_min_pd(_mm256_max_pd(idx0[a], wide(&fi.lo[a])), wide(&fi.hi[a])));
+        float_flat(fi, std::array::from_fn(|a| _min(_max(idx0[a], wide(&fi.lo[a])), wide(&fi.hi[a]))))
+    }
+    /// The offset of indices within the padded grid, h·stride_h + k·stride_k + l + base, as i32.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn float_flat(fi: &FloatIndex<f64>, c: [V; 3]) -> __m128i {
         _mm256_cvtpd_epi32(_fmadd(c[0], wide(&fi.stride_h), _fmadd(c[1], wide(&fi.stride_k), _add(c[2], wide(&fi.base)))))
     }
     /// F at four grid offsets: neighbouring pixels mostly share their nearest reciprocal-lattice
@@ -562,11 +560,6 @@ pub mod f32x8 {
     #[target_feature(enable = "avx2,fma")]
     unsafe fn round_nearest(a: V) -> V {
         _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(a)
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn _zero() -> V {
-        _mm256_setzero_ps()
     }
     #[inline]
     #[target_feature(enable = "avx2,fma")]

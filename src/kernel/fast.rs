@@ -129,20 +129,23 @@ impl<T: Real> HandHoist<T> {
             return None;
         }
         let inc0 = sources[0].0;
-        let mut k = Vec::with_capacity(sources.len() * orient.len());
+        // K in f64, source outer
+        let mut k64 = Vec::with_capacity(sources.len() * orient.len());
         for (inc, lambda) in sources {
             let di = [inc[0] - inc0[0], inc[1] - inc0[1], inc[2] - inc0[2]];
             for o in orient {
-                k.push([o.a, o.b, o.c].map(|v| Wide::new(T::from_f64(-(v[0] * di[0] + v[1] * di[1] + v[2] * di[2]) / lambda))));
+                k64.push([o.a, o.b, o.c].map(|v| -(v[0] * di[0] + v[1] * di[1] + v[2] * di[2]) / lambda));
             }
         }
+        let k = k64.iter().map(|k| k.map(|x| Wide::new(T::from_f64(x)))).collect();
         let inv_lambda = sources.iter().map(|&(_, l)| Wide::new(T::from_f64(1.0 / l))).collect();
-        Some(HandHoist { inc0, inv_lambda, k, groups: HandGroups::new(orient, sources) })
+        Some(HandHoist { inc0, inv_lambda, k, groups: HandGroups::new(sources, &k64) })
     }
 }
 
 impl<T: Real> HandGroups<T> {
-    fn new(orient: &[crate::experiment::Orientation], sources: &[(V3, f64)]) -> Option<Self> {
+    /// `k64`: [`HandHoist`]'s K in f64, per source × orientation (source outer).
+    fn new(sources: &[(V3, f64)], k64: &[[f64; 3]]) -> Option<Self> {
         let mut lambdas: Vec<f64> = Vec::new();
         let of_source = sources
             .iter()
@@ -156,25 +159,19 @@ impl<T: Real> HandGroups<T> {
         if lambdas.len() > HAND_GROUPS_MAX || sources.len() < 2 * lambdas.len() {
             return None;
         }
-        let mut k_max = 0.0f64;
-        let inc0 = sources[0].0;
-        let mut cos_sin = Vec::with_capacity(sources.len() * orient.len());
-        for (inc, lambda) in sources {
-            let di = [inc[0] - inc0[0], inc[1] - inc0[1], inc[2] - inc0[2]];
-            for o in orient {
-                cos_sin.push([o.a, o.b, o.c].map(|v| {
-                    // the same K as HandHoist's, in f64
-                    let k = -(v[0] * di[0] + v[1] * di[1] + v[2] * di[2]) / lambda;
-                    k_max = k_max.max(k.abs());
-                    let (s, c) = (std::f64::consts::PI * k).sin_cos();
-                    [Wide::new(T::from_f64(c)), Wide::new(T::from_f64(-s))]
-                }));
-            }
-        }
         // (NaN fails too)
-        if !(k_max <= HAND_GROUPS_MAX_K) {
+        if !k64.iter().flatten().all(|k| k.abs() <= HAND_GROUPS_MAX_K) {
             return None;
         }
+        let cos_sin = k64
+            .iter()
+            .map(|k| {
+                k.map(|k| {
+                    let (s, c) = (std::f64::consts::PI * k).sin_cos();
+                    [Wide::new(T::from_f64(c)), Wide::new(T::from_f64(-s))]
+                })
+            })
+            .collect();
         Some(HandGroups { inv_lambda: lambdas.iter().map(|l| Wide::new(T::from_f64(1.0 / l))).collect(), of_source, cos_sin })
     }
 }
@@ -291,7 +288,8 @@ const HAND_GROUPS_MAX_K: f64 = 0.75;
 /// The F grid with a border of `default_F` [`HAND_GRID_BORDER`] cells wide on every side, so that a
 /// Miller index clamped to the border reads default_F: the lookup needs no inside test and no mask.
 pub struct HandGrid<T> {
-    /// The padded grid's lower corner (the grid's minus one) and its last offset (span + 2).
+    /// The padded grid's lower corner (the grid's minus [`HAND_GRID_BORDER`]) and its last offset
+    /// (span + 2·[`HAND_GRID_BORDER`]).
     pub(super) lo: [i32; 3],
     pub(super) last: [i32; 3],
     pub(super) stride_h: i32,
@@ -386,17 +384,17 @@ impl<T: Real> HandLattice<T> {
             half: Wide::new(T::HALF),
             one: Wide::new(T::ONE),
             two: Wide::new(T::from_f64(2.0)),
-            two_cos_pi_q: std::array::from_fn(|k| {
-                let q: &[f64] = if std::mem::size_of::<T>() == 8 { &TWO_COS_PI_Q64 } else { &TWO_COS_PI_Q32 };
-                Wide::new(T::from_f64(q.get(k).copied().unwrap_or(0.0)))
-            }),
-            two_sin_pi_p: std::array::from_fn(|k| {
-                let p: &[f64] = if std::mem::size_of::<T>() == 8 { &TWO_SIN_PI_P64 } else { &TWO_SIN_PI_P32 };
-                Wide::new(T::from_f64(p.get(k).copied().unwrap_or(0.0)))
-            }),
+            two_cos_pi_q: replicated_coefficients(&TWO_COS_PI_Q64, &TWO_COS_PI_Q32),
+            two_sin_pi_p: replicated_coefficients(&TWO_SIN_PI_P64, &TWO_SIN_PI_P32),
         };
         Some(HandLattice { orient, consts, axes, uniform, grid, hoist: None })
     }
+}
+
+/// A polynomial's coefficients for T (`f64s` or, for f32, `f32s`), replicated, zeros after the last.
+fn replicated_coefficients<T: Real, const M: usize>(f64s: &[f64], f32s: &[f64]) -> [Wide<T>; M] {
+    let c = if std::mem::size_of::<T>() == 8 { f64s } else { f32s };
+    std::array::from_fn(|k| Wide::new(T::from_f64(c.get(k).copied().unwrap_or(0.0))))
 }
 
 /// The nearest-neighbour F grid's bounds as floats and strides as i32: the SIMD kernel tests the
