@@ -4,7 +4,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use nanobragg::noise::{noise_image, noise_image_fast};
-use nanobragg::rng::NrRandom;
+use nanobragg::base::c::rng::NrRandom;
 
 mod common;
 

@@ -3,7 +3,7 @@
 //! data into a sink (or a file given as the third argument).
 //! `cargo run --release --example noise_stage -- FLOATFILE PIXELS [RUNS] [OUTFILE]`
 use nanobragg::noise::{noise_image_fast, write_noise_rows};
-use nanobragg::rng::NrRandom;
+use nanobragg::base::c::rng::NrRandom;
 use std::time::Instant;
 
 /// CPU seconds (user + system) of this process, all threads.

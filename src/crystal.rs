@@ -2,15 +2,14 @@
 //! real and reciprocal lattice vectors, and the number of cells from `-N` or the crystal size.
 //! nanoBragg.c L1791-L2047.
 
-use crate::cfmt::{cf, g};
+use crate::base::c::printf::{cf, g};
 use crate::config::{CellInput, Misset};
-use crate::report::Log;
-use crate::rng::{mosaic_rotation_umat, umat2misset, NrRandom};
-use crate::vec3::{cross, dot, magnitude, rescale, rotate, scale, V3};
+use crate::base::log::Log;
+use crate::base::c::rng::{mosaic_rotation_umat, umat2misset, NrRandom};
+use crate::base::vec3::{cross, dot, magnitude, rescale, rotate, scale, V3};
 use crate::{Error, Result};
 
-/// Degrees per radian as the C computes it.
-pub const RTD: f64 = 180.0 * std::f64::consts::FRAC_1_PI;
+use crate::base::consts::RTD;
 
 /// Real-space (metres) and reciprocal-space (1/Angstrom) lattice vectors at phi = 0, no mosaic.
 #[derive(Clone, Debug)]

@@ -5,17 +5,18 @@
 //! setup messages are printed from it by [`crate::summary::setup_summary`]. Immutable once built, so a
 //! warm benchmark can render it repeatedly.
 
-use crate::cfmt::g;
+use crate::base::c::printf::g;
 use crate::config::{Config, CrystalShape};
-use crate::crystal::{build_lattice, cells_from_size, Lattice, RTD};
+use crate::base::consts::{AVOGADRO, R_E_SQR, RTD};
+use crate::crystal::{build_lattice, cells_from_size, Lattice};
 use crate::geometry::{apply_convention, detector_pixels, orient_detector, Detector};
 use crate::inputs::{FhklSource, Inputs};
-use crate::report::Log;
-use crate::rng::{mosaic_rotation_umat, NrRandom};
+use crate::base::log::Log;
+use crate::base::c::rng::{mosaic_rotation_umat, NrRandom};
 use crate::sources::{build_sources, Source};
 use crate::steps::{resolve_mosaic, resolve_phi, resolve_sweep, resolve_thickness, sanitize, Sweep};
 use crate::structure_factors::HklGrid;
-use crate::vec3::{rotate_axis, rotate_umat, V3};
+use crate::base::vec3::{rotate_axis, rotate_umat, V3};
 use crate::{Error, Result};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -23,9 +24,6 @@ use std::sync::Arc;
 /// A reflection list: (h, k, l, F).
 pub type HklList = Vec<(i32, i32, i32, f64)>;
 
-/// Thomson cross section of the electron (m^2).
-pub const R_E_SQR: f64 = 7.94079248018965e-30;
-pub const AVOGADRO: f64 = 6.02214179e23;
 
 /// Largest image we agree to allocate (pixels): 2^31 floats would already be 8 GiB.
 pub const MAX_PIXELS: u64 = 1 << 30;

@@ -3,8 +3,8 @@
 //! This is nanoBragg.c L1119-L1776 in the C's order.
 
 use crate::config::{Config, Convention, Pivot};
-use crate::report::Log;
-use crate::vec3::{cross, dot, rotate, rotate_axis, unitize, V3};
+use crate::base::log::Log;
+use crate::base::vec3::{cross, dot, rotate, rotate_axis, unitize, V3};
 
 /// The resolved detector: everything the pixel loop and the image headers need.
 #[derive(Clone, Debug)]
@@ -318,7 +318,7 @@ pub fn orient_detector(setup: ConventionSetup, log: &mut Log) -> Detector {
     det.sdet_vector = s;
     det.odet_vector = o;
     det.pix0_vector = pix0;
-    let g = crate::cfmt::g;
+    let g = crate::base::c::printf::g;
     log.line(format!("XDS incident beam: {} {} {}", g(dot(&b, &f)), g(dot(&b, &s)), g(dot(&b, &o))));
     det
 }

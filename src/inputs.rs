@@ -10,7 +10,7 @@
 use crate::config::{Config, SmvInput};
 use crate::experiment::resolve_out;
 use crate::model::LoadedModel;
-use crate::report::Log;
+use crate::base::log::Log;
 use crate::structure_factors::{read_fdump, read_hkl, HklGrid};
 use crate::{Error, Result};
 use std::path::PathBuf;

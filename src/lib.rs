@@ -22,11 +22,10 @@
 /// The `bench-detailed` harness (cargo feature `harness`, on by default).
 #[cfg(feature = "harness")]
 pub mod bench;
-pub mod cfmt;
+pub mod base;
 pub mod cli;
 pub mod config;
 pub mod crystal;
-pub mod error;
 pub mod experiment;
 pub mod inputs;
 pub mod float_add;
@@ -41,11 +40,7 @@ pub mod noisify;
 pub mod nonbragg;
 pub mod params;
 pub mod physics;
-pub mod progress;
-pub mod report;
-pub mod rng;
 pub mod series;
-pub mod simd_dispatch;
 pub mod simulate;
 pub mod sources;
 pub mod stats;
@@ -53,9 +48,5 @@ pub mod steps;
 pub mod structure_factors;
 pub mod suite;
 pub mod summary;
-pub mod vec3;
 
-pub use config::Config;
-pub use params::{OutputSettings, Params, RunOptions};
-pub use error::{Error, Result};
-pub use suite::suite_main;
+pub use base::error::{Error, Result};

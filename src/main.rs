@@ -120,7 +120,7 @@ fn simulate(args: &[String]) -> Result<(), Failure> {
             summary.timings.setup_s,
             summary.timings.render_s,
             summary.timings.io_s,
-            nanobragg::cfmt::g(summary.stats.max_i)
+            nanobragg::base::c::printf::g(summary.stats.max_i)
         )
         .map_err(Failure::Stream)?;
     }
@@ -193,7 +193,7 @@ fn dispatch(args: &[String]) -> Result<(), Failure> {
         "noisify" | "nonbragg" | "float-add" | "matrix" => {
             check_thread_env()?;
             nanobragg::io::atomic::install_signal_cleanup();
-            nanobragg::suite_main(cmd, rest).map_err(Failure::Error)
+            nanobragg::suite::suite_main(cmd, rest).map_err(Failure::Error)
         }
         "flags" => print_out(&flags::markdown_reference()),
         "--version" | "-V" | "version" => print_out(&format!("{}\n", version())),

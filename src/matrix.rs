@@ -6,13 +6,14 @@
 //! `ran1` with `-seed` (awk's `rand()` differs between awk implementations), so a seed gives the
 //! same matrix everywhere.
 
-use crate::cfmt::cf;
+use crate::base::c::printf::cf;
 use crate::io::text::atof;
-use crate::rng::NrRandom;
+use crate::base::c::rng::NrRandom;
 use crate::{Error, Result};
 use std::io::Write;
 
-const RTD: f64 = 180.0 / std::f64::consts::PI;
+/// Degrees per radian as UBtoA.awk computes it (180/π, not nanoBragg.c's 180·(1/π): the last bit differs).
+const RTD_UBTOA: f64 = 180.0 / std::f64::consts::PI;
 
 type M3 = [[f64; 3]; 3];
 
@@ -29,7 +30,7 @@ fn matmul(a: &M3, b: &M3) -> M3 {
 /// UBtoA.awk's B matrix (columns a*, b*, c*) for a cell in Å and degrees.
 pub fn b_matrix(cell: [f64; 6]) -> M3 {
     let [a, b, c] = [cell[0], cell[1], cell[2]];
-    let (alpha, beta, gamma) = (cell[3] / RTD, cell[4] / RTD, cell[5] / RTD);
+    let (alpha, beta, gamma) = (cell[3] / RTD_UBTOA, cell[4] / RTD_UBTOA, cell[5] / RTD_UBTOA);
     let s = (alpha + beta + gamma) / 2.0;
     let mut skew = s.sin() * (s - alpha).sin() * (s - beta).sin() * (s - gamma).sin();
     if skew < 0.0 {
@@ -55,7 +56,7 @@ pub fn b_matrix(cell: [f64; 6]) -> M3 {
 
 /// U = U·Rz·Ry·Rx for missetting angles in degrees (UBtoA.awk's MISSET).
 pub fn misset_u(u: &M3, xyz: [f64; 3]) -> M3 {
-    let (x, y, z) = (xyz[0] / RTD, xyz[1] / RTD, xyz[2] / RTD);
+    let (x, y, z) = (xyz[0] / RTD_UBTOA, xyz[1] / RTD_UBTOA, xyz[2] / RTD_UBTOA);
     let rz = [[z.cos(), -z.sin(), 0.0], [z.sin(), z.cos(), 0.0], [0.0, 0.0, 1.0]];
     let ry = [[y.cos(), 0.0, y.sin()], [0.0, 1.0, 0.0], [-y.sin(), 0.0, y.cos()]];
     let rx = [[1.0, 0.0, 0.0], [0.0, x.cos(), -x.sin()], [0.0, x.sin(), x.cos()]];
@@ -65,7 +66,7 @@ pub fn misset_u(u: &M3, xyz: [f64; 3]) -> M3 {
 /// U = U·R for UBtoA.awk's RANDOM with a spread in degrees (90 = isotropic) and r1..r3 in [-1,1].
 pub fn random_u(u: &M3, spread: f64, r: [f64; 3]) -> M3 {
     let pi = std::f64::consts::PI;
-    let mos = spread / RTD;
+    let mos = spread / RTD_UBTOA;
     let xyrad = (1.0 - r[1] * r[1]).sqrt();
     let rot = mos * (1.0 - r[2] * r[2]).powf(1.0 / 3.0);
     let (v1, v2, v3) = (xyrad * (pi * r[0]).sin(), xyrad * (pi * r[0]).cos(), r[1]);

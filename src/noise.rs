@@ -7,7 +7,7 @@
 //!   seed), parallel over rows, the same for a seed at any thread count; the same distributions as
 //!   the C's `poidev` (exact Poisson up to a mean of 1e6, the C's Gaussian approximation above), but
 //!   not the C's draws. See [`noise_image_fast`].
-use crate::rng::NrRandom;
+use crate::base::c::rng::NrRandom;
 use rand_chacha::rand_core::{Rng as _, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Poisson, StandardNormal};

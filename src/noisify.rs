@@ -7,10 +7,10 @@
 //! noise loop is serial; the PSF is parallel but adds every contribution to every output pixel in
 //! the C's order (see [`apply_psf`]), so the images are byte-identical to the C's.
 
-use crate::cfmt::{cf, ci};
+use crate::base::c::printf::{cf, ci};
 use crate::cli::noisify::{NoisifyConfig, PsfType};
 use crate::io::atomic::write_atomic;
-use crate::rng::NrRandom;
+use crate::base::c::rng::NrRandom;
 use crate::{Error, Result};
 use rayon::prelude::*;
 use std::io::Write;
@@ -26,7 +26,7 @@ fn c_erf(x: f64) -> f64 {
 }
 
 /// Thomson cross section (noisify.c `r_e_sqr`).
-const R_E_SQR: f64 = 7.94079248018965e-30;
+use crate::base::consts::R_E_SQR;
 
 /// noisify.c `ngauss2D_integ`: integral of a unit-volume Gaussian of FWHM 1.
 fn ngauss2d_integ(x: f64, y: f64) -> f64 {

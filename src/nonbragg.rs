@@ -15,21 +15,19 @@
 //! Kept because the golden files depend on it: the rmsd that sets the PGM scale is taken over the
 //! float image shifted by one pixel (the C's `++j` before use, reading the zero after the end).
 
-use crate::cfmt::cf;
+use crate::base::c::printf::cf;
 use crate::cli::nonbragg::{NonBraggConfig, Pivot};
 use crate::io::atomic::write_atomic;
 use crate::physics::{polarization_factor, polint};
-use crate::rng::NrRandom;
-use crate::vec3::{cross, dot, magnitude, rotate, rotate_axis, unitize, V3};
+use crate::base::c::rng::NrRandom;
+use crate::base::vec3::{cross, dot, magnitude, rotate, rotate_axis, unitize, V3};
 use crate::{Error, Result};
 use rayon::prelude::*;
 use std::fmt::Write as _;
 use std::io::Write;
 use std::path::Path;
 
-const R_E_SQR: f64 = 7.94079248018965e-30;
-const AVOGADRO: f64 = 6.02214179e23;
-const RTD: f64 = 180.0 * std::f64::consts::FRAC_1_PI;
+use crate::base::consts::{AVOGADRO, R_E_SQR, RTD};
 
 /// The step-count rules nonBragg.c applies to divergence and dispersion (same code for both).
 fn auto_steps(range: &mut f64, step: &mut f64, steps: &mut i32, full_default: f64) {

@@ -14,7 +14,7 @@
 //! `-distance` does). The flag table (`cli/flags.rs`) calls these setters, so every conversion is
 //! written once, here, in [`units`].
 //!
-//! The whole set ([`crate::Config`]) saves to and loads from JSON with serde
+//! The whole set ([`crate::config::Config`]) saves to and loads from JSON with serde
 //! (`simulate --save-params run.json`, `simulate --params run.json`). Floats round-trip exactly.
 
 use std::path::{Path, PathBuf};
@@ -24,8 +24,7 @@ use std::path::{Path, PathBuf};
 /// the C converts the same unit two ways (µm: `*1e-6` for the sensor, `/1e6` for water; Å: `/1e10` for
 /// the wavelength, `*1e-10` for `-dmin`) both are kept, since they can differ in the last bit.
 pub mod units {
-    /// The C's degrees-per-radian constant, `180.0*M_1_PI`.
-    pub const RTD: f64 = 180.0 * std::f64::consts::FRAC_1_PI;
+    use crate::base::consts::RTD;
     /// hc in eV·Å as nanoBragg.c writes it (L614).
     pub const HC_EV_ANGSTROM: f64 = 12398.42;
 
@@ -370,7 +369,7 @@ impl Default for Params {
 /// effects of the nanoBragg.c flag it is named after; they return `&mut Self` so calls chain:
 ///
 /// ```
-/// let mut p = nanobragg::Params::default();
+/// let mut p = nanobragg::params::Params::default();
 /// p.cell_deg(78.0, 78.0, 38.0, 90.0, 90.0, 90.0).n_cells(10).lambda_angstrom(1.0).distance_mm(100.0);
 /// assert_eq!(p.distance, 0.1);
 /// ```
@@ -617,7 +616,7 @@ impl Default for RunOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Config;
+    use crate::config::Config;
 
     #[test]
     fn conversions_are_the_c_arithmetic() {

@@ -1,6 +1,6 @@
 //! Small pure functions of the diffraction physics, each the C's formula in the C's operation order.
 
-use crate::vec3::{cross, dot, unitize, V3};
+use crate::base::vec3::{cross, dot, unitize, V3};
 
 /// Fourier transform of a grating of N slits: sin(Nx)/sin(x), N at x = 0 (C `sincg`).
 #[inline(always)]

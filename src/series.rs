@@ -22,7 +22,7 @@
 use crate::config::{Config, Misset};
 use crate::experiment::{self, resolve_out, Experiment};
 use crate::inputs::Inputs;
-use crate::report::Log;
+use crate::base::log::Log;
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// Degrees per radian as the flag table converts (`value/RTD`).
-use crate::cli::flags::RTD;
+use crate::base::consts::RTD;
 
 const MANIFEST_FORMAT: &str = "nanobragg-rs series manifest v1";
 
@@ -296,7 +296,7 @@ pub fn still_umat(m: i64, k: usize) -> [f64; 9] {
 /// The misset angles (degrees, as `-misset X Y Z` takes them) of still k: [`still_umat`] converted by
 /// the C's `umat2misset` (nanoBragg.c, used there for `-misset random`).
 pub fn still_misset_deg(m: i64, k: usize) -> [f64; 3] {
-    let r = crate::rng::umat2misset(&still_umat(m, k));
+    let r = crate::base::c::rng::umat2misset(&still_umat(m, k));
     [r[0] * RTD, r[1] * RTD, r[2] * RTD]
 }
 
@@ -802,7 +802,7 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
     let first_frame = todo.first().copied().unwrap_or(1);
     let nexus_out = std::sync::Mutex::new(nexus.as_mut().map(|(w, _)| w));
 
-    let bar = crate::progress::Bar::on_terminal(!quiet_user && !todo.is_empty(), todo.len() as u64, "frames");
+    let bar = crate::base::progress::Bar::on_terminal(!quiet_user && !todo.is_empty(), todo.len() as u64, "frames");
 
     let threads = plan.base.run.threads;
     // Writers: the outputs of frame k (and k+1) while the next frame renders. The noise image is one
@@ -1135,7 +1135,7 @@ mod tests {
         for k in 1..=n {
             let m = still_misset_deg(1, k);
             let r = [m[0] / RTD, m[1] / RTD, m[2] / RTD];
-            let cols = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]].map(|e| crate::vec3::rotate(&e, r[0], r[1], r[2]));
+            let cols = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]].map(|e| crate::base::vec3::rotate(&e, r[0], r[1], r[2]));
             let mut trace = 0.0;
             for i in 0..3 {
                 for j in 0..3 {

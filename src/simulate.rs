@@ -1,15 +1,15 @@
 //! One simulation from start to finish: setup, render, statistics, output files, noise — what
 //! `nanobragg-rs simulate` does, with the C's stdout. Also the pieces separately, for warm benchmarks.
 
-use crate::cfmt::{cf, g};
+use crate::base::c::printf::{cf, g};
 use crate::config::Config;
-use crate::crystal::RTD;
+use crate::base::consts::RTD;
 use crate::experiment::{self, resolve_out, Experiment};
 use crate::inputs::Inputs;
 use crate::io::outputs::{self, OutputCtx, Planned};
 use crate::io::smv::SmvHeader;
 use crate::kernel::{self, RenderOutput, Trace};
-use crate::report::Log;
+use crate::base::log::Log;
 use crate::stats::{image_stats, ImageStats};
 use crate::{Error, Result};
 use std::io::Write;
@@ -318,7 +318,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
     let setup_s = t0.elapsed().as_secs_f64();
 
     let t1 = Instant::now();
-    let bar = crate::progress::Bar::on_terminal(cfg.run.progress && !cfg.run.quiet && !cfg.run.printout, exp.det.spixels as u64, "rows");
+    let bar = crate::base::progress::Bar::on_terminal(cfg.run.progress && !cfg.run.quiet && !cfg.run.printout, exp.det.spixels as u64, "rows");
     let tick = |n: usize| {
         if let Some(b) = &bar {
             b.inc(n as u64);

@@ -1,10 +1,10 @@
 //! X-ray sources: a `-sourcefile`, or the C's grid of divergence angles times dispersion wavelengths.
 //! nanoBragg.c L2310-L2430.
 
-use crate::cfmt::{cf, g};
-use crate::report::Log;
+use crate::base::c::printf::{cf, g};
+use crate::base::log::Log;
 use crate::steps::Sweep;
-use crate::vec3::{rotate_axis, unitize, V3};
+use crate::base::vec3::{rotate_axis, unitize, V3};
 use crate::{Error, Result};
 use std::path::Path;
 

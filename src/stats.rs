@@ -37,7 +37,7 @@ pub fn image_stats(
     // vectorizes (a fixed order, whatever the thread count)
     let rows: Vec<(f64, usize, f64, f64, u64)> = (0..spixels)
         .into_par_iter()
-        .map(|s| crate::simd_dispatch::with_avx2(|| {
+        .map(|s| crate::base::cpu::with_avx2(|| {
             let mut r = (0.0f64, usize::MAX, 0.0f64, 0.0f64, 0u64);
             if !row_in_roi(s) {
                 return r;
@@ -109,7 +109,7 @@ pub fn image_stats(
     let mean = st.mean;
     let dev: Vec<(f64, u64)> = (0..spixels)
         .into_par_iter()
-        .map(|s| crate::simd_dispatch::with_avx2(|| {
+        .map(|s| crate::base::cpu::with_avx2(|| {
             if !row_in_roi(s) {
                 return (0.0, 0);
             }

@@ -84,12 +84,12 @@ impl HklGrid {
         }
         let n = ((hr + 1) as u64).checked_mul((kr + 1) as u64).and_then(|x| x.checked_mul((lr + 1) as u64));
         let bytes = n.and_then(|n| n.checked_mul(8)).filter(|&b| b < (1u64 << 46));
-        crate::limits::check_alloc(
+        crate::base::memory::check_alloc(
             || {
                 Error::setup(format!(
                     "Miller index ranges h {h_min}..{h_max}, k {k_min}..{k_max}, l {l_min}..{l_max} need a dense grid of {} but only {} of memory is available",
-                    bytes.map(crate::limits::human).unwrap_or_else(|| "more than 64 TiB".into()),
-                    crate::limits::human(crate::limits::memory_budget())
+                    bytes.map(crate::base::memory::human).unwrap_or_else(|| "more than 64 TiB".into()),
+                    crate::base::memory::human(crate::base::memory::memory_budget())
                 ))
             },
             bytes,
@@ -294,7 +294,7 @@ impl<T: Copy> NearestView<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::Log;
+    use crate::base::log::Log;
 
     #[test]
     fn fdump_round_trip() {

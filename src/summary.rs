@@ -1,12 +1,12 @@
 //! The C's setup messages (everything nanoBragg.c prints before its pixel loop), from the experiment,
 //! the inputs' loading lines and the parameters, in the C's order.
 
-use crate::cfmt::{cf, g};
+use crate::base::c::printf::{cf, g};
 use crate::config::{Config, CrystalShape};
-use crate::crystal::RTD;
-use crate::experiment::{auto_interpolate, Experiment, AVOGADRO};
+use crate::base::consts::{AVOGADRO, RTD};
+use crate::experiment::{auto_interpolate, Experiment};
 use crate::inputs::Inputs;
-use crate::vec3::V3;
+use crate::base::vec3::V3;
 
 /// The lines `nanobragg-rs simulate` prints before rendering, identical to the C's stdout.
 pub fn setup_summary(cfg: &Config, inputs: &Inputs, exp: &Experiment) -> Vec<String> {
@@ -93,7 +93,7 @@ pub fn summary_block(cfg: &Config, exp: &Experiment) -> Vec<String> {
     v.push(format!("  DIRECTION_OF_DETECTOR_Z-AXIS= {}", v3(&det.odet_vector)));
     v.push(format!("  INCIDENT_BEAM_DIRECTION= {}", v3(&det.beam_vector)));
     v.push(format!("  spindle ROTATION_AXIS= {}", v3(&det.spindle_vector)));
-    v.push(format!("  POLARIZATION_PLANE_NORMAL= {}", v3(&crate::vec3::cross(&det.beam_vector, &det.polar_vector))));
+    v.push(format!("  POLARIZATION_PLANE_NORMAL= {}", v3(&crate::base::vec3::cross(&det.beam_vector, &det.polar_vector))));
     v.push(format!("  dials origin= {}", v3(&det.dials_origin)));
     let roi = exp.roi;
     v.push(format!("  roi: {} < x < {} && {} < y < {}", roi[0], roi[1], roi[2], roi[3]));

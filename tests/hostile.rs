@@ -145,7 +145,7 @@ proptest! {
     /// files that do not exist here, so no file is read.)
     #[test]
     fn parser_never_panics(words in proptest::collection::vec(flag_word(), 0..14)) {
-        nanobragg::limits::set_max_memory(256 << 20);
+        nanobragg::base::memory::set_max_memory(256 << 20);
         std::env::set_var("NANOBRAGG_MAX_MEMORY", "256M");
         let _ = nanobragg::cli::flags::parse_simulate_args(&words);
         let _ = nanobragg::cli::suggest(words.first().map(String::as_str).unwrap_or(""));
@@ -153,13 +153,13 @@ proptest! {
 
     #[test]
     fn readers_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..700), texty in "[-0-9 .e\n\tinfa]{0,300}") {
-        nanobragg::limits::set_max_memory(256 << 20);
+        nanobragg::base::memory::set_max_memory(256 << 20);
         std::env::set_var("NANOBRAGG_MAX_MEMORY", "256M");
         let d = tmp();
         for (i, content) in [bytes.clone(), texty.clone().into_bytes()].iter().enumerate() {
             let p = d.path().join(format!("in{i}"));
             std::fs::write(&p, content).unwrap();
-            let _ = nanobragg::io::hkl::read_hkl(&p, 1.0, &mut nanobragg::report::Log::default());
+            let _ = nanobragg::io::hkl::read_hkl(&p, 1.0, &mut nanobragg::base::log::Log::default());
             let _ = nanobragg::io::fdump::read_fdump(&p);
             let _ = nanobragg::io::matrix::read_matrix_file(&p);
             let _ = nanobragg::io::sourcefile::read_source_file(&p, &[1.0, 0.0, 0.0], 1e-10);
@@ -180,7 +180,7 @@ proptest! {
     /// An Fdump header claiming any ranges never allocates more than the file holds.
     #[test]
     fn fdump_header_is_checked_before_allocating(r in proptest::array::uniform6(any::<i32>()), extra in 0usize..64) {
-        nanobragg::limits::set_max_memory(256 << 20);
+        nanobragg::base::memory::set_max_memory(256 << 20);
         std::env::set_var("NANOBRAGG_MAX_MEMORY", "256M");
         let d = tmp();
         let p = d.path().join("Fdump.bin");

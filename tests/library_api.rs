@@ -2,7 +2,7 @@
 //! the setters in crystallographers' units equal the flags' parse, and an in-memory reflection list
 //! renders exactly as the same list read from an `-hkl` file.
 use nanobragg::cli::parse_simulate_args;
-use nanobragg::{experiment::Experiment, inputs::Inputs, simulate, structure_factors::HklGrid, Config};
+use nanobragg::{experiment::Experiment, inputs::Inputs, simulate, structure_factors::HklGrid, config::Config};
 
 fn typed() -> Config {
     let mut cfg = Config::default();

@@ -4,7 +4,7 @@
 mod common;
 
 use nanobragg::noise::noise_image;
-use nanobragg::rng::NrRandom;
+use nanobragg::base::c::rng::NrRandom;
 
 /// The C's value for the last occurrence of an exact flag (the golden cases use exact names).
 fn flag_values<'a>(args: &'a [String], flag: &str, n: usize) -> Option<&'a [String]> {

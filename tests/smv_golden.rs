@@ -5,7 +5,7 @@
 //! C's pixels exactly; the headers written from the golden header's own values must reproduce the
 //! C's files byte for byte.
 
-use nanobragg::cfmt::cf;
+use nanobragg::base::c::printf::cf;
 use nanobragg::io::pgm::{pgm_header, pgm_pixels, write_pgm};
 use nanobragg::io::smv::{header_value, int_pixels, read_smv, smv_header_bytes, write_smv, SmvHeader};
 use nanobragg::io::text::read_text_file;

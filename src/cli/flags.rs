@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 pub use super::{help_text, markdown_reference, os_args, os_path, parse_simulate_args, wants_help};
 
-pub use crate::params::units::{self, RTD};
+pub use crate::params::units;
 
 /// Help-text grouping.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -717,8 +717,8 @@ pub static FLAGS: &[Flag] = &[
     Flag { name: "--max-memory", aliases: &[], arity: Word, values: "BYTES", units: "bytes (k, M, G suffixes)",
         default: "available RAM + swap", category: Port,
         help: "Refuse, before allocating, a run estimated to need more memory than this (also NANOBRAGG_MAX_MEMORY).",
-        set: |_, v| match crate::limits::parse_size(v.word(0)) {
-            Some(b) => { crate::limits::set_max_memory(b); Ok(()) }
+        set: |_, v| match crate::base::memory::parse_size(v.word(0)) {
+            Some(b) => { crate::base::memory::set_max_memory(b); Ok(()) }
             None => Err(Error::flag(v.flag, format!("'{}' is not a size such as 4G or 512M", v.word(0)))),
         } },
     Flag { name: "--precision", aliases: &[], arity: Word, values: "double|single", units: "", default: "double",

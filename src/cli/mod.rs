@@ -15,7 +15,8 @@ mod tests;
 
 use crate::config::SmvInput;
 use crate::io::smv::{header_value, read_smv};
-use crate::{Config, Error, Result};
+use crate::config::Config;
+use crate::{Error, Result};
 use flags::{units, Arity, Category, Flag, Vals, FLAGS};
 use std::collections::HashMap;
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Tests of the flag table and parser.
 
-use super::flags::{Arity, FLAGS, RTD};
+use super::flags::{Arity, FLAGS};
+use crate::base::consts::RTD;
 use super::*;
 use crate::config::{Convention, CrystalShape, Misset, Pivot, Precision};
 use std::path::PathBuf;

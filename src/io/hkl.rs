@@ -1,7 +1,7 @@
 //! HKL text files (`-hkl`): one reflection per line, `h k l F` (nanoBragg.c L2101-L2200).
 
-use crate::cfmt::g;
-use crate::report::Log;
+use crate::base::c::printf::g;
+use crate::base::log::Log;
 use crate::structure_factors::HklGrid;
 use crate::{Error, Result};
 use std::path::Path;

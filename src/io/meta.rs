@@ -2,9 +2,9 @@
 //! the first pixel's corner, the beam, the spindle and the oscillation, taken from the resolved
 //! experiment (the vectors the pixel loop uses, nanoBragg.c L1701-L1776), in one place.
 
-use crate::crystal::RTD;
+use crate::base::consts::RTD;
 use crate::experiment::Experiment;
-use crate::vec3::{cross, dot, unitize, V3};
+use crate::base::vec3::{cross, dot, unitize, V3};
 
 /// Geometry and beam of one image (or of every frame of a series: only the spindle angle changes).
 #[derive(Clone, Debug)]

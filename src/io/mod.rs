@@ -104,7 +104,7 @@ pub fn map_roi_rows<T: Copy + Default + Send>(float: &[f32], fpixels: usize, roi
         row[..cols.start].fill(T::default());
         row[cols.end..].fill(T::default());
         let src = &float[s * fpixels + cols.start..s * fpixels + cols.end];
-        crate::simd_dispatch::with_avx2(|| convert_row(&mut row[cols.clone()], src, convert));
+        crate::base::cpu::with_avx2(|| convert_row(&mut row[cols.clone()], src, convert));
     });
 }
 

@@ -15,7 +15,7 @@
 use super::atomic::AtomicFile;
 use super::hdf5::{Dataset, Node, Val, LOCK};
 use super::meta::ImageMeta;
-use crate::vec3::{magnitude, V3};
+use crate::base::vec3::{magnitude, V3};
 use crate::{Error, Result};
 use std::path::{Path, PathBuf};
 

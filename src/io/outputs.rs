@@ -9,7 +9,7 @@
 //! are written in place, as the C does.
 
 use super::atomic::{self, AtomicFile, Finished, TargetKind};
-use crate::cfmt::{cf, g};
+use crate::base::c::printf::{cf, g};
 use crate::config::Config;
 use crate::experiment::{resolve_out, Experiment};
 use crate::io::smv::{smv_header_bytes, write_int_pixels, SmvHeader};

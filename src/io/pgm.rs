@@ -1,7 +1,7 @@
 //! 8-bit PGM (P5) as nanoBragg writes it.
 
 use super::atomic::AtomicFile;
-use crate::cfmt::cf;
+use crate::base::c::printf::cf;
 use crate::{Error, Result};
 use std::io::Write;
 use std::path::Path;

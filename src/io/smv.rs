@@ -14,7 +14,7 @@
 
 use super::atomic::AtomicFile;
 use super::text::atof;
-use crate::cfmt::{cf, ci};
+use crate::base::c::printf::{cf, ci};
 use crate::config::SmvInput;
 use crate::{Error, Result};
 use std::io::{Read, Write};

@@ -1,8 +1,8 @@
 //! `-sourcefile`: columns X Y Z I lambda (nanoBragg.c L2310-L2340), read with the C's text reader.
 
-use crate::cfmt::g;
+use crate::base::c::printf::g;
 use crate::sources::SOURCE_DISTANCE;
-use crate::vec3::V3;
+use crate::base::vec3::V3;
 use crate::{Error, Result};
 use std::path::Path;
 

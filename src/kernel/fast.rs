@@ -25,9 +25,10 @@
 
 use super::lanes::{ceil, cheb_two_x, sincg_sqr, Real, CHEB_MAX_N};
 use crate::config::CrystalShape;
-use crate::experiment::{Experiment, R_E_SQR};
+use crate::base::consts::R_E_SQR;
+use crate::experiment::Experiment;
 use crate::structure_factors::{interpolate_f, Lookup, NearestF};
-use crate::vec3::{cross, rotate_axis, unitize, V3};
+use crate::base::vec3::{cross, rotate_axis, unitize, V3};
 use super::backend::{RowEnd, RowResult};
 
 /// Whether the fast kernel reproduces this experiment (otherwise the reference kernel runs).

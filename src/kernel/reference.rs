@@ -5,7 +5,7 @@ use crate::config::CrystalShape;
 use crate::experiment::Experiment;
 use crate::physics::{polarization_factor, sinc3, sincg};
 use crate::structure_factors::{interpolate_f, Lookup, NearestF};
-use crate::vec3::{dot, magnitude, rotate_axis, unitize, V3};
+use crate::base::vec3::{dot, magnitude, rotate_axis, unitize, V3};
 use std::f64::consts::PI;
 
 /// Where interpolation first went out of range (h, k, l, h0, k0, l0), for the C's one-time warning.
@@ -163,7 +163,7 @@ pub fn render_pixel(exp: &Experiment, fpixel: usize, spixel: usize, interp: &mut
             }
         }
     }
-    let mut test = crate::experiment::R_E_SQR * exp.fluence * i_sum / exp.steps as f64;
+    let mut test = crate::base::consts::R_E_SQR * exp.fluence * i_sum / exp.steps as f64;
     if !exp.oversample_thick {
         test *= capture_fraction;
     }

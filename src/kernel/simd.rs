@@ -7,45 +7,8 @@
 use super::backend::RowResult;
 use super::fast::{render_row, Prepared};
 use super::lanes::Real;
+pub use crate::base::cpu::{detected_level, SimdLevel};
 use crate::experiment::Experiment;
-
-/// The instruction set the SIMD backend is compiled for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum SimdLevel {
-    /// Fast kernel compiled for the baseline target: groups of 8 pixels (16 in f32).
-    Portable,
-    /// Fast kernel with AVX2 + FMA: groups of 16 pixels (f64 or f32), the sample loop of the
-    /// usual crystal in hand-written intrinsics ([`super::avx2`]).
-    Avx2,
-    /// Fast kernel with AVX-512: groups of 16 pixels (32 in f32), two registers per quantity.
-    /// (Wider groups amortize the per-group work; measured best on this project's machines.) The
-    /// usual crystal's sample loop is the AVX2 level's hand-written one, taking a group's lanes
-    /// four (eight) at a time: it does per sample what the generic loop does in about 2.5× the
-    /// time at the same width, more than twice the lanes can win back (see `row_avx512`).
-    Avx512,
-}
-
-impl SimdLevel {
-    pub fn name(self) -> &'static str {
-        match self {
-            SimdLevel::Portable => "portable",
-            SimdLevel::Avx2 => "avx2",
-            SimdLevel::Avx512 => "avx512",
-        }
-    }
-    pub fn parse(s: &str) -> Option<SimdLevel> {
-        match s.to_ascii_lowercase().as_str() {
-            "portable" | "generic" => Some(SimdLevel::Portable),
-            "avx2" => Some(SimdLevel::Avx2),
-            "avx512" | "avx-512" => Some(SimdLevel::Avx512),
-            _ => None,
-        }
-    }
-    /// Every level this CPU can run, lowest first.
-    pub fn available() -> Vec<SimdLevel> {
-        [SimdLevel::Portable, SimdLevel::Avx2, SimdLevel::Avx512].into_iter().filter(|l| *l <= detected_level()).collect()
-    }
-}
 
 /// Which render backend to use: the planner's input and output (see [`super::kernel_for`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -71,20 +34,6 @@ impl Backend {
             other => SimdLevel::parse(other).map(Backend::Simd),
         }
     }
-}
-
-/// The best level this CPU supports.
-pub fn detected_level() -> SimdLevel {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512dq") && is_x86_feature_detected!("avx512vl") {
-            return SimdLevel::Avx512;
-        }
-        if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
-            return SimdLevel::Avx2;
-        }
-    }
-    SimdLevel::Portable
 }
 
 /// The backend requested for this process: SIMD at the detected level, lowered (never raised) or

@@ -12,8 +12,8 @@ pub mod scattering;
 pub mod sfcalc;
 pub mod spacegroup;
 
-use crate::cfmt::g;
-use crate::report::Log;
+use crate::base::c::printf::g;
+use crate::base::log::Log;
 use crate::structure_factors::HklGrid;
 use crate::{Error, Result};
 use std::path::{Path, PathBuf};

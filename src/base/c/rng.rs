@@ -287,7 +287,7 @@ fn normalize_if_positive(v: &mut [f64; 3], m: f64) {
 
 #[inline]
 fn norm(v: &[f64; 3]) -> f64 {
-    crate::vec3::magnitude(v)
+    crate::base::vec3::magnitude(v)
 }
 
 /// Normalised cross products x×y, y×z, z×x (the C's arithmetic, as `vec3::cross`).
@@ -297,7 +297,7 @@ fn crosses(x: &[f64; 3], y: &[f64; 3], z: &[f64; 3]) -> ([f64; 3], [f64; 3], [f6
         normalize_if_positive(&mut v, m);
         v
     };
-    (unit(crate::vec3::cross(x, y)), unit(crate::vec3::cross(y, z)), unit(crate::vec3::cross(z, x)))
+    (unit(crate::base::vec3::cross(x, y)), unit(crate::base::vec3::cross(y, z)), unit(crate::base::vec3::cross(z, x)))
 }
 
 /// `umat2misset(umat, missets)`: rotations about x, y, z in radians.

@@ -1,0 +1,10 @@
+//! Physical and angular constants, each defined once with the value nanoBragg.c uses.
+
+/// Degrees per radian (nanoBragg.c `#define RTD (180.0*M_1_PI)`).
+pub const RTD: f64 = 180.0 * std::f64::consts::FRAC_1_PI;
+
+/// Thomson cross-section: the classical electron radius squared, m² (nanoBragg.c `r_e_sqr`).
+pub const R_E_SQR: f64 = 7.94079248018965e-30;
+
+/// Avogadro's number, as nanoBragg.c and nonBragg.c write it.
+pub const AVOGADRO: f64 = 6.02214179e23;
