@@ -4,7 +4,7 @@
 
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use nanobragg::kernel::{self, Backend, SimdLevel};
-use nanobragg::physics::sincg;
+use nanobragg::experiment::physics::sincg;
 
 mod common;
 use common::{bench_crystal as bench_config, heavy_case as heavy_config};
@@ -34,7 +34,7 @@ fn level_benches(c: &mut Criterion) {
     let mut levels = vec![Backend::Reference];
     levels.extend(SimdLevel::available().into_iter().map(Backend::Simd));
     for (name, cfg) in [("bench", bench_config(256, tmp.path())), ("heavy", heavy_config(64, tmp.path()))] {
-        let (exp, _) = nanobragg::simulate::setup(&cfg).unwrap();
+        let (exp, _) = nanobragg::run::simulate::setup(&cfg).unwrap();
         let mut g = c.benchmark_group(format!("kernel/{name}"));
         g.sample_size(10);
         g.throughput(Throughput::Elements(exp.pixels() as u64));
@@ -53,7 +53,7 @@ fn render_benches(c: &mut Criterion) {
     g.sample_size(10);
     for pixels in [256usize, 1024] {
         let cfg = bench_config(pixels as i64, tmp.path());
-        let (exp, _) = nanobragg::simulate::setup(&cfg).unwrap();
+        let (exp, _) = nanobragg::run::simulate::setup(&cfg).unwrap();
         g.throughput(Throughput::Elements((pixels * pixels) as u64));
         g.bench_with_input(BenchmarkId::from_parameter(pixels), &exp, |b, exp| b.iter(|| kernel::render(exp, &|_| {})));
     }

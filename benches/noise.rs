@@ -12,7 +12,7 @@ fn noise_benches(c: &mut Criterion) {
     let pixels: usize = std::env::var("NB_NOISE_PIXELS").ok().and_then(|v| v.parse().ok()).unwrap_or(4096);
     let tmp = tempfile::tempdir().unwrap();
     let cfg = common::bench_crystal(pixels as i64, tmp.path());
-    let (exp, _) = nanobragg::simulate::setup(&cfg).unwrap();
+    let (exp, _) = nanobragg::run::simulate::setup(&cfg).unwrap();
     let float = nanobragg::kernel::render(&exp, &|_| {}).float;
     let (fp, sp, roi) = (exp.det.fpixels, exp.det.spixels, exp.roi);
 

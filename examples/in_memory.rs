@@ -1,6 +1,6 @@
 //! Build an experiment from typed parameters and an in-memory reflection list, render it and write an
 //! SMV image — no argv, no input files. `cargo run --release --example in_memory [OUT.img]`
-use nanobragg::{experiment::Experiment, inputs::Inputs, io::smv, simulate, structure_factors::HklGrid, summary, config::Config};
+use nanobragg::{experiment::Experiment, experiment::inputs::Inputs, io::smv, run::simulate, experiment::structure_factors::HklGrid, run::summary, run::config::Config};
 
 fn main() -> nanobragg::Result<()> {
     let out = std::env::args().nth(1).unwrap_or_else(|| "in_memory.img".into());

@@ -98,17 +98,17 @@ fn simulate(args: &[String]) -> Result<(), Failure> {
         cfg.save_json(p)?;
     }
     // $NANOBRAGG_TIMINGS_JSON (set by bench-detailed): checked before the run, written after it
-    let timings_json = std::env::var_os(nanobragg::simulate::TIMINGS_JSON_ENV).filter(|p| !p.is_empty()).map(std::path::PathBuf::from);
+    let timings_json = std::env::var_os(nanobragg::run::simulate::TIMINGS_JSON_ENV).filter(|p| !p.is_empty()).map(std::path::PathBuf::from);
     if let Some(p) = &timings_json {
         nanobragg::io::atomic::target_kind(p)?;
     }
-    let summary = nanobragg::simulate::run(&cfg, &mut out)?;
+    let summary = nanobragg::run::simulate::run(&cfg, &mut out)?;
     let _ = out.flush();
     if let Some(e) = out.error.take() {
         return Err(Failure::Stream(e));
     }
     if let Some(p) = &timings_json {
-        let json = serde_json::to_vec(&nanobragg::simulate::PhaseTimings::of(&summary)).expect("numbers always serialize");
+        let json = serde_json::to_vec(&nanobragg::run::simulate::PhaseTimings::of(&summary)).expect("numbers always serialize");
         nanobragg::io::atomic::write_atomic(p, &json)?;
     }
     if !cfg.run.quiet {
@@ -188,12 +188,12 @@ fn dispatch(args: &[String]) -> Result<(), Failure> {
         "series" => {
             check_thread_env()?;
             nanobragg::io::atomic::install_signal_cleanup();
-            nanobragg::series::main(rest).map_err(Failure::Error)
+            nanobragg::apps::series::main(rest).map_err(Failure::Error)
         }
         "noisify" | "nonbragg" | "float-add" | "matrix" => {
             check_thread_env()?;
             nanobragg::io::atomic::install_signal_cleanup();
-            nanobragg::suite::suite_main(cmd, rest).map_err(Failure::Error)
+            nanobragg::cli::suite::suite_main(cmd, rest).map_err(Failure::Error)
         }
         "flags" => print_out(&flags::markdown_reference()),
         "--version" | "-V" | "version" => print_out(&format!("{}\n", version())),

@@ -490,7 +490,7 @@ fn simulate_writes_its_phase_timings_as_json() {
     let t = tmp.path().join("timings.json");
     let o = Command::new(SIM)
         .args(["simulate", "--detector", "16", "-nopgm", "-nonoise", "-noprogress"])
-        .env(nanobragg::simulate::TIMINGS_JSON_ENV, &t)
+        .env(nanobragg::run::simulate::TIMINGS_JSON_ENV, &t)
         .current_dir(tmp.path())
         .output()
         .unwrap();
@@ -501,13 +501,13 @@ fn simulate_writes_its_phase_timings_as_json() {
         assert!(v[k].as_f64().is_some_and(|x| x >= 0.0), "{k} in {v}");
     }
     assert_eq!(v["pixels"], 256);
-    let typed: nanobragg::simulate::PhaseTimings = serde_json::from_value(v).unwrap();
+    let typed: nanobragg::run::simulate::PhaseTimings = serde_json::from_value(v).unwrap();
     assert!(typed.resolution_s > 0.0 && typed.resolution_s < 1e-3);
 
     let bad = tmp.path().join("no-such-dir").join("t.json");
     let o = Command::new(SIM)
         .args(["simulate", "--detector", "16", "-nopgm", "-nonoise", "-noprogress"])
-        .env(nanobragg::simulate::TIMINGS_JSON_ENV, &bad)
+        .env(nanobragg::run::simulate::TIMINGS_JSON_ENV, &bad)
         .current_dir(tmp.path())
         .output()
         .unwrap();

@@ -7,10 +7,10 @@
 mod common;
 
 use common::*;
-use nanobragg::config::Precision;
+use nanobragg::run::config::Precision;
 use nanobragg::experiment::Experiment;
 use nanobragg::kernel::{self, Backend, ReferenceBackend, RenderBackend, RowResult, SimdLevel};
-use nanobragg::simulate;
+use nanobragg::run::simulate;
 use std::path::Path;
 
 fn experiment(args: &[String], out: &Path) -> Experiment {

@@ -5,9 +5,9 @@
 mod common;
 
 use common::*;
-use nanobragg::config::Precision;
+use nanobragg::run::config::Precision;
 use nanobragg::kernel::{self, fast, Backend, SimdLevel};
-use nanobragg::simulate;
+use nanobragg::run::simulate;
 use nanobragg::stats::pearson;
 use std::path::Path;
 

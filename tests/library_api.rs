@@ -2,7 +2,7 @@
 //! the setters in crystallographers' units equal the flags' parse, and an in-memory reflection list
 //! renders exactly as the same list read from an `-hkl` file.
 use nanobragg::cli::parse_simulate_args;
-use nanobragg::{experiment::Experiment, inputs::Inputs, simulate, structure_factors::HklGrid, config::Config};
+use nanobragg::{experiment::Experiment, experiment::inputs::Inputs, run::simulate, experiment::structure_factors::HklGrid, run::config::Config};
 
 fn typed() -> Config {
     let mut cfg = Config::default();
@@ -66,7 +66,7 @@ fn json_round_trip_is_exact() {
 /// same experiment and the same setup messages as `simulate::setup` did with the files present.
 #[test]
 fn build_does_no_file_io() {
-    use nanobragg::summary::setup_summary;
+    use nanobragg::run::summary::setup_summary;
     let dir = tempfile::tempdir().unwrap();
     let (hkl, mat, src) = (dir.path().join("list.hkl"), dir.path().join("A.mat"), dir.path().join("sources.txt"));
     std::fs::write(&hkl, reflections().iter().map(|(h, k, l, f)| format!("{h} {k} {l} {f}\n")).collect::<String>()).unwrap();

@@ -3,7 +3,7 @@
 //! copied): 1yjp (P 1 21 1), 2ERL (C 1 2 1, ANISOU; also as mmCIF) and a 1brf fragment with Fe
 //! (P 21 21 21, anomalous). Skipped loudly when cctbx is not installed.
 
-use nanobragg::model::{compute, read_mmcif, read_pdb, SfOptions};
+use nanobragg::sfcalc::{compute, read_mmcif, read_pdb, SfOptions};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -46,7 +46,7 @@ fn corr(x: &[f64], y: &[f64]) -> f64 {
 }
 
 /// Compare our |F| with cctbx's on the reflections cctbx lists; returns (ours, ref) by hkl.
-fn compare(name: &str, ours: &nanobragg::model::ModelF, reference: &HashMap<[i32; 3], (f64, f64)>) -> HashMap<[i32; 3], f64> {
+fn compare(name: &str, ours: &nanobragg::sfcalc::ModelF, reference: &HashMap<[i32; 3], (f64, f64)>) -> HashMap<[i32; 3], f64> {
     let amps = ours.amplitudes();
     let mine: HashMap<[i32; 3], f64> = ours.hkl.iter().cloned().zip(amps).collect();
     let (mut a, mut b) = (Vec::new(), Vec::new());

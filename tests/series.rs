@@ -63,7 +63,7 @@ fn image_hashes(dir: &Path) -> BTreeMap<String, String> {
         if name.ends_with(".json") || name.starts_with('.') || name == "Fdump.bin" {
             continue;
         }
-        m.insert(name, nanobragg::series::file_sha256(&p).unwrap().0);
+        m.insert(name, nanobragg::apps::series::file_sha256(&p).unwrap().0);
     }
     m
 }

@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use nanobragg::simulate;
+use nanobragg::run::simulate;
 use std::path::Path;
 
 /// The numbers after `prefix` on the first stdout line that starts with it.
@@ -120,7 +120,7 @@ fn numbers_after_reads_printed_values() {
 /// lines in the C's places among the summary).
 #[test]
 fn setup_summary_is_the_c_stdout_before_the_pixel_loop() {
-    use nanobragg::{experiment::Experiment, inputs::Inputs, summary::setup_summary};
+    use nanobragg::{experiment::Experiment, experiment::inputs::Inputs, run::summary::setup_summary};
     let Some(golden) = golden_dir() else { return };
     let manifest = load_manifest(&golden);
     let inputs_dir = golden.join("inputs");

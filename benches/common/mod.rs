@@ -2,7 +2,7 @@
 //! benchmark crystal of bench-detailed, and a sample-heavy case (like bench-detailed's `heavy`, but
 //! with -default_F instead of its HKL file). tests/library_api.rs checks each against its flags.
 #![allow(dead_code)]
-use nanobragg::config::Config;
+use nanobragg::run::config::Config;
 use std::path::Path;
 
 /// Outputs off except the float image, written under `out` (benchmarks render into memory).

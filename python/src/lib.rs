@@ -3,9 +3,9 @@
 //! flag means what it means on the command line) and renders it with the GIL released. The friendly
 //! layer (keywords, numpy inputs, Dask, dxtbx) is Python, in `nanobragg/__init__.py`.
 
-use nbcore::config::Config;
+use nbcore::run::config::Config;
 use nbcore::experiment::Experiment;
-use nbcore::simulate;
+use nbcore::run::simulate;
 use numpy::ndarray::Array2;
 use numpy::{IntoPyArray, PyArray2, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
@@ -383,8 +383,8 @@ fn flag_help() -> String {
 /// single-image run byte-identical to the series' frame k (phi/osc or misset, seeds, output names).
 #[pyfunction]
 fn series_frames(args: Vec<String>) -> PyResult<(Vec<String>, Vec<Vec<String>>)> {
-    let sa = nbcore::series::split_args(&args).map_err(to_py)?;
-    let plan = nbcore::series::Plan::new(&sa).map_err(to_py)?;
+    let sa = nbcore::apps::series::split_args(&args).map_err(to_py)?;
+    let plan = nbcore::apps::series::Plan::new(&sa).map_err(to_py)?;
     let frames = (1..=plan.total).map(|k| plan.frame(k).map(|r| r.simulate_flags)).collect::<nbcore::Result<Vec<_>>>().map_err(to_py)?;
     Ok((sa.simulate, frames))
 }

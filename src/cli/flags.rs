@@ -4,15 +4,15 @@
 //! Spellings are the C program's (nanoBragg.c matched them by substring; the port matches each listed
 //! name and alias exactly, checklist §0.3), plus a few readable `--long` aliases and port-only options.
 //! Units are converted exactly as the C does (`atof(x)/RTD`, `/1000.0`, `*1e-6`, ...) by the setters of
-//! [`crate::params::Params`] and the functions of [`crate::params::units`], written once there.
+//! [`crate::experiment::params::Params`] and the functions of [`crate::experiment::params::units`], written once there.
 
-use crate::config::{CellInput, Config, Convention, CrystalShape, Misset, Pivot, Precision};
+use crate::run::config::{CellInput, Config, Convention, CrystalShape, Misset, Pivot, Precision};
 use crate::{Error, Result};
 use std::path::PathBuf;
 
 pub use super::{help_text, markdown_reference, os_args, os_path, parse_simulate_args, wants_help};
 
-pub use crate::params::units;
+pub use crate::experiment::params::units;
 
 /// Help-text grouping.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

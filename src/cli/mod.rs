@@ -9,13 +9,14 @@
 pub mod flags;
 pub mod noisify;
 pub mod nonbragg;
+pub mod suite;
 
 #[cfg(test)]
 mod tests;
 
-use crate::config::SmvInput;
+use crate::run::config::SmvInput;
 use crate::io::smv::{header_value, read_smv};
-use crate::config::Config;
+use crate::run::config::Config;
 use crate::{Error, Result};
 use flags::{units, Arity, Category, Flag, Vals, FLAGS};
 use std::collections::HashMap;

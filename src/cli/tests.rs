@@ -3,7 +3,7 @@
 use super::flags::{Arity, FLAGS};
 use crate::base::consts::RTD;
 use super::*;
-use crate::config::{Convention, CrystalShape, Misset, Pivot, Precision};
+use crate::run::config::{Convention, CrystalShape, Misset, Pivot, Precision};
 use std::path::PathBuf;
 
 fn words(s: &str) -> Vec<String> {
@@ -763,4 +763,19 @@ fn params_file_is_the_base_and_flags_override_it() {
     std::fs::write(&f, "{\"params\": {\"nonsense\": 1}}").unwrap();
     let e = parse_err(&format!("--params {}", f.display()));
     assert!(e.contains("nonsense"), "{e}");
+}
+
+#[test]
+fn setters_match_the_flags() {
+    let mut p = crate::experiment::params::Params::default();
+    p.cell_deg(100.0, 100.0, 100.0, 90.0, 90.0, 90.0).n_cells(5).lambda_angstrom(6.2).distance_mm(200.0).default_f(100.0);
+    let c = super::flags::parse_simulate_args(
+        &"-cell 100 100 100 90 90 90 -N 5 -lambda 6.2 -distance 200 -default_F 100".split(' ').map(String::from).collect::<Vec<_>>(),
+    )
+    .unwrap();
+    assert_eq!(p, c.params);
+    let mut q = crate::experiment::params::Params::default();
+    q.close_distance_mm(95.0).energy_kev(12.39842);
+    assert_eq!(q.pivot, crate::experiment::params::Pivot::Sample);
+    assert_eq!(q.close_distance, Some(0.095));
 }

@@ -1,7 +1,7 @@
 //! The Fdump.bin structure-factor cache (`-dump`), nanoBragg.c L2200-L2258.
 
 use crate::io::atomic::write_atomic;
-use crate::structure_factors::HklGrid;
+use crate::experiment::structure_factors::HklGrid;
 use crate::{Error, Result};
 use std::path::Path;
 

@@ -79,12 +79,12 @@ impl ImageMeta {
             exposure,
             saturation: i32::MAX as i64,
             convention: match d.convention {
-                crate::config::Convention::Adxv => "ADXV",
-                crate::config::Convention::Mosflm => "MOSFLM",
-                crate::config::Convention::Xds => "XDS",
-                crate::config::Convention::Dials => "DIALS",
-                crate::config::Convention::Denzo => "DENZO",
-                crate::config::Convention::Custom => "CUSTOM",
+                crate::run::config::Convention::Adxv => "ADXV",
+                crate::run::config::Convention::Mosflm => "MOSFLM",
+                crate::run::config::Convention::Xds => "XDS",
+                crate::run::config::Convention::Dials => "DIALS",
+                crate::run::config::Convention::Denzo => "DENZO",
+                crate::run::config::Convention::Custom => "CUSTOM",
             },
         }
     }

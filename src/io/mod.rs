@@ -9,7 +9,6 @@ pub mod nexus;
 pub mod float;
 pub mod hkl;
 pub mod matrix;
-pub mod outputs;
 pub mod sourcefile;
 pub mod pgm;
 pub mod png;

@@ -15,7 +15,7 @@
 use super::atomic::AtomicFile;
 use super::text::atof;
 use crate::base::c::printf::{cf, ci};
-use crate::config::SmvInput;
+use crate::run::config::SmvInput;
 use crate::{Error, Result};
 use std::io::{Read, Write};
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! `-sourcefile`: columns X Y Z I lambda (nanoBragg.c L2310-L2340), read with the C's text reader.
 
 use crate::base::c::printf::g;
-use crate::sources::SOURCE_DISTANCE;
+use crate::experiment::beam::SOURCE_DISTANCE;
 use crate::base::vec3::V3;
 use crate::{Error, Result};
 use std::path::Path;

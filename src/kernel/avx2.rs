@@ -622,10 +622,10 @@ pub mod f32x8 {
 
 #[cfg(test)]
 mod tests {
-    use crate::config::CrystalShape;
+    use crate::run::config::CrystalShape;
     use crate::kernel::fast::{HandIndices, HandLattice};
-    use crate::physics::sincg;
-    use crate::structure_factors::{HklGrid, NearestF};
+    use crate::experiment::physics::sincg;
+    use crate::experiment::structure_factors::{HklGrid, NearestF};
     use std::f64::consts::PI;
 
     /// A small deterministic generator (no test-only dependency for a few numbers).
@@ -639,7 +639,7 @@ mod tests {
 
     /// The C's term for Miller indices `hkl`: F(h0, k0, l0)²·Π sincg(πh, N)², F nearest-neighbour
     /// (h0 = ceil(h − ½)), no lattice factor on an axis with N ≤ 1.
-    fn c_term<T: crate::kernel::lanes::Real>(view: &crate::structure_factors::NearestView<'_, T>, hkl: [f64; 3], ns: [f64; 3]) -> f64 {
+    fn c_term<T: crate::kernel::lanes::Real>(view: &crate::experiment::structure_factors::NearestView<'_, T>, hkl: [f64; 3], ns: [f64; 3]) -> f64 {
         let h0 = hkl.map(|x| (x - 0.5).ceil());
         let latt: f64 = (0..3).map(|a| if ns[a] > 1.0 { sincg(PI * hkl[a], ns[a]).powi(2) } else { 1.0 }).product();
         let fc = view.get(h0[0] as i64, h0[1] as i64, h0[2] as i64).to_f64();

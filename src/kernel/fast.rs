@@ -24,10 +24,10 @@
 //! hand-written intrinsics instead of the generic loop here.
 
 use super::lanes::{ceil, cheb_two_x, sincg_sqr, Real, CHEB_MAX_N};
-use crate::config::CrystalShape;
+use crate::run::config::CrystalShape;
 use crate::base::consts::R_E_SQR;
 use crate::experiment::Experiment;
-use crate::structure_factors::{interpolate_f, Lookup, NearestF};
+use crate::experiment::structure_factors::{interpolate_f, Lookup, NearestF};
 use crate::base::vec3::{cross, rotate_axis, unitize, V3};
 use super::backend::{RowEnd, RowResult};
 
@@ -1021,7 +1021,7 @@ fn interpolated_sample_loop<T: Real, const L: usize>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::structure_factors::HklGrid;
+    use crate::experiment::structure_factors::HklGrid;
 
     /// U_{N−1}(cos πδ) as the product over its roots is the C's sincg(πh, N) up to sign.
     #[test]
@@ -1033,7 +1033,7 @@ mod tests {
                     let h0 = (h - 0.5f64).ceil();
                     let two_x = [[cheb_two_x(h, h0)]];
                     let u = cheb_u(two_x, &roots, even)[0][0];
-                    let want = crate::physics::sincg(std::f64::consts::PI * h, n as f64).abs();
+                    let want = crate::experiment::physics::sincg(std::f64::consts::PI * h, n as f64).abs();
                     assert!((u.abs() - want).abs() <= 1e-12 * (n * n) as f64, "N={n} h={h}: {u} vs {want}");
                     h += 0.0137;
                 }

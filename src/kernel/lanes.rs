@@ -8,7 +8,7 @@ use std::ops::{Add, Div, Mul, Neg, Sub};
 
 /// The element type of a lane (f64 for the double-precision kernel, f32 for `-precision single`).
 pub trait Real:
-    Copy + PartialOrd + PartialEq + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Self> + Div<Output = Self> + Neg<Output = Self> + Default + crate::structure_factors::FValue
+    Copy + PartialOrd + PartialEq + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Self> + Div<Output = Self> + Neg<Output = Self> + Default + crate::experiment::structure_factors::FValue
 {
     const ZERO: Self;
     const ONE: Self;
@@ -298,7 +298,7 @@ mod tests {
 
     #[test]
     fn sincg_cheb_matches_the_c_formula() {
-        let c = |h: f64, n: f64| crate::physics::sincg(std::f64::consts::PI * h, n).powi(2);
+        let c = |h: f64, n: f64| crate::experiment::physics::sincg(std::f64::consts::PI * h, n).powi(2);
         for n in [2usize, 3, 5, 10, 24] {
             let mut h = -8.3;
             while h < 8.3 {
@@ -316,7 +316,7 @@ mod tests {
 
     #[test]
     fn sincg_sqr_matches_the_c_formula() {
-        let c = |h: f64, n: f64| crate::physics::sincg(std::f64::consts::PI * h, n).powi(2);
+        let c = |h: f64, n: f64| crate::experiment::physics::sincg(std::f64::consts::PI * h, n).powi(2);
         for &n in &[2.0, 5.0, 10.0, 37.0] {
             let mut h = -8.3;
             while h < 8.3 {

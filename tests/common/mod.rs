@@ -84,7 +84,7 @@ pub fn args(case: &Value) -> Vec<String> {
 
 /// A golden case's `Config` as the C ran it: input paths made absolute, outputs sent to `out`, and
 /// the case's Fdump.bin copied there when the case reads the cache instead of an `-hkl` file.
-pub fn case_config(golden: &Path, case: &Value, out: &Path) -> nanobragg::config::Config {
+pub fn case_config(golden: &Path, case: &Value, out: &Path) -> nanobragg::run::config::Config {
     let inputs = golden.join("inputs");
     let args: Vec<String> = args(case).into_iter().map(|a| a.replace("../../inputs", inputs.to_str().unwrap())).collect();
     let mut cfg = nanobragg::cli::flags::parse_simulate_args(&args).unwrap();

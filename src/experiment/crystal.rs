@@ -3,7 +3,7 @@
 //! nanoBragg.c L1791-L2047.
 
 use crate::base::c::printf::{cf, g};
-use crate::config::{CellInput, Misset};
+use crate::run::config::{CellInput, Misset};
 use crate::base::log::Log;
 use crate::base::c::rng::{mosaic_rotation_umat, umat2misset, NrRandom};
 use crate::base::vec3::{cross, dot, magnitude, rescale, rotate, scale, V3};

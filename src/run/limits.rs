@@ -2,10 +2,10 @@
 //! source tables, the structure-factor grid, the setup log) against what the machine has (or
 //! `NANOBRAGG_MAX_MEMORY` / `--max-memory`), with checked arithmetic wherever sizes multiply.
 
-use crate::config::Config;
+use crate::run::config::Config;
 use crate::base::consts::RTD;
-use crate::geometry::detector_pixels;
-use crate::steps::{resolve_mosaic, resolve_phi, resolve_sweep, resolve_thickness, sanitize};
+use crate::experiment::detector::detector_pixels;
+use crate::experiment::sampling::{resolve_mosaic, resolve_phi, resolve_sweep, resolve_thickness, sanitize};
 use crate::{Error, Result};
 use crate::base::memory::{human, memory_budget, user_limited};
 
@@ -96,7 +96,7 @@ pub fn check_run(cfg: &Config) -> Result<Estimate> {
     let f = |what: &str, n: u64, per: u64| -> (String, u64) { (what.to_string(), n.saturating_mul(per)) };
     let mut parts = vec![
         f("the float image (-detpixels/-detsize/-pixel)", pixels, 4),
-        f("the output images", 1, crate::io::outputs::WRITERS.iter().filter(|w| w.requested(cfg).is_some()).map(|w| w.memory(pixels)).fold(0u64, u64::saturating_add)),
+        f("the output images", 1, crate::run::outputs::WRITERS.iter().filter(|w| w.requested(cfg).is_some()).map(|w| w.memory(pixels)).fold(0u64, u64::saturating_add)),
         f("the orientation table (-phisteps x -mosaic_dom)", phisteps.saturating_mul(domains), 72 + LOG_LINE / 8),
         f("the mosaic domains (-mosaic_dom)", domains, 72),
         f("the sources (-divsteps/-hdivsteps/-vdivsteps x -dispsteps, or -sourcefile)", sources, 48 + 2 * LOG_LINE),

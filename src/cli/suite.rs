@@ -11,14 +11,14 @@ pub fn suite_main(cmd: &str, args: &[String]) -> Result<()> {
     let r = match cmd {
         "noisify" => {
             let c = crate::cli::noisify::parse_noisify_args(args)?;
-            crate::noisify::run(&c, &mut out).map(|_| ())
+            crate::apps::noisify::run(&c, &mut out).map(|_| ())
         }
         "nonbragg" => {
             let c = crate::cli::nonbragg::parse_nonbragg_args(args)?;
-            crate::nonbragg::run(&c, &mut out)
+            crate::apps::nonbragg::run(&c, &mut out)
         }
-        "float-add" => crate::float_add::run(args, &mut out),
-        "matrix" => crate::matrix::run(args, &mut out),
+        "float-add" => crate::apps::float_add::run(args, &mut out),
+        "matrix" => crate::apps::matrix::run(args, &mut out),
         other => Err(crate::Error::flag(other, "unknown command")),
     };
     let _ = out.flush();

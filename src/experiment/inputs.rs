@@ -4,14 +4,14 @@
 //! `Inputs` in memory instead (an [`HklGrid`] from a reflection list, a matrix, a source list).
 //!
 //! The loader also keeps the lines the C prints while reading (nanoBragg.c "reading ..." messages,
-//! the HKL reader's count/re-read lines, the Fdump cache message); [`crate::summary`] prints them at
+//! the HKL reader's count/re-read lines, the Fdump cache message); [`crate::run::summary`] prints them at
 //! the C's places among the setup messages.
 
-use crate::config::{Config, SmvInput};
+use crate::run::config::{Config, SmvInput};
 use crate::experiment::resolve_out;
-use crate::model::LoadedModel;
+use crate::sfcalc::LoadedModel;
 use crate::base::log::Log;
-use crate::structure_factors::{read_fdump, read_hkl, HklGrid};
+use crate::experiment::structure_factors::{read_fdump, read_hkl, HklGrid};
 use crate::{Error, Result};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -90,13 +90,13 @@ impl Inputs {
         }
 
         // -pdb/-cif: read now for its cell; its structure factors are computed in the build
-        inp.model = crate::model::load(&p.model, &mut inp.log.model)?;
+        inp.model = crate::sfcalc::load(&p.model, &mut inp.log.model)?;
         if inp.model.is_some() && p.hkl_file.is_some() {
             return Err(Error::flag("-hkl", "give one source of structure factors: -hkl or -pdb/-cif, not both"));
         }
 
         if let Some(path) = &p.mat_file {
-            inp.matrix = Some(crate::crystal::read_matrix_file(path)?);
+            inp.matrix = Some(crate::experiment::crystal::read_matrix_file(path)?);
             inp.log.matrix.line(format!("reading {}", path.display()));
         }
 

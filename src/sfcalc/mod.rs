@@ -14,7 +14,7 @@ pub mod spacegroup;
 
 use crate::base::c::printf::g;
 use crate::base::log::Log;
-use crate::structure_factors::HklGrid;
+use crate::experiment::structure_factors::HklGrid;
 use crate::{Error, Result};
 use std::path::{Path, PathBuf};
 

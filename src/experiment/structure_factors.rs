@@ -150,7 +150,7 @@ pub fn interpolate_f(grid: &HklGrid, h: f64, k: f64, l: f64) -> Lookup {
             }
         }
     }
-    Lookup::Value(crate::physics::polin3(&hd, &kd, &ld, &sub, h, k, l))
+    Lookup::Value(crate::experiment::physics::polin3(&hd, &kd, &ld, &sub, h, k, l))
 }
 
 /// Nearest-neighbour F (C L2994-L3005): the grid value when h0,k0,l0 are inside it, else default_F.

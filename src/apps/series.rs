@@ -19,9 +19,9 @@
 //! sha256); `--resume` skips frames whose files are all present with the manifest's sha256, and
 //! `--verify` checks that the manifests of all shards together cover the dataset with matching files.
 
-use crate::config::{Config, Misset};
+use crate::run::config::{Config, Misset};
 use crate::experiment::{self, resolve_out, Experiment};
-use crate::inputs::Inputs;
+use crate::experiment::inputs::Inputs;
 use crate::base::log::Log;
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
@@ -417,7 +417,7 @@ pub fn file_sha256(path: &Path) -> std::io::Result<(String, u64)> {
 }
 
 /// The outputs a single-image run writes, by role, as named (before `--out-dir`), in
-/// [`crate::simulate::output_paths`]' order.
+/// [`crate::run::simulate::output_paths`]' order.
 fn output_names(c: &Config) -> Vec<(&'static str, PathBuf)> {
     let mut v = vec![("float", c.output.floatfile.clone()), ("int", c.output.intfile.clone())];
     if c.output.write_pgm {
@@ -745,7 +745,7 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
             crate::io::nexus::available().map_err(|e| Error::Output { path: resolve_out(&c, nx), reason: e })?;
             c.output.nexusfile = Some(nx.clone()); // checked with the first frame's files (no aliasing)
         }
-        crate::simulate::check_outputs(&c)?;
+        crate::run::simulate::check_outputs(&c)?;
     } else if let Some(dir) = &plan.base.output.out_dir {
         std::fs::create_dir_all(dir).map_err(|e| Error::Output { path: dir.clone(), reason: format!("cannot create the output directory: {e}") })?;
     }
@@ -782,7 +782,7 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
         let exp = Experiment::build(&cfg, &inputs)?;
         experiment::write_setup_outputs(&cfg, &exp)?;
         if !quiet_user {
-            let mut log = Log { lines: crate::summary::setup_summary(&cfg, &inputs, &exp) };
+            let mut log = Log { lines: crate::run::summary::setup_summary(&cfg, &inputs, &exp) };
             let _ = log.flush_to(log_out);
         }
         if let (Some(nx), false) = (&nexus_name, todo.is_empty()) {
@@ -818,13 +818,13 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
         let write_one = move |mut job: Rendered| -> Result<()> {
             if nexus_out.lock().unwrap_or_else(|e| e.into_inner()).is_some() {
                 // the counts `simulate -nexusfile` writes for this frame (same noise stream)
-                let counts = crate::io::outputs::photon_counts(&job.cfg, &job.exp, &job.out.float);
+                let counts = crate::run::outputs::photon_counts(&job.cfg, &job.exp, &job.out.float);
                 if let Some(w) = nexus_out.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
                     w.write_frame(job.rec.frame - first_frame, &counts)?;
                 }
             }
             let mut sink = std::io::sink();
-            crate::simulate::write_outputs(&job.cfg, &mut job.exp, &job.out, &mut sink)?;
+            crate::run::simulate::write_outputs(&job.cfg, &mut job.exp, &job.out, &mut sink)?;
             let mut rec = job.rec;
             for (role, p) in &plan.outputs {
                 let named = PathBuf::from(frame_name(&p.to_string_lossy(), rec.frame));
@@ -869,7 +869,7 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
                 let rec = plan.frame(k)?;
                 let cfg = plan.frame_config(&rec);
                 let exp = Experiment::build(&cfg, inputs)?;
-                let out = crate::simulate::render(&exp, threads, &|_| {});
+                let out = crate::run::simulate::render(&exp, threads, &|_| {});
                 Ok(Rendered { rec, cfg, exp, out: out? })
             })();
             match step {

@@ -3,7 +3,7 @@
 
 use crate::base::c::printf::{cf, g};
 use crate::base::log::Log;
-use crate::steps::Sweep;
+use crate::experiment::sampling::Sweep;
 use crate::base::vec3::{rotate_axis, unitize, V3};
 use crate::{Error, Result};
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! detector rotations, two-theta and the vector `pix0_vector` from the sample to the first pixel.
 //! This is nanoBragg.c L1119-L1776 in the C's order.
 
-use crate::config::{Config, Convention, Pivot};
+use crate::run::config::{Config, Convention, Pivot};
 use crate::base::log::Log;
 use crate::base::vec3::{cross, dot, rotate, rotate_axis, unitize, V3};
 

@@ -2,20 +2,30 @@
 //! [`Config`] and the data read by [`Inputs::load`] (or given in memory) with no file I/O, section by
 //! section: [`resolve_detector`], [`resolve_sampling_steps`], [`resolve_beam_and_sources`],
 //! [`resolve_crystal_and_orientations`], [`resolve_oversample`], [`resolve_structure_factors`]. The C's
-//! setup messages are printed from it by [`crate::summary::setup_summary`]. Immutable once built, so a
+//! setup messages are printed from it by [`crate::run::summary::setup_summary`]. Immutable once built, so a
 //! warm benchmark can render it repeatedly.
 
+
+pub mod beam;
+pub mod crystal;
+pub mod detector;
+pub mod inputs;
+pub mod params;
+pub mod physics;
+pub mod sampling;
+pub mod structure_factors;
+
 use crate::base::c::printf::g;
-use crate::config::{Config, CrystalShape};
+use crate::run::config::{Config, CrystalShape};
 use crate::base::consts::{AVOGADRO, R_E_SQR, RTD};
-use crate::crystal::{build_lattice, cells_from_size, Lattice};
-use crate::geometry::{apply_convention, detector_pixels, orient_detector, Detector};
-use crate::inputs::{FhklSource, Inputs};
+use crate::experiment::crystal::{build_lattice, cells_from_size, Lattice};
+use crate::experiment::detector::{apply_convention, detector_pixels, orient_detector, Detector};
+use crate::experiment::inputs::{FhklSource, Inputs};
 use crate::base::log::Log;
 use crate::base::c::rng::{mosaic_rotation_umat, NrRandom};
-use crate::sources::{build_sources, Source};
-use crate::steps::{resolve_mosaic, resolve_phi, resolve_sweep, resolve_thickness, sanitize, Sweep};
-use crate::structure_factors::HklGrid;
+use crate::experiment::beam::{build_sources, Source};
+use crate::experiment::sampling::{resolve_mosaic, resolve_phi, resolve_sweep, resolve_thickness, sanitize, Sweep};
+use crate::experiment::structure_factors::HklGrid;
 use crate::base::vec3::{rotate_axis, rotate_umat, V3};
 use crate::{Error, Result};
 use std::path::{Path, PathBuf};
@@ -92,10 +102,10 @@ pub struct Experiment {
     pub printout: bool,
     pub printout_pixel: Option<(i64, i64)>,
     /// Arithmetic of the fast kernel's per-sample work.
-    pub precision: crate::config::Precision,
+    pub precision: crate::run::config::Precision,
     /// The reflection list computed from a model, when `-hklout` will write it ([`write_setup_outputs`]).
     pub hklout_entries: Option<Arc<HklList>>,
-    /// What the C printed while resolving it, for [`crate::summary::setup_summary`].
+    /// What the C printed while resolving it, for [`crate::run::summary::setup_summary`].
     pub notes: SetupNotes,
 }
 
@@ -122,7 +132,7 @@ pub fn time_seed() -> i64 {
     -now
 }
 
-/// What the C prints while resolving the setup, kept by where it prints it, so [`crate::summary`]
+/// What the C prints while resolving the setup, kept by where it prints it, so [`crate::run::summary`]
 /// reproduces the C's order. Lines that follow from the resolved values alone (crystal size, phi steps,
 /// the summary block) are not kept: the summary derives them.
 #[derive(Clone, Debug, Default)]
@@ -146,9 +156,9 @@ pub struct SetupNotes {
 }
 
 /// Files the setup step itself produces: `-hklout` (the list computed from a `-pdb`/`-cif` model). The
-/// Fdump cache is written with the images ([`crate::io::outputs`]).
+/// Fdump cache is written with the images ([`crate::run::outputs`]).
 pub fn write_setup_outputs(cfg: &Config, exp: &Experiment) -> Result<()> {
-    crate::model::write_hklout(&cfg.params.model, exp.hklout_entries.as_deref().map(|v| v.as_slice()))
+    crate::sfcalc::write_hklout(&cfg.params.model, exp.hklout_entries.as_deref().map(|v| v.as_slice()))
 }
 
 /// The detector and its region of interest.
@@ -203,7 +213,7 @@ pub struct StructureFactors {
 impl Experiment {
     /// Resolve the experiment from the parameters and the data already read (or given in memory); no
     /// file is read or written. The C's messages are kept in [`Experiment::notes`] and printed by
-    /// [`crate::summary::setup_summary`].
+    /// [`crate::run::summary::setup_summary`].
     pub fn build(cfg: &Config, inputs: &Inputs) -> Result<Experiment> {
         let mut notes = SetupNotes::default();
         let d = resolve_detector(cfg, &mut notes)?;
@@ -338,10 +348,10 @@ fn require_inputs(cfg: &Config, inputs: &Inputs, det: &Detector) -> Result<()> {
 }
 
 /// The unit cell: `-cell`, else the model's (a `-mat` file overrides both in [`build_lattice`]).
-fn cell_input(cfg: &Config, inputs: &Inputs) -> Option<crate::config::CellInput> {
+fn cell_input(cfg: &Config, inputs: &Inputs) -> Option<crate::run::config::CellInput> {
     cfg.params.cell.or_else(|| {
         let c = inputs.model.as_ref()?.model.cell?;
-        Some(crate::config::CellInput { a: c[0], b: c[1], c: c[2], alpha: c[3] / RTD, beta: c[4] / RTD, gamma: c[5] / RTD })
+        Some(crate::run::config::CellInput { a: c[0], b: c[1], c: c[2], alpha: c[3] / RTD, beta: c[4] / RTD, gamma: c[5] / RTD })
     })
 }
 
@@ -510,9 +520,9 @@ pub fn resolve_structure_factors(cfg: &Config, inputs: &Inputs, det: &Detector, 
         (Some(grid), _) => Some(grid.clone()),
         (None, Some(m)) => {
             let lambda_min = p.lambda0 * (1.0 - p.dispersion.max(0.0) / 2.0);
-            let d = if p.dmin > 0.0 { p.dmin * 1e10 } else { crate::model::detector_d_min(det.pix0_vector, det.fdet_vector, det.sdet_vector, det.detsize_f, det.detsize_s, det.beam_vector, lambda_min) };
-            let entries = crate::model::entries_for_simulation(&p.model, m, d, p.lambda0 * 1e10, &mut notes.structure_factors)?;
-            let grid = crate::model::grid_from_entries(&entries, p.default_f)?;
+            let d = if p.dmin > 0.0 { p.dmin * 1e10 } else { crate::sfcalc::detector_d_min(det.pix0_vector, det.fdet_vector, det.sdet_vector, det.detsize_f, det.detsize_s, det.beam_vector, lambda_min) };
+            let entries = crate::sfcalc::entries_for_simulation(&p.model, m, d, p.lambda0 * 1e10, &mut notes.structure_factors)?;
+            let grid = crate::sfcalc::grid_from_entries(&entries, p.default_f)?;
             if p.model.hklout.is_some() {
                 hklout_entries = Some(Arc::new(entries));
             }

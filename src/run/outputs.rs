@@ -8,9 +8,9 @@
 //! interrupted before that leaves no new file and every old one intact. Devices, FIFOs and sockets
 //! are written in place, as the C does.
 
-use super::atomic::{self, AtomicFile, Finished, TargetKind};
+use crate::io::atomic::{self, AtomicFile, Finished, TargetKind};
 use crate::base::c::printf::{cf, g};
-use crate::config::Config;
+use crate::run::config::Config;
 use crate::experiment::{resolve_out, Experiment};
 use crate::io::smv::{smv_header_bytes, write_int_pixels, SmvHeader};
 use crate::stats::ImageStats;
@@ -63,7 +63,7 @@ pub fn photon_counts(cfg: &Config, exp: &Experiment, float: &[f32]) -> Vec<i32> 
         let mut seed = exp.seed;
         crate::noise::noise_counts(&mut rng, &mut seed, float, d.fpixels, d.spixels, exp.roi, adc)
     } else {
-        super::map_roi(float, d.fpixels, d.spixels, exp.roi, |v| ((v as f64) + adc + 0.5).floor() as i32)
+        crate::io::map_roi(float, d.fpixels, d.spixels, exp.roi, |v| ((v as f64) + adc + 0.5).floor() as i32)
     }
 }
 
@@ -110,7 +110,7 @@ impl OutputWriter for FdumpWriter {
     }
     fn write(&self, ctx: &OutputCtx, path: &Path, w: &mut (dyn Write + Send)) -> Result<Vec<String>> {
         if let Some(grid) = &ctx.exp.fhkl {
-            w.write_all(&super::fdump::fdump_bytes(grid)).map_err(io_err(path))?;
+            w.write_all(&crate::io::fdump::fdump_bytes(grid)).map_err(io_err(path))?;
         }
         Ok(vec![])
     }
@@ -129,7 +129,7 @@ impl OutputWriter for FloatWriter {
         Some(cfg.output.floatfile.clone())
     }
     fn write(&self, ctx: &OutputCtx, path: &Path, w: &mut (dyn Write + Send)) -> Result<Vec<String>> {
-        super::write_le(w, ctx.float).map_err(io_err(path))?;
+        crate::io::write_le(w, ctx.float).map_err(io_err(path))?;
         Ok(vec![format!("writing {} as {} 4-byte floats", ctx.cfg.output.floatfile.display(), ctx.float.len())])
     }
     fn own_thread(&self) -> bool {
@@ -172,8 +172,8 @@ impl OutputWriter for PgmWriter {
     }
     fn write(&self, ctx: &OutputCtx, path: &Path, w: &mut (dyn Write + Send)) -> Result<Vec<String>> {
         let d = &ctx.exp.det;
-        w.write_all(super::pgm::pgm_header(d.fpixels, d.spixels, ctx.pgm_scale).as_bytes()).map_err(io_err(path))?;
-        super::pgm::write_pgm_pixels(w, ctx.float, d.fpixels, d.spixels, ctx.exp.roi, ctx.pgm_scale).map_err(io_err(path))?;
+        w.write_all(crate::io::pgm::pgm_header(d.fpixels, d.spixels, ctx.pgm_scale).as_bytes()).map_err(io_err(path))?;
+        crate::io::pgm::write_pgm_pixels(w, ctx.float, d.fpixels, d.spixels, ctx.exp.roi, ctx.pgm_scale).map_err(io_err(path))?;
         Ok(vec![format!("pgm_scale = {}", g(ctx.pgm_scale)), format!("writing {} as 1-byte integers", ctx.cfg.output.pgmfile.display())])
     }
     fn memory(&self, pixels: u64) -> u64 {
@@ -192,7 +192,7 @@ impl OutputWriter for PngWriter {
     }
     fn write(&self, ctx: &OutputCtx, path: &Path, w: &mut (dyn Write + Send)) -> Result<Vec<String>> {
         let d = &ctx.exp.det;
-        let bytes = super::png::png_bytes(ctx.float, d.fpixels, d.spixels).map_err(|e| with_path(e, path))?;
+        let bytes = crate::io::png::png_bytes(ctx.float, d.fpixels, d.spixels).map_err(|e| with_path(e, path))?;
         w.write_all(&bytes).map_err(io_err(path))?;
         Ok(vec![])
     }
@@ -260,9 +260,9 @@ impl OutputWriter for CbfWriter {
         cfg.output.cbffile.clone()
     }
     fn write(&self, ctx: &OutputCtx, path: &Path, w: &mut (dyn Write + Send)) -> Result<Vec<String>> {
-        let m = super::meta::ImageMeta::from_experiment(ctx.exp, ctx.cfg.params.exposure);
+        let m = crate::io::meta::ImageMeta::from_experiment(ctx.exp, ctx.cfg.params.exposure);
         let what = ctx.counts_description();
-        w.write_all(&super::cbf::cbf_bytes(&m, ctx.counts(), &what)).map_err(io_err(path))?;
+        w.write_all(&crate::io::cbf::cbf_bytes(&m, ctx.counts(), &what)).map_err(io_err(path))?;
         Ok(vec![format!("writing {} as 4-byte integers (CBF, byte-offset): {what}", self.requested(ctx.cfg).unwrap_or_default().display())])
     }
     fn own_thread(&self) -> bool {
@@ -283,9 +283,9 @@ impl OutputWriter for NexusWriter {
         cfg.output.nexusfile.clone()
     }
     fn write(&self, ctx: &OutputCtx, path: &Path, w: &mut (dyn Write + Send)) -> Result<Vec<String>> {
-        let m = super::meta::ImageMeta::from_experiment(ctx.exp, ctx.cfg.params.exposure);
+        let m = crate::io::meta::ImageMeta::from_experiment(ctx.exp, ctx.cfg.params.exposure);
         let what = ctx.counts_description();
-        w.write_all(&super::nexus::nexus_bytes(&m, ctx.counts()).map_err(|e| with_path(e, path))?).map_err(io_err(path))?;
+        w.write_all(&crate::io::nexus::nexus_bytes(&m, ctx.counts()).map_err(|e| with_path(e, path))?).map_err(io_err(path))?;
         Ok(vec![format!("writing {} as 4-byte integers (NeXus/NXmx, deflate): {what}", self.requested(ctx.cfg).unwrap_or_default().display())])
     }
     fn own_thread(&self) -> bool {
@@ -296,10 +296,10 @@ impl OutputWriter for NexusWriter {
     }
 }
 
-/// Memory of a writer that streams its image ([`super::write_map_roi`]) with `bytes` per pixel: two
+/// Memory of a writer that streams its image ([`crate::io::write_map_roi`]) with `bytes` per pixel: two
 /// batches of whole rows (rows up to 2²⁰ pixels wide).
 fn streamed(pixels: u64, bytes: u64) -> u64 {
-    2 * bytes * pixels.min((super::STREAM_BATCH_PIXELS as u64).max(1 << 20))
+    2 * bytes * pixels.min((crate::io::STREAM_BATCH_PIXELS as u64).max(1 << 20))
 }
 
 /// Every output, in the order the C writes them, then the port's own. A new format: one writer above

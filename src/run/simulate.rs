@@ -2,11 +2,11 @@
 //! `nanobragg-rs simulate` does, with the C's stdout. Also the pieces separately, for warm benchmarks.
 
 use crate::base::c::printf::{cf, g};
-use crate::config::Config;
+use crate::run::config::Config;
 use crate::base::consts::RTD;
 use crate::experiment::{self, resolve_out, Experiment};
-use crate::inputs::Inputs;
-use crate::io::outputs::{self, OutputCtx, Planned};
+use crate::experiment::inputs::Inputs;
+use crate::run::outputs::{self, OutputCtx, Planned};
 use crate::io::smv::SmvHeader;
 use crate::kernel::{self, RenderOutput, Trace};
 use crate::base::log::Log;
@@ -82,12 +82,12 @@ pub struct RunSummary {
 
 /// The setup phase: read the inputs ([`Inputs::load`]), build the experiment from them without I/O
 /// ([`Experiment::build`]), write `-hklout` ([`experiment::write_setup_outputs`]) and return the
-/// experiment with the C's setup messages ([`crate::summary::setup_summary`]).
+/// experiment with the C's setup messages ([`crate::run::summary::setup_summary`]).
 pub fn setup(cfg: &Config) -> Result<(Experiment, Log)> {
     let inputs = Inputs::load(cfg)?;
     let exp = Experiment::build(cfg, &inputs)?;
     experiment::write_setup_outputs(cfg, &exp)?;
-    let log = Log { lines: crate::summary::setup_summary(cfg, &inputs, &exp) };
+    let log = Log { lines: crate::run::summary::setup_summary(cfg, &inputs, &exp) };
     Ok((exp, log))
 }
 
@@ -180,9 +180,9 @@ pub fn check_geometry_outputs(cfg: &Config, exp: &Experiment) -> Result<()> {
 
 
 /// Output paths (resolved against `--out-dir`) with their roles, in the order they are written
-/// (the list of writers in [`crate::io::outputs::WRITERS`]).
+/// (the list of writers in [`crate::run::outputs::WRITERS`]).
 pub fn output_paths(cfg: &Config) -> Vec<(&'static str, PathBuf)> {
-    crate::io::outputs::WRITERS
+    crate::run::outputs::WRITERS
         .iter()
         .filter_map(|w| w.requested(cfg).map(|p| (w.role(), resolve_out(cfg, &p))))
         .collect()
@@ -301,10 +301,10 @@ fn cf_int(v: usize) -> String {
 /// a terminal, and returns the summary.
 pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
     outputs::check_inputs(cfg)?;
-    crate::limits::check_values(cfg)?;
-    let estimate = crate::limits::check_run(cfg)?;
+    crate::run::limits::check_values(cfg)?;
+    let estimate = crate::run::limits::check_run(cfg)?;
     if !cfg.run.quiet {
-        if let Some(hint) = crate::limits::time_hint(estimate.samples) {
+        if let Some(hint) = crate::run::limits::time_hint(estimate.samples) {
             let _ = writeln!(std::io::stderr(), "nanobragg-rs: {hint}");
         }
     }
@@ -329,7 +329,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
         b.finish_and_clear();
     }
     for p in &cfg.params.add_float {
-        crate::float_add::add_into(&mut r.float, p)?;
+        crate::apps::float_add::add_into(&mut r.float, p)?;
     }
     let render_s = t1.elapsed().as_secs_f64();
 

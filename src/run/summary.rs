@@ -2,10 +2,10 @@
 //! the inputs' loading lines and the parameters, in the C's order.
 
 use crate::base::c::printf::{cf, g};
-use crate::config::{Config, CrystalShape};
+use crate::run::config::{Config, CrystalShape};
 use crate::base::consts::{AVOGADRO, RTD};
 use crate::experiment::{auto_interpolate, Experiment};
-use crate::inputs::Inputs;
+use crate::experiment::inputs::Inputs;
 use crate::base::vec3::V3;
 
 /// The lines `nanobragg-rs simulate` prints before rendering, identical to the C's stdout.

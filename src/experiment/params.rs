@@ -4,9 +4,8 @@
 //!   seconds, photons) exactly as the C holds them after reading its flags. `None` means "not given":
 //!   the C's defaulting rules (step counts, beam centres, ...) are applied later, by
 //!   [`crate::experiment::Experiment::build`], in the C's order.
-//! * [`OutputSettings`]: which files are written and how they are scaled.
-//! * [`RunOptions`]: how the run is carried out (threads, kernel precision, progress, diagnostics);
-//!   none of them changes the image.
+//!   What is written and how the run is carried out are `run::config`'s `OutputSettings` and
+//!   `RunOptions`.
 //!
 //! Build parameters in the units crystallographers use with the setters of [`Params`] (Å, mm,
 //! degrees, mrad, µm, eV/keV); each setter converts with the C's own arithmetic and has the same side
@@ -14,7 +13,7 @@
 //! `-distance` does). The flag table (`cli/flags.rs`) calls these setters, so every conversion is
 //! written once, here, in [`units`].
 //!
-//! The whole set ([`crate::config::Config`]) saves to and loads from JSON with serde
+//! The whole set ([`crate::run::config::Config`]) saves to and loads from JSON with serde
 //! (`simulate --save-params run.json`, `simulate --params run.json`). Floats round-trip exactly.
 
 use std::path::{Path, PathBuf};
@@ -151,7 +150,7 @@ pub struct Params {
     /// Text file of h k l F, read by the load step.
     pub hkl_file: Option<PathBuf>,
     /// `-pdb`/`-cif` and their options (structure factors computed from an atomic model).
-    pub model: crate::model::ModelConfig,
+    pub model: crate::sfcalc::ModelConfig,
     /// Structure-factor cache: written after reading `hkl_file`, read when there is none.
     pub dump_file: PathBuf,
     /// Structure factor of every reflection not listed (electrons).
@@ -369,7 +368,7 @@ impl Default for Params {
 /// effects of the nanoBragg.c flag it is named after; they return `&mut Self` so calls chain:
 ///
 /// ```
-/// let mut p = nanobragg::params::Params::default();
+/// let mut p = nanobragg::experiment::params::Params::default();
 /// p.cell_deg(78.0, 78.0, 38.0, 90.0, 90.0, 90.0).n_cells(10).lambda_angstrom(1.0).distance_mm(100.0);
 /// assert_eq!(p.distance, 0.1);
 /// ```
@@ -540,83 +539,9 @@ impl Params {
     }
 }
 
-/// Which files are written and how they are scaled. Relative names are resolved against `out_dir`.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct OutputSettings {
-    pub floatfile: PathBuf,
-    pub intfile: PathBuf,
-    pub pgmfile: PathBuf,
-    pub noisefile: PathBuf,
-    pub pngfile: Option<PathBuf>,
-    /// CBF image (32-bit counts, miniCBF geometry header), not in the C.
-    pub cbffile: Option<PathBuf>,
-    /// NeXus/NXmx HDF5 image with the full geometry, not in the C.
-    pub nexusfile: Option<PathBuf>,
-    /// SMV headers with the keys dxtbx's ADSC reader expects (opt-in; the default header is the C's).
-    pub smv_dxtbx: bool,
-    /// Which generator makes the noise image (`--noise`): the C's serial stream (default) or fast.
-    pub noise_mode: crate::noise::NoiseMode,
-    pub write_pgm: bool,
-    pub calculate_noise: bool,
-    /// counts/photon, 0 = auto
-    pub intfile_scale: f64,
-    /// grey levels/photon, 0 = auto
-    pub pgm_scale: f64,
-    /// counts
-    pub adc_offset: f64,
-    /// Directory that relative output names are resolved against.
-    pub out_dir: Option<PathBuf>,
-}
-
-impl Default for OutputSettings {
-    fn default() -> Self {
-        OutputSettings {
-            floatfile: PathBuf::from("floatimage.bin"),
-            intfile: PathBuf::from("intimage.img"),
-            pgmfile: PathBuf::from("image.pgm"),
-            noisefile: PathBuf::from("noiseimage.img"),
-            pngfile: None,
-            cbffile: None,
-            nexusfile: None,
-            smv_dxtbx: false,
-            noise_mode: crate::noise::NoiseMode::C,
-            write_pgm: true,
-            calculate_noise: true,
-            intfile_scale: 0.0,
-            pgm_scale: 0.0,
-            adc_offset: 40.0,
-            out_dir: None,
-        }
-    }
-}
-
-/// How the run is carried out; nothing here changes the image.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct RunOptions {
-    /// Worker threads (`None` = one per core).
-    pub threads: Option<usize>,
-    pub precision: Precision,
-    pub progress: bool,
-    pub quiet: bool,
-    pub printout: bool,
-    pub printout_pixel: Option<(i64, i64)>,
-    /// Where `--save-params` writes the parameters (not itself saved).
-    #[serde(skip)]
-    pub save_params: Option<PathBuf>,
-}
-
-impl Default for RunOptions {
-    fn default() -> Self {
-        RunOptions { threads: None, precision: Precision::Double, progress: true, quiet: false, printout: false, printout_pixel: None, save_params: None }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Config;
 
     #[test]
     fn conversions_are_the_c_arithmetic() {
@@ -628,39 +553,5 @@ mod tests {
         assert_eq!(units::ev_to_wavelength(12398.42), 1e-10);
         assert_eq!(units::um(300.0), 300.0 * 1e-6);
         assert_eq!(units::um_div(2.0), 2e-6);
-    }
-
-    #[test]
-    fn setters_match_the_flags() {
-        let mut p = Params::default();
-        p.cell_deg(100.0, 100.0, 100.0, 90.0, 90.0, 90.0).n_cells(5).lambda_angstrom(6.2).distance_mm(200.0).default_f(100.0);
-        let c = crate::cli::flags::parse_simulate_args(
-            &"-cell 100 100 100 90 90 90 -N 5 -lambda 6.2 -distance 200 -default_F 100".split(' ').map(String::from).collect::<Vec<_>>(),
-        )
-        .unwrap();
-        assert_eq!(p, c.params);
-        let mut q = Params::default();
-        q.close_distance_mm(95.0).energy_kev(12.39842);
-        assert_eq!(q.pivot, Pivot::Sample);
-        assert_eq!(q.close_distance, Some(0.095));
-    }
-
-    #[test]
-    fn json_round_trip_is_exact() {
-        let mut c = Config::default();
-        c.params.cell_deg(78.1, 79.3, 38.7, 90.0, 91.1, 119.9).lambda_angstrom(0.9793).mosaic_deg(0.123).phi_deg(33.3);
-        c.params.misset = Some(Misset::Angles([0.1, 0.2, 0.3]));
-        c.params.roi = Some([1, 2, 3, 4]);
-        c.output.pngfile = Some("a.png".into());
-        c.run.threads = Some(3);
-        let back = Config::from_json(&c.to_json()).unwrap();
-        assert_eq!(back.params, c.params);
-        assert_eq!(back.output, c.output);
-        assert_eq!(back.run, c.run);
-        // partial files take defaults; unknown names are errors
-        let p = Config::from_json(r#"{"params": {"distance": 0.2}}"#).unwrap();
-        assert_eq!(p.params.distance, 0.2);
-        assert_eq!(p.params.lambda0, Params::default().lambda0);
-        assert!(Config::from_json(r#"{"params": {"distanse": 0.2}}"#).is_err());
     }
 }

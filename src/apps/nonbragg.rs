@@ -18,7 +18,7 @@
 use crate::base::c::printf::cf;
 use crate::cli::nonbragg::{NonBraggConfig, Pivot};
 use crate::io::atomic::write_atomic;
-use crate::physics::{polarization_factor, polint};
+use crate::experiment::physics::{polarization_factor, polint};
 use crate::base::c::rng::NrRandom;
 use crate::base::vec3::{cross, dot, magnitude, rotate, rotate_axis, unitize, V3};
 use crate::{Error, Result};

@@ -290,7 +290,7 @@ pub fn structure_factors(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::spacegroup::parse_op;
+    use crate::sfcalc::spacegroup::parse_op;
 
     /// Brute-force sum for a tiny anisotropic, anomalous model in a triclinic cell.
     #[test]

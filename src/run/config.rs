@@ -1,0 +1,159 @@
+//! `Config`: one simulation as asked for: the physics ([`Params`]), the outputs ([`OutputSettings`])
+//! and the run options ([`RunOptions`]). It saves to and loads from JSON (`--save-params`,
+//! `--params`); the images read for `-img`/`-mask` are not part of the saved form (their paths are).
+
+use std::path::{Path, PathBuf};
+
+pub use crate::experiment::params::{CellInput, Convention, CrystalShape, Misset, Params, Pivot, Precision};
+use crate::{Error, Result};
+
+/// An SMV image read for `-img` or `-mask`: its header text and pixel values.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SmvInput {
+    pub path: PathBuf,
+    pub width: usize,
+    pub height: usize,
+    pub header: String,
+    pub data: Vec<u16>,
+}
+
+/// Everything the user asked for. Defaults are the C program's.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub params: Params,
+    pub output: OutputSettings,
+    pub run: RunOptions,
+    /// The `-img` image, once read (its path is `params.img_file`).
+    #[serde(skip)]
+    pub img: Option<SmvInput>,
+    /// The `-mask` image, once read (its path is `params.mask_file`).
+    #[serde(skip)]
+    pub mask: Option<SmvInput>,
+}
+
+impl Config {
+    /// The JSON form (`--save-params`): params, output and run sections, floats exact.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a Config always serializes")
+    }
+
+    /// Parse the JSON form; missing fields take their defaults, unknown fields are errors.
+    pub fn from_json(text: &str) -> std::result::Result<Config, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+
+    /// Read a JSON parameter file (`--params`). The mask named in it is read too.
+    pub fn load_json(path: &Path) -> Result<Config> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::file(path, format!("cannot read: {e}")))?;
+        let mut c = Config::from_json(&text).map_err(|e| Error::file_line(path, e.line(), format!("bad parameter file: {e}")))?;
+        if let Some(m) = c.params.mask_file.clone() {
+            c.mask = Some(crate::io::smv::read_smv(&m)?);
+        }
+        Ok(c)
+    }
+
+    /// Write the JSON form to `path` (atomically: no partial file on failure).
+    pub fn save_json(&self, path: &Path) -> Result<()> {
+        let mut text = self.to_json();
+        text.push('\n');
+        crate::io::atomic::write_atomic(path, text.as_bytes())
+    }
+}
+
+/// Which files are written and how they are scaled. Relative names are resolved against `out_dir`.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OutputSettings {
+    pub floatfile: PathBuf,
+    pub intfile: PathBuf,
+    pub pgmfile: PathBuf,
+    pub noisefile: PathBuf,
+    pub pngfile: Option<PathBuf>,
+    /// CBF image (32-bit counts, miniCBF geometry header), not in the C.
+    pub cbffile: Option<PathBuf>,
+    /// NeXus/NXmx HDF5 image with the full geometry, not in the C.
+    pub nexusfile: Option<PathBuf>,
+    /// SMV headers with the keys dxtbx's ADSC reader expects (opt-in; the default header is the C's).
+    pub smv_dxtbx: bool,
+    /// Which generator makes the noise image (`--noise`): the C's serial stream (default) or fast.
+    pub noise_mode: crate::noise::NoiseMode,
+    pub write_pgm: bool,
+    pub calculate_noise: bool,
+    /// counts/photon, 0 = auto
+    pub intfile_scale: f64,
+    /// grey levels/photon, 0 = auto
+    pub pgm_scale: f64,
+    /// counts
+    pub adc_offset: f64,
+    /// Directory that relative output names are resolved against.
+    pub out_dir: Option<PathBuf>,
+}
+
+impl Default for OutputSettings {
+    fn default() -> Self {
+        OutputSettings {
+            floatfile: PathBuf::from("floatimage.bin"),
+            intfile: PathBuf::from("intimage.img"),
+            pgmfile: PathBuf::from("image.pgm"),
+            noisefile: PathBuf::from("noiseimage.img"),
+            pngfile: None,
+            cbffile: None,
+            nexusfile: None,
+            smv_dxtbx: false,
+            noise_mode: crate::noise::NoiseMode::C,
+            write_pgm: true,
+            calculate_noise: true,
+            intfile_scale: 0.0,
+            pgm_scale: 0.0,
+            adc_offset: 40.0,
+            out_dir: None,
+        }
+    }
+}
+
+/// How the run is carried out; nothing here changes the image.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RunOptions {
+    /// Worker threads (`None` = one per core).
+    pub threads: Option<usize>,
+    pub precision: Precision,
+    pub progress: bool,
+    pub quiet: bool,
+    pub printout: bool,
+    pub printout_pixel: Option<(i64, i64)>,
+    /// Where `--save-params` writes the parameters (not itself saved).
+    #[serde(skip)]
+    pub save_params: Option<PathBuf>,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions { threads: None, precision: Precision::Double, progress: true, quiet: false, printout: false, printout_pixel: None, save_params: None }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_round_trip_is_exact() {
+        let mut c = Config::default();
+        c.params.cell_deg(78.1, 79.3, 38.7, 90.0, 91.1, 119.9).lambda_angstrom(0.9793).mosaic_deg(0.123).phi_deg(33.3);
+        c.params.misset = Some(Misset::Angles([0.1, 0.2, 0.3]));
+        c.params.roi = Some([1, 2, 3, 4]);
+        c.output.pngfile = Some("a.png".into());
+        c.run.threads = Some(3);
+        let back = Config::from_json(&c.to_json()).unwrap();
+        assert_eq!(back.params, c.params);
+        assert_eq!(back.output, c.output);
+        assert_eq!(back.run, c.run);
+        // partial files take defaults; unknown names are errors
+        let p = Config::from_json(r#"{"params": {"distance": 0.2}}"#).unwrap();
+        assert_eq!(p.params.distance, 0.2);
+        assert_eq!(p.params.lambda0, Params::default().lambda0);
+        assert!(Config::from_json(r#"{"params": {"distanse": 0.2}}"#).is_err());
+    }
+}

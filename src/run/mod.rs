@@ -1,0 +1,9 @@
+//! One simulation from start to finish, as callable pieces (the CLI, the harness, the Python module
+//! and the apps use them): the configuration, the checks before allocation, loading inputs, setup,
+//! rendering, the setup summary and every output file.
+
+pub mod config;
+pub mod limits;
+pub mod outputs;
+pub mod simulate;
+pub mod summary;
