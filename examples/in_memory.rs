@@ -1,6 +1,6 @@
 //! Build an experiment from typed parameters and an in-memory reflection list, render it and write an
 //! SMV image — no argv, no input files. `cargo run --release --example in_memory [OUT.img]`
-use nanobragg::{experiment::Experiment, experiment::inputs::Inputs, io::smv, run::simulate, experiment::structure_factors::HklGrid, run::summary, run::config::Config};
+use nanobragg::{experiment::inputs::Inputs, io::smv, run::simulate, experiment::structure_factors::HklGrid, run::summary, run::config::Config};
 
 fn main() -> nanobragg::Result<()> {
     let out = std::env::args().nth(1).unwrap_or_else(|| "in_memory.img".into());
@@ -21,7 +21,7 @@ fn main() -> nanobragg::Result<()> {
 
     // the pure path: data in memory (no Inputs::load), experiment built with no file I/O
     let inputs = Inputs::with_fhkl(grid);
-    let exp = Experiment::build(&cfg, &inputs)?;
+    let exp = nanobragg::run::setup::build_experiment(&cfg, &inputs)?;
     println!("{}", summary::setup_summary(&cfg, &inputs, &exp).join("\n")); // the C's setup messages
     let image = simulate::render(&exp, None, &|_| {})?.float; // photons/pixel, slow-major
     let (fp, sp) = (exp.det.fpixels, exp.det.spixels);

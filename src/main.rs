@@ -82,7 +82,7 @@ fn simulate(args: &[String]) -> Result<(), Failure> {
     }
     let mut cfg = flags::parse_simulate_args(args)?;
     let no_crystal = cfg.params.cell.is_none() && cfg.params.mat_file.is_none() && cfg.params.hkl_file.is_none() && cfg.params.model.path().is_none() && cfg.params.default_f == 0.0;
-    let dump = nanobragg::experiment::resolve_out(&cfg, &cfg.params.dump_file);
+    let dump = nanobragg::run::config::resolve_out(&cfg, &cfg.params.dump_file);
     let mut out = Stdout { inner: std::io::stdout().lock(), error: None };
     if no_crystal && !dump.is_file() {
         // No crystal at all: run the embedded benchmark crystal; the user's flags still apply on top.

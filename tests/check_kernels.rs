@@ -7,7 +7,7 @@
 mod common;
 
 use common::*;
-use nanobragg::run::config::Precision;
+use nanobragg::experiment::params::Precision;
 use nanobragg::experiment::Experiment;
 use nanobragg::kernel::{self, Backend, ReferenceBackend, RenderBackend, RowResult, SimdLevel};
 use nanobragg::run::simulate;

@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use nanobragg::run::config::Precision;
+use nanobragg::experiment::params::Precision;
 use nanobragg::kernel::{self, fast, Backend, SimdLevel};
 use nanobragg::run::simulate;
 use nanobragg::stats::pearson;

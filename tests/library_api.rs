@@ -2,7 +2,7 @@
 //! the setters in crystallographers' units equal the flags' parse, and an in-memory reflection list
 //! renders exactly as the same list read from an `-hkl` file.
 use nanobragg::cli::parse_simulate_args;
-use nanobragg::{experiment::Experiment, experiment::inputs::Inputs, run::simulate, experiment::structure_factors::HklGrid, run::config::Config};
+use nanobragg::{experiment::inputs::Inputs, run::simulate, experiment::structure_factors::HklGrid, run::config::Config};
 
 fn typed() -> Config {
     let mut cfg = Config::default();
@@ -46,7 +46,7 @@ fn in_memory_reflections_render_as_the_hkl_file() {
     let (exp_file, _) = simulate::setup(&from_file).unwrap();
 
     let grid = HklGrid::from_entries(&reflections(), 3.0).unwrap();
-    let exp_mem = Experiment::build(&typed(), &Inputs::with_fhkl(grid)).unwrap();
+    let exp_mem = nanobragg::run::setup::build_experiment(&typed(), &Inputs::with_fhkl(grid)).unwrap();
     let a = simulate::render(&exp_file, Some(2), &|_| {}).unwrap().float;
     let b = simulate::render(&exp_mem, Some(2), &|_| {}).unwrap().float;
     assert!(a.iter().any(|&v| v > 0.0));
@@ -83,10 +83,10 @@ fn build_does_no_file_io() {
     cfg.params.seed = Some(11);
 
     let (want, want_log) = simulate::setup(&cfg).unwrap();
-    let inputs = Inputs::load(&cfg).unwrap();
+    let inputs = nanobragg::run::load::load_inputs(&cfg).unwrap();
     drop(dir); // every input file is gone now
-    assert!(Inputs::load(&cfg).is_err(), "the loader reads the files");
-    let got = Experiment::build(&cfg, &inputs).unwrap();
+    assert!(nanobragg::run::load::load_inputs(&cfg).is_err(), "the loader reads the files");
+    let got = nanobragg::run::setup::build_experiment(&cfg, &inputs).unwrap();
     assert_eq!(setup_summary(&cfg, &inputs, &got), want_log.lines);
     assert_eq!(got.sources, want.sources);
     assert_eq!(got.sources.len(), 2);

@@ -120,7 +120,7 @@ fn numbers_after_reads_printed_values() {
 /// lines in the C's places among the summary).
 #[test]
 fn setup_summary_is_the_c_stdout_before_the_pixel_loop() {
-    use nanobragg::{experiment::Experiment, experiment::inputs::Inputs, run::summary::setup_summary};
+    use nanobragg::run::summary::setup_summary;
     let Some(golden) = golden_dir() else { return };
     let manifest = load_manifest(&golden);
     let inputs_dir = golden.join("inputs");
@@ -135,8 +135,8 @@ fn setup_summary_is_the_c_stdout_before_the_pixel_loop() {
         let tmp = tempfile::tempdir().unwrap();
         let abs = inputs_dir.to_str().unwrap();
         let cfg = case_config(&golden, case, tmp.path());
-        let inputs = Inputs::load(&cfg).unwrap();
-        let exp = Experiment::build(&cfg, &inputs).unwrap();
+        let inputs = nanobragg::run::load::load_inputs(&cfg).unwrap();
+        let exp = nanobragg::run::setup::build_experiment(&cfg, &inputs).unwrap();
         // our paths are absolute here; the C ran in the case folder
         let out_prefix = format!("{}/", tmp.path().display());
         let got: Vec<String> = setup_summary(&cfg, &inputs, &exp).iter().map(|l| l.replace(abs, "../../inputs").replace(&out_prefix, "")).collect();

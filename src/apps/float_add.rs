@@ -21,19 +21,6 @@ pub fn add_images(images: &[Vec<f32>], scales: &[f64]) -> Vec<f32> {
         .collect()
 }
 
-/// Add the float image in `path` to `image` (pixel by pixel, in double, stored as float): the
-/// `simulate -add_float` step. The sizes must match.
-pub fn add_into(image: &mut [f32], path: &Path) -> Result<()> {
-    let add = read_float_image(path)?;
-    if add.len() != image.len() {
-        return Err(Error::file(path, format!("-add_float: has {} pixels, the detector has {}", add.len(), image.len())));
-    }
-    for (o, a) in image.iter_mut().zip(&add) {
-        *o = (*o as f64 + *a as f64) as f32;
-    }
-    Ok(())
-}
-
 pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
     let mut inputs: Vec<PathBuf> = Vec::new();
     let mut scales: Vec<f64> = Vec::new();

@@ -19,8 +19,11 @@
 //! sha256); `--resume` skips frames whose files are all present with the manifest's sha256, and
 //! `--verify` checks that the manifests of all shards together cover the dataset with matching files.
 
-use crate::run::config::{Config, Misset};
-use crate::experiment::{self, resolve_out, Experiment};
+use crate::run::config::Config;
+use crate::experiment::params::Misset;
+use crate::experiment::Experiment;
+use crate::run::config::resolve_out;
+use crate::run::setup::write_setup_outputs;
 use crate::experiment::inputs::Inputs;
 use crate::base::log::Log;
 use crate::{Error, Result};
@@ -634,7 +637,7 @@ fn files_match(cfg: &Config, rec: &FrameRecord) -> bool {
 struct Rendered {
     rec: FrameRecord,
     cfg: Config,
-    exp: experiment::Experiment,
+    exp: Experiment,
     out: crate::kernel::RenderOutput,
 }
 
@@ -778,16 +781,16 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
     let inputs: Inputs = {
         let first = todo.first().copied().unwrap_or(1);
         let cfg = plan.frame_config(&plan.frame(first)?);
-        let mut inputs = Inputs::load(&cfg)?;
-        let exp = Experiment::build(&cfg, &inputs)?;
-        experiment::write_setup_outputs(&cfg, &exp)?;
+        let mut inputs = crate::run::load::load_inputs(&cfg)?;
+        let exp = crate::run::setup::build_experiment(&cfg, &inputs)?;
+        write_setup_outputs(&cfg, &exp)?;
         if !quiet_user {
             let mut log = Log { lines: crate::run::summary::setup_summary(&cfg, &inputs, &exp) };
             let _ = log.flush_to(log_out);
         }
         if let (Some(nx), false) = (&nexus_name, todo.is_empty()) {
             // todo is the whole shard here: the file's frame 0 is this first frame (its omega start)
-            let mut m = crate::io::meta::ImageMeta::from_experiment(&exp, cfg.params.exposure);
+            let mut m = crate::run::headers::image_meta(&exp, cfg.params.exposure);
             if plan.mode == Mode::Stills {
                 m.osc = 0.0; // every still at the same omega (its orientation is in the misset, not in the file)
             }
@@ -868,7 +871,7 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
             let step = (|| -> Result<Rendered> {
                 let rec = plan.frame(k)?;
                 let cfg = plan.frame_config(&rec);
-                let exp = Experiment::build(&cfg, inputs)?;
+                let exp = crate::run::setup::build_experiment(&cfg, inputs)?;
                 let out = crate::run::simulate::render(&exp, threads, &|_| {});
                 Ok(Rendered { rec, cfg, exp, out: out? })
             })();

@@ -6,6 +6,7 @@ pub mod c;
 pub mod consts;
 pub mod cpu;
 pub mod error;
+pub mod image;
 pub mod log;
 pub mod memory;
 pub mod progress;

@@ -9,7 +9,7 @@ use super::measure::{self, Phases, ProcessRun, WorkDir};
 use super::plan::{self, ConfigKind, Plan};
 use super::schema::*;
 use super::stats::Stats;
-use crate::run::config::Precision;
+use crate::experiment::params::Precision;
 use anyhow::{anyhow, bail, Context};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -432,7 +432,7 @@ fn warm_run(s: &SizeSetup, i: usize, is_warmup: bool) -> anyhow::Result<(Phases,
         kernel: crate::kernel::kernel_for(&exp, crate::kernel::active_level()).name(),
         work: super::roofline::Work {
             n: [exp.na, exp.nb, exp.nc],
-            square: exp.shape == crate::run::config::CrystalShape::Square,
+            square: exp.shape == crate::experiment::params::CrystalShape::Square,
             sources: exp.sources.len(),
             wavelengths: {
                 let mut l: Vec<u64> = exp.sources.iter().map(|s| s.lambda.to_bits()).collect();
@@ -441,7 +441,7 @@ fn warm_run(s: &SizeSetup, i: usize, is_warmup: bool) -> anyhow::Result<(Phases,
                 l.len()
             },
             orientations: exp.domains() * exp.phisteps.max(1) as usize,
-            single: exp.precision == crate::run::config::Precision::Single,
+            single: exp.precision == crate::experiment::params::Precision::Single,
         },
     };
     // Nothing of this run may stay alive: a child forked while this process holds a large image

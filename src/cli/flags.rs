@@ -6,7 +6,8 @@
 //! Units are converted exactly as the C does (`atof(x)/RTD`, `/1000.0`, `*1e-6`, ...) by the setters of
 //! [`crate::experiment::params::Params`] and the functions of [`crate::experiment::params::units`], written once there.
 
-use crate::run::config::{CellInput, Config, Convention, CrystalShape, Misset, Pivot, Precision};
+use crate::run::config::Config;
+use crate::experiment::params::{CellInput, Convention, CrystalShape, Misset, Pivot, Precision};
 use crate::{Error, Result};
 use std::path::PathBuf;
 

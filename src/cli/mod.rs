@@ -14,7 +14,7 @@ pub mod suite;
 #[cfg(test)]
 mod tests;
 
-use crate::run::config::SmvInput;
+use crate::io::smv::SmvImage;
 use crate::io::smv::{header_value, read_smv};
 use crate::run::config::Config;
 use crate::{Error, Result};
@@ -263,7 +263,7 @@ fn tokenize(args: &[String]) -> Result<Vec<Occurrence>> {
 /// BEAM_CENTER_Y rule (measured from the other edge). Values the same flags would refuse (a pixel size,
 /// distance or wavelength that is not positive and finite, a non-finite beam centre or angle) are
 /// refused here too, naming the file and keyword.
-fn apply_smv_header(c: &mut Config, smv: &SmvInput, is_mask: bool, flag: &str) -> Result<()> {
+fn apply_smv_header(c: &mut Config, smv: &SmvImage, is_mask: bool, flag: &str) -> Result<()> {
     let bad = |key: &str, v: f64, why: &str| {
         Error::flag(flag, format!("{}: header {key}={v} {why}", smv.path.display()))
     };
@@ -322,7 +322,7 @@ fn apply_smv_header(c: &mut Config, smv: &SmvInput, is_mask: bool, flag: &str) -
     Ok(())
 }
 
-fn load_smv(flag: &str, path: &str) -> Result<SmvInput> {
+fn load_smv(flag: &str, path: &str) -> Result<SmvImage> {
     read_smv(&os_path(path)).map_err(|e| Error::flag(flag, format!("cannot read {path}: {e}")))
 }
 

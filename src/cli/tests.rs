@@ -3,7 +3,7 @@
 use super::flags::{Arity, FLAGS};
 use crate::base::consts::RTD;
 use super::*;
-use crate::run::config::{Convention, CrystalShape, Misset, Pivot, Precision};
+use crate::experiment::params::{Convention, CrystalShape, Misset, Pivot, Precision};
 use std::path::PathBuf;
 
 fn words(s: &str) -> Vec<String> {

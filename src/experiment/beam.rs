@@ -25,10 +25,9 @@ pub struct SourceSet {
     pub divsteps: i64,
 }
 
-pub use crate::io::sourcefile::{read_source_file, source_points};
 
 /// Build the source list as the C does, logging what the C prints. `file`: the `-sourcefile` name
-/// and its columns as read ([`crate::io::sourcefile::read_source_columns`]).
+/// and its columns as read (`io::sourcefile::read_source_columns`).
 #[allow(clippy::too_many_arguments)]
 pub fn build_sources(
     file: Option<(&Path, &[Vec<f64>])>,
@@ -89,4 +88,36 @@ pub fn build_sources(
         return Err(Error::setup("no X-ray sources: the divergence settings leave no source point"));
     }
     Ok(SourceSet { sources, divsteps })
+}
+
+/// Sources from the columns of the file `path` (named in errors only): missing values take the C's
+/// defaults (a point 10 m up the beam, intensity 1, `lambda0`), then each is checked.
+pub fn source_points(path: &Path, cols: &[Vec<f64>], beam: &V3, lambda0: f64) -> Result<Vec<(V3, f64, f64)>> {
+    let n = cols.first().map_or(0, |c| c.len());
+    if n == 0 || cols.len() < 5 || cols.iter().any(|c| c.len() != n) {
+        return Err(Error::file(path, "no sources in file"));
+    }
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let d = |c: usize, default: f64| if cols[c][i].is_nan() { default } else { cols[c][i] };
+        let x = d(0, -SOURCE_DISTANCE * beam[0]);
+        let y = d(1, -SOURCE_DISTANCE * beam[1]);
+        let z = d(2, -SOURCE_DISTANCE * beam[2]);
+        let intensity = d(3, 1.0);
+        let lambda = d(4, lambda0);
+        if [x, y, z, intensity, lambda].iter().all(|&v| v == 0.0) {
+            return Err(Error::file(path, format!("source {} (counting non-blank lines) holds no numbers: expected X Y Z I lambda", i + 1)));
+        }
+        if ![x, y, z, intensity].iter().all(|v| v.is_finite()) {
+            return Err(Error::file(path, format!("source {} has a value that is not finite", i + 1)));
+        }
+        if !(lambda > 0.0) || !lambda.is_finite() {
+            return Err(Error::file(path, format!("source {} has wavelength {} m; it must be positive", i + 1, g(lambda))));
+        }
+        if x == 0.0 && y == 0.0 && z == 0.0 {
+            return Err(Error::file(path, format!("source {} is at the sample position (0 0 0): no direction", i + 1)));
+        }
+        out.push(([x, y, z], intensity, lambda));
+    }
+    Ok(out)
 }

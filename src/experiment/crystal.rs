@@ -3,7 +3,7 @@
 //! nanoBragg.c L1791-L2047.
 
 use crate::base::c::printf::{cf, g};
-use crate::run::config::{CellInput, Misset};
+use crate::experiment::params::{CellInput, Misset};
 use crate::base::log::Log;
 use crate::base::c::rng::{mosaic_rotation_umat, umat2misset, NrRandom};
 use crate::base::vec3::{cross, dot, magnitude, rescale, rotate, scale, V3};
@@ -30,7 +30,6 @@ pub struct Lattice {
     pub c_len: f64,
 }
 
-pub use crate::io::matrix::read_matrix_file;
 
 /// Build the lattice exactly as the C does. `mat` holds the reciprocal vectors (a*, b*, c*) read from
 /// a `-mat` file (lambda-scaled, as MOSFLM writes them).

@@ -2,7 +2,8 @@
 //! detector rotations, two-theta and the vector `pix0_vector` from the sample to the first pixel.
 //! This is nanoBragg.c L1119-L1776 in the C's order.
 
-use crate::run::config::{Config, Convention, Pivot};
+use crate::experiment::params::Params;
+use crate::experiment::params::{Convention, Pivot};
 use crate::base::log::Log;
 use crate::base::vec3::{cross, dot, rotate, rotate_axis, unitize, V3};
 
@@ -55,17 +56,17 @@ pub struct Detector {
 }
 
 /// Detector size in pixels from `-detpixels`/`-detsize` (C L1119-L1126).
-pub fn detector_pixels(cfg: &Config) -> (f64, f64, i64, i64) {
-    let mut detsize_f = cfg.params.detsize_f;
-    let mut detsize_s = cfg.params.detsize_s;
-    if cfg.params.fpixels != 0 {
-        detsize_f = cfg.params.pixel_size * cfg.params.fpixels as f64;
+pub fn detector_pixels(params: &Params) -> (f64, f64, i64, i64) {
+    let mut detsize_f = params.detsize_f;
+    let mut detsize_s = params.detsize_s;
+    if params.fpixels != 0 {
+        detsize_f = params.pixel_size * params.fpixels as f64;
     }
-    if cfg.params.spixels != 0 {
-        detsize_s = cfg.params.pixel_size * cfg.params.spixels as f64;
+    if params.spixels != 0 {
+        detsize_s = params.pixel_size * params.spixels as f64;
     }
-    let fpixels = (detsize_f / cfg.params.pixel_size - 0.5).ceil() as i64;
-    let spixels = (detsize_s / cfg.params.pixel_size - 0.5).ceil() as i64;
+    let fpixels = (detsize_f / params.pixel_size - 0.5).ceil() as i64;
+    let spixels = (detsize_s / params.pixel_size - 0.5).ceil() as i64;
     (detsize_f, detsize_s, fpixels, spixels)
 }
 
@@ -78,15 +79,15 @@ pub struct ConventionSetup {
     pub rot: [f64; 3],
 }
 
-pub fn apply_convention(cfg: &Config, detsize_f: f64, detsize_s: f64, fpixels: usize, spixels: usize, log: &mut Log) -> ConventionSetup {
-    let px = cfg.params.pixel_size;
+pub fn apply_convention(params: &Params, detsize_f: f64, detsize_s: f64, fpixels: usize, spixels: usize, log: &mut Log) -> ConventionSetup {
+    let px = params.pixel_size;
     let nan = f64::NAN;
     let mut fclose = nan;
     let mut sclose = nan;
-    if let Some(orgx) = cfg.params.orgx {
+    if let Some(orgx) = params.orgx {
         fclose = (orgx - 0.5) * px;
     }
-    if let Some(orgy) = cfg.params.orgy {
+    if let Some(orgy) = params.orgy {
         sclose = (orgy - 0.5) * px;
     }
     if fclose.is_nan() {
@@ -95,23 +96,23 @@ pub fn apply_convention(cfg: &Config, detsize_f: f64, detsize_s: f64, fpixels: u
     if sclose.is_nan() {
         sclose = (detsize_s + 0.0 * px) / 2.0;
     }
-    let xclose = cfg.params.xclose.unwrap_or(fclose);
-    let yclose = cfg.params.yclose.unwrap_or(sclose);
+    let xclose = params.xclose.unwrap_or(fclose);
+    let yclose = params.yclose.unwrap_or(sclose);
     let fbeam;
     let sbeam;
-    let mut xbeam = cfg.params.xbeam.unwrap_or(nan);
-    let mut ybeam = cfg.params.ybeam.unwrap_or(nan);
+    let mut xbeam = params.xbeam.unwrap_or(nan);
+    let mut ybeam = params.ybeam.unwrap_or(nan);
 
-    let mut beam = cfg.params.beam_vector;
-    let mut fdet = cfg.params.fdet_vector;
-    let mut sdet = cfg.params.sdet_vector;
-    let mut odet = cfg.params.odet_vector;
-    let mut twotheta_axis = cfg.params.twotheta_axis;
-    let mut polar = cfg.params.polar_vector;
-    let mut spindle = cfg.params.spindle_vector;
-    let mut pivot = cfg.params.pivot;
+    let mut beam = params.beam_vector;
+    let mut fdet = params.fdet_vector;
+    let mut sdet = params.sdet_vector;
+    let mut odet = params.odet_vector;
+    let mut twotheta_axis = params.twotheta_axis;
+    let mut polar = params.polar_vector;
+    let mut spindle = params.spindle_vector;
+    let mut pivot = params.pivot;
 
-    match cfg.params.convention {
+    match params.convention {
         Convention::Adxv => {
             if xbeam.is_nan() {
                 xbeam = (detsize_f + px) / 2.0;
@@ -145,7 +146,7 @@ pub fn apply_convention(cfg: &Config, detsize_f: f64, detsize_s: f64, fpixels: u
             polar = [0.0, 0.0, 1.0];
             spindle = [0.0, 0.0, 1.0];
             // MOSFLM puts the first pixel centre at (0.5, 0.5) pixels; DENZO at (0, 0).
-            let shift = if cfg.params.convention == Convention::Mosflm { 0.5 } else { 0.0 };
+            let shift = if params.convention == Convention::Mosflm { 0.5 } else { 0.0 };
             fbeam = ybeam + shift * px;
             sbeam = xbeam + shift * px;
             pivot = Pivot::Beam;
@@ -161,7 +162,7 @@ pub fn apply_convention(cfg: &Config, detsize_f: f64, detsize_s: f64, fpixels: u
             fdet = [1.0, 0.0, 0.0];
             sdet = [0.0, 1.0, 0.0];
             odet = [0.0, 0.0, 1.0];
-            if cfg.params.convention == Convention::Xds {
+            if params.convention == Convention::Xds {
                 twotheta_axis = [1.0, 0.0, 0.0];
                 polar = [1.0, 0.0, 0.0];
                 spindle = [1.0, 0.0, 0.0];
@@ -203,7 +204,7 @@ pub fn apply_convention(cfg: &Config, detsize_f: f64, detsize_s: f64, fpixels: u
     let vert = unitize(&cross(&beam, &polar)).0;
 
     let det = Detector {
-        convention: cfg.params.convention,
+        convention: params.convention,
         pivot,
         fpixels,
         spixels,
@@ -219,7 +220,7 @@ pub fn apply_convention(cfg: &Config, detsize_f: f64, detsize_s: f64, fpixels: u
         twotheta_axis,
         vert_vector: vert,
         pix0_vector: [0.0; 3],
-        distance: cfg.params.distance,
+        distance: params.distance,
         close_distance: f64::NAN,
         xbeam,
         ybeam,
@@ -232,16 +233,16 @@ pub fn apply_convention(cfg: &Config, detsize_f: f64, detsize_s: f64, fpixels: u
         orgx: f64::NAN,
         orgy: f64::NAN,
         dials_origin: [0.0; 3],
-        detector_twotheta: cfg.params.detector_twotheta,
-        curved_detector: cfg.params.curved_detector,
-        point_pixel: cfg.params.point_pixel,
+        detector_twotheta: params.detector_twotheta,
+        curved_detector: params.curved_detector,
+        point_pixel: params.point_pixel,
         ratio: 1.0,
     };
     ConventionSetup {
         det,
-        close_distance_in: cfg.params.close_distance,
-        distance_in: cfg.params.distance,
-        rot: [cfg.params.detector_rotx, cfg.params.detector_roty, cfg.params.detector_rotz],
+        close_distance_in: params.close_distance,
+        distance_in: params.distance,
+        rot: [params.detector_rotx, params.detector_roty, params.detector_rotz],
     }
 }
 

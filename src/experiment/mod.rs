@@ -1,8 +1,8 @@
 //! `Experiment`: everything nanoBragg.c computes before its pixel loop (L1119-L2530), resolved from a
-//! [`Config`] and the data read by [`Inputs::load`] (or given in memory) with no file I/O, section by
+//! [`Params`] and the data read by `run::load` (or given in memory) with no file I/O, section by
 //! section: [`resolve_detector`], [`resolve_sampling_steps`], [`resolve_beam_and_sources`],
 //! [`resolve_crystal_and_orientations`], [`resolve_oversample`], [`resolve_structure_factors`]. The C's
-//! setup messages are printed from it by [`crate::run::summary::setup_summary`]. Immutable once built, so a
+//! setup messages are printed from it by `run::summary::setup_summary`. Immutable once built, so a
 //! warm benchmark can render it repeatedly.
 
 
@@ -16,7 +16,8 @@ pub mod sampling;
 pub mod structure_factors;
 
 use crate::base::c::printf::g;
-use crate::run::config::{Config, CrystalShape};
+use crate::experiment::params::Params;
+use crate::experiment::params::CrystalShape;
 use crate::base::consts::{AVOGADRO, R_E_SQR, RTD};
 use crate::experiment::crystal::{build_lattice, cells_from_size, Lattice};
 use crate::experiment::detector::{apply_convention, detector_pixels, orient_detector, Detector};
@@ -102,10 +103,10 @@ pub struct Experiment {
     pub printout: bool,
     pub printout_pixel: Option<(i64, i64)>,
     /// Arithmetic of the fast kernel's per-sample work.
-    pub precision: crate::run::config::Precision,
+    pub precision: crate::experiment::params::Precision,
     /// The reflection list computed from a model, when `-hklout` will write it ([`write_setup_outputs`]).
     pub hklout_entries: Option<Arc<HklList>>,
-    /// What the C printed while resolving it, for [`crate::run::summary::setup_summary`].
+    /// What the C printed while resolving it, for `run::summary::setup_summary`.
     pub notes: SetupNotes,
 }
 
@@ -118,21 +119,13 @@ impl Experiment {
     }
 }
 
-/// Resolve an output (or cache) path against `--out-dir`.
-pub fn resolve_out(cfg: &Config, p: &Path) -> PathBuf {
-    match &cfg.output.out_dir {
-        Some(d) if p.is_relative() => d.join(p),
-        _ => p.to_path_buf(),
-    }
-}
-
 /// A seed from the clock, as the C's `-time(NULL)`.
 pub fn time_seed() -> i64 {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
     -now
 }
 
-/// What the C prints while resolving the setup, kept by where it prints it, so [`crate::run::summary`]
+/// What the C prints while resolving the setup, kept by where it prints it, so `run::summary`
 /// reproduces the C's order. Lines that follow from the resolved values alone (crystal size, phi steps,
 /// the summary block) are not kept: the summary derives them.
 #[derive(Clone, Debug, Default)]
@@ -153,12 +146,6 @@ pub struct SetupNotes {
     pub structure_factors: Log,
     /// Divergence points, wavelengths and the source list (L2310).
     pub sources: Log,
-}
-
-/// Files the setup step itself produces: `-hklout` (the list computed from a `-pdb`/`-cif` model). The
-/// Fdump cache is written with the images ([`crate::run::outputs`]).
-pub fn write_setup_outputs(cfg: &Config, exp: &Experiment) -> Result<()> {
-    crate::sfcalc::write_hklout(&cfg.params.model, exp.hklout_entries.as_deref().map(|v| v.as_slice()))
 }
 
 /// The detector and its region of interest.
@@ -213,24 +200,24 @@ pub struct StructureFactors {
 impl Experiment {
     /// Resolve the experiment from the parameters and the data already read (or given in memory); no
     /// file is read or written. The C's messages are kept in [`Experiment::notes`] and printed by
-    /// [`crate::run::summary::setup_summary`].
-    pub fn build(cfg: &Config, inputs: &Inputs) -> Result<Experiment> {
+    /// `run::summary::setup_summary`.
+    pub fn build(params: &Params, inputs: &Inputs) -> Result<Experiment> {
         let mut notes = SetupNotes::default();
-        let d = resolve_detector(cfg, &mut notes)?;
-        require_inputs(cfg, inputs, &d.det)?;
-        let s = resolve_sampling_steps(cfg, &mut notes);
-        let beam = resolve_beam_and_sources(cfg, inputs, &d.det, &s, &mut notes)?;
+        let d = resolve_detector(params, &mut notes)?;
+        require_inputs(params, inputs, &d.det)?;
+        let s = resolve_sampling_steps(params, &mut notes);
+        let beam = resolve_beam_and_sources(params, inputs, &d.det, &s, &mut notes)?;
         let clock = time_seed();
-        let crystal = resolve_crystal_and_orientations(cfg, inputs, &d.det, &s, beam.sample, clock, &mut notes)?;
-        let oversample = resolve_oversample(cfg, &d.det, &crystal, &mut notes)?;
-        let sf = resolve_structure_factors(cfg, inputs, &d.det, &mut notes)?;
+        let crystal = resolve_crystal_and_orientations(params, inputs, &d.det, &s, beam.sample, clock, &mut notes)?;
+        let oversample = resolve_oversample(params, &d.det, &crystal, &mut notes)?;
+        let sf = resolve_structure_factors(params, inputs, &d.det, &mut notes)?;
 
         let os = oversample;
         let steps = beam.sources.len() as i64 * s.mosaic_domains as i64 * s.phisteps as i64 * (os * os) as i64;
         let subpixel_size = d.det.pixel_size / oversample as f64;
         // water background (checklist Q18: already carries r_e^2*fluence)
         let water_f = 2.57;
-        let p = &cfg.params;
+        let p = params;
         let i_bg = water_f * water_f * R_E_SQR * beam.fluence * p.water_size * p.water_size * p.water_size * 1e6 * AVOGADRO / 18.0;
         Ok(Experiment {
             det: d.det,
@@ -277,9 +264,9 @@ impl Experiment {
             mask_path: inputs.mask.as_ref().map(|m| m.path.clone()),
             rng: crystal.rng,
             seed: p.seed.unwrap_or(clock),
-            printout: cfg.run.printout,
-            printout_pixel: cfg.run.printout_pixel,
-            precision: cfg.run.precision,
+            printout: false,
+            printout_pixel: None,
+            precision: crate::experiment::params::Precision::Double,
             hklout_entries: sf.hklout_entries,
             notes,
         })
@@ -287,8 +274,8 @@ impl Experiment {
 }
 
 /// Detector size, region of interest, convention, pivot and orientation (L1119-L1172, L1701).
-pub fn resolve_detector(cfg: &Config, notes: &mut SetupNotes) -> Result<DetectorSetup> {
-    let (detsize_f, detsize_s, fpixels, spixels) = detector_pixels(cfg);
+pub fn resolve_detector(params: &Params, notes: &mut SetupNotes) -> Result<DetectorSetup> {
+    let (detsize_f, detsize_s, fpixels, spixels) = detector_pixels(params);
     if fpixels <= 0 || spixels <= 0 {
         return Err(Error::setup(format!("detector has no pixels ({fpixels} x {spixels}): check -detpixels, -detsize and -pixel")));
     }
@@ -303,29 +290,29 @@ pub fn resolve_detector(cfg: &Config, notes: &mut SetupNotes) -> Result<Detector
     let (fpixels, spixels) = (fpixels as usize, spixels as usize);
 
     // ROI (L1164): the C's default upper bound is one past the end
-    let mut roi = cfg.params.roi.unwrap_or([-1, -1, -1, -1]);
+    let mut roi = params.roi.unwrap_or([-1, -1, -1, -1]);
     for (i, full) in [(0, 0), (1, fpixels as i64), (2, 0), (3, spixels as i64)] {
         if roi[i] < 0 {
             roi[i] = full;
         }
     }
 
-    let conv = apply_convention(cfg, detsize_f, detsize_s, fpixels, spixels, &mut notes.convention);
+    let conv = apply_convention(params, detsize_f, detsize_s, fpixels, spixels, &mut notes.convention);
     let det = orient_detector(conv, &mut notes.geometry);
     Ok(DetectorSetup { det, roi })
 }
 
 /// The C's inputs check (L1275): some structure factors, a unit cell, a mask of the detector's size.
-fn require_inputs(cfg: &Config, inputs: &Inputs, det: &Detector) -> Result<()> {
+fn require_inputs(params: &Params, inputs: &Inputs, det: &Detector) -> Result<()> {
     let dump = match &inputs.fhkl_source {
         FhklSource::Fdump(p) => Some(p),
         _ => None,
     };
-    if inputs.fhkl.is_none() && inputs.model.is_none() && cfg.params.default_f == 0.0 {
+    if inputs.fhkl.is_none() && inputs.model.is_none() && params.default_f == 0.0 {
         return Err(Error::setup("no structure factors: give -hkl FILE or -default_F VALUE (and no Fdump.bin cache was found)"));
     }
-    if inputs.matrix.is_none() && cell_input(cfg, inputs).map(|c| c.a).unwrap_or(0.0) == 0.0 {
-        if cfg.params.cell.is_some() {
+    if inputs.matrix.is_none() && cell_input(params, inputs).map(|c| c.a).unwrap_or(0.0) == 0.0 {
+        if params.cell.is_some() {
             return Err(Error::flag("-cell", "the cell edge a must be greater than 0"));
         }
         if let Some(dump_path) = dump {
@@ -348,16 +335,16 @@ fn require_inputs(cfg: &Config, inputs: &Inputs, det: &Detector) -> Result<()> {
 }
 
 /// The unit cell: `-cell`, else the model's (a `-mat` file overrides both in [`build_lattice`]).
-fn cell_input(cfg: &Config, inputs: &Inputs) -> Option<crate::run::config::CellInput> {
-    cfg.params.cell.or_else(|| {
+fn cell_input(params: &Params, inputs: &Inputs) -> Option<crate::experiment::params::CellInput> {
+    params.cell.or_else(|| {
         let c = inputs.model.as_ref()?.model.cell?;
-        Some(crate::run::config::CellInput { a: c[0], b: c[1], c: c[2], alpha: c[3] / RTD, beta: c[4] / RTD, gamma: c[5] / RTD })
+        Some(crate::experiment::params::CellInput { a: c[0], b: c[1], c: c[2], alpha: c[3] / RTD, beta: c[4] / RTD, gamma: c[5] / RTD })
     })
 }
 
 /// Phi, divergence, dispersion, sensor layers and mosaic domains from the C's rules (L1381-L1700).
-pub fn resolve_sampling_steps(cfg: &Config, notes: &mut SetupNotes) -> SamplingSteps {
-    let p = &cfg.params;
+pub fn resolve_sampling_steps(params: &Params, notes: &mut SetupNotes) -> SamplingSteps {
+    let p = params;
     let (osc, phistep, phisteps) = resolve_phi(p.osc.unwrap_or(-1.0), p.phistep.unwrap_or(-1.0), p.phisteps.unwrap_or(-1), RTD);
     let hdiv = resolve_sweep(p.hdivrange.unwrap_or(-1.0), p.hdivstep.unwrap_or(-1.0), p.hdivsteps.unwrap_or(-1), 1.0);
     let vdiv = resolve_sweep(p.vdivrange.unwrap_or(-1.0), p.vdivstep.unwrap_or(-1.0), p.vdivsteps.unwrap_or(-1), 1.0);
@@ -387,8 +374,8 @@ pub fn resolve_sampling_steps(cfg: &Config, notes: &mut SetupNotes) -> SamplingS
 }
 
 /// Fluence, the sample clipped by the beam (L1129) and the sources (L2310-L2430).
-pub fn resolve_beam_and_sources(cfg: &Config, inputs: &Inputs, det: &Detector, s: &SamplingSteps, notes: &mut SetupNotes) -> Result<BeamSetup> {
-    let p = &cfg.params;
+pub fn resolve_beam_and_sources(params: &Params, inputs: &Inputs, det: &Detector, s: &SamplingSteps, notes: &mut SetupNotes) -> Result<BeamSetup> {
+    let p = params;
     let mut fluence = p.fluence;
     if p.flux != 0.0 && p.exposure > 0.0 && p.beamsize >= 0.0 {
         fluence = p.flux * p.exposure / p.beamsize / p.beamsize;
@@ -417,7 +404,7 @@ pub fn resolve_beam_and_sources(cfg: &Config, inputs: &Inputs, det: &Detector, s
 /// each phi step's spindle rotation then each domain's rotation, the C's arithmetic hoisted out of the
 /// pixel loop. `clock_seed` seeds a random misset when no `-misset_seed` is given.
 pub fn resolve_crystal_and_orientations(
-    cfg: &Config,
+    params: &Params,
     inputs: &Inputs,
     det: &Detector,
     s: &SamplingSteps,
@@ -425,10 +412,10 @@ pub fn resolve_crystal_and_orientations(
     clock_seed: i64,
     notes: &mut SetupNotes,
 ) -> Result<CrystalSetup> {
-    let p = &cfg.params;
+    let p = params;
     let mut rng = NrRandom::new();
     let mut misset_seed = p.misset_seed.unwrap_or(clock_seed);
-    let lattice = build_lattice(cell_input(cfg, inputs), inputs.matrix, p.misset, p.lambda0, &mut rng, &mut misset_seed, &mut notes.lattice)?;
+    let lattice = build_lattice(cell_input(params, inputs), inputs.matrix, p.misset, p.lambda0, &mut rng, &mut misset_seed, &mut notes.lattice)?;
     let na = cells_from_size(p.na, sample[0], lattice.a_len);
     let nb = cells_from_size(p.nb, sample[1], lattice.b_len);
     let nc = cells_from_size(p.nc, sample[2], lattice.c_len);
@@ -473,10 +460,10 @@ pub fn crystal_extent(lambda0: f64, det: &Detector, c: &CrystalSetup) -> (f64, f
 }
 
 /// Sub-pixels per pixel axis: `-oversample`, or the C's automatic choice (L2060).
-pub fn resolve_oversample(cfg: &Config, det: &Detector, crystal: &CrystalSetup, notes: &mut SetupNotes) -> Result<usize> {
-    let (xtalsize_max, reciprocal_pixel_size, recommended) = crystal_extent(cfg.params.lambda0, det, crystal);
+pub fn resolve_oversample(params: &Params, det: &Detector, crystal: &CrystalSetup, notes: &mut SetupNotes) -> Result<usize> {
+    let (xtalsize_max, reciprocal_pixel_size, recommended) = crystal_extent(params.lambda0, det, crystal);
     let log = &mut notes.oversample;
-    let mut oversample = cfg.params.oversample.map(|o| o as i64).unwrap_or(-1);
+    let mut oversample = params.oversample.map(|o| o as i64).unwrap_or(-1);
     if oversample <= 0 {
         oversample = recommended;
         log.line(format!("auto-selected {oversample}-fold oversampling"));
@@ -488,7 +475,7 @@ pub fn resolve_oversample(cfg: &Config, det: &Detector, crystal: &CrystalSetup, 
         log.line(format!("         recommend -oversample {recommended} to work around this"));
     }
     if oversample > 1000 {
-        if cfg.params.oversample.is_some_and(|o| o > 0) {
+        if params.oversample.is_some_and(|o| o > 0) {
             return Err(Error::flag("-oversample", format!("{oversample} sub-pixels per axis is impractical (at most 1000)")));
         }
         // automatic: say which inputs made it huge instead of printing a meaningless count
@@ -498,7 +485,7 @@ pub fn resolve_oversample(cfg: &Config, det: &Detector, crystal: &CrystalSetup, 
             if ratio.is_finite() { format!("{:.3e}", ratio.ceil()) } else { "an infinite number of".to_string() },
             g(xtalsize_max),
             g(reciprocal_pixel_size),
-            g(cfg.params.lambda0),
+            g(params.lambda0),
             g(det.distance),
             g(det.pixel_size)
         )));
@@ -507,14 +494,14 @@ pub fn resolve_oversample(cfg: &Config, det: &Detector, crystal: &CrystalSetup, 
 }
 
 /// Whether structure factors are interpolated when `-interpolate`/`-nointerpolate` is not given (L1778).
-pub fn auto_interpolate(cfg: &Config) -> bool {
-    cfg.params.na <= 2.0 || cfg.params.nb <= 2.0 || cfg.params.nc <= 2.0
+pub fn auto_interpolate(params: &Params) -> bool {
+    params.na <= 2.0 || params.nb <= 2.0 || params.nc <= 2.0
 }
 
 /// The structure factors (read, given, or computed from a model for the detector's resolution) and
 /// their interpolation (L1778, L2101-L2260).
-pub fn resolve_structure_factors(cfg: &Config, inputs: &Inputs, det: &Detector, notes: &mut SetupNotes) -> Result<StructureFactors> {
-    let p = &cfg.params;
+pub fn resolve_structure_factors(params: &Params, inputs: &Inputs, det: &Detector, notes: &mut SetupNotes) -> Result<StructureFactors> {
+    let p = params;
     let mut hklout_entries = None;
     let fhkl = match (&inputs.fhkl, &inputs.model) {
         (Some(grid), _) => Some(grid.clone()),
@@ -531,6 +518,6 @@ pub fn resolve_structure_factors(cfg: &Config, inputs: &Inputs, det: &Detector, 
         (None, None) => None,
     };
     let hkls = fhkl.as_ref().map(|g| g.hkls).unwrap_or(0);
-    let interpolate = hkls != 0 && p.interpolate.unwrap_or_else(|| auto_interpolate(cfg));
+    let interpolate = hkls != 0 && p.interpolate.unwrap_or_else(|| auto_interpolate(params));
     Ok(StructureFactors { fhkl, interpolate, hklout_entries })
 }

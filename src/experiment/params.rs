@@ -3,7 +3,7 @@
 //! * [`Params`]: the physics, one value per nanoBragg.c input, stored in SI units (metres, radians,
 //!   seconds, photons) exactly as the C holds them after reading its flags. `None` means "not given":
 //!   the C's defaulting rules (step counts, beam centres, ...) are applied later, by
-//!   [`crate::experiment::Experiment::build`], in the C's order.
+//!   `Experiment::build`, in the C's order.
 //!   What is written and how the run is carried out are `run::config`'s `OutputSettings` and
 //!   `RunOptions`.
 //!
@@ -13,7 +13,7 @@
 //! `-distance` does). The flag table (`cli/flags.rs`) calls these setters, so every conversion is
 //! written once, here, in [`units`].
 //!
-//! The whole set ([`crate::run::config::Config`]) saves to and loads from JSON with serde
+//! The whole set (`run::config::Config`) saves to and loads from JSON with serde
 //! (`simulate --save-params run.json`, `simulate --params run.json`). Floats round-trip exactly.
 
 use std::path::{Path, PathBuf};

@@ -6,8 +6,6 @@ use crate::{Error, Result};
 use std::borrow::Cow;
 
 // The readers and the writer moved to `io` (one module per format); re-exported here for old paths.
-pub use crate::io::fdump::{fdump_bytes, read_fdump, write_fdump};
-pub use crate::io::hkl::read_hkl;
 
 /// A dense grid of |F| over h_min..=h_max (and k, l), with the C's extra zero plane per axis.
 #[derive(Clone, Debug, PartialEq)]
@@ -288,35 +286,5 @@ impl<T: Copy> NearestView<'_, T> {
         } else {
             self.default_f
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::base::log::Log;
-
-    #[test]
-    fn fdump_round_trip() {
-        let mut g = HklGrid::empty(-1, 1, 0, 2, -2, 0).unwrap();
-        for (i, v) in g.data.iter_mut().enumerate() {
-            *v = i as f64 * 1.5 + 100.0;
-        }
-        g.hkls = 27;
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("Fdump.bin");
-        write_fdump(&p, &g).unwrap();
-        let r = read_fdump(&p).unwrap();
-        assert_eq!(r.data, g.data);
-        assert_eq!((r.h_min, r.k_max, r.l_min), (-1, 2, -2));
-    }
-
-    #[test]
-    fn hkl_rejects_header_line() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("x.hkl");
-        std::fs::write(&p, "h k l F\n1 2 3 4\n").unwrap();
-        let e = read_hkl(&p, 0.0, &mut Log::default()).unwrap_err().to_string();
-        assert!(e.contains("line 1"), "{e}");
     }
 }

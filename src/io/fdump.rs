@@ -96,3 +96,22 @@ fn is_c_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fdump_round_trip() {
+        let mut g = HklGrid::empty(-1, 1, 0, 2, -2, 0).unwrap();
+        for (i, v) in g.data.iter_mut().enumerate() {
+            *v = i as f64 * 1.5 + 100.0;
+        }
+        g.hkls = 27;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("Fdump.bin");
+        write_fdump(&p, &g).unwrap();
+        let r = read_fdump(&p).unwrap();
+        assert_eq!(r.data, g.data);
+        assert_eq!((r.h_min, r.k_max, r.l_min), (-1, 2, -2));
+    }
+}

@@ -56,3 +56,26 @@ pub fn read_hkl(path: &Path, default_f: f64, log: &mut Log) -> Result<HklGrid> {
     Ok(grid)
 }
 
+/// Write `h k l |F|` lines (the format `-hkl` reads).
+pub fn write_hkl(path: &Path, entries: &[(i32, i32, i32, f64)]) -> Result<()> {
+    let mut s = String::with_capacity(entries.len() * 24);
+    for (h, k, l, f) in entries {
+        s.push_str(&format!("{h} {k} {l} {f}\n")); // shortest round-trip form: reads back exactly
+    }
+    super::atomic::write_atomic(path, s.as_bytes()).map_err(|e| Error::file(path, format!("cannot write -hklout file: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::log::Log;
+
+    #[test]
+    fn hkl_rejects_header_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.hkl");
+        std::fs::write(&p, "h k l F\n1 2 3 4\n").unwrap();
+        let e = read_hkl(&p, 0.0, &mut Log::default()).unwrap_err().to_string();
+        assert!(e.contains("line 1"), "{e}");
+    }
+}

@@ -1,9 +1,7 @@
 //! What the geometry-carrying formats (CBF, NeXus/NXmx) need to know about an image: detector axes,
-//! the first pixel's corner, the beam, the spindle and the oscillation, taken from the resolved
-//! experiment (the vectors the pixel loop uses, nanoBragg.c L1701-L1776), in one place.
+//! the first pixel's corner, the beam, the spindle and the oscillation (the vectors the pixel loop
+//! uses, nanoBragg.c L1701-L1776), in one place. `run::headers` fills it from the experiment.
 
-use crate::base::consts::RTD;
-use crate::experiment::Experiment;
 use crate::base::vec3::{cross, dot, unitize, V3};
 
 /// Geometry and beam of one image (or of every frame of a series: only the spindle angle changes).
@@ -46,49 +44,6 @@ pub struct ImageMeta {
 }
 
 impl ImageMeta {
-    pub fn from_experiment(exp: &Experiment, exposure: f64) -> ImageMeta {
-        let d = &exp.det;
-        let mut spectrum: Vec<(f64, f64)> = Vec::new();
-        for s in &exp.sources {
-            let l = s.lambda * 1e10;
-            match spectrum.iter_mut().find(|(x, _)| *x == l) {
-                Some(e) => e.1 += 1.0,
-                None => spectrum.push((l, 1.0)),
-            }
-        }
-        ImageMeta {
-            fpixels: d.fpixels,
-            spixels: d.spixels,
-            pixel_size: d.pixel_size,
-            fdet: d.fdet_vector,
-            sdet: d.sdet_vector,
-            odet: d.odet_vector,
-            beam: d.beam_vector,
-            spindle: d.spindle_vector,
-            pix0: d.pix0_vector,
-            distance: d.distance,
-            close_distance: d.close_distance,
-            fbeam: d.fbeam,
-            sbeam: d.sbeam,
-            wavelength: exp.lambda0 * 1e10,
-            spectrum,
-            phi_start: exp.phi0 * RTD,
-            osc: exp.osc * RTD,
-            twotheta: d.detector_twotheta * RTD,
-            thickness: exp.detector_thick,
-            exposure,
-            saturation: i32::MAX as i64,
-            convention: match d.convention {
-                crate::run::config::Convention::Adxv => "ADXV",
-                crate::run::config::Convention::Mosflm => "MOSFLM",
-                crate::run::config::Convention::Xds => "XDS",
-                crate::run::config::Convention::Dials => "DIALS",
-                crate::run::config::Convention::Denzo => "DENZO",
-                crate::run::config::Convention::Custom => "CUSTOM",
-            },
-        }
-    }
-
     /// The rotation from the simulation's lab frame to the NeXus (McStas) frame, as three rows:
     /// z along the beam, x along the part of the spindle normal to the beam, y = z × x.
     pub fn to_mcstas(&self) -> [V3; 3] {

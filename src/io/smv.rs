@@ -15,10 +15,20 @@
 use super::atomic::AtomicFile;
 use super::text::atof;
 use crate::base::c::printf::{cf, ci};
-use crate::run::config::SmvInput;
 use crate::{Error, Result};
 use std::io::{Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// An SMV image as read (e.g. for `-img` or `-mask`): its header text and pixel values.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SmvImage {
+    pub path: PathBuf,
+    pub width: usize,
+    pub height: usize,
+    pub header: String,
+    pub data: Vec<u16>,
+}
+
 
 /// Size of the header nanoBragg writes and declares.
 pub const HEADER_BYTES: usize = 512;
@@ -215,7 +225,7 @@ fn as_int(v: f64) -> Option<i64> {
 /// size = SIZE1 x SIZE2 (or DETECTOR_DIMENSIONS squared when SIZE1 is 0 or absent); the pixels are
 /// little-endian u16 starting at byte `2*(HEADER_BYTES/2)` (the C indexes a u16 array), never
 /// byte-swapped whatever BYTE_ORDER says. Unlike the C, a short file or a nonsensical size is an error.
-pub fn read_smv(path: &Path) -> Result<SmvInput> {
+pub fn read_smv(path: &Path) -> Result<SmvImage> {
     let mut fh = std::fs::File::open(path).map_err(|e| file_err(path, format!("cannot open: {e}")))?;
     let first = read_upto(&mut fh, HEADER_BYTES, path)?;
     if !first.starts_with(b"{\nHEADER_BYT") {
@@ -259,7 +269,7 @@ pub fn read_smv(path: &Path) -> Result<SmvInput> {
         ));
     }
     let data = all[start..start + need].chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
-    Ok(SmvInput { path: path.to_path_buf(), width: w, height: h, header, data })
+    Ok(SmvImage { path: path.to_path_buf(), width: w, height: h, header, data })
 }
 
 /// The C's `ValueOf(keyword)`: `None` when `key` does not occur (the C's NaN). Otherwise the

@@ -622,7 +622,7 @@ pub mod f32x8 {
 
 #[cfg(test)]
 mod tests {
-    use crate::run::config::CrystalShape;
+    use crate::experiment::params::CrystalShape;
     use crate::kernel::fast::{HandIndices, HandLattice};
     use crate::experiment::physics::sincg;
     use crate::experiment::structure_factors::{HklGrid, NearestF};

@@ -3,7 +3,7 @@
 //! panics with the backend, row and pixel. Slow (the reference runs too): for tests and debugging.
 
 use super::{render_row_from, OutOfRange};
-use crate::run::config::Precision;
+use crate::experiment::params::Precision;
 use crate::experiment::Experiment;
 
 /// Largest |backend − reference| allowed, relative to the row's peak |reference| (the backend

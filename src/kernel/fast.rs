@@ -24,7 +24,7 @@
 //! hand-written intrinsics instead of the generic loop here.
 
 use super::lanes::{ceil, cheb_two_x, sincg_sqr, Real, CHEB_MAX_N};
-use crate::run::config::CrystalShape;
+use crate::experiment::params::CrystalShape;
 use crate::base::consts::R_E_SQR;
 use crate::experiment::Experiment;
 use crate::experiment::structure_factors::{interpolate_f, Lookup, NearestF};

@@ -88,8 +88,8 @@ pub fn render_at(exp: &Experiment, requested: Backend, progress: &(dyn Fn(usize)
     match kernel_for(exp, requested) {
         Backend::Reference => render_with_backend(&ReferenceBackend::new(exp), progress),
         Backend::Simd(level) => match exp.precision {
-            crate::run::config::Precision::Double => render_with_backend(&SimdBackend::<f64>::new(exp, level), progress),
-            crate::run::config::Precision::Single => render_with_backend(&SimdBackend::<f32>::new(exp, level), progress),
+            crate::experiment::params::Precision::Double => render_with_backend(&SimdBackend::<f64>::new(exp, level), progress),
+            crate::experiment::params::Precision::Single => render_with_backend(&SimdBackend::<f32>::new(exp, level), progress),
         },
     }
 }

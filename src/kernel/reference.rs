@@ -1,7 +1,7 @@
 //! The scalar reference kernel: one pixel at a time, in exactly the C's loop order and arithmetic
 //! (nanoBragg.c L2584-L3040). It is the oracle every fast kernel is tested against.
 
-use crate::run::config::CrystalShape;
+use crate::experiment::params::CrystalShape;
 use crate::experiment::Experiment;
 use crate::experiment::physics::{polarization_factor, sinc3, sincg};
 use crate::experiment::structure_factors::{interpolate_f, Lookup, NearestF};

@@ -4,17 +4,16 @@
 
 use std::path::{Path, PathBuf};
 
-pub use crate::experiment::params::{CellInput, Convention, CrystalShape, Misset, Params, Pivot, Precision};
+use crate::experiment::params::{Params, Precision};
+use crate::io::smv::SmvImage;
 use crate::{Error, Result};
 
-/// An SMV image read for `-img` or `-mask`: its header text and pixel values.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SmvInput {
-    pub path: PathBuf,
-    pub width: usize,
-    pub height: usize,
-    pub header: String,
-    pub data: Vec<u16>,
+/// Resolve an output (or cache) path against `--out-dir`.
+pub fn resolve_out(cfg: &Config, p: &Path) -> PathBuf {
+    match &cfg.output.out_dir {
+        Some(d) if p.is_relative() => d.join(p),
+        _ => p.to_path_buf(),
+    }
 }
 
 /// Everything the user asked for. Defaults are the C program's.
@@ -26,10 +25,10 @@ pub struct Config {
     pub run: RunOptions,
     /// The `-img` image, once read (its path is `params.img_file`).
     #[serde(skip)]
-    pub img: Option<SmvInput>,
+    pub img: Option<SmvImage>,
     /// The `-mask` image, once read (its path is `params.mask_file`).
     #[serde(skip)]
-    pub mask: Option<SmvInput>,
+    pub mask: Option<SmvImage>,
 }
 
 impl Config {
@@ -137,6 +136,7 @@ impl Default for RunOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiment::params::Misset;
 
     #[test]
     fn json_round_trip_is_exact() {

@@ -70,7 +70,7 @@ pub fn check_values(cfg: &Config) -> Result<()> {
 
 /// Estimate memory and work before setup; refuse (exit 9) what cannot fit, naming the flags.
 pub fn check_run(cfg: &Config) -> Result<Estimate> {
-    let (_, _, fp, sp) = detector_pixels(cfg);
+    let (_, _, fp, sp) = detector_pixels(&cfg.params);
     if fp <= 0 || sp <= 0 {
         return Ok(Estimate { pixels: 0, bytes: 0, samples: 0.0 }); // setup names the problem
     }

@@ -3,7 +3,10 @@
 //! rendering, the setup summary and every output file.
 
 pub mod config;
+pub mod headers;
 pub mod limits;
+pub mod load;
 pub mod outputs;
+pub mod setup;
 pub mod simulate;
 pub mod summary;

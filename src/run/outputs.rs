@@ -11,7 +11,8 @@
 use crate::io::atomic::{self, AtomicFile, Finished, TargetKind};
 use crate::base::c::printf::{cf, g};
 use crate::run::config::Config;
-use crate::experiment::{resolve_out, Experiment};
+use crate::experiment::Experiment;
+use crate::run::config::resolve_out;
 use crate::io::smv::{smv_header_bytes, write_int_pixels, SmvHeader};
 use crate::stats::ImageStats;
 use crate::{Error, Result};
@@ -260,7 +261,7 @@ impl OutputWriter for CbfWriter {
         cfg.output.cbffile.clone()
     }
     fn write(&self, ctx: &OutputCtx, path: &Path, w: &mut (dyn Write + Send)) -> Result<Vec<String>> {
-        let m = crate::io::meta::ImageMeta::from_experiment(ctx.exp, ctx.cfg.params.exposure);
+        let m = crate::run::headers::image_meta(ctx.exp, ctx.cfg.params.exposure);
         let what = ctx.counts_description();
         w.write_all(&crate::io::cbf::cbf_bytes(&m, ctx.counts(), &what)).map_err(io_err(path))?;
         Ok(vec![format!("writing {} as 4-byte integers (CBF, byte-offset): {what}", self.requested(ctx.cfg).unwrap_or_default().display())])
@@ -283,7 +284,7 @@ impl OutputWriter for NexusWriter {
         cfg.output.nexusfile.clone()
     }
     fn write(&self, ctx: &OutputCtx, path: &Path, w: &mut (dyn Write + Send)) -> Result<Vec<String>> {
-        let m = crate::io::meta::ImageMeta::from_experiment(ctx.exp, ctx.cfg.params.exposure);
+        let m = crate::run::headers::image_meta(ctx.exp, ctx.cfg.params.exposure);
         let what = ctx.counts_description();
         w.write_all(&crate::io::nexus::nexus_bytes(&m, ctx.counts()).map_err(|e| with_path(e, path))?).map_err(io_err(path))?;
         Ok(vec![format!("writing {} as 4-byte integers (NeXus/NXmx, deflate): {what}", self.requested(ctx.cfg).unwrap_or_default().display())])

@@ -4,8 +4,9 @@
 use crate::base::c::printf::{cf, g};
 use crate::run::config::Config;
 use crate::base::consts::RTD;
-use crate::experiment::{self, resolve_out, Experiment};
-use crate::experiment::inputs::Inputs;
+use crate::experiment::Experiment;
+use crate::run::config::resolve_out;
+use crate::run::setup::write_setup_outputs;
 use crate::run::outputs::{self, OutputCtx, Planned};
 use crate::io::smv::SmvHeader;
 use crate::kernel::{self, RenderOutput, Trace};
@@ -84,9 +85,9 @@ pub struct RunSummary {
 /// ([`Experiment::build`]), write `-hklout` ([`experiment::write_setup_outputs`]) and return the
 /// experiment with the C's setup messages ([`crate::run::summary::setup_summary`]).
 pub fn setup(cfg: &Config) -> Result<(Experiment, Log)> {
-    let inputs = Inputs::load(cfg)?;
-    let exp = Experiment::build(cfg, &inputs)?;
-    experiment::write_setup_outputs(cfg, &exp)?;
+    let inputs = crate::run::load::load_inputs(cfg)?;
+    let exp = crate::run::setup::build_experiment(cfg, &inputs)?;
+    write_setup_outputs(cfg, &exp)?;
     let log = Log { lines: crate::run::summary::setup_summary(cfg, &inputs, &exp) };
     Ok((exp, log))
 }
@@ -161,13 +162,13 @@ pub fn dxtbx_beam_centre(h: &mut SmvHeader, exp: &Experiment) {
 /// without the HDF5 library.
 pub fn check_geometry_outputs(cfg: &Config, exp: &Experiment) -> Result<()> {
     if let Some(p) = &cfg.output.cbffile {
-        let m = crate::io::meta::ImageMeta::from_experiment(exp, cfg.params.exposure);
+        let m = crate::run::headers::image_meta(exp, cfg.params.exposure);
         if let Err(e) = m.mini_cbf_ok() {
             return Err(Error::flag("-cbffile", format!("{e}: a miniCBF header cannot describe this geometry ({}); -nexusfile writes it", p.display())));
         }
     }
     if cfg.output.smv_dxtbx {
-        let m = crate::io::meta::ImageMeta::from_experiment(exp, cfg.params.exposure);
+        let m = crate::run::headers::image_meta(exp, cfg.params.exposure);
         if let Err(e) = m.mini_cbf_ok() {
             return Err(Error::flag("-dxtbx_smv", format!("{e}: dxtbx reads SMV files as a detector normal to the beam with the spindle along fast; use -nexusfile")));
         }
@@ -329,7 +330,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
         b.finish_and_clear();
     }
     for p in &cfg.params.add_float {
-        crate::apps::float_add::add_into(&mut r.float, p)?;
+        add_into(&mut r.float, p)?;
     }
     let render_s = t1.elapsed().as_secs_f64();
 
@@ -389,4 +390,17 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
         steps: exp.steps,
         files,
     })
+}
+
+/// Add the float image in `path` to `image` (pixel by pixel, in double, stored as float): the
+/// `simulate -add_float` step. The sizes must match.
+pub fn add_into(image: &mut [f32], path: &Path) -> Result<()> {
+    let add = crate::io::float::read_float_image(path)?;
+    if add.len() != image.len() {
+        return Err(Error::file(path, format!("-add_float: has {} pixels, the detector has {}", add.len(), image.len())));
+    }
+    for (o, a) in image.iter_mut().zip(&add) {
+        *o = (*o as f64 + *a as f64) as f32;
+    }
+    Ok(())
 }

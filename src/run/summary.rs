@@ -2,7 +2,8 @@
 //! the inputs' loading lines and the parameters, in the C's order.
 
 use crate::base::c::printf::{cf, g};
-use crate::run::config::{Config, CrystalShape};
+use crate::run::config::Config;
+use crate::experiment::params::CrystalShape;
 use crate::base::consts::{AVOGADRO, RTD};
 use crate::experiment::{auto_interpolate, Experiment};
 use crate::experiment::inputs::Inputs;
@@ -23,7 +24,7 @@ pub fn setup_summary(cfg: &Config, inputs: &Inputs, exp: &Experiment) -> Vec<Str
     add(&notes.geometry.lines); // L1701
     if p.interpolate.is_none() {
         // L1778
-        add(&[if auto_interpolate(cfg) { "auto-selected tricubic interpolation of structure factors" } else { "auto-selected no interpolation" }.to_string()]);
+        add(&[if auto_interpolate(&cfg.params) { "auto-selected tricubic interpolation of structure factors" } else { "auto-selected no interpolation" }.to_string()]);
     }
     add(&load.matrix.lines); // L1791
     add(&notes.lattice.lines);

@@ -161,15 +161,6 @@ pub fn compute(model: &Model, path: &Path, opts: &SfOptions) -> Result<ModelF> {
     Ok(ModelF { cell: cellp, space_group: sg.name, n_ops: sg.ops.len(), hkl: r.hkl, f: r.f, notes })
 }
 
-/// Write `h k l |F|` lines (the format `-hkl` reads).
-pub fn write_hkl(path: &Path, entries: &[(i32, i32, i32, f64)]) -> Result<()> {
-    let mut s = String::with_capacity(entries.len() * 24);
-    for (h, k, l, f) in entries {
-        s.push_str(&format!("{h} {k} {l} {f}\n")); // shortest round-trip form: reads back exactly
-    }
-    crate::io::atomic::write_atomic(path, s.as_bytes()).map_err(|e| Error::file(path, format!("cannot write -hklout file: {e}")))
-}
-
 /// The grid `read_hkl` builds from the same entries (range from the entries, `default_f` elsewhere,
 /// nanoBragg.c L2101-L2258).
 pub fn grid_from_entries(entries: &[(i32, i32, i32, f64)], default_f: f64) -> Result<HklGrid> {
@@ -260,10 +251,3 @@ pub fn entries_for_simulation(cfg: &ModelConfig, lm: &LoadedModel, d_limit: f64,
     Ok(entries)
 }
 
-/// `-hklout`: write the list computed from the model, an output of the setup step.
-pub fn write_hklout(cfg: &ModelConfig, entries: Option<&[(i32, i32, i32, f64)]>) -> Result<()> {
-    match (&cfg.hklout, entries) {
-        (Some(out), Some(e)) => write_hkl(out, e),
-        _ => Ok(()),
-    }
-}

@@ -1,0 +1,73 @@
+//! Every input file a run names, read in one step before the experiment is built: the experiment
+//! itself then touches no file (`Experiment::build`).
+
+use crate::base::image::Mask;
+use crate::experiment::inputs::{FhklSource, Inputs};
+use crate::io::fdump::read_fdump;
+use crate::io::hkl::read_hkl;
+use crate::run::config::{resolve_out, Config};
+use crate::{Error, Result};
+use std::sync::Arc;
+
+/// Read every input file `cfg` names, in the C's order: `-mask`, `-img`, the model, `-mat`, `-hkl`
+/// (or the Fdump cache found where it would be written), `-stol`, `-sourcefile`. Images already
+/// read while parsing the command line (`cfg.mask`, `cfg.img`) are not read again.
+pub fn load_inputs(cfg: &Config) -> Result<Inputs> {
+    let p = &cfg.params;
+    let mask = match (&cfg.mask, &p.mask_file) {
+        (Some(m), _) => Some(m.clone()),
+        (None, Some(path)) => Some(crate::io::smv::read_smv(path).map_err(|e| Error::flag("-mask", format!("cannot read {}: {e}", path.display())))?),
+        (None, None) => None,
+    };
+    let mask = mask.map(|m| Mask { path: m.path, width: m.width, height: m.height, data: m.data });
+    let mut inp = Inputs { mask, ..Default::default() };
+    // -img is read while parsing the flags (its header sets parameters); only its name is kept
+    inp.img_path = cfg.img.as_ref().map(|i| i.path.clone());
+    for path in inp.mask.as_ref().map(|m| &m.path).into_iter().chain(inp.img_path.as_ref()) {
+        inp.log.images.line(format!("reading {}", path.display()));
+    }
+
+    // -pdb/-cif: read now for its cell; its structure factors are computed in the build
+    inp.model = crate::sfcalc::load(&p.model, &mut inp.log.model)?;
+    if inp.model.is_some() && p.hkl_file.is_some() {
+        return Err(Error::flag("-hkl", "give one source of structure factors: -hkl or -pdb/-cif, not both"));
+    }
+
+    if let Some(path) = &p.mat_file {
+        inp.matrix = Some(crate::io::matrix::read_matrix_file(path)?);
+        inp.log.matrix.line(format!("reading {}", path.display()));
+    }
+
+    let dump_path = resolve_out(cfg, &p.dump_file);
+    if let Some(hkl) = &p.hkl_file {
+        inp.fhkl = Some(Arc::new(read_hkl(hkl, p.default_f, &mut inp.log.fhkl)?));
+        inp.fhkl_source = FhklSource::HklFile(hkl.clone());
+    } else if inp.model.is_none() && dump_path.is_file() {
+        inp.log.fhkl.line(format!("reading Fs from {}", dump_path.display()));
+        inp.fhkl = Some(Arc::new(read_fdump(&dump_path)?));
+        inp.fhkl_source = FhklSource::Fdump(dump_path.clone());
+    }
+    if p.hkl_file.is_some() || inp.model.is_some() {
+        // The cache is written with the other outputs at the end of the run (run::outputs), so a
+        // refused run never leaves one; here only the C's message, from a check of the target.
+        if crate::io::atomic::target_kind(&dump_path).is_ok() {
+            inp.log.dump.line(format!("writing dump file for next time: {}", dump_path.display()));
+        } else {
+            inp.log.dump.line(format!("WARNING: unable to open dump file: {}", dump_path.display()));
+        }
+    }
+
+    // the stol table is read and checked, then unused (as in the C)
+    if let Some((path, _mult)) = &p.stol_file {
+        inp.log.stol.line(format!("reading {}", path.display()));
+        let cols = crate::io::text::read_text_file(path, 2)?;
+        if cols[0].is_empty() {
+            return Err(Error::file(path, "no data in input file"));
+        }
+    }
+
+    if let Some(path) = &p.source_file {
+        inp.source_columns = Some(crate::io::sourcefile::read_source_columns(path)?);
+    }
+    Ok(inp)
+}
