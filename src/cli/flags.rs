@@ -329,7 +329,7 @@ pub static FLAGS: &[Flag] = &[
         help: "Unit cell. 1 to 6 numbers; the list ends at the next word starting with '-'. Missing or <= 0 b, c take a; angles <= 0 become 90°.",
         set: set_cell },
     Flag { name: "-mat", aliases: &["--mat"], arity: Path, values: "FILE", units: "", default: "none", category: Crystal,
-        help: "MOSFLM-style orientation matrix (a*, b*, c* as columns, scaled by wavelength); replaces -cell.",
+        help: "MOSFLM-style orientation matrix (a*, b*, c* as columns, scaled by wavelength). Given with -cell, the cell keeps the matrix's directions and angles and is rescaled to the -cell edge lengths (volume from -cell), as nanoBragg.c does.",
         set: |c, v| { c.params.mat_file = Some(v.path(0)); Ok(()) } },
     Flag { name: "-misset", aliases: &[], arity: Misset, values: "x y z | random", units: "deg", default: "0 0 0",
         category: Crystal,
