@@ -22,7 +22,7 @@ fi
 cargo test --release
 # the check-kernels debug feature (every SIMD row re-rendered by the reference and compared), on a few
 # golden cases; rebuilds only this crate with the feature
-cargo test --release --features check-kernels --test check_kernels
+cargo test --release -p nanobragg-rs --features check-kernels --test check_kernels
 # Tests run their programs in temporary folders: an Fdump.bin left in the repository root (nanoBragg
 # writes one beside every -hkl run) would be read by any later run here without -hkl (the Python
 # tests' among them) and change its F silently.
@@ -36,9 +36,9 @@ cargo build --release --bins
 
 # --- The library alone: no harness, no progress bars; the examples/ program (typed parameters, an
 # in-memory reflection list, render, SMV) must build that way and write a readable image.
-cargo build --release --lib --no-default-features
+cargo build --release -p nanobragg-rs --lib --no-default-features
 EX_DIR="$(mktemp -d)"
-cargo run --release --quiet --example in_memory -- "$EX_DIR/in_memory.img"
+cargo run --release --quiet -p nanobragg-rs --example in_memory -- "$EX_DIR/in_memory.img"
 head -c 512 "$EX_DIR/in_memory.img" | grep -q "SIZE1=256" || { echo "FAILED: examples/in_memory.rs wrote no 256-pixel SMV image"; exit 1; }
 
 # --- Independent readers -----------------------------------------------------------------------------

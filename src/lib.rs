@@ -20,10 +20,6 @@
 //! the pixel loop: [`kernel`]; the C's random numbers: [`base::c::rng`]; the noise image: [`noise`];
 //! the statistics the C prints: [`stats`]; files: [`io`].
 
-/// The `bench-detailed` harness (cargo feature `harness`, on by default).
-#[cfg(feature = "harness")]
-pub mod bench;
-
 pub mod base;
 pub mod experiment;
 pub mod sfcalc;

@@ -12,7 +12,7 @@ const EXIT_BAD_INPUT: u8 = 9;
 const DEFAULT_CRYSTAL: &[&str] = &["-cell", "100", "100", "100", "90", "90", "90", "-N", "5", "-default_F", "100", "-lambda", "6.2"];
 
 fn version() -> String {
-    format!("nanobragg-rs {} (git {})", env!("CARGO_PKG_VERSION"), option_env!("NANOBRAGG_GIT_COMMIT").unwrap_or("unknown"))
+    format!("nanobragg-rs {} (git {})", env!("CARGO_PKG_VERSION"), nanobragg::base::build::GIT_COMMIT)
 }
 
 fn usage() -> String {

@@ -2,6 +2,7 @@
 //! vectors, constants, CPU features, the memory budget, the setup log, progress, and the C library's
 //! `printf` and random numbers that the outputs must match bit for bit.
 
+pub mod build;
 pub mod c;
 pub mod consts;
 pub mod cpu;

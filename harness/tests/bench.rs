@@ -11,16 +11,22 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 const BENCH: &str = env!("CARGO_BIN_EXE_bench-detailed");
-const SIM: &str = env!("CARGO_BIN_EXE_nanobragg-rs");
+/// The simulator, built beside bench-detailed in the workspace's target folder (`cargo build --release`
+/// or `cargo test --release` at the root builds both).
+fn sim() -> PathBuf {
+    let p = Path::new(BENCH).with_file_name(if cfg!(windows) { "nanobragg-rs.exe" } else { "nanobragg-rs" });
+    assert!(p.is_file(), "{} is not built: run `cargo build --release` at the workspace root first", p.display());
+    p
+}
 const SIZE: usize = 32;
 
 /// Our image of the `bench` configuration at SIZE, rendered by our simulator.
 fn reference_image(dir: &Path) -> PathBuf {
     let out = dir.join("known.bin");
-    let mut args: Vec<String> = nanobragg::bench::plan::split_args(nanobragg::bench::plan::BENCH_ARGS);
+    let mut args: Vec<String> = nanobragg_harness::plan::split_args(nanobragg_harness::plan::BENCH_ARGS);
     args.extend(["-detpixels".into(), SIZE.to_string(), "-floatfile".into(), out.display().to_string()]);
-    args.extend(nanobragg::bench::plan::split_args("-intfile known.img -nonoise -nopgm -noprogress"));
-    let o = Command::new(SIM).arg("simulate").args(&args).current_dir(dir).output().unwrap();
+    args.extend(nanobragg_harness::plan::split_args("-intfile known.img -nonoise -nopgm -noprogress"));
+    let o = Command::new(sim()).arg("simulate").args(&args).current_dir(dir).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     out
 }
@@ -48,7 +54,7 @@ fn bench_n(out: &Path, c: Option<&Path>, iterations: usize, extra: &[&str]) -> O
         .arg("--out")
         .arg(out)
         .arg("--rust-binary")
-        .arg(SIM)
+        .arg(sim())
         .args(extra)
         .env_remove("NB_C_BIN");
     if let Some(c) = c {
@@ -196,7 +202,7 @@ fn a_signal_removes_the_scratch_directory() {
     let scratch_root = tmp.path().join("tmp");
     std::fs::create_dir(&scratch_root).unwrap();
     let mut child = Command::new(BENCH)
-        .args(["--sizes", "8", "--iterations", "1", "--warmup", "0", "--no-progress", "--rust-binary", SIM])
+        .args(["--sizes", "8", "--iterations", "1", "--warmup", "0", "--no-progress", "--rust-binary"]).arg(sim())
         .arg("--c-binary")
         .arg(&slow)
         .arg("--out")
@@ -325,7 +331,7 @@ fn heavy_configuration_generates_its_hkl_file() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("heavy");
     let mut cmd = Command::new(BENCH);
-    cmd.args(["--config", "heavy", "--sizes", "8", "--iterations", "1", "--warmup", "0", "--no-progress", "--rust-binary", SIM])
+    cmd.args(["--config", "heavy", "--sizes", "8", "--iterations", "1", "--warmup", "0", "--no-progress", "--rust-binary"]).arg(sim())
         .arg("--out")
         .arg(&out)
         .env_remove("NB_C_BIN");
@@ -356,7 +362,7 @@ fn usage_errors_exit_2() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("expected 'nanobragg-rs/bench-detailed/1'"));
     let o = Command::new(BENCH)
-        .args(["--c-binary", "/nonexistent/nanoBragg", "--sizes", "8", "--rust-binary", SIM])
+        .args(["--c-binary", "/nonexistent/nanoBragg", "--sizes", "8", "--rust-binary"]).arg(sim())
         .arg("--out")
         .arg(tmp.path().join("o"))
         .output()
@@ -372,7 +378,7 @@ fn custom_arguments_are_used() {
         .args(["--config", "custom", "--args", "-cell 50 60 70 90 90 90 -lambda 1.5 -N 3 -default_F 10 -oversample 2"])
         .args(["--sizes", "16", "--iterations", "2", "--warmup", "1", "--no-progress", "--threads", "1", "--precision", "double"])
         .arg("--rust-binary")
-        .arg(SIM)
+        .arg(sim())
         .arg("--out")
         .arg(&out)
         .env_remove("NB_C_BIN")
@@ -405,7 +411,7 @@ fn hostile_paths_and_data() {
     let o = Command::new(BENCH)
         .args(["--sizes", &SIZE.to_string(), "--iterations", "1", "--warmup", "0", "--no-progress", "--c-binary", "./fake-nanoBragg"])
         .arg("--rust-binary")
-        .arg(SIM)
+        .arg(sim())
         .arg("--out")
         .arg(&out)
         .current_dir(tmp.path())
@@ -488,7 +494,7 @@ fn hostile_paths_and_data() {
 fn simulate_writes_its_phase_timings_as_json() {
     let tmp = tempfile::tempdir().unwrap();
     let t = tmp.path().join("timings.json");
-    let o = Command::new(SIM)
+    let o = Command::new(sim())
         .args(["simulate", "--detector", "16", "-nopgm", "-nonoise", "-noprogress"])
         .env(nanobragg::run::simulate::TIMINGS_JSON_ENV, &t)
         .current_dir(tmp.path())
@@ -505,7 +511,7 @@ fn simulate_writes_its_phase_timings_as_json() {
     assert!(typed.resolution_s > 0.0 && typed.resolution_s < 1e-3);
 
     let bad = tmp.path().join("no-such-dir").join("t.json");
-    let o = Command::new(SIM)
+    let o = Command::new(sim())
         .args(["simulate", "--detector", "16", "-nopgm", "-nonoise", "-noprogress"])
         .env(nanobragg::run::simulate::TIMINGS_JSON_ENV, &bad)
         .current_dir(tmp.path())

@@ -106,7 +106,7 @@ fn os_description() -> String {
 impl MachineInfo {
     pub fn detect() -> MachineInfo {
         let git_commit = command_line("git", &["rev-parse", "HEAD"])
-            .or_else(|| option_env!("NANOBRAGG_GIT_COMMIT").filter(|c| *c != "unknown").map(str::to_string))
+            .or_else(|| Some(nanobragg::base::build::GIT_COMMIT).filter(|c| *c != "unknown").map(str::to_string))
             .unwrap_or_else(|| "unknown".into());
         let git_dirty = Command::new("git")
             .args(["status", "--porcelain", "--untracked-files=no"])
@@ -118,13 +118,13 @@ impl MachineInfo {
             cpu_model: cpu_model(),
             logical_cores: num_cpus::get(),
             physical_cores: num_cpus::get_physical(),
-            simd_level: match crate::kernel::simd::hand_loop_enabled() {
-                true => crate::kernel::simd_level_name().to_string(),
-                false => format!("{} (hand loop off)", crate::kernel::simd_level_name()),
+            simd_level: match nanobragg::kernel::simd::hand_loop_enabled() {
+                true => nanobragg::kernel::simd_level_name().to_string(),
+                false => format!("{} (hand loop off)", nanobragg::kernel::simd_level_name()),
             },
             cpu_simd: detect_simd().to_string(),
             os: os_description(),
-            rustc: env!("NANOBRAGG_RUSTC_VERSION").to_string(),
+            rustc: nanobragg::base::build::RUSTC_VERSION.to_string(),
             git_commit,
             git_dirty,
             nanobragg_version: env!("CARGO_PKG_VERSION").to_string(),

@@ -380,7 +380,7 @@ pub fn write_all(res: &CompareResult, dir: &std::path::Path, base_name: &str, ne
     ] {
         let p = dir.join(file);
         // temp + rename: an interrupted compare leaves no half-written report
-        crate::io::atomic::write_atomic(&p, text.as_bytes())?;
+        nanobragg::io::atomic::write_atomic(&p, text.as_bytes())?;
     }
     Ok(())
 }
@@ -388,8 +388,8 @@ pub fn write_all(res: &CompareResult, dir: &std::path::Path, base_name: &str, ne
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::schema::sample_report;
-    use crate::bench::stats::Stats;
+    use crate::schema::sample_report;
+    use crate::stats::Stats;
 
     #[test]
     fn validate_refuses_zero_negative_and_all_zero_data() {
@@ -423,7 +423,7 @@ mod tests {
     /// `factor(metric, size)` × (1 ± 5% uniform noise, and one run in 16 up to 25% slow, as a busy machine
     /// gives), the stats recomputed from the runs. Deterministic for a seed.
     fn noisy_report(seed: u64, n: usize, factor: &dyn Fn(&str, usize) -> f64) -> Report {
-        use crate::bench::measure::{Phases, ProcessRun};
+        use crate::measure::{Phases, ProcessRun};
         let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         let mut noise = move || {
             state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);

@@ -9,7 +9,7 @@ use super::measure::{self, Phases, ProcessRun, WorkDir};
 use super::plan::{self, ConfigKind, Plan};
 use super::schema::*;
 use super::stats::Stats;
-use crate::experiment::params::Precision;
+use nanobragg::experiment::params::Precision;
 use anyhow::{anyhow, bail, Context};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -175,11 +175,11 @@ struct SizeSetup<'a> {
     size: usize,
     dirs: &'a Dirs,
     /// Our configuration, parsed once, for the in-process runs.
-    cfg: crate::run::config::Config,
+    cfg: nanobragg::run::config::Config,
     c_args: Vec<String>,
     c_env: Vec<(String, String)>,
     rust_args: Vec<String>,
-    /// Where our process run writes its phase timings (see [`crate::run::simulate::TIMINGS_JSON_ENV`]).
+    /// Where our process run writes its phase timings (see [`nanobragg::run::simulate::TIMINGS_JSON_ENV`]).
     timings_json: PathBuf,
     /// Leave outputs for the next run to replace ([`Plan::replace_outputs`]).
     replace_outputs: bool,
@@ -297,7 +297,7 @@ fn prepare_size<'a>(plan: &Plan, size: usize, hkl: Option<&Path>, dirs: &'a Dirs
 
     let mut warm_args = base.clone();
     warm_args.extend(plan::warm_output_args());
-    let mut cfg = crate::cli::flags::parse_simulate_args(&warm_args).map_err(|e| anyhow!("size {size}: bad arguments: {e}"))?;
+    let mut cfg = nanobragg::cli::flags::parse_simulate_args(&warm_args).map_err(|e| anyhow!("size {size}: bad arguments: {e}"))?;
     cfg.output.out_dir = Some(dirs.warm.clone());
     cfg.run.threads = plan.threads;
     cfg.run.precision = if plan.single_precision { Precision::Single } else { Precision::Double };
@@ -376,12 +376,12 @@ fn c_run(cbin: &Path, s: &SizeSetup, i: usize, is_warmup: bool) -> anyhow::Resul
 }
 
 /// One fresh process of ours: its whole-process run, the phase split it reports as JSON
-/// ([`crate::run::simulate::TIMINGS_JSON_ENV`]) and that split's resolution. Our failure is an error.
+/// ([`nanobragg::run::simulate::TIMINGS_JSON_ENV`]) and that split's resolution. Our failure is an error.
 fn cold_run(rust_binary: &Path, s: &SizeSetup, i: usize, is_warmup: bool) -> anyhow::Result<(ProcessRun, Phases, f64)> {
     let size = s.size;
     s.clear_outputs(&s.dirs.rust, &["rust.bin", "rust.img"]);
     let _ = std::fs::remove_file(&s.timings_json);
-    let env = [(crate::run::simulate::TIMINGS_JSON_ENV.to_string(), s.timings_json.display().to_string())];
+    let env = [(nanobragg::run::simulate::TIMINGS_JSON_ENV.to_string(), s.timings_json.display().to_string())];
     let r = measure::run_child(rust_binary, &s.rust_args, &s.dirs.rust, &env)
         .with_context(|| format!("cannot run {}", rust_binary.display()))?;
     if r.exit_code != Some(0) {
@@ -398,7 +398,7 @@ fn cold_run(rust_binary: &Path, s: &SizeSetup, i: usize, is_warmup: bool) -> any
             "size {size}: our simulator {} wrote no phase timings to {} (${}): is it older than this harness?",
             rust_binary.display(),
             s.timings_json.display(),
-            crate::run::simulate::TIMINGS_JSON_ENV
+            nanobragg::run::simulate::TIMINGS_JSON_ENV
         )
     })?;
     let phases = Phases { index: i, warmup: is_warmup, setup_s: t.setup_s, render_s: t.render_s, io_s: t.io_s, peak_rss_mb: None };
@@ -412,13 +412,13 @@ fn warm_run(s: &SizeSetup, i: usize, is_warmup: bool) -> anyhow::Result<(Phases,
     // without a reset VmHWM is the maximum so far (reported in the run's warnings)
     let _ = measure::reset_self_peak_rss();
     let t0 = Instant::now();
-    let (mut exp, _log) = crate::run::simulate::setup(cfg).map_err(|e| anyhow!("size {size}: setup failed: {e}"))?;
+    let (mut exp, _log) = nanobragg::run::simulate::setup(cfg).map_err(|e| anyhow!("size {size}: setup failed: {e}"))?;
     let setup_s = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();
-    let rendered = crate::run::simulate::render(&exp, cfg.run.threads, &|_| {}).map_err(|e| anyhow!("size {size}: render failed: {e}"))?;
+    let rendered = nanobragg::run::simulate::render(&exp, cfg.run.threads, &|_| {}).map_err(|e| anyhow!("size {size}: render failed: {e}"))?;
     let render_s = t1.elapsed().as_secs_f64();
     let t2 = Instant::now();
-    crate::run::simulate::write_outputs(cfg, &mut exp, &rendered, &mut std::io::sink())
+    nanobragg::run::simulate::write_outputs(cfg, &mut exp, &rendered, &mut std::io::sink())
         .map_err(|e| anyhow!("size {size}: writing outputs failed: {e}"))?;
     let io_s = t2.elapsed().as_secs_f64();
     let peak_rss_mb = measure::self_peak_rss_mb();
@@ -429,10 +429,10 @@ fn warm_run(s: &SizeSetup, i: usize, is_warmup: bool) -> anyhow::Result<(Phases,
         phisteps: exp.phisteps.max(1) as usize,
         oversample: exp.oversample.max(1),
         steps: exp.steps,
-        kernel: crate::kernel::kernel_for(&exp, crate::kernel::active_level()).name(),
+        kernel: nanobragg::kernel::kernel_for(&exp, nanobragg::kernel::active_level()).name(),
         work: super::roofline::Work {
             n: [exp.na, exp.nb, exp.nc],
-            square: exp.shape == crate::experiment::params::CrystalShape::Square,
+            square: exp.shape == nanobragg::experiment::params::CrystalShape::Square,
             sources: exp.sources.len(),
             wavelengths: {
                 let mut l: Vec<u64> = exp.sources.iter().map(|s| s.lambda.to_bits()).collect();
@@ -441,7 +441,7 @@ fn warm_run(s: &SizeSetup, i: usize, is_warmup: bool) -> anyhow::Result<(Phases,
                 l.len()
             },
             orientations: exp.domains() * exp.phisteps.max(1) as usize,
-            single: exp.precision == crate::experiment::params::Precision::Single,
+            single: exp.precision == nanobragg::experiment::params::Precision::Single,
         },
     };
     // Nothing of this run may stay alive: a child forked while this process holds a large image
@@ -489,7 +489,7 @@ fn compare_images(s: &SizeSetup, c_runs: &[ProcessRun], warnings: &mut Vec<Strin
     let rust_img = measure::read_float_image(&s.rust_float()).ok();
     let warm_img = measure::read_float_image(&s.warm_float()).ok();
     let (rust_cold_vs_warm_correlation, rust_cold_warm_identical) = match (&rust_img, &warm_img) {
-        (Some(a), Some(b)) => (finite(crate::stats::pearson(a, b)), Some(a == b)),
+        (Some(a), Some(b)) => (finite(nanobragg::stats::pearson(a, b)), Some(a == b)),
         _ => (None, None),
     };
     if rust_cold_warm_identical == Some(false) {
@@ -504,7 +504,7 @@ fn compare_images(s: &SizeSetup, c_runs: &[ProcessRun], warnings: &mut Vec<Strin
         (Some(r), Some(c)) => {
             let sr: f64 = r.iter().map(|&x| x as f64).sum();
             let sc: f64 = c.iter().map(|&x| x as f64).sum();
-            (finite(crate::stats::pearson(r, c)), if sc != 0.0 { finite(sr / sc) } else { None })
+            (finite(nanobragg::stats::pearson(r, c)), if sc != 0.0 { finite(sr / sc) } else { None })
         }
         _ => (None, None),
     };

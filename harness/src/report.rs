@@ -396,8 +396,8 @@ pub fn runs_csv(r: &Report) -> String {
 
 /// Write the JSON, summary.md and the CSVs into `dir`, each under a temporary name renamed into
 /// place (an interrupted run leaves no half-written report).
-pub fn write_all(r: &Report, dir: &Path) -> crate::Result<()> {
-    use crate::io::atomic::write_atomic;
+pub fn write_all(r: &Report, dir: &Path) -> nanobragg::Result<()> {
+    use nanobragg::io::atomic::write_atomic;
     write_atomic(&dir.join(JSON_NAME), r.to_json().as_bytes())?;
     write_atomic(&dir.join(SUMMARY_NAME), summary_markdown(r).as_bytes())?;
     write_atomic(&dir.join(CSV_NAME), results_csv(r).as_bytes())?;
@@ -408,7 +408,7 @@ pub fn write_all(r: &Report, dir: &Path) -> crate::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::schema::sample_report;
+    use crate::schema::sample_report;
 
     /// The header constants name exactly the row structs' fields, in order.
     #[test]

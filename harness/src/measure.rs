@@ -223,8 +223,8 @@ pub fn reset_self_peak_rss() -> bool {
 }
 
 /// The phase split our `simulate` wrote as JSON to the file named by
-/// [`crate::run::simulate::TIMINGS_JSON_ENV`].
-pub fn read_timings(path: &Path) -> anyhow::Result<crate::run::simulate::PhaseTimings> {
+/// [`nanobragg::run::simulate::TIMINGS_JSON_ENV`].
+pub fn read_timings(path: &Path) -> anyhow::Result<nanobragg::run::simulate::PhaseTimings> {
     let bytes = std::fs::read(path)?;
     Ok(serde_json::from_slice(&bytes)?)
 }

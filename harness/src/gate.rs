@@ -138,7 +138,7 @@ pub fn gate_lines(g: &Gate) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::schema::sample_report;
+    use crate::schema::sample_report;
 
     fn opts(min_speedup: Option<f64>, min_correlation: Option<f64>) -> GateOptions {
         GateOptions { enabled: true, min_speedup, min_correlation }
