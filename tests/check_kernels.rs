@@ -14,7 +14,7 @@ use nanobragg::run::simulate;
 use std::path::Path;
 
 fn experiment(args: &[String], out: &Path) -> Experiment {
-    let mut cfg = nanobragg::cli::flags::parse_simulate_args(args).unwrap();
+    let mut cfg = nanobragg::cli::parse::parse_simulate_args(args).unwrap();
     cfg.output.out_dir = Some(out.to_path_buf());
     simulate::setup(&cfg).unwrap().0
 }

@@ -131,7 +131,7 @@ fn hostile_word() -> impl Strategy<Value = String> {
 }
 
 fn flag_word() -> impl Strategy<Value = String> {
-    let names = nanobragg::cli::all_spellings();
+    let names = nanobragg::cli::parse::all_spellings();
     prop_oneof![
         3 => proptest::sample::select(names).prop_map(|s| s.to_string()),
         1 => hostile_word(),
@@ -147,8 +147,8 @@ proptest! {
     fn parser_never_panics(words in proptest::collection::vec(flag_word(), 0..14)) {
         nanobragg::base::memory::set_max_memory(256 << 20);
         std::env::set_var("NANOBRAGG_MAX_MEMORY", "256M");
-        let _ = nanobragg::cli::flags::parse_simulate_args(&words);
-        let _ = nanobragg::cli::suggest(words.first().map(String::as_str).unwrap_or(""));
+        let _ = nanobragg::cli::parse::parse_simulate_args(&words);
+        let _ = nanobragg::cli::parse::suggest(words.first().map(String::as_str).unwrap_or(""));
     }
 
     #[test]
@@ -173,8 +173,8 @@ proptest! {
         b.extend_from_slice(&[1, 0, 2, 0, 3, 0, 4, 0]);
         let p = d.path().join("h.img");
         std::fs::write(&p, &b).unwrap();
-        let _ = nanobragg::cli::flags::parse_simulate_args(&["-img".into(), p.display().to_string()]);
-        let _ = nanobragg::cli::flags::parse_simulate_args(&["-mask".into(), p.display().to_string()]);
+        let _ = nanobragg::cli::parse::parse_simulate_args(&["-img".into(), p.display().to_string()]);
+        let _ = nanobragg::cli::parse::parse_simulate_args(&["-mask".into(), p.display().to_string()]);
     }
 
     /// An Fdump header claiming any ranges never allocates more than the file holds.
@@ -193,7 +193,7 @@ proptest! {
 
 #[test]
 fn suggestions_are_close_matches_only() {
-    use nanobragg::cli::suggest;
+    use nanobragg::cli::parse::suggest;
     assert_eq!(suggest("-cbf"), None);
     assert_eq!(suggest("-h5"), None);
     assert_eq!(suggest("-distnace"), Some("-distance"));

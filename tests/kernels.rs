@@ -187,7 +187,7 @@ fn small_hkl(dir: &Path) -> std::path::PathBuf {
 
 /// The experiment of `simulate` flags, its outputs (none written here) directed into `dir`.
 fn experiment(args: &[String], dir: &Path) -> nanobragg::experiment::Experiment {
-    let mut cfg = nanobragg::cli::flags::parse_simulate_args(args).unwrap();
+    let mut cfg = nanobragg::cli::parse::parse_simulate_args(args).unwrap();
     cfg.output.out_dir = Some(dir.to_path_buf());
     simulate::setup(&cfg).unwrap().0
 }

@@ -1,7 +1,7 @@
 //! The typed library API gives the same experiment and image as the command line: parameters set with
 //! the setters in crystallographers' units equal the flags' parse, and an in-memory reflection list
 //! renders exactly as the same list read from an `-hkl` file.
-use nanobragg::cli::parse_simulate_args;
+use nanobragg::cli::parse::parse_simulate_args;
 use nanobragg::{experiment::inputs::Inputs, run::simulate, experiment::structure_factors::HklGrid, run::config::Config};
 
 fn typed() -> Config {

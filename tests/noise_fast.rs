@@ -130,7 +130,7 @@ fn zero_negative_and_nan_means_draw_nothing() {
 
 #[test]
 fn the_flag_selects_the_mode_and_help_says_which() {
-    let parse = |a: &[&str]| nanobragg::cli::flags::parse_simulate_args(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+    let parse = |a: &[&str]| nanobragg::cli::parse::parse_simulate_args(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>());
     let base = ["-cell", "100", "100", "100", "90", "90", "90", "-default_F", "100", "-detpixels", "16"];
     assert_eq!(parse(&base).unwrap().output.noise_mode, NoiseMode::C);
     let mut fast = base.to_vec();
@@ -140,7 +140,7 @@ fn the_flag_selects_the_mode_and_help_says_which() {
     bad.extend(["--noise", "quick"]);
     let e = parse(&bad).err().expect("--noise quick must be refused").to_string();
     assert!(e.contains("--noise"), "{e}");
-    let help = nanobragg::cli::flags::help_text();
+    let help = nanobragg::cli::help::help_text();
     assert!(help.contains("--noise") && help.contains("fast") && help.contains("bit-identical"), "{help}");
 }
 

@@ -59,7 +59,7 @@ fn flag_reference_is_current() {
     let b = text.find("<!-- END FLAGS").expect("docs/flags.md has the END FLAGS marker");
     assert_eq!(
         text[a..b].trim(),
-        nanobragg::cli::flags::markdown_reference().trim(),
+        nanobragg::cli::help::markdown_reference().trim(),
         "docs/flags.md flag reference is stale: run scripts/update-readme-flags.sh"
     );
 }

@@ -297,7 +297,7 @@ fn prepare_size<'a>(plan: &Plan, size: usize, hkl: Option<&Path>, dirs: &'a Dirs
 
     let mut warm_args = base.clone();
     warm_args.extend(plan::warm_output_args());
-    let mut cfg = nanobragg::cli::flags::parse_simulate_args(&warm_args).map_err(|e| anyhow!("size {size}: bad arguments: {e}"))?;
+    let mut cfg = nanobragg::cli::parse::parse_simulate_args(&warm_args).map_err(|e| anyhow!("size {size}: bad arguments: {e}"))?;
     cfg.output.out_dir = Some(dirs.warm.clone());
     cfg.run.threads = plan.threads;
     cfg.run.precision = if plan.single_precision { Precision::Single } else { Precision::Double };

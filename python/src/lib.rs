@@ -91,7 +91,7 @@ impl Core {
     fn new(py: Python<'_>, args: Vec<String>) -> PyResult<Self> {
         let (cfg, exp, log) = py
             .detach(|| -> nbcore::Result<_> {
-                let cfg = nbcore::cli::flags::parse_simulate_args(&args)?;
+                let cfg = nbcore::cli::parse::parse_simulate_args(&args)?;
                 let (exp, log) = simulate::setup(&cfg)?;
                 Ok((cfg, exp, log.lines))
             })
@@ -369,13 +369,13 @@ impl Core {
 /// Every flag the parser knows, as spelled on the command line.
 #[pyfunction]
 fn flag_names() -> Vec<&'static str> {
-    nbcore::cli::all_spellings()
+    nbcore::cli::parse::all_spellings()
 }
 
 /// The flag reference (as `nanobragg-rs simulate --help`).
 #[pyfunction]
 fn flag_help() -> String {
-    nbcore::cli::flags::help_text()
+    nbcore::cli::help::help_text()
 }
 
 /// The frames of a `nanobragg-rs series` command line (`--frames N` rotation or `--stills N
@@ -383,7 +383,7 @@ fn flag_help() -> String {
 /// single-image run byte-identical to the series' frame k (phi/osc or misset, seeds, output names).
 #[pyfunction]
 fn series_frames(args: Vec<String>) -> PyResult<(Vec<String>, Vec<Vec<String>>)> {
-    let sa = nbcore::apps::series::split_args(&args).map_err(to_py)?;
+    let sa = nbcore::cli::series::split_args(&args).map_err(to_py)?;
     let plan = nbcore::apps::series::Plan::new(&sa).map_err(to_py)?;
     let frames = (1..=plan.total).map(|k| plan.frame(k).map(|r| r.simulate_flags)).collect::<nbcore::Result<Vec<_>>>().map_err(to_py)?;
     Ok((sa.simulate, frames))

@@ -60,76 +60,8 @@ pub struct SeriesArgs {
     pub name: Option<String>,
     /// Every other word: `simulate` flags.
     pub simulate: Vec<String>,
-}
-
-fn parse_count(flag: &str, v: Option<&String>) -> Result<usize> {
-    let w = v.ok_or_else(|| Error::flag(flag, "missing value: expects a frame count"))?;
-    match w.parse::<usize>() {
-        Ok(n) if n > 0 => Ok(n),
-        _ => Err(Error::flag(flag, format!("expects a positive whole number of frames (got '{w}')"))),
-    }
-}
-
-/// Split the series options from the `simulate` flags.
-pub fn split_args(args: &[String]) -> Result<SeriesArgs> {
-    let mut s = SeriesArgs::default();
-    let mut i = 0;
-    while i < args.len() {
-        let a = args[i].as_str();
-        let next = args.get(i + 1);
-        let mut take = 1;
-        match a {
-            "--frames" => {
-                s.frames = Some(parse_count(a, next)?);
-                take = 2;
-            }
-            "--stills" => {
-                s.stills = Some(parse_count(a, next)?);
-                take = 2;
-            }
-            "--orientation" => {
-                let w = next.ok_or_else(|| Error::flag(a, "missing value: expects 'random'"))?;
-                if w != "random" {
-                    return Err(Error::flag(a, format!("only 'random' is supported (got '{w}')")));
-                }
-                s.orientation = Some(w.clone());
-                take = 2;
-            }
-            "--shard" => {
-                s.shard = Some(next.ok_or_else(|| Error::flag(a, "missing value: expects I/N"))?.clone());
-                take = 2;
-            }
-            "--only" => {
-                let w = next.ok_or_else(|| Error::flag(a, "missing value: expects K or K-L"))?;
-                let bad = || Error::flag(a, format!("expects a frame K or a range K-L, counted from 1 (got '{w}')"));
-                let (lo, hi) = match w.split_once('-') {
-                    Some((x, y)) => (x.parse::<usize>().map_err(|_| bad())?, y.parse::<usize>().map_err(|_| bad())?),
-                    None => {
-                        let k = w.parse::<usize>().map_err(|_| bad())?;
-                        (k, k)
-                    }
-                };
-                if lo == 0 || hi < lo {
-                    return Err(bad());
-                }
-                s.only = Some((lo, hi));
-                take = 2;
-            }
-            "--name" => {
-                let w = next.ok_or_else(|| Error::flag(a, "missing value: expects a dataset name"))?;
-                if w.is_empty() || w.contains('/') {
-                    return Err(Error::flag(a, format!("'{w}' is not a plain file name")));
-                }
-                s.name = Some(w.clone());
-                take = 2;
-            }
-            "--resume" => s.resume = true,
-            "--verify" => s.verify = true,
-            _ => s.simulate.push(args[i].clone()),
-        }
-        i += take;
-    }
-    Ok(s)
+    /// Those flags, parsed (by the command line's parser).
+    pub config: Config,
 }
 
 /// The value typed after the last occurrence of `flag` (degrees for -phi/-osc).
@@ -481,7 +413,7 @@ impl Plan {
         if mode == Mode::Rotation && sa.orientation.is_some() {
             return Err(Error::flag("--orientation", "applies to --stills, not to a rotation series"));
         }
-        let mut base = crate::cli::flags::parse_simulate_args(&sa.simulate)?;
+        let mut base = sa.config.clone();
         let phi0_deg = typed_number(&sa.simulate, "-phi").unwrap_or(0.0);
         let osc_deg = typed_number(&sa.simulate, "-osc").unwrap_or(0.0);
         if mode == Mode::Rotation && !(osc_deg > 0.0) {
@@ -669,21 +601,7 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
     let shard = resolve_shard(sa.shard.as_deref(), env)?;
     let name = sa.name.clone().unwrap_or_else(|| "series".to_string());
     let quiet_user = sa.simulate.iter().any(|a| a == "--quiet" || a == "-quiet");
-    let mut frames: Vec<usize> = shard_frames(plan.total, &shard).collect();
-    if let Some((lo, hi)) = sa.only {
-        if hi > plan.total {
-            return Err(Error::flag("--only", format!("frame {hi} is past the last frame ({})", plan.total)));
-        }
-        frames.retain(|k| (lo..=hi).contains(k));
-    }
-    if plan.nexus.is_some() {
-        if let Some((lo, hi)) = sa.only {
-            return Err(Error::flag(
-                "--only",
-                format!("renders part of a shard ({lo}-{hi}) but -nexusfile holds the shard's whole sweep in one file: drop --only or -nexusfile"),
-            ));
-        }
-    }
+    let frames = shard_frames_to_render(sa, &plan, &shard)?;
     let nexus_name = plan.nexus_name(&shard);
     let mpath = manifest_path(&plan.base, &name, &shard);
     if !quiet_user {
@@ -700,58 +618,11 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
             mpath.display()
         );
     }
-
-    // Resume: keep the records of frames whose files all match.
-    let mut done: BTreeMap<usize, FrameRecord> = BTreeMap::new();
-    let mut sweep_done: Vec<SweepFile> = Vec::new();
     let params = plan.params_sha256();
-    if sa.resume && mpath.is_file() {
-        let old = read_manifest(&mpath)?;
-        sweep_done = old.sweep_files.iter().filter(|f| sweep_file_matches(&plan.base, f)).cloned().collect();
-        if old.params_sha256 != params {
-            return Err(Error::file(&mpath, "manifest is from a run with other parameters (or --frames/--stills); use another --name or remove it"));
-        }
-        for rec in old.frames {
-            if frames.contains(&rec.frame) && files_match(&plan.base, &rec) && Some(&rec) == plan.frame(rec.frame).ok().map(|mut r| {
-                r.files = rec.files.clone();
-                r
-            }).as_ref() {
-                done.insert(rec.frame, rec);
-            }
-        }
-    }
-    // The NeXus file holds every frame of the shard and is renamed into place only when all are
-    // written: unless the manifest records it complete and unchanged, every frame is rendered again
-    // (the per-frame files are then rewritten with the same bytes).
-    if let Some(nx) = &nexus_name {
-        let complete = sweep_done.iter().any(|f| {
-            f.role == "NeXus" && &f.path == nx && Some(&f.first_frame) == frames.first() && Some(&f.last_frame) == frames.last()
-        });
-        if !complete {
-            if !done.is_empty() && !quiet_user {
-                let _ = writeln!(
-                    log_out,
-                    "series: --resume: the NeXus file {} is not complete: all {} frames of the shard are rendered again for it",
-                    nx.display(),
-                    frames.len()
-                );
-            }
-            done.clear();
-            sweep_done.clear();
-        }
-    }
+    let (done, sweep_done) = resumed_frames(sa, &plan, &frames, &mpath, &params, nexus_name.as_deref(), quiet_user, log_out)?;
     let skipped = done.len();
     let todo: Vec<usize> = frames.iter().copied().filter(|k| !done.contains_key(k)).collect();
-    if let Some(&k) = todo.first() {
-        let mut c = plan.frame_config(&plan.frame(k)?);
-        if let Some(nx) = &nexus_name {
-            crate::io::nexus::available().map_err(|e| Error::Output { path: resolve_out(&c, nx), reason: e })?;
-            c.output.nexusfile = Some(nx.clone()); // checked with the first frame's files (no aliasing)
-        }
-        crate::run::simulate::check_outputs(&c)?;
-    } else if let Some(dir) = &plan.base.output.out_dir {
-        std::fs::create_dir_all(dir).map_err(|e| Error::Output { path: dir.clone(), reason: format!("cannot create the output directory: {e}") })?;
-    }
+    check_outputs_before_rendering(&plan, &todo, nexus_name.as_deref())?;
     if !quiet_user && skipped > 0 {
         let _ = writeln!(log_out, "series: --resume: {skipped} frames already complete, {} to render", todo.len());
     }
@@ -775,157 +646,16 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
     };
     write_manifest(&mpath, &manifest)?;
 
-    // Setup once: the structure factors are read here and handed to every frame.
     let t0 = Instant::now();
-    let mut nexus: Option<(crate::io::nexus::NexusWriter, PathBuf)> = None;
-    let inputs: Inputs = {
-        let first = todo.first().copied().unwrap_or(1);
-        let cfg = plan.frame_config(&plan.frame(first)?);
-        let mut inputs = crate::run::load::load_inputs(&cfg)?;
-        let exp = crate::run::setup::build_experiment(&cfg, &inputs)?;
-        write_setup_outputs(&cfg, &exp)?;
-        if !quiet_user {
-            let mut log = Log { lines: crate::run::summary::setup_summary(&cfg, &inputs, &exp) };
-            let _ = log.flush_to(log_out);
-        }
-        if let (Some(nx), false) = (&nexus_name, todo.is_empty()) {
-            // todo is the whole shard here: the file's frame 0 is this first frame (its omega start)
-            let mut m = crate::run::headers::image_meta(&exp, cfg.params.exposure);
-            if plan.mode == Mode::Stills {
-                m.osc = 0.0; // every still at the same omega (its orientation is in the misset, not in the file)
-            }
-            let full = resolve_out(&cfg, nx);
-            nexus = Some((crate::io::nexus::NexusWriter::create(&full, &m, todo.len())?, nx.clone()));
-        }
-        // every frame shares these structure factors (computed once when they come from a model)
-        inputs.fhkl = exp.fhkl.clone();
-        inputs
-    };
-    let inputs = &inputs;
+    let (inputs, mut nexus) = setup_once(&plan, &todo, nexus_name.as_ref(), quiet_user, log_out)?;
     let first_frame = todo.first().copied().unwrap_or(1);
-    let nexus_out = std::sync::Mutex::new(nexus.as_mut().map(|(w, _)| w));
-
     let bar = crate::base::progress::Bar::on_terminal(!quiet_user && !todo.is_empty(), todo.len() as u64, "frames");
-
-    let threads = plan.base.run.threads;
-    // Writers: the outputs of frame k (and k+1) while the next frame renders. The noise image is one
-    // serial random stream per frame, so two writers keep two noise streams going at once.
-    let writers = threads.unwrap_or(usize::MAX).clamp(1, 2);
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Rendered>(writers);
-    let rx = std::sync::Mutex::new(rx);
-    let failed = std::sync::atomic::AtomicBool::new(false);
-    // the manifest, when it was last saved, frames written
-    let state = std::sync::Mutex::new((&mut manifest, Instant::now(), 0usize));
-    let result = std::thread::scope(|scope| -> Result<()> {
-        let (mpath, bar, plan, rx, failed, state, nexus_out) = (&mpath, &bar, &plan, &rx, &failed, &state, &nexus_out);
-        let write_one = move |mut job: Rendered| -> Result<()> {
-            if nexus_out.lock().unwrap_or_else(|e| e.into_inner()).is_some() {
-                // the counts `simulate -nexusfile` writes for this frame (same noise stream)
-                let counts = crate::run::outputs::photon_counts(&job.cfg, &job.exp, &job.out.float);
-                if let Some(w) = nexus_out.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
-                    w.write_frame(job.rec.frame - first_frame, &counts)?;
-                }
-            }
-            let mut sink = std::io::sink();
-            crate::run::simulate::write_outputs(&job.cfg, &mut job.exp, &job.out, &mut sink)?;
-            let mut rec = job.rec;
-            for (role, p) in &plan.outputs {
-                let named = PathBuf::from(frame_name(&p.to_string_lossy(), rec.frame));
-                let full = resolve_out(&job.cfg, &named);
-                let (sha, bytes) = file_sha256(&full).map_err(|e| Error::Output { path: full.clone(), reason: format!("cannot read back: {e}") })?;
-                rec.files.push(FileRecord { role: role.to_string(), path: named, bytes, sha256: sha });
-            }
-            // The manifest is saved at most every half second (and at the end).
-            let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
-            let (m, last_save, written) = &mut *st;
-            m.frames.push(rec);
-            *written += 1;
-            let kill_now = std::env::var("NANOBRAGG_SERIES_KILL_AFTER").ok().and_then(|v| v.parse::<usize>().ok()) == Some(*written);
-            if kill_now || last_save.elapsed() > Duration::from_millis(500) {
-                m.frames.sort_by_key(|r| r.frame);
-                write_manifest(mpath, m)?;
-                *last_save = Instant::now();
-            }
-            kill_hook(*written);
-            if let Some(b) = bar {
-                b.inc(1);
-            }
-            Ok(())
-        };
-        let handles: Vec<_> = (0..writers)
-            .map(|_| {
-                scope.spawn(move || -> Result<()> {
-                    loop {
-                        let job = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
-                        let Ok(job) = job else { return Ok(()) };
-                        if let Err(e) = write_one(job) {
-                            failed.store(true, std::sync::atomic::Ordering::SeqCst);
-                            return Err(e);
-                        }
-                    }
-                })
-            })
-            .collect();
-        let mut render_err = Ok(());
-        for &k in &todo {
-            let step = (|| -> Result<Rendered> {
-                let rec = plan.frame(k)?;
-                let cfg = plan.frame_config(&rec);
-                let exp = crate::run::setup::build_experiment(&cfg, inputs)?;
-                let out = crate::run::simulate::render(&exp, threads, &|_| {});
-                Ok(Rendered { rec, cfg, exp, out: out? })
-            })();
-            match step {
-                Ok(job) => {
-                    // wait for a free writer (or a failed one: its error is reported below)
-                    let mut job = job;
-                    let sent = loop {
-                        if failed.load(std::sync::atomic::Ordering::SeqCst) {
-                            break false;
-                        }
-                        match tx.try_send(job) {
-                            Ok(()) => break true,
-                            Err(std::sync::mpsc::TrySendError::Full(j)) => {
-                                job = j;
-                                std::thread::sleep(Duration::from_millis(1));
-                            }
-                            Err(std::sync::mpsc::TrySendError::Disconnected(_)) => break false,
-                        }
-                    };
-                    if !sent {
-                        break;
-                    }
-                }
-                Err(e) => {
-                    render_err = Err(e);
-                    break;
-                }
-            }
-        }
-        drop(tx);
-        let mut res = Ok(());
-        for h in handles {
-            let w = h.join().unwrap_or_else(|_| Err(Error::setup("series writer thread panicked")));
-            if res.is_ok() {
-                res = w;
-            }
-        }
-        res.and(render_err)
-    });
-    drop(state);
-    drop(nexus_out);
-    let mut result = result;
+    let mut result = {
+        let sink = FrameSink { plan: &plan, mpath: &mpath, bar: &bar, first_frame, nexus: std::sync::Mutex::new(nexus.as_mut().map(|(w, _)| w)) };
+        render_and_write(&plan, &todo, &inputs, &sink, &mut manifest)
+    };
     if let (Ok(()), Some((w, nx))) = (&result, nexus.take()) {
-        let full = resolve_out(&plan.base, &nx);
-        let n = w.frames();
-        result = w.finish().and_then(|()| {
-            let (sha, bytes) = file_sha256(&full).map_err(|e| Error::Output { path: full.clone(), reason: format!("cannot read back: {e}") })?;
-            manifest.sweep_files.push(SweepFile { role: "NeXus".into(), path: nx.clone(), first_frame, last_frame: first_frame + n - 1, bytes, sha256: sha });
-            if !quiet_user {
-                let _ = writeln!(log_out, "series: wrote {} frames {first_frame}..{} into the NeXus/NXmx file {}", n, first_frame + n - 1, full.display());
-            }
-            Ok(())
-        });
+        result = finish_nexus(&plan, w, &nx, first_frame, &mut manifest, quiet_user, log_out);
     }
     manifest.frames.sort_by_key(|r| r.frame);
     write_manifest(&mpath, &manifest)?;
@@ -949,6 +679,276 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
     Ok(SeriesSummary { shard, rendered: todo.len(), skipped, seconds, manifest: mpath })
 }
 
+/// The frames of `shard`, narrowed by `--only` (refused past the last frame, or with `-nexusfile`,
+/// whose file holds the shard's whole sweep).
+fn shard_frames_to_render(sa: &SeriesArgs, plan: &Plan, shard: &Shard) -> Result<Vec<usize>> {
+    let mut frames: Vec<usize> = shard_frames(plan.total, shard).collect();
+    if let Some((lo, hi)) = sa.only {
+        if hi > plan.total {
+            return Err(Error::flag("--only", format!("frame {hi} is past the last frame ({})", plan.total)));
+        }
+        frames.retain(|k| (lo..=hi).contains(k));
+    }
+    if plan.nexus.is_some() {
+        if let Some((lo, hi)) = sa.only {
+            return Err(Error::flag(
+                "--only",
+                format!("renders part of a shard ({lo}-{hi}) but -nexusfile holds the shard's whole sweep in one file: drop --only or -nexusfile"),
+            ));
+        }
+    }
+    Ok(frames)
+}
+
+/// With `--resume`: the records of the frames whose files all match, and the sweep files (NeXus)
+/// still complete. A NeXus file holds every frame of the shard and is renamed into place only when
+/// all are written: unless the manifest records it complete and unchanged, every frame is rendered
+/// again (the per-frame files are then rewritten with the same bytes).
+#[allow(clippy::too_many_arguments)]
+fn resumed_frames(
+    sa: &SeriesArgs,
+    plan: &Plan,
+    frames: &[usize],
+    mpath: &Path,
+    params: &str,
+    nexus_name: Option<&Path>,
+    quiet_user: bool,
+    log_out: &mut dyn std::io::Write,
+) -> Result<(BTreeMap<usize, FrameRecord>, Vec<SweepFile>)> {
+    let mut done: BTreeMap<usize, FrameRecord> = BTreeMap::new();
+    let mut sweep_done: Vec<SweepFile> = Vec::new();
+    if sa.resume && mpath.is_file() {
+        let old = read_manifest(mpath)?;
+        sweep_done = old.sweep_files.iter().filter(|f| sweep_file_matches(&plan.base, f)).cloned().collect();
+        if old.params_sha256 != params {
+            return Err(Error::file(mpath, "manifest is from a run with other parameters (or --frames/--stills); use another --name or remove it"));
+        }
+        for rec in old.frames {
+            if frames.contains(&rec.frame) && files_match(&plan.base, &rec) && Some(&rec) == plan.frame(rec.frame).ok().map(|mut r| {
+                r.files = rec.files.clone();
+                r
+            }).as_ref() {
+                done.insert(rec.frame, rec);
+            }
+        }
+    }
+    if let Some(nx) = nexus_name {
+        let complete = sweep_done.iter().any(|f| {
+            f.role == "NeXus" && f.path == nx && Some(&f.first_frame) == frames.first() && Some(&f.last_frame) == frames.last()
+        });
+        if !complete {
+            if !done.is_empty() && !quiet_user {
+                let _ = writeln!(
+                    log_out,
+                    "series: --resume: the NeXus file {} is not complete: all {} frames of the shard are rendered again for it",
+                    nx.display(),
+                    frames.len()
+                );
+            }
+            done.clear();
+            sweep_done.clear();
+        }
+    }
+    Ok((done, sweep_done))
+}
+
+/// Before anything is rendered: the first frame's outputs (and the NeXus file) are checked as
+/// `simulate` checks its own; with nothing to render, the output folder is still made.
+fn check_outputs_before_rendering(plan: &Plan, todo: &[usize], nexus_name: Option<&Path>) -> Result<()> {
+    if let Some(&k) = todo.first() {
+        let mut c = plan.frame_config(&plan.frame(k)?);
+        if let Some(nx) = nexus_name {
+            crate::io::nexus::available().map_err(|e| Error::Output { path: resolve_out(&c, nx), reason: e })?;
+            c.output.nexusfile = Some(nx.to_path_buf()); // checked with the first frame's files (no aliasing)
+        }
+        crate::run::simulate::check_outputs(&c)?;
+    } else if let Some(dir) = &plan.base.output.out_dir {
+        std::fs::create_dir_all(dir).map_err(|e| Error::Output { path: dir.clone(), reason: format!("cannot create the output directory: {e}") })?;
+    }
+    Ok(())
+}
+
+/// Setup once: the inputs are read (and the structure factors computed) here and handed to every
+/// frame; `-hklout` and the setup summary come from the first frame; the NeXus file is opened.
+fn setup_once(
+    plan: &Plan,
+    todo: &[usize],
+    nexus_name: Option<&PathBuf>,
+    quiet_user: bool,
+    log_out: &mut dyn std::io::Write,
+) -> Result<(Inputs, Option<(crate::io::nexus::NexusWriter, PathBuf)>)> {
+    let first = todo.first().copied().unwrap_or(1);
+    let cfg = plan.frame_config(&plan.frame(first)?);
+    let mut inputs = crate::run::load::load_inputs(&cfg)?;
+    let exp = crate::run::setup::build_experiment(&cfg, &inputs)?;
+    write_setup_outputs(&cfg, &exp)?;
+    if !quiet_user {
+        let mut log = Log { lines: crate::run::summary::setup_summary(&cfg, &inputs, &exp) };
+        let _ = log.flush_to(log_out);
+    }
+    let mut nexus = None;
+    if let (Some(nx), false) = (nexus_name, todo.is_empty()) {
+        // todo is the whole shard here: the file's frame 0 is this first frame (its omega start)
+        let mut m = crate::run::headers::image_meta(&exp, cfg.params.exposure);
+        if plan.mode == Mode::Stills {
+            m.osc = 0.0; // every still at the same omega (its orientation is in the misset, not in the file)
+        }
+        let full = resolve_out(&cfg, nx);
+        nexus = Some((crate::io::nexus::NexusWriter::create(&full, &m, todo.len())?, nx.clone()));
+    }
+    // every frame shares these structure factors (computed once when they come from a model)
+    inputs.fhkl = exp.fhkl.clone();
+    Ok((inputs, nexus))
+}
+
+/// Where the writers put a rendered frame: its files, its manifest record, the NeXus frame.
+struct FrameSink<'a, 'w> {
+    plan: &'a Plan,
+    mpath: &'a Path,
+    bar: &'a Option<crate::base::progress::Bar>,
+    first_frame: usize,
+    nexus: std::sync::Mutex<Option<&'w mut crate::io::nexus::NexusWriter>>,
+}
+
+/// The manifest, when it was last saved, and how many frames were written.
+type ManifestState<'m> = std::sync::Mutex<(&'m mut Manifest, Instant, usize)>;
+
+impl FrameSink<'_, '_> {
+    /// Write one rendered frame's outputs, record their checksums in the manifest (saved at most
+    /// every half second, and at the end by the caller).
+    fn write(&self, mut job: Rendered, state: &ManifestState) -> Result<()> {
+        if self.nexus.lock().unwrap_or_else(|e| e.into_inner()).is_some() {
+            // the counts `simulate -nexusfile` writes for this frame (same noise stream)
+            let counts = crate::run::outputs::photon_counts(&job.cfg, &job.exp, &job.out.float);
+            if let Some(w) = self.nexus.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+                w.write_frame(job.rec.frame - self.first_frame, &counts)?;
+            }
+        }
+        let mut sink = std::io::sink();
+        crate::run::simulate::write_outputs(&job.cfg, &mut job.exp, &job.out, &mut sink)?;
+        let mut rec = job.rec;
+        for (role, p) in &self.plan.outputs {
+            let named = PathBuf::from(frame_name(&p.to_string_lossy(), rec.frame));
+            let full = resolve_out(&job.cfg, &named);
+            let (sha, bytes) = file_sha256(&full).map_err(|e| Error::Output { path: full.clone(), reason: format!("cannot read back: {e}") })?;
+            rec.files.push(FileRecord { role: role.to_string(), path: named, bytes, sha256: sha });
+        }
+        let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
+        let (m, last_save, written) = &mut *st;
+        m.frames.push(rec);
+        *written += 1;
+        let kill_now = std::env::var("NANOBRAGG_SERIES_KILL_AFTER").ok().and_then(|v| v.parse::<usize>().ok()) == Some(*written);
+        if kill_now || last_save.elapsed() > Duration::from_millis(500) {
+            m.frames.sort_by_key(|r| r.frame);
+            write_manifest(self.mpath, m)?;
+            *last_save = Instant::now();
+        }
+        kill_hook(*written);
+        if let Some(b) = self.bar {
+            b.inc(1);
+        }
+        Ok(())
+    }
+}
+
+/// Render the frames in order while up to two writer threads write the previous ones (the noise
+/// image is one serial random stream per frame, so two writers keep two noise streams going at once).
+/// The first error, a renderer's or a writer's, is returned after every thread has stopped.
+fn render_and_write(plan: &Plan, todo: &[usize], inputs: &Inputs, sink: &FrameSink, manifest: &mut Manifest) -> Result<()> {
+    let threads = plan.base.run.threads;
+    let writers = threads.unwrap_or(usize::MAX).clamp(1, 2);
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Rendered>(writers);
+    let rx = std::sync::Mutex::new(rx);
+    let failed = std::sync::atomic::AtomicBool::new(false);
+    let state: ManifestState = std::sync::Mutex::new((manifest, Instant::now(), 0usize));
+    std::thread::scope(|scope| -> Result<()> {
+        let (rx, failed, state) = (&rx, &failed, &state);
+        let handles: Vec<_> = (0..writers)
+            .map(|_| {
+                scope.spawn(move || -> Result<()> {
+                    loop {
+                        let job = rx.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                        let Ok(job) = job else { return Ok(()) };
+                        if let Err(e) = sink.write(job, state) {
+                            failed.store(true, std::sync::atomic::Ordering::SeqCst);
+                            return Err(e);
+                        }
+                    }
+                })
+            })
+            .collect();
+        let mut render_err = Ok(());
+        for &k in todo {
+            let step = (|| -> Result<Rendered> {
+                let rec = plan.frame(k)?;
+                let cfg = plan.frame_config(&rec);
+                let exp = crate::run::setup::build_experiment(&cfg, inputs)?;
+                let out = crate::run::simulate::render(&exp, threads, &|_| {});
+                Ok(Rendered { rec, cfg, exp, out: out? })
+            })();
+            match step {
+                Ok(job) => {
+                    if !send_when_free(&tx, job, failed) {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    render_err = Err(e);
+                    break;
+                }
+            }
+        }
+        drop(tx);
+        let mut res = Ok(());
+        for h in handles {
+            let w = h.join().unwrap_or_else(|_| Err(Error::setup("series writer thread panicked")));
+            if res.is_ok() {
+                res = w;
+            }
+        }
+        res.and(render_err)
+    })
+}
+
+/// Wait for a free writer (or a failed one, whose error is reported by the caller); false when the
+/// job could not be handed over.
+fn send_when_free(tx: &std::sync::mpsc::SyncSender<Rendered>, mut job: Rendered, failed: &std::sync::atomic::AtomicBool) -> bool {
+    loop {
+        if failed.load(std::sync::atomic::Ordering::SeqCst) {
+            return false;
+        }
+        match tx.try_send(job) {
+            Ok(()) => return true,
+            Err(std::sync::mpsc::TrySendError::Full(j)) => {
+                job = j;
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(std::sync::mpsc::TrySendError::Disconnected(_)) => return false,
+        }
+    }
+}
+
+/// Close the shard's NeXus file (renamed into place) and record it in the manifest.
+fn finish_nexus(
+    plan: &Plan,
+    w: crate::io::nexus::NexusWriter,
+    nx: &Path,
+    first_frame: usize,
+    manifest: &mut Manifest,
+    quiet_user: bool,
+    log_out: &mut dyn std::io::Write,
+) -> Result<()> {
+    let full = resolve_out(&plan.base, nx);
+    let n = w.frames();
+    w.finish()?;
+    let (sha, bytes) = file_sha256(&full).map_err(|e| Error::Output { path: full.clone(), reason: format!("cannot read back: {e}") })?;
+    manifest.sweep_files.push(SweepFile { role: "NeXus".into(), path: nx.to_path_buf(), first_frame, last_frame: first_frame + n - 1, bytes, sha256: sha });
+    if !quiet_user {
+        let _ = writeln!(log_out, "series: wrote {} frames {first_frame}..{} into the NeXus/NXmx file {}", n, first_frame + n - 1, full.display());
+    }
+    Ok(())
+}
+
 
 // ------------------------------------------------------------------------------------------ verify
 
@@ -966,7 +966,7 @@ pub struct VerifyReport {
 /// parameters must also be theirs.
 pub fn verify(sa: &SeriesArgs) -> Result<VerifyReport> {
     let name = sa.name.clone().unwrap_or_else(|| "series".to_string());
-    let cfg = crate::cli::flags::parse_simulate_args(&sa.simulate)?;
+    let cfg = &sa.config;
     let dir = cfg.output.out_dir.clone().unwrap_or_else(|| PathBuf::from("."));
     let prefix = format!("{name}.shard-");
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -1050,21 +1050,6 @@ pub fn verify(sa: &SeriesArgs) -> Result<VerifyReport> {
         ));
     }
     Ok(VerifyReport { shards: n, frames: m0.total_frames, files })
-}
-
-/// `nanobragg-rs series ...`: run or verify; messages to stdout.
-pub fn main(args: &[String]) -> Result<()> {
-    let sa = split_args(args)?;
-    if sa.verify {
-        let r = verify(&sa)?;
-        println!("series verify: complete and consistent: {} frames, {} files, {} shard(s), every sha256 matches", r.frames, r.files, r.shards);
-        return Ok(());
-    }
-    let env = |k: &str| std::env::var(k).ok();
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    run(&sa, &env, &mut out)?;
-    Ok(())
 }
 
 #[cfg(test)]
@@ -1155,18 +1140,5 @@ mod tests {
             assert!((sq[i] / n as f64 - 1.0 / 3.0).abs() < 0.02, "square {i}: {}", sq[i] / n as f64);
         }
         assert!((cos_sum / n as f64 + 0.5).abs() < 0.02, "E[cos] = {}", cos_sum / n as f64);
-    }
-
-    #[test]
-    fn split_keeps_simulate_flags() {
-        let a: Vec<String> = "-cell 10 10 10 90 90 90 --frames 3 -phi 1 --shard 0/2 --resume --only 2-3 -osc 0.5".split(' ').map(String::from).collect();
-        let s = split_args(&a).unwrap();
-        assert_eq!(s.frames, Some(3));
-        assert_eq!(s.shard.as_deref(), Some("0/2"));
-        assert!(s.resume);
-        assert_eq!(s.only, Some((2, 3)));
-        assert_eq!(s.simulate.join(" "), "-cell 10 10 10 90 90 90 -phi 1 -osc 0.5");
-        assert!(split_args(&["--frames".into(), "0".into()]).is_err());
-        assert!(split_args(&["--only".into(), "3-2".into()]).is_err());
     }
 }

@@ -1,5 +1,5 @@
 //! The flag table: every command-line flag of `simulate`, defined once. The parser, `--help` and the
-//! README reference ([`super`]) are all generated from [`FLAGS`].
+//! flag reference are all generated from [`FLAGS`].
 //!
 //! Spellings are the C program's (nanoBragg.c matched them by substring; the port matches each listed
 //! name and alias exactly, checklist §0.3), plus a few readable `--long` aliases and port-only options.
@@ -10,8 +10,6 @@ use crate::run::config::Config;
 use crate::experiment::params::{CellInput, Convention, CrystalShape, Misset, Pivot, Precision};
 use crate::{Error, Result};
 use std::path::PathBuf;
-
-pub use super::{help_text, markdown_reference, os_args, os_path, parse_simulate_args, wants_help};
 
 pub use crate::experiment::params::units;
 
@@ -158,7 +156,7 @@ impl Vals<'_> {
     }
 
     pub fn path(&self, i: usize) -> PathBuf {
-        super::os_path(&self.words[i])
+        super::args::os_path(&self.words[i])
     }
 
     pub fn word(&self, i: usize) -> &str {
@@ -301,7 +299,7 @@ fn set_threads(c: &mut Config, v: &Vals) -> Result<()> {
     Ok(())
 }
 
-/// `--params`, `-img` and `-mask` are applied by the pre-pass in [`super::parse_simulate_args`]; nothing to do here.
+/// `--params`, `-img` and `-mask` are applied by the pre-pass in the parser (`parse_simulate_args`); nothing to do here.
 fn prepass_only(_: &mut Config, _: &Vals) -> Result<()> {
     Ok(())
 }

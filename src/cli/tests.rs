@@ -2,7 +2,12 @@
 
 use super::flags::{Arity, FLAGS};
 use crate::base::consts::RTD;
-use super::*;
+use crate::run::config::Config;
+use crate::Error;
+use super::flags::Flag;
+use std::path::Path;
+use super::help::*;
+use super::parse::*;
 use crate::experiment::params::{Convention, CrystalShape, Misset, Pivot, Precision};
 use std::path::PathBuf;
 
@@ -769,7 +774,7 @@ fn params_file_is_the_base_and_flags_override_it() {
 fn setters_match_the_flags() {
     let mut p = crate::experiment::params::Params::default();
     p.cell_deg(100.0, 100.0, 100.0, 90.0, 90.0, 90.0).n_cells(5).lambda_angstrom(6.2).distance_mm(200.0).default_f(100.0);
-    let c = super::flags::parse_simulate_args(
+    let c = super::parse::parse_simulate_args(
         &"-cell 100 100 100 90 90 90 -N 5 -lambda 6.2 -distance 200 -default_F 100".split(' ').map(String::from).collect::<Vec<_>>(),
     )
     .unwrap();

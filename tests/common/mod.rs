@@ -87,7 +87,7 @@ pub fn args(case: &Value) -> Vec<String> {
 pub fn case_config(golden: &Path, case: &Value, out: &Path) -> nanobragg::run::config::Config {
     let inputs = golden.join("inputs");
     let args: Vec<String> = args(case).into_iter().map(|a| a.replace("../../inputs", inputs.to_str().unwrap())).collect();
-    let mut cfg = nanobragg::cli::flags::parse_simulate_args(&args).unwrap();
+    let mut cfg = nanobragg::cli::parse::parse_simulate_args(&args).unwrap();
     cfg.output.out_dir = Some(out.to_path_buf());
     let dump = golden.join("cases").join(case_id(case)).join("Fdump.bin");
     if cfg.params.hkl_file.is_none() && dump.is_file() {

@@ -1,0 +1,203 @@
+//! `nanobragg-rs`: dispatch of every subcommand, one-line errors and the exit code. The binary
+//! (`src/main.rs`) only calls [`main`].
+
+use super::{args, help, parse};
+use std::io::Write;
+use std::process::ExitCode;
+
+/// Exit code for bad input, as nanoBragg.c uses.
+const EXIT_BAD_INPUT: u8 = 9;
+
+/// The benchmark crystal used when no crystal is described (see README "Quick start").
+const DEFAULT_CRYSTAL: &[&str] = &["-cell", "100", "100", "100", "90", "90", "90", "-N", "5", "-default_F", "100", "-lambda", "6.2"];
+
+fn version() -> String {
+    format!("nanobragg-rs {} (git {})", env!("CARGO_PKG_VERSION"), crate::base::build::GIT_COMMIT)
+}
+
+fn usage() -> String {
+    format!(
+        "{}\nA Rust port of nanoBragg (James Holton), the nanocrystal X-ray diffraction image simulator.\n\n\
+         USAGE:\n  nanobragg-rs simulate [FLAGS]   render an image (nanoBragg's flags, verbatim)\n  \
+         nanobragg-rs simulate --help    list every flag with units and defaults\n  \
+         nanobragg-rs series [FLAGS] --frames N | --stills N --orientation random   a dataset (see README)\n  \
+         nanobragg-rs noisify [FLAGS]    noisify.c: detector noise and PSF on a float image\n  \
+         nanobragg-rs nonbragg [FLAGS]   nonBragg.c: water/air background from a stol table\n  \
+         nanobragg-rs float-add A.bin B.bin ... [-scale s..] -o sum.bin\n  \
+         nanobragg-rs matrix -cell a b c al be ga [-lambda L] [-misset x y z | -misset random -seed N] -o A.mat\n  \
+         nanobragg-rs flags --markdown   the flag reference as a Markdown table\n  \
+         nanobragg-rs --version\n\n\
+         Try: nanobragg-rs simulate --detector 512   (the built-in benchmark crystal)\n",
+        version()
+    )
+}
+
+/// Standard output that remembers its first write error instead of failing the run: the images are
+/// still written, and `main` reports the error at the end (quietly for a closed pipe).
+struct Stdout {
+    inner: std::io::StdoutLock<'static>,
+    error: Option<std::io::Error>,
+}
+
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.error.is_none() {
+            if let Err(e) = self.inner.write_all(buf) {
+                self.error = Some(e);
+            }
+        }
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.error.is_none() {
+            if let Err(e) = self.inner.flush() {
+                self.error = Some(e);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How a run ended.
+enum Failure {
+    /// Bad input or a file that could not be written: one line, exit 9.
+    Error(crate::Error),
+    /// Standard output or error could not be written.
+    Stream(std::io::Error),
+}
+
+impl From<crate::Error> for Failure {
+    fn from(e: crate::Error) -> Self {
+        Failure::Error(e)
+    }
+}
+
+fn simulate(args: &[String]) -> Result<(), Failure> {
+    if args.is_empty() {
+        // nanoBragg.c prints its usage and exits 9 when run with nothing to do.
+        return Err(crate::Error::setup(
+            "nothing to simulate: give a crystal (-cell/-mat with -hkl/-default_F), or try `simulate --detector 512` for the built-in demo crystal; `simulate --help` lists every flag",
+        )
+        .into());
+    }
+    let mut cfg = parse::parse_simulate_args(args)?;
+    let no_crystal = cfg.params.cell.is_none() && cfg.params.mat_file.is_none() && cfg.params.hkl_file.is_none() && cfg.params.model.path().is_none() && cfg.params.default_f == 0.0;
+    let dump = crate::run::config::resolve_out(&cfg, &cfg.params.dump_file);
+    let mut out = Stdout { inner: std::io::stdout().lock(), error: None };
+    if no_crystal && !dump.is_file() {
+        // No crystal at all: run the embedded benchmark crystal; the user's flags still apply on top.
+        // (With an Fdump.bin in the folder, setup says a cell is missing and names that file.)
+        let mut with_default: Vec<String> = DEFAULT_CRYSTAL.iter().map(|s| s.to_string()).collect();
+        with_default.extend(args.iter().cloned());
+        cfg = parse::parse_simulate_args(&with_default)?;
+        if !cfg.run.quiet {
+            let _ = writeln!(out, "no crystal given: using the built-in benchmark crystal ({})", DEFAULT_CRYSTAL.join(" "));
+        }
+    }
+    if let Some(p) = &cfg.run.save_params {
+        cfg.save_json(p)?;
+    }
+    // $NANOBRAGG_TIMINGS_JSON (set by bench-detailed): checked before the run, written after it
+    let timings_json = std::env::var_os(crate::run::simulate::TIMINGS_JSON_ENV).filter(|p| !p.is_empty()).map(std::path::PathBuf::from);
+    if let Some(p) = &timings_json {
+        crate::io::atomic::target_kind(p)?;
+    }
+    let summary = crate::run::simulate::run(&cfg, &mut out)?;
+    let _ = out.flush();
+    if let Some(e) = out.error.take() {
+        return Err(Failure::Stream(e));
+    }
+    if let Some(p) = &timings_json {
+        let json = serde_json::to_vec(&crate::run::simulate::PhaseTimings::of(&summary)).expect("numbers always serialize");
+        crate::io::atomic::write_atomic(p, &json)?;
+    }
+    if !cfg.run.quiet {
+        writeln!(
+            std::io::stderr(),
+            "done: {} pixels, {} steps, setup {:.6} s, render {:.6} s, output {:.6} s, max_I = {}",
+            summary.pixels,
+            summary.steps,
+            summary.timings.setup_s,
+            summary.timings.render_s,
+            summary.timings.io_s,
+            crate::base::c::printf::g(summary.stats.max_i)
+        )
+        .map_err(Failure::Stream)?;
+    }
+    Ok(())
+}
+
+/// Print `text` on standard output (help, version).
+fn print_out(text: &str) -> Result<(), Failure> {
+    let mut o = std::io::stdout().lock();
+    o.write_all(text.as_bytes()).and_then(|_| o.flush()).map_err(Failure::Stream)
+}
+
+/// RAYON_NUM_THREADS as rayon reads it, refused when it cannot work (rayon would panic later).
+fn check_thread_env() -> Result<(), crate::Error> {
+    let Ok(v) = std::env::var("RAYON_NUM_THREADS") else { return Ok(()) };
+    let Ok(n) = v.trim().parse::<usize>() else { return Ok(()) }; // rayon ignores what it cannot parse
+    if n > MAX_THREADS {
+        return Err(crate::Error::flag(
+            "RAYON_NUM_THREADS",
+            format!("{n} threads is more than this program will start (at most {MAX_THREADS}); unset it or use --threads N"),
+        ));
+    }
+    rayon::ThreadPoolBuilder::new()
+        .build_global()
+        .map_err(|e| crate::Error::flag("RAYON_NUM_THREADS", format!("cannot start {n} threads: {e}")))
+}
+
+/// Most worker threads we agree to start.
+const MAX_THREADS: usize = 4096;
+
+pub fn main() -> ExitCode {
+    // Arguments are bytes on Unix: file names need not be UTF-8 (the C accepts any bytes).
+    let args: Vec<String> = args::os_args(std::env::args_os().skip(1).collect());
+    let result = dispatch(&args);
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Error(e)) => {
+            let _ = writeln!(std::io::stderr(), "nanobragg-rs: error: {e}");
+            ExitCode::from(EXIT_BAD_INPUT)
+        }
+        // a closed pipe (`| head`, `| true`): stop quietly, as Unix tools do
+        Err(Failure::Stream(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(Failure::Stream(e)) => {
+            let _ = writeln!(std::io::stderr(), "nanobragg-rs: error: cannot write to standard output or error: {e}");
+            ExitCode::from(EXIT_BAD_INPUT)
+        }
+    }
+}
+
+fn dispatch(args: &[String]) -> Result<(), Failure> {
+    let Some(cmd) = args.first() else {
+        return print_out(&usage());
+    };
+    let rest = &args[1..];
+    match cmd.as_str() {
+        "simulate" => {
+            if rest.iter().any(|a| a == "--help" || a == "-h" || a == "-help") {
+                return print_out(&help::help_text());
+            }
+            check_thread_env()?;
+            // SIGINT/SIGTERM/SIGHUP remove this run's temporary files (exit 130/143/129)
+            crate::io::atomic::install_signal_cleanup();
+            simulate(rest)
+        }
+        "series" => {
+            check_thread_env()?;
+            crate::io::atomic::install_signal_cleanup();
+            crate::cli::series::main(rest).map_err(Failure::Error)
+        }
+        "noisify" | "nonbragg" | "float-add" | "matrix" => {
+            check_thread_env()?;
+            crate::io::atomic::install_signal_cleanup();
+            crate::cli::suite::suite_main(cmd, rest).map_err(Failure::Error)
+        }
+        "flags" => print_out(&help::markdown_reference()),
+        "--version" | "-V" | "version" => print_out(&format!("{}\n", version())),
+        "--help" | "-h" | "help" => print_out(&usage()),
+        other => Err(crate::Error::flag(other, "unknown command (expected simulate, series, noisify, nonbragg, float-add or matrix; see `nanobragg-rs --help`)").into()),
+    }
+}

@@ -1,0 +1,303 @@
+//! The `simulate` parser over the flag table ([`super::flags::FLAGS`]).
+//!
+//! Parsing follows nanoBragg.c (checklist §1) with the port's binding decisions (§0): each flag and alias
+//! is matched exactly, unknown flags and stray words are errors, a missing or malformed value is an
+//! error, and the last occurrence of a flag wins. `-img`/`-mask` headers are applied first (mask, then
+//! img), as the C's pre-pass does, so every other flag overrides them.
+
+use super::args::os_path;
+use super::flags::{units, Arity, Flag, Vals, FLAGS};
+use crate::io::smv::SmvImage;
+use crate::io::smv::{header_value, read_smv};
+use crate::run::config::Config;
+use crate::{Error, Result};
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+/// Spelling -> index into [`FLAGS`].
+fn lookup_table() -> &'static HashMap<&'static str, usize> {
+    static TABLE: OnceLock<HashMap<&'static str, usize>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut m = HashMap::new();
+        for (i, f) in FLAGS.iter().enumerate() {
+            for s in f.spellings() {
+                let prev = m.insert(s, i);
+                debug_assert!(prev.is_none(), "duplicate flag spelling {s}");
+            }
+        }
+        m
+    })
+}
+
+/// The table entry for an exact spelling.
+pub fn lookup(spelling: &str) -> Option<&'static Flag> {
+    lookup_table().get(spelling).map(|&i| &FLAGS[i])
+}
+
+/// Every accepted spelling (names and aliases), in table order.
+pub fn all_spellings() -> Vec<&'static str> {
+    FLAGS.iter().flat_map(|f| f.spellings()).collect()
+}
+
+/// True when the words ask for help (`--help`, `-help`, `-h`); the caller prints [`help_text`] and
+/// exits instead of parsing.
+pub fn wants_help(args: &[String]) -> bool {
+    args.iter()
+        .any(|a| lookup(a).is_some_and(|f| f.name == "--help"))
+}
+
+pub(super) fn is_number(w: &str) -> bool {
+    w.parse::<f64>().is_ok()
+}
+
+/// One occurrence of a flag with its words.
+struct Occurrence {
+    flag: &'static Flag,
+    typed: String,
+    words: Vec<String>,
+    has_next: bool,
+}
+
+fn missing(flag: &str, f: &Flag, got: usize, next: Option<&str>) -> Error {
+    let want = match f.arity {
+        Arity::Cell => "1 to 6 numbers".to_string(),
+        Arity::Misset => "3 angles or 'random'".to_string(),
+        Arity::Numbers(1) | Arity::Ints(1) | Arity::Path | Arity::Word => "a value".to_string(),
+        Arity::Numbers(n) | Arity::Ints(n) => format!("{n} values"),
+        Arity::Switch | Arity::SwitchNeedsNext => "no value".to_string(),
+    };
+    let what = if f.values.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", f.values)
+    };
+    let got = if got > 0 {
+        format!(", got {got}")
+    } else {
+        String::new()
+    };
+    let tail = match next {
+        Some(n) => format!(" but is followed by {n}"),
+        None => " but the command line ends".to_string(),
+    };
+    Error::flag(
+        flag,
+        format!("missing value: expects {want}{what}{got}{tail}"),
+    )
+}
+
+/// How many words after the flag belong to it (`rest` = the words after the flag).
+fn value_count(typed: &str, f: &Flag, rest: &[String]) -> Result<usize> {
+    let numeric = |n: usize| -> Result<usize> {
+        for j in 0..n {
+            match rest.get(j) {
+                None => return Err(missing(typed, f, j, None)),
+                // A word starting with '-' that is not a number is the next flag, not a value.
+                Some(w) if w.starts_with('-') && !is_number(w) => {
+                    return Err(missing(typed, f, j, Some(w)))
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(n)
+    };
+    match f.arity {
+        Arity::Switch | Arity::SwitchNeedsNext => Ok(0),
+        Arity::Numbers(n) | Arity::Ints(n) => numeric(n),
+        Arity::Path | Arity::Word => match rest.first() {
+            None => Err(missing(typed, f, 0, None)),
+            Some(w) if lookup(w).is_some() => Err(missing(typed, f, 0, Some(w))),
+            Some(_) => Ok(1),
+        },
+        Arity::Misset => match rest.first() {
+            Some(w) if w.contains("rand") => Ok(1),
+            _ => numeric(3),
+        },
+        Arity::Cell => {
+            let n = rest
+                .iter()
+                .take(6)
+                .take_while(|w| !w.starts_with('-'))
+                .count();
+            if n == 0 {
+                Err(missing(typed, f, 0, rest.first().map(|s| s.as_str())))
+            } else {
+                Ok(n)
+            }
+        }
+    }
+}
+
+/// The known spelling closest to `word`, only when it is a likely typo: at most one edit for short
+/// words (two for words of 8+ characters, a third of the length beyond that), never a different word
+/// of similar length (`-cbf` is not `-Nb`, `-h5` is not `-h`). A spelling that differs only in
+/// dashes or case (`--floatfile`, `-FLOATFILE`) is always offered.
+pub fn suggest(word: &str) -> Option<&'static str> {
+    let norm = |s: &str| s.trim_start_matches('-').to_ascii_lowercase();
+    let w = norm(word);
+    if w.is_empty() {
+        return None;
+    }
+    if let Some(s) = all_spellings().into_iter().find(|s| norm(s) == w) {
+        return Some(s);
+    }
+    let (d, best) = all_spellings()
+        .into_iter()
+        .map(|s| (strsim::levenshtein(&w, &norm(s)), s))
+        .min_by_key(|&(d, _)| d)?;
+    let n = w.chars().count().min(norm(best).chars().count());
+    let allowed = if n < 4 { 0 } else if n < 8 { 1 } else { (n / 3).max(2) };
+    (d >= 1 && d <= allowed).then_some(best)
+}
+
+fn unknown(word: &str) -> Error {
+    let reason = match suggest(word) {
+        Some(s) => format!("unknown flag; did you mean {s}? (see --help)"),
+        None => "unknown flag (see --help)".to_string(),
+    };
+    Error::flag(word, reason)
+}
+
+/// Split the words into flag occurrences; reports unknown flags, stray words and missing values.
+fn tokenize(args: &[String]) -> Result<Vec<Occurrence>> {
+    // `--long=value` is the same as `--long value`.
+    let mut words: Vec<String> = Vec::with_capacity(args.len());
+    for a in args {
+        match a.split_once('=') {
+            Some((k, v)) if k.starts_with("--") && lookup(k).is_some() => {
+                words.push(k.to_string());
+                words.push(v.to_string());
+            }
+            _ => words.push(a.clone()),
+        }
+    }
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < words.len() {
+        let w = &words[i];
+        let Some(f) = lookup(w) else {
+            if w.starts_with('-') && !is_number(w) {
+                return Err(unknown(w));
+            }
+            return Err(Error::flag(
+                w,
+                "unexpected word: not a flag, nor a value of the flag before it",
+            ));
+        };
+        let rest = &words[i + 1..];
+        let n = value_count(w, f, rest)?;
+        out.push(Occurrence {
+            flag: f,
+            typed: w.clone(),
+            words: rest[..n].to_vec(),
+            has_next: !rest.is_empty(),
+        });
+        i += 1 + n;
+    }
+    Ok(out)
+}
+
+/// Apply an `-img`/`-mask` header as the C does (nanoBragg.c pre-pass); `is_mask` selects the mask's
+/// BEAM_CENTER_Y rule (measured from the other edge). Values the same flags would refuse (a pixel size,
+/// distance or wavelength that is not positive and finite, a non-finite beam centre or angle) are
+/// refused here too, naming the file and keyword.
+fn apply_smv_header(c: &mut Config, smv: &SmvImage, is_mask: bool, flag: &str) -> Result<()> {
+    let bad = |key: &str, v: f64, why: &str| {
+        Error::flag(flag, format!("{}: header {key}={v} {why}", smv.path.display()))
+    };
+    let value = |key: &str| header_value(&smv.header, key).filter(|v| !v.is_nan());
+    let positive = |key: &str| -> Result<Option<f64>> {
+        match value(key) {
+            Some(v) if !(v > 0.0 && v.is_finite()) => Err(bad(key, v, "must be positive and finite")),
+            v => Ok(v),
+        }
+    };
+    let finite = |key: &str| -> Result<Option<f64>> {
+        match value(key) {
+            Some(v) if !v.is_finite() => Err(bad(key, v, "must be finite")),
+            v => Ok(v),
+        }
+    };
+    c.params.fpixels = smv.width as i64;
+    c.params.spixels = smv.height as i64;
+    if let Some(v) = positive("PIXEL_SIZE")? {
+        c.params.pixel_size = units::mm(v);
+    }
+    c.params.detsize_f = c.params.pixel_size * c.params.fpixels as f64;
+    c.params.detsize_s = c.params.pixel_size * c.params.spixels as f64;
+    if let Some(v) = positive("DISTANCE")? {
+        c.params.distance = units::mm(v);
+    }
+    if let Some(v) = positive("CLOSE_DISTANCE")? {
+        c.params.close_distance = Some(units::mm(v));
+    }
+    if let Some(v) = positive("WAVELENGTH")? {
+        c.params.lambda0 = units::angstrom(v);
+    }
+    if let Some(v) = finite("BEAM_CENTER_X")? {
+        c.params.xbeam = Some(units::mm(v));
+    }
+    if let Some(v) = finite("BEAM_CENTER_Y")? {
+        c.params.ybeam = Some(if is_mask {
+            c.params.detsize_s - units::mm(v)
+        } else {
+            units::mm(v)
+        });
+    }
+    if let Some(v) = finite("ORGX")? {
+        c.params.orgx = Some(v);
+    }
+    if let Some(v) = finite("ORGY")? {
+        c.params.orgy = Some(v);
+    }
+    if let Some(v) = finite("PHI")? {
+        c.params.phi0 = units::deg(v);
+    }
+    if let Some(v) = finite("OSC_RANGE")? {
+        c.params.osc = Some(units::deg(v));
+    }
+    // TWOTHETA: the C reads it into a variable that is never used.
+    Ok(())
+}
+
+fn load_smv(flag: &str, path: &str) -> Result<SmvImage> {
+    read_smv(&os_path(path)).map_err(|e| Error::flag(flag, format!("cannot read {path}: {e}")))
+}
+
+/// Parse the words after `simulate` (C-style flags and long options) into a Config.
+pub fn parse_simulate_args(args: &[String]) -> Result<Config> {
+    let occurrences = tokenize(args)?;
+    let mut c = Config::default();
+    let last = |name: &str| occurrences.iter().rev().find(|o| o.flag.name == name);
+
+    // `--params FILE`: a saved parameter set is the base; every flag on the command line overrides it.
+    if let Some(o) = last("--params") {
+        c = Config::load_json(&os_path(&o.words[0])).map_err(|e| Error::flag(&o.typed, e.to_string()))?;
+    }
+
+    // Pre-pass (C L400-L502): the last -mask and the last -img are read before every other flag.
+    if let Some(o) = last("-mask") {
+        let smv = load_smv(&o.typed, &o.words[0])?;
+        apply_smv_header(&mut c, &smv, true, &o.typed)?;
+        c.params.mask_file = Some(smv.path.clone());
+        c.mask = Some(smv);
+    }
+    if let Some(o) = last("-img") {
+        let smv = load_smv(&o.typed, &o.words[0])?;
+        apply_smv_header(&mut c, &smv, false, &o.typed)?;
+        c.params.img_file = Some(smv.path.clone());
+        c.img = Some(smv);
+    }
+
+    for o in &occurrences {
+        let v = Vals {
+            flag: &o.typed,
+            words: &o.words,
+            has_next: o.has_next,
+        };
+        (o.flag.set)(&mut c, &v)?;
+    }
+    Ok(c)
+}
+
+// ------------------------------------------------------------------------------------------ help

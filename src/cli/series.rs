@@ -1,0 +1,110 @@
+//! `nanobragg-rs series`: the series options split from the `simulate` flags, which the `simulate`
+//! parser reads; then [`crate::apps::series`] runs or verifies the dataset.
+
+use super::parse::parse_simulate_args;
+use crate::apps::series::{run, verify, SeriesArgs};
+use crate::{Error, Result};
+
+fn parse_count(flag: &str, v: Option<&String>) -> Result<usize> {
+    let w = v.ok_or_else(|| Error::flag(flag, "missing value: expects a frame count"))?;
+    match w.parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(Error::flag(flag, format!("expects a positive whole number of frames (got '{w}')"))),
+    }
+}
+
+/// Split the series options from the `simulate` flags.
+pub fn split_args(args: &[String]) -> Result<SeriesArgs> {
+    let mut s = SeriesArgs::default();
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_str();
+        let next = args.get(i + 1);
+        let mut take = 1;
+        match a {
+            "--frames" => {
+                s.frames = Some(parse_count(a, next)?);
+                take = 2;
+            }
+            "--stills" => {
+                s.stills = Some(parse_count(a, next)?);
+                take = 2;
+            }
+            "--orientation" => {
+                let w = next.ok_or_else(|| Error::flag(a, "missing value: expects 'random'"))?;
+                if w != "random" {
+                    return Err(Error::flag(a, format!("only 'random' is supported (got '{w}')")));
+                }
+                s.orientation = Some(w.clone());
+                take = 2;
+            }
+            "--shard" => {
+                s.shard = Some(next.ok_or_else(|| Error::flag(a, "missing value: expects I/N"))?.clone());
+                take = 2;
+            }
+            "--only" => {
+                let w = next.ok_or_else(|| Error::flag(a, "missing value: expects K or K-L"))?;
+                let bad = || Error::flag(a, format!("expects a frame K or a range K-L, counted from 1 (got '{w}')"));
+                let (lo, hi) = match w.split_once('-') {
+                    Some((x, y)) => (x.parse::<usize>().map_err(|_| bad())?, y.parse::<usize>().map_err(|_| bad())?),
+                    None => {
+                        let k = w.parse::<usize>().map_err(|_| bad())?;
+                        (k, k)
+                    }
+                };
+                if lo == 0 || hi < lo {
+                    return Err(bad());
+                }
+                s.only = Some((lo, hi));
+                take = 2;
+            }
+            "--name" => {
+                let w = next.ok_or_else(|| Error::flag(a, "missing value: expects a dataset name"))?;
+                if w.is_empty() || w.contains('/') {
+                    return Err(Error::flag(a, format!("'{w}' is not a plain file name")));
+                }
+                s.name = Some(w.clone());
+                take = 2;
+            }
+            "--resume" => s.resume = true,
+            "--verify" => s.verify = true,
+            _ => s.simulate.push(args[i].clone()),
+        }
+        i += take;
+    }
+    s.config = parse_simulate_args(&s.simulate)?;
+    Ok(s)
+}
+
+/// `nanobragg-rs series ...`: run or verify; messages to stdout.
+pub fn main(args: &[String]) -> Result<()> {
+    let sa = split_args(args)?;
+    if sa.verify {
+        let r = verify(&sa)?;
+        println!("series verify: complete and consistent: {} frames, {} files, {} shard(s), every sha256 matches", r.frames, r.files, r.shards);
+        return Ok(());
+    }
+    let env = |k: &str| std::env::var(k).ok();
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    run(&sa, &env, &mut out)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_keeps_simulate_flags() {
+        let a: Vec<String> = "-cell 10 10 10 90 90 90 --frames 3 -phi 1 --shard 0/2 --resume --only 2-3 -osc 0.5".split(' ').map(String::from).collect();
+        let s = split_args(&a).unwrap();
+        assert_eq!(s.frames, Some(3));
+        assert_eq!(s.shard.as_deref(), Some("0/2"));
+        assert!(s.resume);
+        assert_eq!(s.only, Some((2, 3)));
+        assert_eq!(s.simulate.join(" "), "-cell 10 10 10 90 90 90 -phi 1 -osc 0.5");
+        assert!(split_args(&["--frames".into(), "0".into()]).is_err());
+        assert!(split_args(&["--only".into(), "3-2".into()]).is_err());
+    }
+}
