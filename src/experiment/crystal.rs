@@ -50,40 +50,10 @@ pub fn build_lattice(
     let mut v_cell = 0.0;
 
     if let Some(cell) = cell {
-        a_in = cell.a;
-        b_in = if cell.b <= 0.0 { cell.a } else { cell.b };
-        c_in = if cell.c <= 0.0 { cell.a } else { cell.c };
-        let half_pi = std::f64::consts::PI / 2.0;
-        let alpha = if cell.alpha <= 0.0 { half_pi } else { cell.alpha };
-        let beta = if cell.beta <= 0.0 { half_pi } else { cell.beta };
-        let gamma = if cell.gamma <= 0.0 { half_pi } else { cell.gamma };
-        if a_in <= 0.0 {
-            return Err(Error::flag("-cell", "cell edge a must be positive"));
-        }
-        let aavg = (alpha + beta + gamma) / 2.0;
-        let mut skew = aavg.sin() * (aavg - alpha).sin() * (aavg - beta).sin() * (aavg - gamma).sin();
-        if skew < 0.0 {
-            skew = -skew;
-        }
-        v_cell = 2.0 * a_in * b_in * c_in * skew.sqrt();
-        let angles_possible = alpha < std::f64::consts::PI
-            && beta < std::f64::consts::PI
-            && gamma < std::f64::consts::PI
-            && alpha < beta + gamma
-            && beta < alpha + gamma
-            && gamma < alpha + beta
-            && alpha + beta + gamma < 2.0 * std::f64::consts::PI;
-        if !(v_cell > 0.0) || !angles_possible {
-            return Err(Error::flag(
-                "-cell",
-                format!(
-                    "impossible unit cell angles {} {} {} (each must be below 180, smaller than the sum of the other two, and all three below 360 degrees)",
-                    g(alpha * RTD),
-                    g(beta * RTD),
-                    g(gamma * RTD)
-                ),
-            ));
-        }
+        let (edges, angles, volume) = user_cell_volume(&cell)?;
+        [a_in, b_in, c_in] = edges;
+        v_cell = volume;
+        let [alpha, beta, gamma] = angles;
         let v_star = 1.0 / v_cell;
         a_star_len_check(&mut a_star, &mut b_star, &mut c_star, a_in, b_in, c_in, alpha, beta, gamma, v_cell, v_star, log);
     }
@@ -96,23 +66,7 @@ pub fn build_lattice(
         c_star = scale(&[m[0][2], m[1][2], m[2][2]], s);
     }
 
-    let mut misset_angles = None;
-    match misset {
-        Some(Misset::Random) => {
-            let umat = mosaic_rotation_umat(rng, 90.0, misset_seed);
-            let m = umat2misset(&umat);
-            log.line(format!(
-                "random orientation misset angles: {} {} {} deg",
-                cf("%f", m[0] * RTD),
-                cf("%f", m[1] * RTD),
-                cf("%f", m[2] * RTD)
-            ));
-            misset_angles = Some(m);
-        }
-        Some(Misset::Angles(m)) => misset_angles = Some(m),
-        None => {}
-    }
-    if let Some([mx, my, mz]) = misset_angles {
+    if let Some([mx, my, mz]) = misset_angles(misset, rng, misset_seed, log) {
         a_star = rotate(&a_star, mx, my, mz);
         b_star = rotate(&b_star, mx, my, mz);
         c_star = rotate(&c_star, mx, my, mz);
@@ -138,17 +92,101 @@ pub fn build_lattice(
     let a_star = scale(&cross(&b, &c), v_star);
     let b_star = scale(&cross(&c, &a), v_star);
     let c_star = scale(&cross(&a, &b), v_star);
-    let (al, bl, cl) = (magnitude(&a), magnitude(&b), magnitude(&c));
-    let (asl, bsl, csl) = (magnitude(&a_star), magnitude(&b_star), magnitude(&c_star));
 
+    log_cell(&[a, b, c], &[a_star, b_star, c_star], v_cell, v_star, log);
+
+    let a0 = scale(&a, 1e-10);
+    let b0 = scale(&b, 1e-10);
+    let c0 = scale(&c, 1e-10);
+    Ok(Lattice {
+        a_len: magnitude(&a0),
+        b_len: magnitude(&b0),
+        c_len: magnitude(&c0),
+        a0,
+        b0,
+        c0,
+        a_star,
+        b_star,
+        c_star,
+        v_cell,
+    })
+}
+
+/// The `-cell` edges (b, c default to a), angles (default 90°) and volume, with the C's formula
+/// (nanoBragg.c L1804-L1820); impossible angles are refused.
+fn user_cell_volume(cell: &CellInput) -> Result<([f64; 3], [f64; 3], f64)> {
+    let a_in = cell.a;
+    let b_in = if cell.b <= 0.0 { cell.a } else { cell.b };
+    let c_in = if cell.c <= 0.0 { cell.a } else { cell.c };
+    let half_pi = std::f64::consts::PI / 2.0;
+    let alpha = if cell.alpha <= 0.0 { half_pi } else { cell.alpha };
+    let beta = if cell.beta <= 0.0 { half_pi } else { cell.beta };
+    let gamma = if cell.gamma <= 0.0 { half_pi } else { cell.gamma };
+    if a_in <= 0.0 {
+        return Err(Error::flag("-cell", "cell edge a must be positive"));
+    }
+    let aavg = (alpha + beta + gamma) / 2.0;
+    let mut skew = aavg.sin() * (aavg - alpha).sin() * (aavg - beta).sin() * (aavg - gamma).sin();
+    if skew < 0.0 {
+        skew = -skew;
+    }
+    let v_cell = 2.0 * a_in * b_in * c_in * skew.sqrt();
+    let angles_possible = alpha < std::f64::consts::PI
+        && beta < std::f64::consts::PI
+        && gamma < std::f64::consts::PI
+        && alpha < beta + gamma
+        && beta < alpha + gamma
+        && gamma < alpha + beta
+        && alpha + beta + gamma < 2.0 * std::f64::consts::PI;
+    if !(v_cell > 0.0) || !angles_possible {
+        return Err(Error::flag(
+            "-cell",
+            format!(
+                "impossible unit cell angles {} {} {} (each must be below 180, smaller than the sum of the other two, and all three below 360 degrees)",
+                g(alpha * RTD),
+                g(beta * RTD),
+                g(gamma * RTD)
+            ),
+        ));
+    }
+    Ok(([a_in, b_in, c_in], [alpha, beta, gamma], v_cell))
+}
+
+/// The misset rotation (radians about x, y, z): given, or drawn from the C's generator for
+/// `-misset random` (and printed as the C prints it).
+fn misset_angles(misset: Option<Misset>, rng: &mut NrRandom, misset_seed: &mut i64, log: &mut Log) -> Option<V3> {
+    match misset {
+        Some(Misset::Random) => {
+            let umat = mosaic_rotation_umat(rng, 90.0, misset_seed);
+            let m = umat2misset(&umat);
+            log.line(format!(
+                "random orientation misset angles: {} {} {} deg",
+                cf("%f", m[0] * RTD),
+                cf("%f", m[1] * RTD),
+                cf("%f", m[2] * RTD)
+            ));
+            Some(m)
+        }
+        Some(Misset::Angles(m)) => Some(m),
+        None => None,
+    }
+}
+
+/// The cell lines the C prints (L1968-L2047): real and reciprocal cells, volume and vectors, with
+/// its warnings for oddball angles.
+fn log_cell(real: &[V3; 3], recip: &[V3; 3], v_cell: f64, v_star: f64, log: &mut Log) {
+    let [a, b, c] = real;
+    let [a_star, b_star, c_star] = recip;
+    let (al, bl, cl) = (magnitude(a), magnitude(b), magnitude(c));
+    let (asl, bsl, csl) = (magnitude(a_star), magnitude(b_star), magnitude(c_star));
     // cell angles, for printing only
     let (alpha, beta, gamma) = angles(
         asl * v_cell / bl / cl,
         bsl * v_cell / al / cl,
         csl * v_cell / al / bl,
-        dot(&b, &c) / bl / cl,
-        dot(&a, &c) / al / cl,
-        dot(&a, &b) / al / bl,
+        dot(b, c) / bl / cl,
+        dot(a, c) / al / cl,
+        dot(a, b) / al / bl,
         "WARNING: oddball cell angles:",
         ["sin_alpha = ", "cos_alpha = ", "sin_beta  = ", "cos_beta  = ", "sin_gamma = ", "cos_gamma = "],
         log,
@@ -157,9 +195,9 @@ pub fn build_lattice(
         al * v_star / bsl / csl,
         bl * v_star / asl / csl,
         cl * v_star / asl / bsl,
-        dot(&b_star, &c_star) / bsl / csl,
-        dot(&a_star, &c_star) / asl / csl,
-        dot(&a_star, &b_star) / asl / bsl,
+        dot(b_star, c_star) / bsl / csl,
+        dot(a_star, c_star) / asl / csl,
+        dot(a_star, b_star) / asl / bsl,
         "WARNING: oddball reciprocal cell angles:",
         ["sin(alpha_star) = ", "cos(alpha_star) = ", "sin(beta_star)  = ", "cos(beta_star)  = ", "sin(gamma_star) = ", "cos(gamma_star) = "],
         log,
@@ -185,22 +223,6 @@ pub fn build_lattice(
     for (i, axis) in ["X", "Y", "Z"].iter().enumerate() {
         log.line(format!("{axis}: {} {} {}", cf("%11.8f", a_star[i]), cf("%11.8f", b_star[i]), cf("%11.8f", c_star[i])));
     }
-
-    let a0 = scale(&a, 1e-10);
-    let b0 = scale(&b, 1e-10);
-    let c0 = scale(&c, 1e-10);
-    Ok(Lattice {
-        a_len: magnitude(&a0),
-        b_len: magnitude(&b0),
-        c_len: magnitude(&c0),
-        a0,
-        b0,
-        c0,
-        a_star,
-        b_star,
-        c_star,
-        v_cell,
-    })
 }
 
 /// The C's default orientation of a user cell: a* along x, b* in the x-y plane (L1804-L1876).

@@ -79,27 +79,15 @@ pub struct ConventionSetup {
     pub rot: [f64; 3],
 }
 
-pub fn apply_convention(params: &Params, detsize_f: f64, detsize_s: f64, fpixels: usize, spixels: usize, log: &mut Log) -> ConventionSetup {
+/// The detector axes, beam, polarization and spindle of `-convention` (or the flags' own for CUSTOM),
+/// and the beam centre in the convention's terms, with the C's defaults (nanoBragg.c L1172-L1260).
+/// `close` and `close_fs` are the `-xclose/-yclose` values and their fast/slow defaults.
+fn convention_axes(params: &Params, detsize_f: f64, detsize_s: f64, close: [f64; 2], close_fs: [f64; 2]) -> ConventionAxes {
     let px = params.pixel_size;
     let nan = f64::NAN;
-    let mut fclose = nan;
-    let mut sclose = nan;
-    if let Some(orgx) = params.orgx {
-        fclose = (orgx - 0.5) * px;
-    }
-    if let Some(orgy) = params.orgy {
-        sclose = (orgy - 0.5) * px;
-    }
-    if fclose.is_nan() {
-        fclose = (detsize_f - 0.0 * px) / 2.0;
-    }
-    if sclose.is_nan() {
-        sclose = (detsize_s + 0.0 * px) / 2.0;
-    }
-    let xclose = params.xclose.unwrap_or(fclose);
-    let yclose = params.yclose.unwrap_or(sclose);
-    let fbeam;
-    let sbeam;
+    let [xclose, yclose] = close;
+    let [mut fclose, mut sclose] = close_fs;
+    let (fbeam, sbeam);
     let mut xbeam = params.xbeam.unwrap_or(nan);
     let mut ybeam = params.ybeam.unwrap_or(nan);
 
@@ -188,6 +176,48 @@ pub fn apply_convention(params: &Params, detsize_f: f64, detsize_s: f64, fpixels
             sclose = ybeam;
         }
     }
+    ConventionAxes { beam, fdet, sdet, odet, twotheta_axis, polar, spindle, pivot, xbeam, ybeam, fbeam, sbeam, fclose, sclose }
+}
+
+/// What [`convention_axes`] resolves.
+struct ConventionAxes {
+    beam: V3,
+    fdet: V3,
+    sdet: V3,
+    odet: V3,
+    twotheta_axis: V3,
+    polar: V3,
+    spindle: V3,
+    pivot: Pivot,
+    xbeam: f64,
+    ybeam: f64,
+    fbeam: f64,
+    sbeam: f64,
+    fclose: f64,
+    sclose: f64,
+}
+
+pub fn apply_convention(params: &Params, detsize_f: f64, detsize_s: f64, fpixels: usize, spixels: usize, log: &mut Log) -> ConventionSetup {
+    let px = params.pixel_size;
+    let nan = f64::NAN;
+    let mut fclose = nan;
+    let mut sclose = nan;
+    if let Some(orgx) = params.orgx {
+        fclose = (orgx - 0.5) * px;
+    }
+    if let Some(orgy) = params.orgy {
+        sclose = (orgy - 0.5) * px;
+    }
+    if fclose.is_nan() {
+        fclose = (detsize_f - 0.0 * px) / 2.0;
+    }
+    if sclose.is_nan() {
+        sclose = (detsize_s + 0.0 * px) / 2.0;
+    }
+    let xclose = params.xclose.unwrap_or(fclose);
+    let yclose = params.yclose.unwrap_or(sclose);
+    let ConventionAxes { mut beam, mut fdet, mut sdet, mut odet, twotheta_axis, mut polar, mut spindle, pivot, xbeam, ybeam, fbeam, sbeam, fclose, sclose } =
+        convention_axes(params, detsize_f, detsize_s, [xclose, yclose], [fclose, sclose]);
 
     // straighten up vectors (C L1260)
     beam = unitize(&beam).0;
