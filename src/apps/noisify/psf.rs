@@ -50,6 +50,10 @@ fn c_int(x: f64) -> Option<i32> {
     }
 }
 
+/// noisify.c `photonloss_factor`: the automatic PSF radius leaves at most sqrt(photons)/10 photons
+/// outside it.
+const PHOTONLOSS_FACTOR: f64 = 10.0;
+
 /// noisify.c `apply_psf`: returns the blurred image (or the input when the C returns it).
 ///
 /// Messages the C prints go to `out`. Differences from the C, each where the C's result is
@@ -83,7 +87,6 @@ pub fn apply_psf(
         writeln!(out, "WARNING: apply_psf function has zero size")?;
         return Ok(inimage.to_vec());
     }
-    let photonloss_factor = 10.0f64;
     let maxwidth = xpixels.max(ypixels) as i64;
     let mut psf_radius = user_psf_radius as i64;
     if psf_radius <= 0 {
@@ -93,7 +96,7 @@ pub fn apply_psf(
             writeln!(out, "WARNING: no photons, PSF skipped")?;
             return Ok(vec![0.0; pixels]);
         }
-        let lost = max_i.sqrt() / photonloss_factor;
+        let lost = max_i.sqrt() / PHOTONLOSS_FACTOR;
         if psftype == PsfType::Gauss {
             psf_radius = 1 + c_int(((-(lost / max_i).ln() / 4f64.ln() / 2.0).sqrt() * fwhm_pixels).ceil()).unwrap_or(0) as i64;
         } else {
@@ -113,38 +116,7 @@ pub fn apply_psf(
     // Per-source radius and lost photons (independent per pixel), then the C's serial sum.
     let per_pixel: Vec<(i32, f64)> = inimage[..pixels]
         .par_iter()
-        .map(|&v| {
-            if v <= 0.0 {
-                return (0, 0.0);
-            }
-            let vi = v as f64;
-            let mut r: i64 = if user_psf_radius != 0 {
-                user_psf_radius as i64
-            } else {
-                let lost = vi.sqrt() / photonloss_factor;
-                match psftype {
-                    PsfType::Gauss => c_int(((-(lost / vi).ln() / 16f64.ln()).sqrt() * fwhm_pixels).ceil()).map_or(0, |c| 1 + c as i64),
-                    _ => c_int((g * (vi / lost)).ceil()).map_or(0, |c| 1 + c as i64),
-                }
-            };
-            if r == 0 {
-                r = 1;
-            }
-            if r > maxwidth {
-                r = maxwidth;
-            }
-            let lost = match psftype {
-                PsfType::Gauss => {
-                    let mut rsq = r as f64;
-                    rsq /= fwhm_pixels;
-                    rsq *= rsq;
-                    vi * (-(16f64.ln()) * rsq).exp()
-                }
-                _ => vi * g / (g * g + ((r * r) as i32) as f64).sqrt(),
-            };
-            // the kernel cache bounds what the loops can read
-            (r.min(kr) as i32, lost)
-        })
+        .map(|&v| source_radius_and_loss(v, psftype, fwhm_pixels, user_psf_radius, maxwidth, kr))
         .collect();
     let mut total_lost = 0.0f64;
     for &(_, l) in &per_pixel {
@@ -163,6 +135,43 @@ pub fn apply_psf(
     writeln!(out, "adding back {} lost photons", cf("%g", total_lost))?;
     outimage.par_iter_mut().for_each(|o| *o = (*o as f64 + lost_each) as f32);
     Ok(outimage)
+}
+
+/// One source pixel of [`apply_psf`]: its PSF radius (the user's, or the automatic one at which
+/// the lost photons fall below `sqrt(v)/photonloss_factor`; at least 1, at most the image's width,
+/// then bounded by the kernel radius `kr`) and the photons lost outside that radius.
+fn source_radius_and_loss(v: f32, psftype: PsfType, fwhm_pixels: f64, user_psf_radius: i32, maxwidth: i64, kr: i64) -> (i32, f64) {
+    let g = fwhm_pixels * 0.652383013252053;
+    if v <= 0.0 {
+        return (0, 0.0);
+    }
+    let vi = v as f64;
+    let mut r: i64 = if user_psf_radius != 0 {
+        user_psf_radius as i64
+    } else {
+        let lost = vi.sqrt() / PHOTONLOSS_FACTOR;
+        match psftype {
+            PsfType::Gauss => c_int(((-(lost / vi).ln() / 16f64.ln()).sqrt() * fwhm_pixels).ceil()).map_or(0, |c| 1 + c as i64),
+            _ => c_int((g * (vi / lost)).ceil()).map_or(0, |c| 1 + c as i64),
+        }
+    };
+    if r == 0 {
+        r = 1;
+    }
+    if r > maxwidth {
+        r = maxwidth;
+    }
+    let lost = match psftype {
+        PsfType::Gauss => {
+            let mut rsq = r as f64;
+            rsq /= fwhm_pixels;
+            rsq *= rsq;
+            vi * (-(16f64.ln()) * rsq).exp()
+        }
+        _ => vi * g / (g * g + ((r * r) as i32) as f64).sqrt(),
+    };
+    // the kernel cache bounds what the loops can read
+    (r.min(kr) as i32, lost)
 }
 
 /// noisify.c's cached PSF kernel: `(2kr+1)²` values, the pixel-integrated PSF inside the disc of
@@ -311,9 +320,21 @@ pub fn convolve_c_order(inimage: &[f32], xpixels: usize, ypixels: usize, kernel:
             }
         }
     });
-    // column 0 of rows 1..: the normal terms (source column x0 = -dx, same output row) and the
-    // wrapped ones (x0 = xpixels - dx, from one row up), in the C's order
-    let col0: Vec<(usize, f32)> = (1..ypixels)
+    // column 0 of rows 1..: the normal terms and the wrapped ones, in the C's order
+    for (j, v) in wrapped_column0(inimage, xpixels, ypixels, kernel, kr, rad2) {
+        out[j] = v;
+    }
+    out
+}
+
+/// Column 0 of rows 1.. of [`convolve_c_order`]'s output, recomputed in the C's order: the normal
+/// terms (source column x0 = -dx, same output row) and the wrapped ones (x0 = xpixels - dx, from
+/// one row up, through the C's edge test `x > xpixels`), as (index, value).
+fn wrapped_column0(inimage: &[f32], xpixels: usize, ypixels: usize, kernel: &[f64], kr: i64, rad2: &[i32]) -> Vec<(usize, f32)> {
+    let (xp, yp) = (xpixels as i64, ypixels as i64);
+    let ks = 2 * kr + 1;
+    let kidx = |dx: i64, dy: i64| (ks * (kr + dy) + kr + dx) as usize;
+    (1..ypixels)
         .into_par_iter()
         .map(|y| {
             let y = y as i64;
@@ -344,11 +365,7 @@ pub fn convolve_c_order(inimage: &[f32], xpixels: usize, ypixels: usize, kernel:
             }
             ((y * xp) as usize, acc)
         })
-        .collect();
-    for (j, v) in col0 {
-        out[j] = v;
-    }
-    out
+        .collect()
 }
 
 #[cfg(test)]
