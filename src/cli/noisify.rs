@@ -5,100 +5,13 @@
 //! and every test runs (one argument may set two things, as the C's independent `if`s do). The
 //! port keeps that matching but, unlike the C, refuses an argument that matches nothing, and a flag
 //! that is missing its value (the C silently ignores both).
+//!
+//! The matching itself ([`parse_strstr`], driven by a table of [`StrstrFlag`]s) is shared with
+//! nonbragg's command line, which nonBragg.c matches the same way.
 
+use crate::apps::noisify::{NoisifyConfig, PsfType};
 use crate::io::text::atof;
 use crate::{Error, Result};
-
-/// Point-spread function shape (noisify.c `psf_type`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PsfType {
-    Unknown,
-    Fiber,
-    Gauss,
-}
-
-/// Everything noisify.c reads from its command line, with its defaults.
-#[derive(Clone, Debug)]
-pub struct NoisifyConfig {
-    pub floatfile: Option<String>,
-    pub headerfile: Option<String>,
-    pub intfile: String,
-    pub pgmfile: String,
-    pub noisefile: String,
-    /// metres
-    pub distance: f64,
-    pub detsize_x: f64,
-    pub detsize_y: f64,
-    pub pixel: f64,
-    /// metres; `-1e99` = not given (centre of the detector)
-    pub xbeam: f64,
-    pub ybeam: f64,
-    pub xpixels: i32,
-    pub ypixels: i32,
-    /// Ångström (only copied into the header)
-    pub lambda: f64,
-    pub psftype: PsfType,
-    /// metres, stored as the C's `float psf_fwhm`
-    pub psf_fwhm: f32,
-    pub psf_radius: i32,
-    pub fluence: f64,
-    pub intimage_bits: i32,
-    pub calculate_noise: bool,
-    pub write_pgm: bool,
-    pub readout_noise: f64,
-    pub flicker_noise: f64,
-    pub calibration_noise: f64,
-    pub photon_scale: f64,
-    /// `None` = the C's `-time(0)`
-    pub seed: Option<i64>,
-    pub calib_seed: i64,
-    pub adc_offset: f64,
-    pub quantum_gain: f64,
-    pub phi0: f64,
-    pub osc: f64,
-    /// `--png FILE` (not in noisify.c): an 8-bit preview of the noise image (or, with `-nonoise`,
-    /// of the int image)
-    pub png: Option<String>,
-}
-
-impl Default for NoisifyConfig {
-    fn default() -> Self {
-        NoisifyConfig {
-            floatfile: None,
-            headerfile: None,
-            intfile: "intimage.img".into(),
-            pgmfile: "image.pgm".into(),
-            noisefile: "noiseimage.img".into(),
-            distance: 100.0e-3,
-            detsize_x: 102.4e-3,
-            detsize_y: 102.4e-3,
-            pixel: 0.1e-3,
-            xbeam: -1e99,
-            ybeam: -1e99,
-            xpixels: 0,
-            ypixels: 0,
-            lambda: 1.0,
-            psftype: PsfType::Unknown,
-            psf_fwhm: 46e-6,
-            psf_radius: 0,
-            fluence: 125932015286227086360700780544.0,
-            intimage_bits: 16,
-            calculate_noise: true,
-            write_pgm: true,
-            readout_noise: 0.0,
-            flicker_noise: 0.0,
-            calibration_noise: 0.03,
-            photon_scale: 1.0,
-            seed: None,
-            calib_seed: 123456789,
-            adc_offset: 40.0,
-            quantum_gain: 1.0,
-            phi0: 0.0,
-            osc: 1.0,
-            png: None,
-        }
-    }
-}
 
 /// C `atoi` of a string (leading blanks, sign, digits; nothing gives 0; overflow as glibc's `strtol`
 /// cast to int).
@@ -117,204 +30,170 @@ fn f(s: &str) -> f64 {
     atof(s.as_bytes())
 }
 
-/// Flag list for the usage message and the error for a stray argument.
-pub const NOISIFY_USAGE: &str = "usage: noisify -floatfile floatimage.bin [-scale -gain -readout_noise -flicker -calibration -calib_seed -seed -adc -bits 16|32 -psf gauss|fiber -psf_fwhm um -psf_radius px -header file.img -Xbeam mm -Ybeam mm -distance mm -detsize mm -detpixels n -pixel mm -lambda A -fluence -intfile -noisefile -pgmfile -nonoise -nopgm -phi -osc] [--png preview.png]";
+/// One flag of a C program that matches its arguments with `strstr` (noisify.c, nonBragg.c).
+pub(crate) struct StrstrFlag<C: 'static> {
+    /// Selected by an argument that contains one of these (the C's `strstr(argv[i], "…")`).
+    pub has: &'static [&'static str],
+    /// Or that is one of these (the C's `strstr` plus a length test, or its `strcmp`).
+    pub is: &'static [&'static str],
+    /// How many of the following arguments it reads.
+    pub values: usize,
+    /// Its effect: the configuration, the flag as typed, its values.
+    pub set: fn(&mut C, &str, &[String]) -> Result<()>,
+}
 
-/// Parse noisify.c's arguments.
-pub fn parse_noisify_args(args: &[String]) -> Result<NoisifyConfig> {
-    let mut c = NoisifyConfig::default();
-    let n = args.len();
-    let mut i = 0;
-    let mut value_of_previous = false;
-    while i < n {
-        let a = args[i].as_str();
-        let is_value = value_of_previous;
-        value_of_previous = false;
-        if a.contains("floatimage.bin") {
-            c.floatfile = Some(a.to_string());
-            i += 1;
+/// A C program's command line: its flag table and what its refusals say.
+pub(crate) struct StrstrLine<C: 'static> {
+    /// The subcommand's name, for the refusals.
+    pub program: &'static str,
+    pub usage: &'static str,
+    pub flags: &'static [StrstrFlag<C>],
+    /// The refusal of a flag that lacks its values, given how many it needs.
+    pub needs: fn(usize) -> String,
+    /// An argument taken whole, before any flag test (noisify.c: one that names `floatimage.bin`).
+    pub claim: fn(&mut C, &str) -> bool,
+}
+
+/// Apply `args` to `c` as the C's `main` does: every flag of the table whose test the argument
+/// passes takes effect, in the table's order; the arguments after a flag are its values (a value
+/// that starts with `-` is tested as a flag too, as the C does, but may match nothing). A word that
+/// is no flag's value, and an argument that starts with `-`, matches nothing and is no value, are
+/// refused.
+pub(crate) fn parse_strstr<C>(line: &StrstrLine<C>, args: &[String], c: &mut C) -> Result<()> {
+    // number of following arguments that are values of the previous flag
+    let mut values_left = 0usize;
+    for (i, a) in args.iter().enumerate() {
+        let a = a.as_str();
+        if (line.claim)(c, a) {
+            values_left = values_left.saturating_sub(1);
             continue;
         }
         if !a.starts_with('-') {
-            if !is_value {
-                return Err(Error::flag(a, format!("unexpected word (noisify flags start with '-'; {NOISIFY_USAGE})")));
+            if values_left == 0 {
+                return Err(Error::flag(a, format!("unexpected word ({} flags start with '-'; {})", line.program, line.usage)));
             }
-            i += 1;
+            values_left -= 1;
             continue;
         }
-        let next = args.get(i + 1).map(|s| s.as_str());
-        let mut matched = false;
-        let mut takes_value = false;
-        let val = |matched_: &mut bool| -> Result<&str> {
-            *matched_ = true;
-            next.ok_or_else(|| Error::flag(a, "needs a value"))
-        };
-        let has = |p: &str| a.contains(p);
-        if has("-lambda") {
-            c.lambda = f(val(&mut matched)?);
-            takes_value = true;
-        }
-        if has("-Xbeam") {
-            c.xbeam = f(val(&mut matched)?) / 1000.0;
-            takes_value = true;
-        }
-        if has("-Ybeam") {
-            c.ybeam = f(val(&mut matched)?) / 1000.0;
-            takes_value = true;
-        }
-        if has("-distance") {
-            c.distance = f(val(&mut matched)?) / 1000.0;
-            takes_value = true;
-        }
-        if has("-detsize") && a.len() == 8 {
-            let v = f(val(&mut matched)?) / 1000.0;
-            c.detsize_x = v;
-            c.detsize_y = v;
-            takes_value = true;
-        }
-        if has("-detsize_x") {
-            c.detsize_x = f(val(&mut matched)?) / 1000.0;
-            takes_value = true;
-        }
-        if has("-detsize_y") {
-            c.detsize_y = f(val(&mut matched)?) / 1000.0;
-            takes_value = true;
-        }
-        if has("-detpixels") && a.len() == 10 {
-            let v = atoi(val(&mut matched)?);
-            c.xpixels = v;
-            c.ypixels = v;
-            takes_value = true;
-        }
-        if has("-detpixels_x") {
-            c.xpixels = atoi(val(&mut matched)?);
-            takes_value = true;
-        }
-        if has("-detpixels_y") {
-            c.ypixels = atoi(val(&mut matched)?);
-            takes_value = true;
-        }
-        if has("-pixel") {
-            c.pixel = f(val(&mut matched)?) / 1000.0;
-            takes_value = true;
-        }
-        if has("-psf") && a.len() == 4 {
-            let v = val(&mut matched)?;
-            c.psftype = PsfType::Unknown;
-            if v.contains("gauss") {
-                c.psftype = PsfType::Gauss;
+        let is_value = values_left > 0;
+        values_left = values_left.saturating_sub(1);
+        // the most values any matching flag reads; None: no flag matched
+        let mut nvals: Option<usize> = None;
+        for flag in line.flags {
+            if !flag.is.contains(&a) && !flag.has.iter().any(|p| a.contains(p)) {
+                continue;
             }
-            if v.contains("fiber") {
-                c.psftype = PsfType::Fiber;
-            }
-            if c.psftype == PsfType::Unknown {
-                return Err(Error::flag(a, format!("unknown psf type: {v} (expected gauss or fiber)")));
-            }
-            takes_value = true;
+            let vals = args.get(i + 1..i + 1 + flag.values).ok_or_else(|| Error::flag(a, (line.needs)(flag.values)))?;
+            (flag.set)(c, a, vals)?;
+            nvals = Some(nvals.unwrap_or(0).max(flag.values));
         }
-        if has("-psf_rad") {
-            // `psf_radius = atof(...)`: double to int truncation
-            c.psf_radius = f(val(&mut matched)?) as i32;
-            takes_value = true;
+        match nvals {
+            Some(n) => values_left = n,
+            None if !is_value => return Err(Error::flag(a, format!("unknown {} flag ({})", line.program, line.usage))),
+            None => {}
         }
-        if has("-psf_si") || has("-psf_fw") || has("-psf_wi") {
-            c.psf_fwhm = (f(val(&mut matched)?) / 1e6) as f32;
-            takes_value = true;
+    }
+    Ok(())
+}
+
+/// Flag list for the usage message and the error for a stray argument.
+pub const NOISIFY_USAGE: &str = "usage: noisify -floatfile floatimage.bin [-scale -gain -readout_noise -flicker -calibration -calib_seed -seed -adc -bits 16|32 -psf gauss|fiber -psf_fwhm um -psf_radius px -header file.img -Xbeam mm -Ybeam mm -distance mm -detsize mm -detpixels n -pixel mm -lambda A -fluence -intfile -noisefile -pgmfile -nonoise -nopgm -phi -osc] [--png preview.png]";
+
+type N = NoisifyConfig;
+
+/// A flag of noisify.c that reads one value.
+const fn one(has: &'static [&'static str], set: fn(&mut N, &str, &[String]) -> Result<()>) -> StrstrFlag<N> {
+    StrstrFlag { has, is: &[], values: 1, set }
+}
+
+/// noisify.c `-psf gauss|fiber`.
+fn set_psf(c: &mut N, a: &str, v: &[String]) -> Result<()> {
+    let v = v[0].as_str();
+    c.psftype = PsfType::Unknown;
+    if v.contains("gauss") {
+        c.psftype = PsfType::Gauss;
+    }
+    if v.contains("fiber") {
+        c.psftype = PsfType::Fiber;
+    }
+    if c.psftype == PsfType::Unknown {
+        return Err(Error::flag(a, format!("unknown psf type: {v} (expected gauss or fiber)")));
+    }
+    Ok(())
+}
+
+/// noisify.c `-bits 16|32`.
+fn set_bits(c: &mut N, a: &str, v: &[String]) -> Result<()> {
+    c.intimage_bits = atoi(&v[0]);
+    if c.intimage_bits != 16 && c.intimage_bits != 32 {
+        // the C then writes headers and data for neither width
+        return Err(Error::flag(a, format!("{} bits: only 16 or 32 are supported", c.intimage_bits)));
+    }
+    Ok(())
+}
+
+/// noisify.c's flags, in the order its `main` tests them.
+#[rustfmt::skip]
+static NOISIFY_FLAGS: &[StrstrFlag<N>] = &[
+    one(&["-lambda"], |c, _, v| { c.lambda = f(&v[0]); Ok(()) }),
+    one(&["-Xbeam"], |c, _, v| { c.xbeam = f(&v[0]) / 1000.0; Ok(()) }),
+    one(&["-Ybeam"], |c, _, v| { c.ybeam = f(&v[0]) / 1000.0; Ok(()) }),
+    one(&["-distance"], |c, _, v| { c.distance = f(&v[0]) / 1000.0; Ok(()) }),
+    StrstrFlag { has: &[], is: &["-detsize"], values: 1, set: |c, _, v| { c.detsize_x = f(&v[0]) / 1000.0; c.detsize_y = c.detsize_x; Ok(()) } },
+    one(&["-detsize_x"], |c, _, v| { c.detsize_x = f(&v[0]) / 1000.0; Ok(()) }),
+    one(&["-detsize_y"], |c, _, v| { c.detsize_y = f(&v[0]) / 1000.0; Ok(()) }),
+    StrstrFlag { has: &[], is: &["-detpixels"], values: 1, set: |c, _, v| { c.xpixels = atoi(&v[0]); c.ypixels = c.xpixels; Ok(()) } },
+    one(&["-detpixels_x"], |c, _, v| { c.xpixels = atoi(&v[0]); Ok(()) }),
+    one(&["-detpixels_y"], |c, _, v| { c.ypixels = atoi(&v[0]); Ok(()) }),
+    one(&["-pixel"], |c, _, v| { c.pixel = f(&v[0]) / 1000.0; Ok(()) }),
+    StrstrFlag { has: &[], is: &["-psf"], values: 1, set: set_psf },
+    // `psf_radius = atof(...)`: double to int truncation
+    one(&["-psf_rad"], |c, _, v| { c.psf_radius = f(&v[0]) as i32; Ok(()) }),
+    one(&["-psf_si", "-psf_fw", "-psf_wi"], |c, _, v| { c.psf_fwhm = (f(&v[0]) / 1e6) as f32; Ok(()) }),
+    one(&["-fluence"], |c, _, v| { c.fluence = f(&v[0]); Ok(()) }),
+    one(&["-floatfile", "-floatimage", "-bin"], |c, _, v| { c.floatfile = Some(v[0].clone()); Ok(()) }),
+    one(&["-header"], |c, _, v| { c.headerfile = Some(v[0].clone()); Ok(()) }),
+    one(&["-pgmfile", "-pgmimage"], |c, _, v| { c.pgmfile = v[0].clone(); Ok(()) }),
+    one(&["-intfile", "-intimage"], |c, _, v| { c.intfile = v[0].clone(); Ok(()) }),
+    one(&["-bits"], set_bits),
+    one(&["-noisefile", "-noiseimage"], |c, _, v| { c.noisefile = v[0].clone(); Ok(()) }),
+    StrstrFlag { has: &["-nonoise"], is: &[], values: 0, set: |c, _, _| { c.calculate_noise = false; Ok(()) } },
+    StrstrFlag { has: &["-nopgm"], is: &[], values: 0, set: |c, _, _| { c.write_pgm = false; Ok(()) } },
+    one(&["-readout", "-readnoi"], |c, _, v| { c.readout_noise = f(&v[0]); Ok(()) }),
+    one(&["-flicker"], |c, _, v| { c.flicker_noise = f(&v[0]); Ok(()) }),
+    one(&["-calibration"], |c, _, v| { c.calibration_noise = f(&v[0]); Ok(()) }),
+    one(&["-scale"], |c, _, v| { c.photon_scale = f(&v[0]); Ok(()) }),
+    one(&["-seed"], |c, _, v| { c.seed = Some(-(atoi(&v[0]) as i64)); Ok(()) }),
+    one(&["-calib_seed"], |c, _, v| { c.calib_seed = -(atoi(&v[0]) as i64); Ok(()) }),
+    // read and unused by noisify.c
+    one(&["-badpix_seed", "-hotpix_seed"], |_, _, _| Ok(())),
+    one(&["-adc"], |c, _, v| { c.adc_offset = f(&v[0]); Ok(()) }),
+    one(&["-gain"], |c, _, v| { c.quantum_gain = f(&v[0]); Ok(()) }),
+    one(&["-phi"], |c, _, v| { c.phi0 = f(&v[0]); Ok(()) }),
+    StrstrFlag { has: &[], is: &["--png", "-pngfile"], values: 1, set: |c, _, v| { c.png = Some(v[0].clone()); Ok(()) } },
+    one(&["-osc"], |c, _, v| { c.osc = f(&v[0]); Ok(()) }),
+];
+
+static NOISIFY_LINE: StrstrLine<N> = StrstrLine {
+    program: "noisify",
+    usage: NOISIFY_USAGE,
+    flags: NOISIFY_FLAGS,
+    needs: |_| "needs a value".into(),
+    claim: |c, a| {
+        let hit = a.contains("floatimage.bin");
+        if hit {
+            c.floatfile = Some(a.to_string());
         }
-        if has("-fluence") {
-            c.fluence = f(val(&mut matched)?);
-            takes_value = true;
-        }
-        if has("-floatfile") || has("-floatimage") || has("-bin") {
-            c.floatfile = Some(val(&mut matched)?.to_string());
-            takes_value = true;
-        }
-        if has("-header") {
-            c.headerfile = Some(val(&mut matched)?.to_string());
-            takes_value = true;
-        }
-        if has("-pgmfile") || has("-pgmimage") {
-            c.pgmfile = val(&mut matched)?.to_string();
-            takes_value = true;
-        }
-        if has("-intfile") || has("-intimage") {
-            c.intfile = val(&mut matched)?.to_string();
-            takes_value = true;
-        }
-        if has("-bits") {
-            c.intimage_bits = atoi(val(&mut matched)?);
-            if c.intimage_bits != 16 && c.intimage_bits != 32 {
-                // the C then writes headers and data for neither width
-                return Err(Error::flag(a, format!("{} bits: only 16 or 32 are supported", c.intimage_bits)));
-            }
-            takes_value = true;
-        }
-        if has("-noisefile") || has("-noiseimage") {
-            c.noisefile = val(&mut matched)?.to_string();
-            takes_value = true;
-        }
-        if has("-nonoise") {
-            c.calculate_noise = false;
-            matched = true;
-        }
-        if has("-nopgm") {
-            c.write_pgm = false;
-            matched = true;
-        }
-        if has("-readout") || has("-readnoi") {
-            c.readout_noise = f(val(&mut matched)?);
-            takes_value = true;
-        }
-        if has("-flicker") {
-            c.flicker_noise = f(val(&mut matched)?);
-            takes_value = true;
-        }
-        if has("-calibration") {
-            c.calibration_noise = f(val(&mut matched)?);
-            takes_value = true;
-        }
-        if has("-scale") {
-            c.photon_scale = f(val(&mut matched)?);
-            takes_value = true;
-        }
-        if has("-seed") {
-            c.seed = Some(-(atoi(val(&mut matched)?) as i64));
-            takes_value = true;
-        }
-        if has("-calib_seed") {
-            c.calib_seed = -(atoi(val(&mut matched)?) as i64);
-            takes_value = true;
-        }
-        if has("-badpix_seed") || has("-hotpix_seed") {
-            // read and unused by noisify.c
-            val(&mut matched)?;
-            takes_value = true;
-        }
-        if has("-adc") {
-            c.adc_offset = f(val(&mut matched)?);
-            takes_value = true;
-        }
-        if has("-gain") {
-            c.quantum_gain = f(val(&mut matched)?);
-            takes_value = true;
-        }
-        if has("-phi") {
-            c.phi0 = f(val(&mut matched)?);
-            takes_value = true;
-        }
-        if a == "--png" || a == "-pngfile" {
-            c.png = Some(val(&mut matched)?.to_string());
-            takes_value = true;
-        }
-        if has("-osc") {
-            c.osc = f(val(&mut matched)?);
-            takes_value = true;
-        }
-        if !matched && !is_value {
-            return Err(Error::flag(a, format!("unknown noisify flag ({NOISIFY_USAGE})")));
-        }
-        value_of_previous = takes_value;
-        i += 1;
+        hit
+    },
+};
+
+/// Parse noisify.c's arguments; an input image (`-floatfile`) is required.
+pub fn parse_noisify_args(args: &[String]) -> Result<NoisifyConfig> {
+    let mut c = NoisifyConfig::default();
+    parse_strstr(&NOISIFY_LINE, args, &mut c)?;
+    if c.floatfile.is_none() {
+        return Err(Error::flag("-floatfile", format!("no input image given ({NOISIFY_USAGE})")));
     }
     Ok(c)
 }

@@ -3,570 +3,198 @@
 //! also sets `-twotheta` as in the C). Unlike the C, an argument that matches nothing, or a flag
 //! missing its values, is refused.
 
-use crate::cli::noisify::atoi;
+use crate::apps::nonbragg::{NonBraggConfig, Pivot};
+use crate::base::consts::RTD;
+use crate::cli::noisify::{atoi, parse_strstr, StrstrFlag, StrstrLine};
 use crate::io::text::atof;
 use crate::{Error, Result};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Pivot {
-    Sample,
-    Beam,
-}
-
-/// Everything nonBragg.c reads from its command line (SI units, radians), with its defaults.
-#[derive(Clone, Debug)]
-pub struct NonBraggConfig {
-    pub sample_x: f64,
-    pub sample_y: f64,
-    pub sample_z: f64,
-    pub density: f64,
-    pub molecules: f64,
-    pub molecular_weight: f64,
-    pub xbeam: f64,
-    pub ybeam: f64,
-    pub xclose: f64,
-    pub yclose: f64,
-    pub orgx: f64,
-    pub orgy: f64,
-    pub pivot: Pivot,
-    pub fdet: [f64; 3],
-    pub sdet: [f64; 3],
-    pub odet: [f64; 3],
-    pub beam: [f64; 3],
-    pub polar_vector: [f64; 3],
-    pub spindle: [f64; 3],
-    pub twotheta_axis: [f64; 3],
-    pub pix0: Option<[f64; 3]>,
-    pub distance: f64,
-    pub close_distance: f64,
-    pub source_distance: f64,
-    pub twotheta: f64,
-    pub rotx: f64,
-    pub roty: f64,
-    pub rotz: f64,
-    pub detsize_x: f64,
-    pub detsize_y: f64,
-    pub fpixels: i32,
-    pub spixels: i32,
-    pub curved: bool,
-    pub pixel: f64,
-    pub point_pixel: bool,
-    pub fmap: bool,
-    pub polarization: f64,
-    pub nopolar: bool,
-    pub oversample: i32,
-    pub roi: [i32; 4],
-    pub lambda0: f64,
-    pub fluence: f64,
-    pub flux: f64,
-    pub exposure: f64,
-    pub beamsize: f64,
-    pub dispersion: f64,
-    pub dispsteps: i32,
-    pub hdivrange: f64,
-    pub vdivrange: f64,
-    pub hdivstep: f64,
-    pub vdivstep: f64,
-    pub hdivsteps: i32,
-    pub vdivsteps: i32,
-    pub round_div: bool,
-    pub adc: f64,
-    pub gain: f64,
-    pub phi0: f64,
-    pub osc: f64,
-    pub phistep: f64,
-    pub phisteps: i32,
-    pub stolfile: Option<String>,
-    pub stol_file_mult: f64,
-    pub sourcefile: Option<String>,
-    pub floatfile: String,
-    pub intfile: String,
-    pub pgmfile: String,
-    pub noisefile: String,
-    pub calculate_noise: bool,
-    pub write_pgm: bool,
-    pub intfile_scale: f64,
-    pub pgm_scale: f64,
-    pub progress: bool,
-    pub seed: Option<i64>,
-}
-
-impl Default for NonBraggConfig {
-    fn default() -> Self {
-        NonBraggConfig {
-            sample_x: 1e-4,
-            sample_y: 1e-4,
-            sample_z: 1e-4,
-            density: 1.0e6,
-            molecules: 0.0,
-            molecular_weight: 18.0,
-            xbeam: f64::NAN,
-            ybeam: f64::NAN,
-            xclose: f64::NAN,
-            yclose: f64::NAN,
-            orgx: f64::NAN,
-            orgy: f64::NAN,
-            pivot: Pivot::Beam,
-            fdet: [0.0, 0.0, 1.0],
-            sdet: [0.0, -1.0, 0.0],
-            odet: [1.0, 0.0, 0.0],
-            beam: [1.0, 0.0, 0.0],
-            polar_vector: [0.0, 0.0, 1.0],
-            spindle: [0.0, 0.0, 1.0],
-            twotheta_axis: [0.0, 1.0, 0.0],
-            pix0: None,
-            distance: 100.0e-3,
-            close_distance: f64::NAN,
-            source_distance: 10.0,
-            twotheta: 0.0,
-            rotx: 0.0,
-            roty: 0.0,
-            rotz: 0.0,
-            detsize_x: 102.4e-3,
-            detsize_y: 102.4e-3,
-            fpixels: 0,
-            spixels: 0,
-            curved: false,
-            pixel: 0.1e-3,
-            point_pixel: false,
-            fmap: false,
-            polarization: 0.0,
-            nopolar: false,
-            oversample: -1,
-            roi: [-1; 4],
-            lambda0: 1.0e-10,
-            fluence: 125932015286227086360700780544.0,
-            flux: 0.0,
-            exposure: 1.0,
-            beamsize: 1e-4,
-            dispersion: 0.0,
-            dispsteps: -1,
-            hdivrange: -1.0,
-            vdivrange: -1.0,
-            hdivstep: -1.0,
-            vdivstep: -1.0,
-            hdivsteps: -1,
-            vdivsteps: -1,
-            round_div: true,
-            adc: 40.0,
-            gain: 1.0,
-            phi0: 0.0,
-            osc: -1.0,
-            phistep: -1.0,
-            phisteps: -1,
-            stolfile: None,
-            stol_file_mult: 1.0e10,
-            sourcefile: None,
-            floatfile: "floatimage.bin".into(),
-            intfile: "intimage.img".into(),
-            pgmfile: "image.pgm".into(),
-            noisefile: "noiseimage.img".into(),
-            calculate_noise: true,
-            write_pgm: true,
-            intfile_scale: 0.0,
-            pgm_scale: 0.0,
-            progress: true,
-            seed: None,
-        }
-    }
-}
-
-use crate::base::consts::RTD;
-
 pub const NONBRAGG_USAGE: &str = "usage: nonbragg -stol water.stol [-thickness mm -samplesize mm -density g/cm3 -MW g/mol -molecules n -lambda A -energy eV -dispersion % -dispsteps n -hdivrange mrad -vdivrange mrad -hdivstep mrad -vdivstep mrad -divergence mrad -sourcefile f -distance mm -detsize mm -detpixels n -pixel mm -Xbeam -Ybeam -oversample n -fluence -flux -exposure -beamsize mm -floatfile -intfile -pgmfile -noisefile -nonoise -seed n -noprogress ...]";
 
-/// Parse nonBragg.c's arguments.
+type B = NonBraggConfig;
+type Set = fn(&mut B, &str, &[String]) -> Result<()>;
+
+/// Value `k` of a flag, as the C's `atof`.
+fn n(v: &[String], k: usize) -> f64 {
+    atof(v[k].as_bytes())
+}
+
+/// Value `k` of a flag, in mm, as metres.
+fn mm(v: &[String], k: usize) -> f64 {
+    n(v, k) / 1000.0
+}
+
+fn v3(v: &[String]) -> [f64; 3] {
+    [n(v, 0), n(v, 1), n(v, 2)]
+}
+
+/// A flag selected by a substring, reading `values` values.
+const fn has(has: &'static [&'static str], values: usize, set: Set) -> StrstrFlag<B> {
+    StrstrFlag { has, is: &[], values, set }
+}
+
+/// A flag selected only as a whole argument (the C's `strstr` with a length test), reading one value.
+const fn is(is: &'static [&'static str], set: Set) -> StrstrFlag<B> {
+    StrstrFlag { has: &[], is, values: 1, set }
+}
+
+/// nonBragg.c's flags, in the order its `main` tests them.
+#[rustfmt::skip]
+static NONBRAGG_FLAGS: &[StrstrFlag<B>] = &[
+    has(&["-img", "-stolout", "-ignore"], 0, |_, a, _| {
+        Err(Error::flag(a, "fitting a stol curve to an input image (-img/-stolout/-ignore) is not supported by this port"))
+    }),
+    // the sample
+    has(&["-samplesize", "-sample_size"], 1, |c, _, v| { (c.sample_x, c.sample_y, c.sample_z) = (mm(v, 0), mm(v, 0), mm(v, 0)); Ok(()) }),
+    has(&["-sample_thick", "-sample_x", "-thick"], 1, |c, _, v| { c.sample_x = mm(v, 0); Ok(()) }),
+    has(&["-sample_width", "-sample_y", "-width"], 1, |c, _, v| { c.sample_y = mm(v, 0); Ok(()) }),
+    has(&["-sample_heigh", "-sample_z", "-heigh"], 1, |c, _, v| { c.sample_z = mm(v, 0); Ok(()) }),
+    has(&["-density", "-sample_den"], 1, |c, _, v| { c.density = n(v, 0) * 1e6; Ok(()) }),
+    has(&["-molecules", "-sample_molecules"], 1, |c, _, v| { c.molecules = n(v, 0); Ok(()) }),
+    StrstrFlag { has: &["-molecular"], is: &["-MW"], values: 1, set: |c, _, v| { c.molecular_weight = n(v, 0); Ok(()) } },
+    // the detector's position
+    has(&["-Xbeam"], 1, |c, _, v| { c.xbeam = mm(v, 0); c.pivot = Pivot::Beam; Ok(()) }),
+    has(&["-Ybeam"], 1, |c, _, v| { c.ybeam = mm(v, 0); c.pivot = Pivot::Beam; Ok(()) }),
+    has(&["-Xclose"], 1, |c, _, v| { c.xclose = mm(v, 0); c.pivot = Pivot::Sample; Ok(()) }),
+    has(&["-Yclose"], 1, |c, _, v| { c.yclose = mm(v, 0); c.pivot = Pivot::Sample; Ok(()) }),
+    has(&["-ORGX"], 1, |c, _, v| { c.orgx = n(v, 0); c.pivot = Pivot::Sample; Ok(()) }),
+    has(&["-ORGY"], 1, |c, _, v| { c.orgy = n(v, 0); c.pivot = Pivot::Sample; Ok(()) }),
+    has(&["-pivot"], 1, |c, _, v| {
+        if v[0].contains("sample") { c.pivot = Pivot::Sample; }
+        if v[0].contains("beam") { c.pivot = Pivot::Beam; }
+        Ok(())
+    }),
+    has(&["-fdet_vector"], 3, |c, _, v| { c.fdet = v3(v); Ok(()) }),
+    has(&["-sdet_vector"], 3, |c, _, v| { c.sdet = v3(v); Ok(()) }),
+    has(&["-odet_vector"], 3, |c, _, v| { c.odet = v3(v); Ok(()) }),
+    has(&["-beam_vector"], 3, |c, _, v| { c.beam = v3(v); Ok(()) }),
+    has(&["-polar_vector"], 3, |c, _, v| { c.polar_vector = v3(v); Ok(()) }),
+    has(&["-spindle_axis"], 3, |c, _, v| { c.spindle = v3(v); Ok(()) }),
+    has(&["-twotheta_axis"], 3, |c, _, v| { c.twotheta_axis = v3(v); Ok(()) }),
+    has(&["-pix0_vector"], 3, |c, _, v| { c.pix0 = Some(v3(v)); Ok(()) }),
+    has(&["-distance"], 1, |c, _, v| { c.distance = mm(v, 0); c.pivot = Pivot::Beam; Ok(()) }),
+    has(&["-close_distance"], 1, |c, _, v| { c.close_distance = mm(v, 0); c.pivot = Pivot::Sample; Ok(()) }),
+    has(&["-source_distance"], 1, |c, _, v| { c.source_distance = mm(v, 0); Ok(()) }),
+    has(&["-twotheta"], 1, |c, _, v| { c.twotheta = n(v, 0) / RTD; c.pivot = Pivot::Sample; Ok(()) }),
+    has(&["-detector_rotx"], 1, |c, _, v| { c.rotx = n(v, 0) / RTD; Ok(()) }),
+    has(&["-detector_roty"], 1, |c, _, v| { c.roty = n(v, 0) / RTD; Ok(()) }),
+    has(&["-detector_rotz"], 1, |c, _, v| { c.rotz = n(v, 0) / RTD; Ok(()) }),
+    // the detector's size and pixels
+    is(&["-detsize"], |c, _, v| { (c.detsize_x, c.detsize_y) = (mm(v, 0), mm(v, 0)); Ok(()) }),
+    has(&["-detsize_x"], 1, |c, _, v| { c.detsize_x = mm(v, 0); Ok(()) }),
+    has(&["-detsize_y"], 1, |c, _, v| { c.detsize_y = mm(v, 0); Ok(()) }),
+    is(&["-detpixels"], |c, _, v| { c.fpixels = atoi(&v[0]); c.spixels = c.fpixels; Ok(()) }),
+    has(&["-detpixels_f", "-detpixels_x"], 1, |c, _, v| { c.fpixels = atoi(&v[0]); Ok(()) }),
+    has(&["-detpixels_s", "-detpixels_y"], 1, |c, _, v| { c.spixels = atoi(&v[0]); Ok(()) }),
+    // the C requires a following argument but does not read it
+    has(&["-curved_det"], 0, |c, _, _| { c.curved = true; Ok(()) }),
+    has(&["-pixel"], 1, |c, _, v| { c.pixel = mm(v, 0); Ok(()) }),
+    has(&["-point_pixel"], 0, |c, _, _| { c.point_pixel = true; Ok(()) }),
+    has(&["-Fmap"], 0, |c, _, _| { c.fmap = true; Ok(()) }),
+    is(&["-polar"], |c, _, v| { c.polarization = n(v, 0); c.nopolar = false; Ok(()) }),
+    has(&["-nopolar"], 0, |c, _, _| { c.nopolar = true; Ok(()) }),
+    has(&["-oversample"], 1, |c, _, v| { c.oversample = atoi(&v[0]); Ok(()) }),
+    has(&["-roi"], 4, |c, _, v| {
+        for k in 0..4 { c.roi[k] = atoi(&v[k]); }
+        Ok(())
+    }),
+    // the beam
+    has(&["-lambda", "-wave"], 1, |c, _, v| { c.lambda0 = n(v, 0) / 1.0e10; Ok(()) }),
+    has(&["-energy"], 1, |c, _, v| { c.lambda0 = (12398.42 / n(v, 0)) / 1.0e10; Ok(()) }),
+    has(&["-fluence"], 1, |c, _, v| { c.fluence = n(v, 0); Ok(()) }),
+    has(&["-flux"], 1, |c, _, v| { c.flux = n(v, 0); Ok(()) }),
+    has(&["-exposure"], 1, |c, _, v| { c.exposure = n(v, 0); Ok(()) }),
+    has(&["-beamsize"], 1, |c, _, v| { c.beamsize = mm(v, 0); Ok(()) }),
+    has(&["-dispersion"], 1, |c, _, v| { c.dispersion = n(v, 0) / 100.0; Ok(()) }),
+    has(&["-dispsteps"], 1, |c, _, v| { c.dispsteps = atoi(&v[0]); Ok(()) }),
+    has(&["-divergence"], 1, |c, _, v| { c.hdivrange = mm(v, 0); c.vdivrange = c.hdivrange; Ok(()) }),
+    has(&["-hdivrange"], 1, |c, _, v| { c.hdivrange = mm(v, 0); Ok(()) }),
+    has(&["-vdivrange"], 1, |c, _, v| { c.vdivrange = mm(v, 0); Ok(()) }),
+    is(&["-hdivstep"], |c, _, v| { c.hdivstep = mm(v, 0); Ok(()) }),
+    has(&["-hdivsteps"], 1, |c, _, v| { c.hdivsteps = atoi(&v[0]); Ok(()) }),
+    is(&["-vdivstep"], |c, _, v| { c.vdivstep = mm(v, 0); Ok(()) }),
+    has(&["-vdivsteps"], 1, |c, _, v| { c.vdivsteps = atoi(&v[0]); Ok(()) }),
+    has(&["-divsteps"], 1, |c, _, v| { c.hdivsteps = atoi(&v[0]); c.vdivsteps = c.hdivsteps; Ok(()) }),
+    has(&["-round_div"], 0, |c, _, _| { c.round_div = true; Ok(()) }),
+    has(&["-square_div"], 0, |c, _, _| { c.round_div = false; Ok(()) }),
+    has(&["-adc"], 1, |c, _, v| { c.adc = n(v, 0); Ok(()) }),
+    has(&["-gain"], 1, |c, _, v| { c.gain = n(v, 0); Ok(()) }),
+    // the rotation (only the header's OSC_RANGE)
+    is(&["-phi"], |c, _, v| { c.phi0 = n(v, 0) / RTD; Ok(()) }),
+    has(&["-osc"], 1, |c, _, v| { c.osc = n(v, 0) / RTD; Ok(()) }),
+    is(&["-phistep"], |c, _, v| { c.phistep = n(v, 0) / RTD; Ok(()) }),
+    has(&["-phisteps"], 1, |c, _, v| { c.phisteps = atoi(&v[0]); Ok(()) }),
+    // files
+    is(&["-stol"], |c, _, v| { c.stolfile = Some(v[0].clone()); c.stol_file_mult = 1e10; Ok(()) }),
+    is(&["-4stol"], |c, _, v| { c.stolfile = Some(v[0].clone()); c.stol_file_mult = 1e10 / 4.0; Ok(()) }),
+    is(&["-Q"], |c, _, v| { c.stolfile = Some(v[0].clone()); c.stol_file_mult = 1e10 / std::f64::consts::PI / 4.0; Ok(()) }),
+    has(&["-sourcefile"], 1, |c, _, v| { c.sourcefile = Some(v[0].clone()); Ok(()) }),
+    has(&["-floatfile", "-floatimage"], 1, |c, _, v| { c.floatfile = v[0].clone(); Ok(()) }),
+    has(&["-intfile", "-intimage"], 1, |c, _, v| { c.intfile = v[0].clone(); Ok(()) }),
+    has(&["-pgmfile", "-pgmimage"], 1, |c, _, v| { c.pgmfile = v[0].clone(); Ok(()) }),
+    has(&["-noisefile", "-noiseimage"], 1, |c, _, v| { c.noisefile = v[0].clone(); c.calculate_noise = true; Ok(()) }),
+    has(&["-nonoise"], 0, |c, _, _| { c.calculate_noise = false; Ok(()) }),
+    has(&["-nopgm"], 0, |c, _, _| { c.write_pgm = false; Ok(()) }),
+    // no effect on the images (the C's -printout per-pixel dump is not reproduced)
+    has(&["-noreject", "-coherent", "-printout"], 0, |_, _, _| Ok(())),
+    has(&["-scale"], 1, |c, _, v| { c.intfile_scale = n(v, 0); Ok(()) }),
+    has(&["-pgmscale"], 1, |c, _, v| { c.pgm_scale = n(v, 0); Ok(()) }),
+    has(&["-noprogress"], 0, |c, _, _| { c.progress = false; Ok(()) }),
+    has(&["-progress"], 0, |c, _, _| { c.progress = true; Ok(()) }),
+    has(&["-printout_pixel"], 2, |_, _, _| Ok(())),
+    has(&["-seed"], 1, |c, _, v| { c.seed = Some(-(atoi(&v[0]) as i64)); Ok(()) }),
+];
+
+static NONBRAGG_LINE: StrstrLine<B> = StrstrLine {
+    program: "nonbragg",
+    usage: NONBRAGG_USAGE,
+    flags: NONBRAGG_FLAGS,
+    needs: |n| format!("needs {n} value(s)"),
+    claim: |_, _| false,
+};
+
+/// Parse nonBragg.c's arguments; a stol table (`-stol`, `-4stol` or `-Q`) is required.
 pub fn parse_nonbragg_args(args: &[String]) -> Result<NonBraggConfig> {
     let mut c = NonBraggConfig::default();
-    // number of following arguments that are values of the previous flag
-    let mut values_left = 0usize;
-    for i in 0..args.len() {
-        let a = args[i].as_str();
-        if !a.starts_with('-') {
-            if values_left == 0 {
-                return Err(Error::flag(a, format!("unexpected word (nonbragg flags start with '-'; {NONBRAGG_USAGE})")));
-            }
-            values_left -= 1;
-            continue;
-        }
-        let is_value = values_left > 0;
-        values_left = values_left.saturating_sub(1);
-        let has = |p: &str| a.contains(p);
-        let mut matched = false;
-        let mut nvals = 0usize;
-        // fetch `n` values after the flag (the C's `argc > i+n` test)
-        let vals = |n: usize| -> Result<&[String]> {
-            args.get(i + 1..i + 1 + n).ok_or_else(|| Error::flag(a, format!("needs {n} value(s)")))
-        };
-        let v = |k: usize| -> f64 { atof(args[i + k].as_bytes()) };
-        macro_rules! take {
-            ($n:expr) => {{
-                vals($n)?;
-                matched = true;
-                nvals = nvals.max($n);
-            }};
-        }
-        if has("-img") || has("-stolout") || has("-ignore") {
-            return Err(Error::flag(a, "fitting a stol curve to an input image (-img/-stolout/-ignore) is not supported by this port"));
-        }
-        if has("-samplesize") || has("-sample_size") {
-            take!(1);
-            let x = v(1) / 1000.0;
-            c.sample_x = x;
-            c.sample_y = x;
-            c.sample_z = x;
-        }
-        if has("-sample_thick") || has("-sample_x") || has("-thick") {
-            take!(1);
-            c.sample_x = v(1) / 1000.0;
-        }
-        if has("-sample_width") || has("-sample_y") || has("-width") {
-            take!(1);
-            c.sample_y = v(1) / 1000.0;
-        }
-        if has("-sample_heigh") || has("-sample_z") || has("-heigh") {
-            take!(1);
-            c.sample_z = v(1) / 1000.0;
-        }
-        if has("-density") || has("-sample_den") {
-            take!(1);
-            c.density = v(1) * 1e6;
-        }
-        if has("-molecules") || has("-sample_molecules") {
-            take!(1);
-            c.molecules = v(1);
-        }
-        if a == "-MW" || has("-molecular") {
-            take!(1);
-            c.molecular_weight = v(1);
-        }
-        if has("-Xbeam") {
-            take!(1);
-            c.xbeam = v(1) / 1000.0;
-            c.pivot = Pivot::Beam;
-        }
-        if has("-Ybeam") {
-            take!(1);
-            c.ybeam = v(1) / 1000.0;
-            c.pivot = Pivot::Beam;
-        }
-        if has("-Xclose") {
-            take!(1);
-            c.xclose = v(1) / 1000.0;
-            c.pivot = Pivot::Sample;
-        }
-        if has("-Yclose") {
-            take!(1);
-            c.yclose = v(1) / 1000.0;
-            c.pivot = Pivot::Sample;
-        }
-        if has("-ORGX") {
-            take!(1);
-            c.orgx = v(1);
-            c.pivot = Pivot::Sample;
-        }
-        if has("-ORGY") {
-            take!(1);
-            c.orgy = v(1);
-            c.pivot = Pivot::Sample;
-        }
-        if has("-pivot") {
-            take!(1);
-            if args[i + 1].contains("sample") {
-                c.pivot = Pivot::Sample;
-            }
-            if args[i + 1].contains("beam") {
-                c.pivot = Pivot::Beam;
-            }
-        }
-        let vec3 = |name: &str, target: &mut [f64; 3], matched: &mut bool, nvals: &mut usize| -> Result<()> {
-            if has(name) {
-                vals(3)?;
-                *matched = true;
-                *nvals = (*nvals).max(3);
-                *target = [v(1), v(2), v(3)];
-            }
-            Ok(())
-        };
-        vec3("-fdet_vector", &mut c.fdet, &mut matched, &mut nvals)?;
-        vec3("-sdet_vector", &mut c.sdet, &mut matched, &mut nvals)?;
-        vec3("-odet_vector", &mut c.odet, &mut matched, &mut nvals)?;
-        vec3("-beam_vector", &mut c.beam, &mut matched, &mut nvals)?;
-        vec3("-polar_vector", &mut c.polar_vector, &mut matched, &mut nvals)?;
-        vec3("-spindle_axis", &mut c.spindle, &mut matched, &mut nvals)?;
-        vec3("-twotheta_axis", &mut c.twotheta_axis, &mut matched, &mut nvals)?;
-        if has("-pix0_vector") {
-            take!(3);
-            c.pix0 = Some([v(1), v(2), v(3)]);
-        }
-        if has("-distance") {
-            take!(1);
-            c.distance = v(1) / 1000.0;
-            c.pivot = Pivot::Beam;
-        }
-        if has("-close_distance") {
-            take!(1);
-            c.close_distance = v(1) / 1000.0;
-            c.pivot = Pivot::Sample;
-        }
-        if has("-source_distance") {
-            take!(1);
-            c.source_distance = v(1) / 1000.0;
-        }
-        if has("-twotheta") {
-            take!(1);
-            c.twotheta = v(1) / RTD;
-            c.pivot = Pivot::Sample;
-        }
-        if has("-detector_rotx") {
-            take!(1);
-            c.rotx = v(1) / RTD;
-        }
-        if has("-detector_roty") {
-            take!(1);
-            c.roty = v(1) / RTD;
-        }
-        if has("-detector_rotz") {
-            take!(1);
-            c.rotz = v(1) / RTD;
-        }
-        if has("-detsize") && a.len() == 8 {
-            take!(1);
-            c.detsize_x = v(1) / 1000.0;
-            c.detsize_y = v(1) / 1000.0;
-        }
-        if has("-detsize_x") {
-            take!(1);
-            c.detsize_x = v(1) / 1000.0;
-        }
-        if has("-detsize_y") {
-            take!(1);
-            c.detsize_y = v(1) / 1000.0;
-        }
-        if has("-detpixels") && a.len() == 10 {
-            take!(1);
-            c.fpixels = atoi(&args[i + 1]);
-            c.spixels = c.fpixels;
-        }
-        if has("-detpixels_f") || has("-detpixels_x") {
-            take!(1);
-            c.fpixels = atoi(&args[i + 1]);
-        }
-        if has("-detpixels_s") || has("-detpixels_y") {
-            take!(1);
-            c.spixels = atoi(&args[i + 1]);
-        }
-        if has("-curved_det") {
-            // the C requires a following argument but does not read it
-            matched = true;
-            c.curved = true;
-        }
-        if has("-pixel") {
-            take!(1);
-            c.pixel = v(1) / 1000.0;
-        }
-        if has("-point_pixel") {
-            matched = true;
-            c.point_pixel = true;
-        }
-        if has("-Fmap") {
-            matched = true;
-            c.fmap = true;
-        }
-        if has("-polar") && a.len() == 6 {
-            take!(1);
-            c.polarization = v(1);
-            c.nopolar = false;
-        }
-        if has("-nopolar") {
-            matched = true;
-            c.nopolar = true;
-        }
-        if has("-oversample") {
-            take!(1);
-            c.oversample = atoi(&args[i + 1]);
-        }
-        if has("-roi") {
-            take!(4);
-            for k in 0..4 {
-                c.roi[k] = atoi(&args[i + 1 + k]);
-            }
-        }
-        if has("-lambda") || has("-wave") {
-            take!(1);
-            c.lambda0 = v(1) / 1.0e10;
-        }
-        if has("-energy") {
-            take!(1);
-            c.lambda0 = (12398.42 / v(1)) / 1.0e10;
-        }
-        if has("-fluence") {
-            take!(1);
-            c.fluence = v(1);
-        }
-        if has("-flux") {
-            take!(1);
-            c.flux = v(1);
-        }
-        if has("-exposure") {
-            take!(1);
-            c.exposure = v(1);
-        }
-        if has("-beamsize") {
-            take!(1);
-            c.beamsize = v(1) / 1000.0;
-        }
-        if has("-dispersion") {
-            take!(1);
-            c.dispersion = v(1) / 100.0;
-        }
-        if has("-dispsteps") {
-            take!(1);
-            c.dispsteps = atoi(&args[i + 1]);
-        }
-        if has("-divergence") {
-            take!(1);
-            c.hdivrange = v(1) / 1000.0;
-            c.vdivrange = c.hdivrange;
-        }
-        if has("-hdivrange") {
-            take!(1);
-            c.hdivrange = v(1) / 1000.0;
-        }
-        if has("-vdivrange") {
-            take!(1);
-            c.vdivrange = v(1) / 1000.0;
-        }
-        if has("-hdivstep") && a.len() == 9 {
-            take!(1);
-            c.hdivstep = v(1) / 1000.0;
-        }
-        if has("-hdivsteps") {
-            take!(1);
-            c.hdivsteps = atoi(&args[i + 1]);
-        }
-        if has("-vdivstep") && a.len() == 9 {
-            take!(1);
-            c.vdivstep = v(1) / 1000.0;
-        }
-        if has("-vdivsteps") {
-            take!(1);
-            c.vdivsteps = atoi(&args[i + 1]);
-        }
-        if has("-divsteps") {
-            take!(1);
-            c.hdivsteps = atoi(&args[i + 1]);
-            c.vdivsteps = c.hdivsteps;
-        }
-        if has("-round_div") {
-            matched = true;
-            c.round_div = true;
-        }
-        if has("-square_div") {
-            matched = true;
-            c.round_div = false;
-        }
-        if has("-adc") {
-            take!(1);
-            c.adc = v(1);
-        }
-        if has("-gain") {
-            take!(1);
-            c.gain = v(1);
-        }
-        if has("-phi") && a.len() == 4 {
-            take!(1);
-            c.phi0 = v(1) / RTD;
-        }
-        if has("-osc") {
-            take!(1);
-            c.osc = v(1) / RTD;
-        }
-        if has("-phistep") && a.len() == 8 {
-            take!(1);
-            c.phistep = v(1) / RTD;
-        }
-        if has("-phisteps") {
-            take!(1);
-            c.phisteps = atoi(&args[i + 1]);
-        }
-        if has("-stol") && a.len() == 5 {
-            take!(1);
-            c.stolfile = Some(args[i + 1].clone());
-            c.stol_file_mult = 1e10;
-        }
-        if has("-4stol") && a.len() == 6 {
-            take!(1);
-            c.stolfile = Some(args[i + 1].clone());
-            c.stol_file_mult = 1e10 / 4.0;
-        }
-        if has("-Q") && a.len() == 2 {
-            take!(1);
-            c.stolfile = Some(args[i + 1].clone());
-            c.stol_file_mult = 1e10 / std::f64::consts::PI / 4.0;
-        }
-        if has("-sourcefile") {
-            take!(1);
-            c.sourcefile = Some(args[i + 1].clone());
-        }
-        if has("-floatfile") || has("-floatimage") {
-            take!(1);
-            c.floatfile = args[i + 1].clone();
-        }
-        if has("-intfile") || has("-intimage") {
-            take!(1);
-            c.intfile = args[i + 1].clone();
-        }
-        if has("-pgmfile") || has("-pgmimage") {
-            take!(1);
-            c.pgmfile = args[i + 1].clone();
-        }
-        if has("-noisefile") || has("-noiseimage") {
-            take!(1);
-            c.noisefile = args[i + 1].clone();
-            c.calculate_noise = true;
-        }
-        if has("-nonoise") {
-            matched = true;
-            c.calculate_noise = false;
-        }
-        if has("-nopgm") {
-            matched = true;
-            c.write_pgm = false;
-        }
-        if has("-noreject") || has("-coherent") || has("-printout") {
-            // no effect on the images (the C's -printout per-pixel dump is not reproduced)
-            matched = true;
-        }
-        if has("-scale") {
-            take!(1);
-            c.intfile_scale = v(1);
-        }
-        if has("-pgmscale") {
-            take!(1);
-            c.pgm_scale = v(1);
-        }
-        if has("-noprogress") {
-            matched = true;
-            c.progress = false;
-        }
-        if has("-progress") {
-            matched = true;
-            c.progress = true;
-        }
-        if has("-printout_pixel") {
-            take!(2);
-        }
-        if has("-seed") {
-            take!(1);
-            c.seed = Some(-(atoi(&args[i + 1]) as i64));
-        }
-        if !matched && !is_value {
-            return Err(Error::flag(a, format!("unknown nonbragg flag ({NONBRAGG_USAGE})")));
-        }
-        if matched {
-            values_left = nvals;
-        }
+    parse_strstr(&NONBRAGG_LINE, args, &mut c)?;
+    if c.stolfile.is_none() {
+        return Err(Error::flag("-stol", format!("no stol table given ({NONBRAGG_USAGE})")));
     }
     Ok(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> Result<NonBraggConfig> {
+        parse_nonbragg_args(&s.split_whitespace().map(String::from).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn strstr_matching_as_the_c() {
+        let c = p("-stol w.stol -twotheta_axis 0 0 1 -detpixels 64 -thickness 2 -roi 1 2 3 4 -hdivstep 0.5 -seed 9 -noprogress").unwrap();
+        assert_eq!(c.stolfile.as_deref(), Some("w.stol"));
+        // -twotheta_axis also hits -twotheta (with its first value), and pivots on the sample
+        assert_eq!(c.twotheta_axis, [0.0, 0.0, 1.0]);
+        assert_eq!((c.twotheta, c.pivot), (0.0, Pivot::Sample));
+        assert_eq!((c.fpixels, c.spixels), (64, 64));
+        assert_eq!(c.sample_x, 2e-3);
+        assert_eq!(c.roi, [1, 2, 3, 4]);
+        assert_eq!((c.hdivstep, c.hdivsteps), (0.5e-3, -1));
+        assert_eq!(c.seed, Some(-9));
+        assert!(!c.progress);
+        // a value that starts with '-' is not refused
+        assert_eq!(p("-stol w.stol -adc -5").unwrap().adc, -5.0);
+        assert_eq!(p("-Q q.dat").unwrap().stol_file_mult, 1e10 / std::f64::consts::PI / 4.0);
+    }
+
+    #[test]
+    fn bad_input_is_refused() {
+        assert!(p("-stol w.stol -bogus 3").is_err());
+        assert!(p("-stol w.stol stray").is_err());
+        assert!(p("-stol w.stol -roi 1 2 3").is_err());
+        assert!(p("-stol w.stol -img x.img").is_err());
+        assert!(p("-distance 100").is_err());
+    }
 }

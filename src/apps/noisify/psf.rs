@@ -1,20 +1,10 @@
-//! `noisify`: photons/pixel float image → detector images with photon (Poisson) noise, beam flicker,
-//! per-pixel calibration error, a point-spread function, read-out noise, gain and ADC offset, as
-//! noisify.c does.
-//!
-//! The random streams are noisify.c's: one ran1 shuffle table, gaussdev spare and poidev cache shared
-//! between the noise seed and the calibration seed ([`NrRandom`]), consumed in raster order. So the
-//! noise loop is serial; the PSF is parallel but adds every contribution to every output pixel in
-//! the C's order (see [`apply_psf`]), so the images are byte-identical to the C's.
+//! noisify.c's point-spread function: the pixel-integrated Gaussian and fiber kernels and
+//! `apply_psf`, with the blur summed in the C's order (see [`convolve_c_order`]).
 
-use crate::base::c::printf::{cf, ci};
-use crate::cli::noisify::{NoisifyConfig, PsfType};
-use crate::io::atomic::write_atomic;
-use crate::base::c::rng::NrRandom;
-use crate::{Error, Result};
+use super::config::PsfType;
+use crate::base::c::printf::cf;
 use rayon::prelude::*;
 use std::io::Write;
-use std::path::Path;
 
 extern "C" {
     fn erf(x: f64) -> f64;
@@ -24,9 +14,6 @@ fn c_erf(x: f64) -> f64 {
     // SAFETY: libm's erf is a pure function of a double.
     unsafe { erf(x) }
 }
-
-/// Thomson cross section (noisify.c `r_e_sqr`).
-use crate::base::consts::R_E_SQR;
 
 /// noisify.c `ngauss2D_integ`: integral of a unit-volume Gaussian of FWHM 1.
 fn ngauss2d_integ(x: f64, y: f64) -> f64 {
@@ -63,6 +50,10 @@ fn c_int(x: f64) -> Option<i32> {
     }
 }
 
+/// noisify.c `photonloss_factor`: the automatic PSF radius leaves at most sqrt(photons)/10 photons
+/// outside it.
+const PHOTONLOSS_FACTOR: f64 = 10.0;
+
 /// noisify.c `apply_psf`: returns the blurred image (or the input when the C returns it).
 ///
 /// Messages the C prints go to `out`. Differences from the C, each where the C's result is
@@ -96,7 +87,6 @@ pub fn apply_psf(
         writeln!(out, "WARNING: apply_psf function has zero size")?;
         return Ok(inimage.to_vec());
     }
-    let photonloss_factor = 10.0f64;
     let maxwidth = xpixels.max(ypixels) as i64;
     let mut psf_radius = user_psf_radius as i64;
     if psf_radius <= 0 {
@@ -106,7 +96,7 @@ pub fn apply_psf(
             writeln!(out, "WARNING: no photons, PSF skipped")?;
             return Ok(vec![0.0; pixels]);
         }
-        let lost = max_i.sqrt() / photonloss_factor;
+        let lost = max_i.sqrt() / PHOTONLOSS_FACTOR;
         if psftype == PsfType::Gauss {
             psf_radius = 1 + c_int(((-(lost / max_i).ln() / 4f64.ln() / 2.0).sqrt() * fwhm_pixels).ceil()).unwrap_or(0) as i64;
         } else {
@@ -126,38 +116,7 @@ pub fn apply_psf(
     // Per-source radius and lost photons (independent per pixel), then the C's serial sum.
     let per_pixel: Vec<(i32, f64)> = inimage[..pixels]
         .par_iter()
-        .map(|&v| {
-            if v <= 0.0 {
-                return (0, 0.0);
-            }
-            let vi = v as f64;
-            let mut r: i64 = if user_psf_radius != 0 {
-                user_psf_radius as i64
-            } else {
-                let lost = vi.sqrt() / photonloss_factor;
-                match psftype {
-                    PsfType::Gauss => c_int(((-(lost / vi).ln() / 16f64.ln()).sqrt() * fwhm_pixels).ceil()).map_or(0, |c| 1 + c as i64),
-                    _ => c_int((g * (vi / lost)).ceil()).map_or(0, |c| 1 + c as i64),
-                }
-            };
-            if r == 0 {
-                r = 1;
-            }
-            if r > maxwidth {
-                r = maxwidth;
-            }
-            let lost = match psftype {
-                PsfType::Gauss => {
-                    let mut rsq = r as f64;
-                    rsq /= fwhm_pixels;
-                    rsq *= rsq;
-                    vi * (-(16f64.ln()) * rsq).exp()
-                }
-                _ => vi * g / (g * g + ((r * r) as i32) as f64).sqrt(),
-            };
-            // the kernel cache bounds what the loops can read
-            (r.min(kr) as i32, lost)
-        })
+        .map(|&v| source_radius_and_loss(v, psftype, fwhm_pixels, user_psf_radius, maxwidth, kr))
         .collect();
     let mut total_lost = 0.0f64;
     for &(_, l) in &per_pixel {
@@ -176,6 +135,43 @@ pub fn apply_psf(
     writeln!(out, "adding back {} lost photons", cf("%g", total_lost))?;
     outimage.par_iter_mut().for_each(|o| *o = (*o as f64 + lost_each) as f32);
     Ok(outimage)
+}
+
+/// One source pixel of [`apply_psf`]: its PSF radius (the user's, or the automatic one at which
+/// the lost photons fall below `sqrt(v)/photonloss_factor`; at least 1, at most the image's width,
+/// then bounded by the kernel radius `kr`) and the photons lost outside that radius.
+fn source_radius_and_loss(v: f32, psftype: PsfType, fwhm_pixels: f64, user_psf_radius: i32, maxwidth: i64, kr: i64) -> (i32, f64) {
+    let g = fwhm_pixels * 0.652383013252053;
+    if v <= 0.0 {
+        return (0, 0.0);
+    }
+    let vi = v as f64;
+    let mut r: i64 = if user_psf_radius != 0 {
+        user_psf_radius as i64
+    } else {
+        let lost = vi.sqrt() / PHOTONLOSS_FACTOR;
+        match psftype {
+            PsfType::Gauss => c_int(((-(lost / vi).ln() / 16f64.ln()).sqrt() * fwhm_pixels).ceil()).map_or(0, |c| 1 + c as i64),
+            _ => c_int((g * (vi / lost)).ceil()).map_or(0, |c| 1 + c as i64),
+        }
+    };
+    if r == 0 {
+        r = 1;
+    }
+    if r > maxwidth {
+        r = maxwidth;
+    }
+    let lost = match psftype {
+        PsfType::Gauss => {
+            let mut rsq = r as f64;
+            rsq /= fwhm_pixels;
+            rsq *= rsq;
+            vi * (-(16f64.ln()) * rsq).exp()
+        }
+        _ => vi * g / (g * g + ((r * r) as i32) as f64).sqrt(),
+    };
+    // the kernel cache bounds what the loops can read
+    (r.min(kr) as i32, lost)
 }
 
 /// noisify.c's cached PSF kernel: `(2kr+1)²` values, the pixel-integrated PSF inside the disc of
@@ -324,9 +320,21 @@ pub fn convolve_c_order(inimage: &[f32], xpixels: usize, ypixels: usize, kernel:
             }
         }
     });
-    // column 0 of rows 1..: the normal terms (source column x0 = -dx, same output row) and the
-    // wrapped ones (x0 = xpixels - dx, from one row up), in the C's order
-    let col0: Vec<(usize, f32)> = (1..ypixels)
+    // column 0 of rows 1..: the normal terms and the wrapped ones, in the C's order
+    for (j, v) in wrapped_column0(inimage, xpixels, ypixels, kernel, kr, rad2) {
+        out[j] = v;
+    }
+    out
+}
+
+/// Column 0 of rows 1.. of [`convolve_c_order`]'s output, recomputed in the C's order: the normal
+/// terms (source column x0 = -dx, same output row) and the wrapped ones (x0 = xpixels - dx, from
+/// one row up, through the C's edge test `x > xpixels`), as (index, value).
+fn wrapped_column0(inimage: &[f32], xpixels: usize, ypixels: usize, kernel: &[f64], kr: i64, rad2: &[i32]) -> Vec<(usize, f32)> {
+    let (xp, yp) = (xpixels as i64, ypixels as i64);
+    let ks = 2 * kr + 1;
+    let kidx = |dx: i64, dy: i64| (ks * (kr + dy) + kr + dx) as usize;
+    (1..ypixels)
         .into_par_iter()
         .map(|y| {
             let y = y as i64;
@@ -357,388 +365,7 @@ pub fn convolve_c_order(inimage: &[f32], xpixels: usize, ypixels: usize, kernel:
             }
             ((y * xp) as usize, acc)
         })
-        .collect();
-    for (j, v) in col0 {
-        out[j] = v;
-    }
-    out
-}
-
-/// A parsed 512-byte (or HEADER_BYTES) SMV header, as noisify.c's `GetFrame` keeps it.
-struct HeaderFile {
-    header: Vec<u8>,
-    width: i32,
-    height: i32,
-}
-
-/// noisify.c `ValueOf`: value after the `=` following the LAST occurrence of `keyword` in the
-/// header (a C string); `None` when the keyword is absent (the C's NAN); 0 when no `=` follows.
-fn value_of(header: &[u8], keyword: &str) -> Option<f64> {
-    let end = header.iter().position(|&c| c == 0).unwrap_or(header.len());
-    let h = &header[..end];
-    let kw = keyword.as_bytes();
-    let mut pos = None;
-    let mut start = 0;
-    while let Some(p) = find(&h[start..], kw) {
-        start += p + kw.len();
-        pos = Some(start);
-    }
-    let s = pos?;
-    match find(&h[s..], b"=") {
-        None => Some(0.0),
-        Some(e) => Some(crate::io::text::atof(&h[s + e + 1..])),
-    }
-}
-
-fn find(h: &[u8], needle: &[u8]) -> Option<usize> {
-    if needle.is_empty() || h.len() < needle.len() {
-        return None;
-    }
-    h.windows(needle.len()).position(|w| w == needle)
-}
-
-fn get_frame(path: &str) -> Result<HeaderFile> {
-    let bytes = std::fs::read(path).map_err(|e| Error::file(path, format!("-header: cannot read: {e}")))?;
-    if bytes.len() < 512 {
-        return Err(Error::file(path, "-header: shorter than a 512-byte SMV header"));
-    }
-    if !bytes.starts_with(b"{\nHEADER_BYT") {
-        return Err(Error::file(path, "-header: does not look like an ADSC (SMV) frame"));
-    }
-    let mut header = bytes[..512].to_vec();
-    let size = value_of(&header, "HEADER_BYTES").unwrap_or(0.0) as i64;
-    if size <= 0 {
-        return Err(Error::file(path, "-header: bad HEADER_BYTES"));
-    }
-    if size != 512 {
-        if bytes.len() < size as usize {
-            return Err(Error::file(path, format!("-header: file shorter than HEADER_BYTES={size}")));
-        }
-        header = bytes[..size as usize].to_vec();
-    }
-    let mut width = value_of(&header, "SIZE1").unwrap_or(f64::NAN) as i32;
-    let mut height = value_of(&header, "SIZE2").unwrap_or(f64::NAN) as i32;
-    if width == 0 {
-        let d = value_of(&header, "DETECTOR_DIMENSIONS").unwrap_or(0.0) as i32;
-        width = d;
-        height = d;
-    }
-    if width <= 0 || height <= 0 {
-        return Err(Error::file(path, "-header: no image size (SIZE1/SIZE2)"));
-    }
-    Ok(HeaderFile { header, width, height })
-}
-
-/// What a noisify run reports besides its stdout (for tests and library users).
-#[derive(Clone, Debug, Default)]
-pub struct NoisifySummary {
-    pub xpixels: usize,
-    pub ypixels: usize,
-    pub photons_before_psf: f64,
-    pub photons: f64,
-    pub overloads: u64,
-}
-
-fn c_header(c: &NoisifyConfig, xp: i32, yp: i32, detsize_y: f64, xbeam: f64, ybeam: f64) -> Vec<u8> {
-    let mut s = String::new();
-    if c.intimage_bits == 16 {
-        s += "{\nHEADER_BYTES=512;\nDIM=2;\nBYTE_ORDER=little_endian;\nTYPE=unsigned_short;\n";
-    } else {
-        s += "{\nHEADER_BYTES=512;\nDIM=2;\nBYTE_ORDER=little_endian;\nTYPE=long_integer;\n";
-    }
-    s += &format!(
-        "SIZE1={xp};\nSIZE2={yp};\nPIXEL_SIZE={};\nDISTANCE={};\n",
-        cf("%g", c.pixel * 1000.0),
-        cf("%g", c.distance * 1000.0)
-    );
-    s += &format!(
-        "WAVELENGTH={};\nBEAM_CENTER_X={};\nBEAM_CENTER_Y={};\n",
-        cf("%g", c.lambda),
-        cf("%g", xbeam * 1000.0),
-        cf("%g", (detsize_y - ybeam) * 1000.0)
-    );
-    s += &format!("PHI={};\nOSC_START={};\nOSC_RANGE={};\n", cf("%g", c.phi0), cf("%g", c.phi0), cf("%g", c.osc));
-    s += "DETECTOR_SN=000;\nBEAMLINE=fake;\n}\x0c";
-    let mut b = s.into_bytes();
-    while b.len() < 512 {
-        b.push(b' ');
-    }
-    b
-}
-
-fn image_bytes(header: &[u8], bits: i32, i16img: &[u16], i32img: &[u32]) -> Vec<u8> {
-    let mut b = Vec::with_capacity(header.len() + i32img.len() * 4);
-    b.extend_from_slice(header);
-    if bits == 16 {
-        for v in i16img {
-            b.extend_from_slice(&v.to_le_bytes());
-        }
-    } else {
-        for v in i32img {
-            b.extend_from_slice(&v.to_le_bytes());
-        }
-    }
-    b
-}
-
-/// `(unsigned int) adu` and `(unsigned short int) adu` as x86-64 gcc compiles them (a 64-bit resp.
-/// 32-bit truncating conversion, then the low bits), for adu ≤ 2147483647.
-fn to_u32(adu: f64) -> u32 {
-    (adu as i64) as u32
-}
-fn to_u16(adu: f64) -> u16 {
-    (adu as i32) as u16
-}
-
-/// Run noisify.c on a float image in memory, writing its files and its stdout to `out`.
-pub fn run(c: &NoisifyConfig, out: &mut dyn Write) -> Result<NoisifySummary> {
-    let io = |e: std::io::Error| Error::setup(format!("writing stdout: {e}"));
-    let Some(floatname) = c.floatfile.clone() else {
-        return Err(Error::flag("-floatfile", format!("no input image given ({})", crate::cli::noisify::NOISIFY_USAGE)));
-    };
-    let bytes = std::fs::read(&floatname).map_err(|e| Error::file(&floatname, format!("-floatfile: cannot read: {e}")))?;
-    writeln!(out, "noisify - add noise to pixels - James Holton 3-19-16").map_err(io)?;
-    let mut pixels = (bytes.len() / 4) as i64;
-    let (mut xpixels, mut ypixels) = (c.xpixels as i64, c.ypixels as i64);
-    let (mut pixel, mut distance, mut lambda) = (c.pixel, c.distance, c.lambda);
-    let mut detsize_y;
-    let (mut xbeam, mut ybeam) = (c.xbeam, c.ybeam);
-    let mut header: Option<HeaderFile> = None;
-    if let Some(h) = &c.headerfile {
-        writeln!(out, "taking header from {h}").map_err(io)?;
-        let hf = get_frame(h)?;
-        writeln!(out, "reading {h}").map_err(io)?;
-        xpixels = hf.width as i64;
-        ypixels = hf.height as i64;
-        pixels = xpixels * ypixels;
-        if let Some(t) = value_of(&hf.header, "PIXEL_SIZE") {
-            pixel = t / 1000.0;
-        }
-        detsize_y = pixel * ypixels as f64;
-        if let Some(t) = value_of(&hf.header, "DISTANCE") {
-            distance = t / 1000.0;
-        }
-        if let Some(t) = value_of(&hf.header, "WAVELENGTH") {
-            lambda = t / 1e10;
-        }
-        if let Some(t) = value_of(&hf.header, "BEAM_CENTER_X") {
-            xbeam = t / 1000.0;
-        }
-        if let Some(t) = value_of(&hf.header, "BEAM_CENTER_Y") {
-            ybeam = detsize_y - t / 1000.0;
-        }
-        header = Some(hf);
-    }
-    if pixels <= 0 {
-        return Err(Error::file(&floatname, "-floatfile: empty image"));
-    }
-    if xpixels == 0 && ypixels == 0 {
-        writeln!(out, "WARNING: guessing xy pixel dimensions.").map_err(io)?;
-        xpixels = (pixels as f64).sqrt() as i64;
-        ypixels = pixels / xpixels;
-        while pixels != xpixels * ypixels && xpixels > 0 {
-            xpixels -= 1;
-            ypixels = pixels / xpixels.max(1);
-        }
-        if pixels != xpixels * ypixels {
-            xpixels = pixels;
-            ypixels = 1;
-        }
-    }
-    if xpixels != 0 && ypixels == 0 {
-        ypixels = pixels / xpixels;
-    }
-    if xpixels == 0 && ypixels != 0 {
-        xpixels = pixels / ypixels;
-    }
-    if xpixels < 0 || ypixels < 0 {
-        return Err(Error::flag("-detpixels", "negative image size"));
-    }
-    detsize_y = pixel * ypixels as f64;
-    pixels = xpixels * ypixels;
-    if pixels <= 0 {
-        return Err(Error::flag("-detpixels", "image has no pixels"));
-    }
-    let np = pixels as usize;
-    if bytes.len() < np * 4 {
-        return Err(Error::file(&floatname, format!("-floatfile: holds {} floats, the {}x{} image needs {}", bytes.len() / 4, xpixels, ypixels, np)));
-    }
-    writeln!(out, "importing {} pixel intensites: {}", pixels, floatname).map_err(io)?;
-    let floatimage: Vec<f32> = bytes[..np * 4].chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-    drop(bytes);
-    if xbeam <= -1e99 {
-        xbeam = detsize_x_of(pixel, xpixels) / 2.0;
-    }
-    if ybeam <= -1e99 {
-        ybeam = detsize_y / 2.0;
-    }
-    let (mut calibration_noise, mut readout_noise, mut flicker_noise) = (c.calibration_noise, c.readout_noise, c.flicker_noise);
-    if !c.calculate_noise {
-        calibration_noise = 0.0;
-        readout_noise = 0.0;
-        flicker_noise = 0.0;
-    }
-    let mut seed: i64 = c.seed.unwrap_or_else(|| {
-        -(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0))
-    });
-    let mut calib_seed = c.calib_seed;
-    let psf_fwhm = c.psf_fwhm as f64;
-    let mut s = String::new();
-    s += &format!(
-        "  distance={} detsize={}x{}  pixel={} meters ({}x{} pixels)\n",
-        cf("%g", distance),
-        cf("%g", detsize_x_of(pixel, xpixels)),
-        cf("%g", detsize_y),
-        cf("%g", pixel),
-        xpixels,
-        ypixels
-    );
-    s += &format!("  Xbeam={} Ybeam={}\n", cf("%g", xbeam), cf("%g", ybeam));
-    if c.psftype == PsfType::Gauss {
-        s += &format!("  Gaussian PSF fwhm = {} um ", cf("%g", psf_fwhm * 1e6));
-    }
-    if c.psftype == PsfType::Fiber {
-        s += &format!("  fiber PSF fwhm = {} um ", cf("%g", psf_fwhm * 1e6));
-    }
-    if c.psftype != PsfType::Unknown && c.psf_radius == 0 {
-        s += "  with automatic rendering radius\n";
-    }
-    if c.psftype != PsfType::Unknown && c.psf_radius >= 0 {
-        s += &format!("  with rendering radius: {}\n", c.psf_radius);
-    }
-    s += &format!("  seed: {}\n", ci("%ld", seed));
-    s += &format!("  calibration noise seed: {}\n", ci("%ld", calib_seed));
-    s += &format!("  calibration_noise = {} %\n", cf("%g", calibration_noise * 100.0));
-    s += &format!("  input file scale = {}\n", cf("%g", c.photon_scale));
-    s += &format!("  readout_noise = {} ADU\n", cf("%g", readout_noise));
-    s += &format!("  flicker_noise = {} %\n", cf("%g", flicker_noise * 100.0));
-    s += &format!("  quantum_gain = {} ADU/photon\n", cf("%g", c.quantum_gain));
-    s += &format!("  adc_offset = {} ADU\n\n", cf("%g", c.adc_offset));
-    out.write_all(s.as_bytes()).map_err(io)?;
-
-    // photon scale
-    let mut max_i = 0.0f64;
-    let factor = c.fluence * R_E_SQR;
-    let mut photonimage = vec![0.0f32; np];
-    for (p, &v) in photonimage.iter_mut().zip(&floatimage) {
-        let vi = v as f64;
-        if max_i < vi {
-            max_i = vi;
-        }
-        if vi < 0.0 {
-            writeln!(out, "WARNING: negative intensity in {}: {}", floatname, cf("%g", vi)).map_err(io)?;
-        }
-        *p = (factor * c.photon_scale * vi) as f32;
-    }
-    drop(floatimage);
-    writeln!(out, "maximum value in input file: {} ( {} on photon scale)", cf("%g", max_i), cf("%g", max_i * c.photon_scale * c.fluence * R_E_SQR))
-        .map_err(io)?;
-
-    let (xu, yu) = (xpixels as usize, ypixels as usize);
-    if !c.calculate_noise && c.psftype != PsfType::Unknown && psf_fwhm > 0.0 {
-        writeln!(out, "  applying PSF to noiseless image width = {} pixels", cf("%g", psf_fwhm / pixel)).map_err(io)?;
-        photonimage = apply_psf(&photonimage, xu, yu, c.psftype, psf_fwhm / pixel, c.psf_radius, out).map_err(io)?;
-    }
-
-    // noiseless int image
-    let conv = |adu: f64| -> (u16, u32) {
-        let mut adu = adu;
-        if adu > 2147483647.0 {
-            adu = 2147483647.0;
-        }
-        if adu > 65535.0 {
-            adu = 65535.0;
-        }
-        (to_u16(adu), to_u32(adu))
-    };
-    let (int16, int32): (Vec<u16>, Vec<u32>) = photonimage.par_iter().map(|&p| conv(p as f64 * c.quantum_gain + c.adc_offset)).unzip();
-    let own_header = c_header(c, xpixels as i32, ypixels as i32, detsize_y, xbeam, ybeam);
-    let hbytes: &[u8] = header.as_ref().map_or(&own_header, |h| &h.header);
-    if c.intimage_bits == 16 {
-        writeln!(out, "writing {} as {} 2-byte integers", c.intfile, pixels).map_err(io)?;
-    } else {
-        writeln!(out, "writing {} as {} 4-byte integers", c.intfile, pixels).map_err(io)?;
-    }
-    write_atomic(Path::new(&c.intfile), &image_bytes(hbytes, c.intimage_bits, &int16, &int32))?;
-    if !c.calculate_noise {
-        write_png(c, xu, yu, &int16, &int32)?;
-    }
-    if c.write_pgm {
-        writeln!(out, "writing {} as 1-byte integers", c.pgmfile).map_err(io)?;
-        let mut b = format!("P5\n{} {}\n# pixels scaled by 1\n255\n", xpixels, ypixels).into_bytes();
-        b.extend(int16.iter().map(|&v| v.min(255) as u8));
-        write_atomic(Path::new(&c.pgmfile), &b)?;
-    }
-    let mut summary = NoisifySummary { xpixels: xu, ypixels: yu, ..Default::default() };
-    if !c.calculate_noise {
-        return Ok(summary);
-    }
-    drop((int16, int32));
-
-    // noise: one serial stream, the C's order
-    let mut rng = NrRandom::new();
-    let mut sum = 0.0f64;
-    for p in photonimage.iter_mut() {
-        let mut photons0 = *p as f64;
-        if flicker_noise > 0.0 {
-            photons0 *= 1.0 + flicker_noise * rng.gaussdev(&mut seed) as f64;
-        }
-        if calibration_noise > 0.0 {
-            photons0 *= 1.0 + calibration_noise * rng.gaussdev(&mut calib_seed) as f64;
-        }
-        *p = rng.poidev(photons0 as f32, &mut seed);
-        sum += *p as f64;
-    }
-    summary.photons_before_psf = sum;
-    if c.psftype != PsfType::Unknown && psf_fwhm > 0.0 {
-        writeln!(out, "{} photons on noise image before PSF", cf("%.0f", sum)).map_err(io)?;
-        writeln!(out, "  applying PSF width = {} um", cf("%g", psf_fwhm * 1e6)).map_err(io)?;
-        photonimage = apply_psf(&photonimage, xu, yu, c.psftype, psf_fwhm / pixel, c.psf_radius, out).map_err(io)?;
-    }
-    let mut sum = 0.0f64;
-    let mut overloads = 0u64;
-    let mut int16 = vec![0u16; np];
-    let mut int32 = vec![0u32; np];
-    for i in 0..np {
-        sum += photonimage[i] as f64;
-        let mut adu = photonimage[i] as f64 * c.quantum_gain + c.adc_offset;
-        if readout_noise > 0.0 {
-            adu += readout_noise * rng.gaussdev(&mut seed) as f64;
-        }
-        if adu > 2147483647.0 {
-            adu = 2147483647.0;
-            if c.intimage_bits == 32 {
-                overloads += 1;
-            }
-        }
-        int32[i] = to_u32(adu);
-        if adu > 65535.0 {
-            adu = 65535.0;
-            if c.intimage_bits == 16 {
-                overloads += 1;
-            }
-        }
-        int16[i] = to_u16(adu);
-    }
-    writeln!(out, "{} photons on noise image ({} overloads)", cf("%.0f", sum), overloads).map_err(io)?;
-    writeln!(out, "writing {} as {}-byte integers", c.noisefile, if c.intimage_bits == 16 { 2 } else { 4 }).map_err(io)?;
-    write_atomic(Path::new(&c.noisefile), &image_bytes(hbytes, c.intimage_bits, &int16, &int32))?;
-    write_png(c, xu, yu, &int16, &int32)?;
-    summary.photons = sum;
-    summary.overloads = overloads;
-    let _ = lambda;
-    Ok(summary)
-}
-
-/// `--png`: a preview of the integer image just written (the port's option, not noisify.c's).
-fn write_png(c: &NoisifyConfig, xu: usize, yu: usize, int16: &[u16], int32: &[u32]) -> Result<()> {
-    let Some(p) = &c.png else { return Ok(()) };
-    let adu: Vec<f32> = if c.intimage_bits == 16 { int16.iter().map(|&v| v as f32).collect() } else { int32.iter().map(|&v| v as f32).collect() };
-    crate::io::png::write_png_preview(Path::new(p), &adu, xu, yu)
-}
-
-fn detsize_x_of(pixel: f64, xpixels: i64) -> f64 {
-    pixel * xpixels as f64
+        .collect()
 }
 
 #[cfg(test)]

@@ -1,0 +1,122 @@
+//! noisify.c's SMV frames: the `-header` file it takes its geometry and header from (`GetFrame`,
+//! `ValueOf`), the header it writes otherwise, and the integer images' bytes.
+
+use super::config::NoisifyConfig;
+use crate::base::c::printf::cf;
+use crate::{Error, Result};
+
+/// A parsed 512-byte (or HEADER_BYTES) SMV header, as noisify.c's `GetFrame` keeps it.
+pub(super) struct HeaderFile {
+    pub(super) header: Vec<u8>,
+    pub(super) width: i32,
+    pub(super) height: i32,
+}
+
+/// noisify.c `ValueOf`: value after the `=` following the LAST occurrence of `keyword` in the
+/// header (a C string); `None` when the keyword is absent (the C's NAN); 0 when no `=` follows.
+pub(super) fn value_of(header: &[u8], keyword: &str) -> Option<f64> {
+    let end = header.iter().position(|&c| c == 0).unwrap_or(header.len());
+    let h = &header[..end];
+    let kw = keyword.as_bytes();
+    let mut pos = None;
+    let mut start = 0;
+    while let Some(p) = find(&h[start..], kw) {
+        start += p + kw.len();
+        pos = Some(start);
+    }
+    let s = pos?;
+    match find(&h[s..], b"=") {
+        None => Some(0.0),
+        Some(e) => Some(crate::io::text::atof(&h[s + e + 1..])),
+    }
+}
+
+fn find(h: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.is_empty() || h.len() < needle.len() {
+        return None;
+    }
+    h.windows(needle.len()).position(|w| w == needle)
+}
+
+pub(super) fn get_frame(path: &str) -> Result<HeaderFile> {
+    let bytes = std::fs::read(path).map_err(|e| Error::file(path, format!("-header: cannot read: {e}")))?;
+    if bytes.len() < 512 {
+        return Err(Error::file(path, "-header: shorter than a 512-byte SMV header"));
+    }
+    if !bytes.starts_with(b"{\nHEADER_BYT") {
+        return Err(Error::file(path, "-header: does not look like an ADSC (SMV) frame"));
+    }
+    let mut header = bytes[..512].to_vec();
+    let size = value_of(&header, "HEADER_BYTES").unwrap_or(0.0) as i64;
+    if size <= 0 {
+        return Err(Error::file(path, "-header: bad HEADER_BYTES"));
+    }
+    if size != 512 {
+        if bytes.len() < size as usize {
+            return Err(Error::file(path, format!("-header: file shorter than HEADER_BYTES={size}")));
+        }
+        header = bytes[..size as usize].to_vec();
+    }
+    let mut width = value_of(&header, "SIZE1").unwrap_or(f64::NAN) as i32;
+    let mut height = value_of(&header, "SIZE2").unwrap_or(f64::NAN) as i32;
+    if width == 0 {
+        let d = value_of(&header, "DETECTOR_DIMENSIONS").unwrap_or(0.0) as i32;
+        width = d;
+        height = d;
+    }
+    if width <= 0 || height <= 0 {
+        return Err(Error::file(path, "-header: no image size (SIZE1/SIZE2)"));
+    }
+    Ok(HeaderFile { header, width, height })
+}
+
+pub(super) fn c_header(c: &NoisifyConfig, xp: i32, yp: i32, detsize_y: f64, xbeam: f64, ybeam: f64) -> Vec<u8> {
+    let mut s = String::new();
+    if c.intimage_bits == 16 {
+        s += "{\nHEADER_BYTES=512;\nDIM=2;\nBYTE_ORDER=little_endian;\nTYPE=unsigned_short;\n";
+    } else {
+        s += "{\nHEADER_BYTES=512;\nDIM=2;\nBYTE_ORDER=little_endian;\nTYPE=long_integer;\n";
+    }
+    s += &format!(
+        "SIZE1={xp};\nSIZE2={yp};\nPIXEL_SIZE={};\nDISTANCE={};\n",
+        cf("%g", c.pixel * 1000.0),
+        cf("%g", c.distance * 1000.0)
+    );
+    s += &format!(
+        "WAVELENGTH={};\nBEAM_CENTER_X={};\nBEAM_CENTER_Y={};\n",
+        cf("%g", c.lambda),
+        cf("%g", xbeam * 1000.0),
+        cf("%g", (detsize_y - ybeam) * 1000.0)
+    );
+    s += &format!("PHI={};\nOSC_START={};\nOSC_RANGE={};\n", cf("%g", c.phi0), cf("%g", c.phi0), cf("%g", c.osc));
+    s += "DETECTOR_SN=000;\nBEAMLINE=fake;\n}\x0c";
+    let mut b = s.into_bytes();
+    while b.len() < 512 {
+        b.push(b' ');
+    }
+    b
+}
+
+pub(super) fn image_bytes(header: &[u8], bits: i32, i16img: &[u16], i32img: &[u32]) -> Vec<u8> {
+    let mut b = Vec::with_capacity(header.len() + i32img.len() * 4);
+    b.extend_from_slice(header);
+    if bits == 16 {
+        for v in i16img {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+    } else {
+        for v in i32img {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+    }
+    b
+}
+
+/// `(unsigned int) adu` and `(unsigned short int) adu` as x86-64 gcc compiles them (a 64-bit resp.
+/// 32-bit truncating conversion, then the low bits), for adu ≤ 2147483647.
+pub(super) fn to_u32(adu: f64) -> u32 {
+    (adu as i64) as u32
+}
+pub(super) fn to_u16(adu: f64) -> u16 {
+    (adu as i32) as u16
+}

@@ -1,0 +1,215 @@
+//! What nonBragg.c works out before its pixel loop from the command line alone: the detector's size
+//! and region of interest, the sample, the oscillation range, the beam's divergence and dispersion
+//! steps.
+
+use super::config::NonBraggConfig;
+use crate::base::c::printf::cf;
+use crate::base::consts::{AVOGADRO, RTD};
+use crate::{Error, Result};
+use std::fmt::Write as _;
+
+/// The detector's size: metres and pixels.
+pub(super) struct DetectorSize {
+    pub detsize_x: f64,
+    pub detsize_y: f64,
+    pub fpixels: i64,
+    pub spixels: i64,
+}
+
+/// `-detsize` or `-detpixels` times `-pixel`.
+pub(super) fn detector_size(c: &NonBraggConfig) -> Result<DetectorSize> {
+    let pixel = c.pixel;
+    let (mut detsize_x, mut detsize_y) = (c.detsize_x, c.detsize_y);
+    if c.fpixels != 0 {
+        detsize_x = pixel * c.fpixels as f64;
+    }
+    if c.spixels != 0 {
+        detsize_y = pixel * c.spixels as f64;
+    }
+    let fpixels = (detsize_x / pixel).ceil() as i64;
+    let spixels = (detsize_y / pixel).ceil() as i64;
+    if fpixels <= 0 || spixels <= 0 || fpixels * spixels > (1i64 << 34) {
+        return Err(Error::flag("-detsize", format!("{fpixels}x{spixels} pixels is not a detector")));
+    }
+    Ok(DetectorSize { detsize_x, detsize_y, fpixels, spixels })
+}
+
+/// The region of interest (`-roi xmin xmax ymin ymax`, inclusive; the whole detector by default).
+#[derive(Clone, Copy)]
+pub(super) struct Roi {
+    pub xmin: i64,
+    pub xmax: i64,
+    pub ymin: i64,
+    pub ymax: i64,
+    /// the detector's size, for [`Roi::pixels`]
+    fpixels: i64,
+    spixels: i64,
+}
+
+impl Roi {
+    pub fn new(c: &NonBraggConfig, fpixels: i64, spixels: i64) -> Roi {
+        let or = |v: i32, default: i64| if v < 0 { default } else { v as i64 };
+        Roi {
+            xmin: or(c.roi[0], 0),
+            xmax: or(c.roi[1], fpixels),
+            ymin: or(c.roi[2], 0),
+            ymax: or(c.roi[3], spixels),
+            fpixels,
+            spixels,
+        }
+    }
+
+    /// `[xmin, xmax, ymin, ymax]`, as `io` takes a region of interest.
+    pub fn bounds(&self) -> [i64; 4] {
+        [self.xmin, self.xmax, self.ymin, self.ymax]
+    }
+
+    pub fn contains(&self, fpixel: i64, spixel: i64) -> bool {
+        !(fpixel < self.xmin || fpixel > self.xmax || spixel < self.ymin || spixel > self.ymax)
+    }
+
+    /// The pixels inside, in raster order, as (fpixel, spixel, index in the image).
+    pub fn pixels(&self) -> impl Iterator<Item = (i64, i64, usize)> + '_ {
+        (0..self.spixels)
+            .flat_map(move |s| (0..self.fpixels).map(move |f| (f, s)))
+            .filter(move |&(f, s)| self.contains(f, s))
+            .map(move |(f, s)| (f, s, (s * self.fpixels + f) as usize))
+    }
+
+    /// The C's `progress_pixels` (its count of the region, one more each way than it holds).
+    pub fn progress_pixels(&self) -> i64 {
+        (self.xmax - self.xmin + 1) * (self.ymax - self.ymin + 1)
+    }
+}
+
+/// The illuminated sample and the beam's fluence.
+pub(super) struct Sample {
+    pub fluence: f64,
+    /// metres: thickness along the beam, height, width (clipped to the beam)
+    pub x: f64,
+    pub y: f64,
+    pub z: f64,
+    /// g/m³
+    pub density: f64,
+    pub molecules: f64,
+}
+
+/// The fluence (from `-flux`, `-exposure`, `-beamsize` if given), the sample clipped by the beam
+/// (with the C's warnings, into `s`), its density and number of molecules.
+pub(super) fn sample(c: &NonBraggConfig, s: &mut String) -> Sample {
+    let mut fluence = c.fluence;
+    if c.flux != 0.0 && c.exposure > 0.0 && c.beamsize >= 0.0 {
+        fluence = c.flux * c.exposure / c.beamsize / c.beamsize;
+    }
+    let (sample_x, mut sample_y, mut sample_z) = (c.sample_x, c.sample_y, c.sample_z);
+    if c.beamsize >= 0.0 {
+        if c.beamsize < sample_y {
+            let _ = writeln!(s, "WARNING: clipping sample ({} m high) with beam ({} m)", cf("%lg", sample_y), cf("%lg", c.beamsize));
+            sample_y = c.beamsize;
+        }
+        if c.beamsize < sample_z {
+            let _ = writeln!(s, "WARNING: clipping sample ({} m wide) with beam ({} m)", cf("%lg", sample_z), cf("%lg", c.beamsize));
+            sample_z = c.beamsize;
+        }
+    }
+    let volume = sample_x * sample_y * sample_z;
+    let mut density = c.density;
+    if c.molecules != 0.0 {
+        density = c.molecules / volume / AVOGADRO * c.molecular_weight;
+    }
+    let molecules = volume * density * AVOGADRO / c.molecular_weight;
+    Sample { fluence, x: sample_x, y: sample_y, z: sample_z, density, molecules }
+}
+
+/// The oscillation range: phi sampling only decides the header's OSC_RANGE.
+pub(super) fn osc_range(c: &NonBraggConfig) -> f64 {
+    let (mut osc, phistep, phisteps) = (c.osc, c.phistep, c.phisteps);
+    if phisteps < 0 {
+        if osc < 0.0 {
+            if phistep <= 0.0 {
+                osc = 0.0;
+            } else {
+                osc = phistep;
+            }
+        }
+    } else if osc < 0.0 {
+        if phistep <= 0.0 {
+            osc = 1.0 / RTD;
+        } else {
+            osc = phistep;
+        }
+    }
+    osc
+}
+
+/// One sampled range: its width, step and number of steps.
+#[derive(Clone, Copy)]
+pub(super) struct Steps {
+    pub range: f64,
+    pub step: f64,
+    pub steps: i32,
+}
+
+impl Steps {
+    /// The step-count rules nonBragg.c applies to divergence and dispersion (same code for both),
+    /// then a range that comes out empty is one step of zero width.
+    fn resolve(range: f64, step: f64, steps: i32) -> Steps {
+        let (mut range, mut step, mut steps) = (range, step, steps);
+        auto_steps(&mut range, &mut step, &mut steps, 1.0);
+        if range <= 0.0 || step <= 0.0 || steps <= 0 {
+            return Steps { range: 0.0, step: 0.0, steps: 1 };
+        }
+        Steps { range, step, steps }
+    }
+}
+
+/// The beam's horizontal and vertical divergence (radians) and its spectral dispersion (fraction).
+pub(super) struct BeamSteps {
+    pub hdiv: Steps,
+    pub vdiv: Steps,
+    pub disp: Steps,
+}
+
+impl BeamSteps {
+    pub fn new(c: &NonBraggConfig) -> BeamSteps {
+        BeamSteps {
+            hdiv: Steps::resolve(c.hdivrange, c.hdivstep, c.hdivsteps),
+            vdiv: Steps::resolve(c.vdivrange, c.vdivstep, c.vdivsteps),
+            disp: Steps::resolve(c.dispersion, -1.0, c.dispsteps),
+        }
+    }
+}
+
+/// The step-count rules nonBragg.c applies to divergence and dispersion (same code for both).
+fn auto_steps(range: &mut f64, step: &mut f64, steps: &mut i32, full_default: f64) {
+    if *steps <= 0 {
+        if *range < 0.0 {
+            if *step <= 0.0 {
+                *steps = 1;
+                *range = 0.0;
+                *step = 0.0;
+            } else {
+                *range = *step;
+                *steps = 2;
+            }
+        } else if *step <= 0.0 {
+            *step = *range;
+            *steps = 2;
+        } else {
+            *steps = (*range / *step).ceil() as i32;
+        }
+    } else if *range < 0.0 {
+        if *step <= 0.0 {
+            *range = full_default;
+            *step = *range / *steps as f64;
+        } else {
+            *range = *step;
+            *steps = 2;
+        }
+    } else if *step <= 0.0 {
+        if *steps <= 1 {
+            *steps = 2;
+        }
+        *step = *range / (*steps - 1) as f64;
+    }
+}
