@@ -256,7 +256,7 @@ fn image_is_identical_for_any_thread_count() {
 
 /// Every row, rendered with the hand-written sample loop at the AVX-512 level's group shapes (16
 /// pixels and lanes in f64, 32 in f32) and at the AVX2 level's (16 pixels, 8 or 16 lanes).
-fn rows_at_both_shapes<T: kernel::lanes::Real>(exp: &nanobragg::experiment::Experiment) -> [(Vec<u32>, Vec<String>); 2] {
+fn rows_at_both_shapes<T: kernel::hand::HandKernel>(exp: &nanobragg::experiment::Experiment) -> [(Vec<u32>, Vec<String>); 2] {
     let prep = fast::Prepared::<T>::new(exp, true);
     let (f, s) = (exp.det.fpixels, exp.det.spixels);
     let wide = std::mem::size_of::<T>() == 4;
@@ -348,7 +348,7 @@ fn hand_loop_switch_selects_the_generic_loop() {
             .arg(&out)
             // (in the temporary folder: the run leaves an Fdump.bin there, as the C does)
             .current_dir(tmp.path())
-            .env(kernel::simd::HAND_LOOP_ENV, hand)
+            .env(kernel::plan::HAND_LOOP_ENV, hand)
             .env_remove("NANOBRAGG_SIMD")
             .stdout(std::process::Stdio::null())
             .status()

@@ -118,7 +118,7 @@ impl MachineInfo {
             cpu_model: cpu_model(),
             logical_cores: num_cpus::get(),
             physical_cores: num_cpus::get_physical(),
-            simd_level: match nanobragg::kernel::simd::hand_loop_enabled() {
+            simd_level: match nanobragg::kernel::plan::hand_loop_enabled() {
                 true => nanobragg::kernel::simd_level_name().to_string(),
                 false => format!("{} (hand loop off)", nanobragg::kernel::simd_level_name()),
             },

@@ -106,9 +106,9 @@ const CHEB_MAX_N: f64 = 24.0;
 pub fn flops_per_sample(w: &Work) -> f64 {
     let orients = w.orientations.max(1) as f64;
     let sources = w.sources.max(1) as f64;
-    let hoisted = w.sources >= 2 && w.sources * w.orientations.max(1) <= nanobragg::kernel::fast::HOIST_MAX_PAIRS;
+    let hoisted = w.sources >= 2 && w.sources * w.orientations.max(1) <= nanobragg::kernel::hand::HOIST_MAX_PAIRS;
     let hand = w.square && w.n.iter().all(|&n| n <= CHEB_MAX_N);
-    let groups = hand && hoisted && w.wavelengths >= 1 && w.wavelengths <= nanobragg::kernel::fast::HAND_GROUPS_MAX && w.sources >= 2 * w.wavelengths;
+    let groups = hand && hoisted && w.wavelengths >= 1 && w.wavelengths <= nanobragg::kernel::hand::HAND_GROUPS_MAX && w.sources >= 2 * w.wavelengths;
     if groups {
         let lattice_axes = w.n.iter().filter(|&&n| n > 1.0).count() as f64;
         let per_group = 6.0 + lattice_axes * if w.single { 19.0 } else { 31.0 };

@@ -8,10 +8,10 @@
 //! Same terms, order of accumulation and meaning as [`super::fast`]'s `sample_chunk` (but for
 //! sources in wavelength groups, summed orientation outer); the arithmetic inside a sample differs
 //! by rounding (fused multiply-adds, 2cos(πδ) from a minimax polynomial within ten ulps of 2
-//! ([`super::fast::TWO_COS_PI_Q64`]), the roots of U_{N−1} multiplied in pairs, (F·F_latt)² for
+//! ([`super::hand::TWO_COS_PI_Q64`]), the roots of U_{N−1} multiplied in pairs, (F·F_latt)² for
 //! F²·F_latt², the hardware ceil, with several sources the Miller indices from
-//! [`super::fast::HandHoist`]'s hoisted dot products, and with divergence 2cos(πh) by angle
-//! addition ([`super::fast::HandGroups`])), so results agree with it and with the reference to the
+//! [`super::hand::HandHoist`]'s hoisted dot products, and with divergence 2cos(πh) by angle
+//! addition ([`super::hand::HandGroups`])), so results agree with it and with the reference to the
 //! parity tolerance, not bit for bit. Deterministic for any thread count: a pixel's value depends
 //! on nothing but the pixel.
 //!
@@ -28,7 +28,7 @@
 //!
 //! Both element types come from one body ([`hand_kernel!`]) over a few per-type wrappers.
 
-use super::fast::{FloatIndex, HandAxis, HandConsts, HandGrid, HandGroups, HandIndices, HandLattice, Wide, HAND_GROUPS_MAX};
+use super::hand::{FloatIndex, HandAxis, HandConsts, HandGrid, HandGroups, HandIndices, HandKernel, HandLattice, Wide, HAND_GROUPS_MAX};
 use std::arch::x86_64::*;
 
 /// The sample loop for element type `$t` in registers `$v` of `$w` lanes, 2cos(πδ) from a polynomial
@@ -143,7 +143,7 @@ macro_rules! hand_kernel {
         /// integer ceil(h − ½) of h = B + K and 2cos(πh) = 2cos(πB)·cos(πK) + 2sin(πB)·(−sin πK).
         /// With a grid (`clamp`), B − ½ clamped once per group to one cell inside the padded
         /// range: with |K| < 1 every ceil(B − ½ + K) is within it and reads what the unclamped
-        /// index reads ([`crate::kernel::fast::HAND_GRID_BORDER`]); without `clamp` the lookup
+        /// index reads ([`crate::kernel::hand::HAND_GRID_BORDER`]); without `clamp` the lookup
         /// clamps per sample. `at`: the register's A of the
         /// first orientation (axis stride `stride`, orientation stride 3·`stride`).
         #[inline(always)]
@@ -287,7 +287,7 @@ macro_rules! hand_kernel {
         }
 
         /// 2cos(πδ) for |δ| ≤ ½ as 2 + t·Q(t), t = δ², Q the minimax polynomial of degree `$terms`
-        /// ([`crate::kernel::fast::TWO_COS_PI_Q64`]/`Q32`): one fused multiply-add per
+        /// ([`crate::kernel::hand::TWO_COS_PI_Q64`]/`Q32`): one fused multiply-add per
         /// coefficient, one fewer per axis and sample than 2 − (2sin(πδ/2))² from the sine polynomial.
         #[inline]
         #[target_feature(enable = "avx2,fma")]
@@ -307,7 +307,7 @@ macro_rules! hand_kernel {
         }
 
         /// 2sin(πδ) for |δ| ≤ ½ as δ·P(t), t = δ², P the minimax polynomial of degree `$sterms`
-        /// ([`crate::kernel::fast::TWO_SIN_PI_P64`]/`P32`).
+        /// ([`crate::kernel::hand::TWO_SIN_PI_P64`]/`P32`).
         #[inline]
         #[target_feature(enable = "avx2,fma")]
         pub(super) unsafe fn two_sin_pi_t(c: &HandConsts<$t>, delta: $v, t: $v) -> $v {
@@ -318,6 +318,43 @@ macro_rules! hand_kernel {
             _mul(p, delta)
         }
     };
+}
+
+// The seam through which the generic kernel runs these loops (kernel::hand).
+impl HandKernel for f64 {
+    #[inline(always)]
+    unsafe fn hand_chunk<const C: usize>(
+        hand: &HandLattice<f64>,
+        default_f: f64,
+        idx: &HandIndices<f64, C>,
+        live: &[bool; C],
+        weight: &[f64; C],
+        acc: &mut [f64; C],
+    ) -> bool {
+        if !C.is_multiple_of(4) {
+            return false;
+        }
+        f64x4::sample_chunk::<C>(hand, default_f, idx, live, weight, acc);
+        true
+    }
+}
+
+impl HandKernel for f32 {
+    #[inline(always)]
+    unsafe fn hand_chunk<const C: usize>(
+        hand: &HandLattice<f32>,
+        default_f: f32,
+        idx: &HandIndices<f32, C>,
+        live: &[bool; C],
+        weight: &[f32; C],
+        acc: &mut [f32; C],
+    ) -> bool {
+        if !C.is_multiple_of(8) {
+            return false;
+        }
+        f32x8::sample_chunk::<C>(hand, default_f, idx, live, weight, acc);
+        true
+    }
 }
 
 /// Four f64 lanes per `__m256d`.
@@ -623,7 +660,7 @@ pub mod f32x8 {
 #[cfg(test)]
 mod tests {
     use crate::experiment::params::CrystalShape;
-    use crate::kernel::fast::{HandIndices, HandLattice};
+    use crate::kernel::hand::{HandIndices, HandLattice};
     use crate::experiment::physics::sincg;
     use crate::experiment::structure_factors::{HklGrid, NearestF};
     use std::f64::consts::PI;
@@ -801,7 +838,7 @@ mod tests {
     /// (all lanes live: the plain loop; some dead: the general one) or one at a time.
     fn check_hoisted<T: crate::kernel::lanes::Real>(tol: f64, run: impl Fn(&HandLattice<T>, T, &HandIndices<T, 16>, &[bool; 16], &[T; 16], &mut [T; 16])) {
         use crate::experiment::Orientation;
-        use crate::kernel::fast::{hoist_miller, HandHoist};
+        use crate::kernel::hand::{hoist_miller, HandHoist};
         let entries: Vec<(i32, i32, i32, f64)> = (-6..=6).flat_map(|h| (-6..=6).flat_map(move |k| (-6..=6).map(move |l| (h, k, l, 5.0 + ((h * 7 + k * 3 + l) as f64).abs())))).collect();
         let grid = HklGrid::from_entries(&entries, 0.0).unwrap();
         let mut rng = Lcg(11);
@@ -877,7 +914,7 @@ mod tests {
     #[test]
     fn wavelength_groups_apply_only_where_safe() {
         use crate::experiment::Orientation;
-        use crate::kernel::fast::HandHoist;
+        use crate::kernel::hand::HandHoist;
         let orient = [Orientation { a: [60.0, 5.0, -3.0], b: [2.0, 70.0, 1.0], c: [-4.0, 3.0, 80.0] }];
         let beam = |dy: f64| {
             let n = (1.0 + dy * dy).sqrt();

@@ -8,12 +8,22 @@
 //! switching interpolation off for every row after the first such row, the omega sum, and (with the
 //! `check-kernels` feature) checking every row against the reference.
 
-use super::fast::Prepared;
-use super::lanes::Real;
-use super::simd::{self, detected_level, SimdLevel};
-use super::{render_row_from, OutOfRange, RenderOutput};
+use super::reference::{render_row_from, OutOfRange};
 use crate::experiment::Experiment;
 use rayon::prelude::*;
+
+/// The reference backend's name in reports and `NANOBRAGG_SIMD` (`scalar`).
+pub const REFERENCE_NAME: &str = "scalar";
+
+/// The float image and the by-products of rendering it.
+pub struct RenderOutput {
+    /// fpixels × spixels, fast axis fastest.
+    pub float: Vec<f32>,
+    /// Sum of the pixel solid angles over all sub-pixels and layers (for the C's summary line).
+    pub omega_sum: f64,
+    /// The first out-of-range interpolation, if any (the C prints a warning).
+    pub interp_oob: Option<OutOfRange>,
+}
 
 /// How a backend's rendering of one row ended.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -45,7 +55,7 @@ pub struct RowResult {
 /// * **Rows in, f32 pixels out.** A backend is built for one [`Experiment`] (returned by
 ///   [`RenderBackend::experiment`]). It renders whole rows: `out` holds `fpixels` values per row, fast
 ///   axis fastest, and every value of a rendered row is written, inactive pixels (outside the ROI or
-///   masked, [`super::pixel_active`]) as exactly 0.0.
+///   masked, `reference::pixel_active`) as exactly 0.0.
 /// * **Interpolation.** `interpolate` says whether tricubic F interpolation is on at the start of each
 ///   row. With it off the backend returns [`RowEnd::Complete`]. With it on, a row whose evaluations all
 ///   stay in range is `Complete`; otherwise the backend either switches interpolation off itself at the
@@ -104,7 +114,7 @@ impl<'a> ReferenceBackend<'a> {
 
 impl RenderBackend for ReferenceBackend<'_> {
     fn name(&self) -> &'static str {
-        super::Backend::Reference.name()
+        REFERENCE_NAME
     }
     fn experiment(&self) -> &Experiment {
         self.exp
@@ -115,35 +125,6 @@ impl RenderBackend for ReferenceBackend<'_> {
     fn render_row(&self, s: usize, interpolate: bool, out: &mut [f32]) -> RowResult {
         let (omega, oob) = render_row_from(self.exp, s, 0, interpolate, out);
         RowResult { omega, end: oob.map_or(RowEnd::Complete, RowEnd::SwitchedOff) }
-    }
-}
-
-/// The SIMD kernel (`fast.rs`) at one instruction-set level, in f64 or f32 (`T`) per the
-/// experiment's precision.
-pub struct SimdBackend<'a, T: Real> {
-    exp: &'a Experiment,
-    prep: Prepared<'a, T>,
-    level: SimdLevel,
-}
-
-impl<'a, T: Real> SimdBackend<'a, T> {
-    /// The level is lowered to what this CPU supports. The experiment must be one the SIMD kernel
-    /// supports ([`super::fast::supports`]; the planner [`super::kernel_for`] checks it).
-    pub fn new(exp: &'a Experiment, level: SimdLevel) -> Self {
-        let level = level.min(detected_level());
-        SimdBackend { exp, prep: Prepared::new(exp, level >= SimdLevel::Avx2 && super::simd::hand_loop_enabled()), level }
-    }
-}
-
-impl<T: Real + Send + Sync> RenderBackend for SimdBackend<'_, T> {
-    fn name(&self) -> &'static str {
-        self.level.name()
-    }
-    fn experiment(&self) -> &Experiment {
-        self.exp
-    }
-    fn render_row(&self, s: usize, interpolate: bool, out: &mut [f32]) -> RowResult {
-        simd::render_row_at(self.level, self.exp, &self.prep, s, interpolate, out)
     }
 }
 

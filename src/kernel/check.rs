@@ -2,7 +2,7 @@
 //! reference renders is rendered again with the reference kernel and compared; a disagreement
 //! panics with the backend, row and pixel. Slow (the reference runs too): for tests and debugging.
 
-use super::{render_row_from, OutOfRange};
+use super::reference::{render_row_from, OutOfRange};
 use crate::experiment::params::Precision;
 use crate::experiment::Experiment;
 

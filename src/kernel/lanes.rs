@@ -1,7 +1,7 @@
 //! Fixed-width lane arithmetic for the fast kernel: `[T; L]` arrays with element-wise operations that
 //! LLVM turns into SIMD instructions of whatever level the calling function is compiled for (the
 //! kernel is instantiated inside `#[target_feature]` functions and picked at run time, see
-//! [`super::simd`]). Everything is branch-free so it vectorizes: rounding uses the 1.5·2^52 trick
+//! `kernel::simd`). Everything is branch-free so it vectorizes: rounding uses the 1.5·2^52 trick
 //! instead of a libm call, selection is a per-lane `if` that becomes a blend.
 
 use std::ops::{Add, Div, Mul, Neg, Sub};
@@ -27,20 +27,6 @@ pub trait Real:
     /// `self` (an integer in 0..2²²) as i32, by the same magic-number addition as
     /// [`Real::magic_int`] but in 32-bit lanes (AVX2 has no 64-bit multiply for index arithmetic).
     fn small_int(self) -> i32;
-    /// The hand-written AVX2 sample loop ([`super::avx2`]) for this type and `C` lanes; false where
-    /// `C` is not a whole number of registers (or the target is not x86-64) and the generic loop must run.
-    ///
-    /// # Safety
-    /// The CPU must support AVX2 and FMA.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn hand_chunk<const C: usize>(
-        hand: &super::fast::HandLattice<Self>,
-        default_f: Self,
-        idx: &super::fast::HandIndices<Self, C>,
-        live: &[bool; C],
-        weight: &[Self; C],
-        acc: &mut [Self; C],
-    ) -> bool;
 }
 
 #[allow(clippy::excessive_precision)] // the published Cephes coefficients, kept as written
@@ -88,29 +74,6 @@ impl Real for f64 {
         // the low word of 1.5·2⁵² + x is x (two's complement) for |x| < 2³¹
         (self + Self::ROUND_MAGIC).to_bits() as i32
     }
-    #[inline(always)]
-    unsafe fn hand_chunk<const C: usize>(
-        hand: &super::fast::HandLattice<f64>,
-        default_f: f64,
-        idx: &super::fast::HandIndices<f64, C>,
-        live: &[bool; C],
-        weight: &[f64; C],
-        acc: &mut [f64; C],
-    ) -> bool {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if !C.is_multiple_of(4) {
-                return false;
-            }
-            super::avx2::f64x4::sample_chunk::<C>(hand, default_f, idx, live, weight, acc);
-            true
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            let _ = (hand, default_f, idx, live, weight, acc);
-            false
-        }
-    }
 }
 
 #[allow(clippy::excessive_precision)] // the published Cephes coefficients, kept as written
@@ -141,29 +104,6 @@ impl Real for f32 {
     #[inline(always)]
     fn small_int(self) -> i32 {
         ((self + Self::ROUND_MAGIC).to_bits() as i32 & 0x007F_FFFF) - 0x0040_0000
-    }
-    #[inline(always)]
-    unsafe fn hand_chunk<const C: usize>(
-        hand: &super::fast::HandLattice<f32>,
-        default_f: f32,
-        idx: &super::fast::HandIndices<f32, C>,
-        live: &[bool; C],
-        weight: &[f32; C],
-        acc: &mut [f32; C],
-    ) -> bool {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if !C.is_multiple_of(8) {
-                return false;
-            }
-            super::avx2::f32x8::sample_chunk::<C>(hand, default_f, idx, live, weight, acc);
-            true
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            let _ = (hand, default_f, idx, live, weight, acc);
-            false
-        }
     }
 }
 
@@ -259,6 +199,12 @@ pub fn cheb_two_x<T: Real>(h: T, h0: T) -> T {
 
 /// Largest N for which [`sincg_cheb`] is used (the recurrence costs 2 operations per N).
 pub const CHEB_MAX_N: usize = 24;
+
+/// 4cos²(kπ/n) for k = 1..⌊(n−1)/2⌋: U_{n−1}(y/2) = y^(n+1 mod 2) · Π_k (y² − 4cos²(kπ/n)), the
+/// product over the Chebyshev polynomial's roots ±2cos(kπ/n) taken in pairs.
+pub fn cheb_roots<T: Real>(n: usize) -> Vec<T> {
+    (1..=(n.max(1) - 1) / 2).map(|k| T::from_f64(4.0 * (k as f64 * std::f64::consts::PI / n as f64).cos().powi(2))).collect()
+}
 
 #[cfg(test)]
 mod tests {

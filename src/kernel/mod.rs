@@ -10,61 +10,18 @@ pub mod backend;
 #[cfg(feature = "check-kernels")]
 pub mod check;
 pub mod fast;
+pub mod hand;
 pub mod lanes;
+pub mod plan;
 pub mod reference;
 pub mod simd;
 
 use crate::experiment::Experiment;
-pub use backend::{render_with_backend, ReferenceBackend, RenderBackend, RowEnd, RowResult, SimdBackend};
-pub use reference::{InterpState, OutOfRange, Trace};
-pub use simd::{active_backend, active_level, detected_level, simd_level_name, Backend, SimdLevel};
-
-/// The float image and the by-products of rendering it.
-pub struct RenderOutput {
-    /// fpixels × spixels, fast axis fastest.
-    pub float: Vec<f32>,
-    /// Sum of the pixel solid angles over all sub-pixels and layers (for the C's summary line).
-    pub omega_sum: f64,
-    /// The first out-of-range interpolation, if any (the C prints a warning).
-    pub interp_oob: Option<OutOfRange>,
-}
-
-/// Whether pixel (f, s) is rendered at all: inside the inclusive ROI and not masked.
-#[inline(always)]
-pub fn pixel_active(exp: &Experiment, f: usize, s: usize) -> bool {
-    let r = exp.roi;
-    let (fi, si) = (f as i64, s as i64);
-    if fi < r[0] || fi > r[1] || si < r[2] || si > r[3] {
-        return false;
-    }
-    match &exp.mask {
-        Some(m) => m[s * exp.det.fpixels + f] != 0,
-        None => true,
-    }
-}
-
-/// Render one row into `out` with the reference kernel; returns (omega sum, first out-of-range
-/// evaluation).
-pub fn render_row(exp: &Experiment, s: usize, interpolate: bool, out: &mut [f32]) -> (f64, Option<OutOfRange>) {
-    render_row_from(exp, s, 0, interpolate, out)
-}
-
-/// Render pixels `from..` of row `s` with the reference kernel (the driver finishes a row with it
-/// where another backend handed over, so the switch-off happens at exactly the C's evaluation).
-pub fn render_row_from(exp: &Experiment, s: usize, from: usize, interpolate: bool, out: &mut [f32]) -> (f64, Option<OutOfRange>) {
-    let mut state = InterpState { enabled: interpolate, first_oob: None };
-    let mut omega = 0.0;
-    for (f, px) in out.iter_mut().enumerate().skip(from) {
-        if !pixel_active(exp, f, s) {
-            *px = 0.0;
-            continue;
-        }
-        let (v, om) = reference::render_pixel(exp, f, s, &mut state, None);
-        *px = v as f32;
-        omega += om;
-    }
-    (omega, state.first_oob)
-}
+pub use crate::base::cpu::{detected_level, SimdLevel};
+pub use backend::{render_with_backend, ReferenceBackend, RenderBackend, RenderOutput, RowEnd, RowResult};
+pub use plan::{active_backend, active_level, simd_level_name, Backend};
+pub use reference::{pixel_active, render_row, render_row_from, InterpState, OutOfRange, Trace};
+pub use simd::SimdBackend;
 
 /// The planner: which backend renders this experiment when `requested` is asked for. The SIMD
 /// kernel needs integer N (always true from the flags) and runs at most at the CPU's level;

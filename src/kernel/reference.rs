@@ -222,3 +222,41 @@ pub fn lattice_factor(exp: &Experiment, h: f64, k: f64, l: f64, h0: i32, k0: i32
         }
     }
 }
+
+/// Whether pixel (f, s) is rendered at all: inside the inclusive ROI and not masked.
+#[inline(always)]
+pub fn pixel_active(exp: &Experiment, f: usize, s: usize) -> bool {
+    let r = exp.roi;
+    let (fi, si) = (f as i64, s as i64);
+    if fi < r[0] || fi > r[1] || si < r[2] || si > r[3] {
+        return false;
+    }
+    match &exp.mask {
+        Some(m) => m[s * exp.det.fpixels + f] != 0,
+        None => true,
+    }
+}
+
+/// Render one row into `out` with the reference kernel; returns (omega sum, first out-of-range
+/// evaluation).
+pub fn render_row(exp: &Experiment, s: usize, interpolate: bool, out: &mut [f32]) -> (f64, Option<OutOfRange>) {
+    render_row_from(exp, s, 0, interpolate, out)
+}
+
+/// Render pixels `from..` of row `s` with the reference kernel (the driver finishes a row with it
+/// where another backend handed over, so the switch-off happens at exactly the C's evaluation).
+pub fn render_row_from(exp: &Experiment, s: usize, from: usize, interpolate: bool, out: &mut [f32]) -> (f64, Option<OutOfRange>) {
+    let mut state = InterpState { enabled: interpolate, first_oob: None };
+    let mut omega = 0.0;
+    for (f, px) in out.iter_mut().enumerate().skip(from) {
+        if !pixel_active(exp, f, s) {
+            *px = 0.0;
+            continue;
+        }
+        let (v, om) = render_pixel(exp, f, s, &mut state, None);
+        *px = v as f32;
+        omega += om;
+    }
+    (omega, state.first_oob)
+}
+

@@ -1,74 +1,45 @@
 //! Runtime CPU dispatch for the SIMD backend (as rav1e does): the same generic row function is
 //! compiled for AVX-512, AVX2+FMA and the baseline x86-64/other target, and the best level the CPU
-//! supports is chosen at run time. Which *backend* renders (reference or SIMD) is a separate choice,
-//! [`Backend`]: `NANOBRAGG_SIMD=avx512|avx2|portable` lowers the SIMD level and
-//! `NANOBRAGG_SIMD=scalar` (or `reference`) picks the reference backend (for testing and benchmarking).
+//! supports is chosen at run time; [`SimdBackend`] is the backend that renders with it. Which
+//! backend renders (reference or SIMD) is the plan's choice (`kernel::plan`).
 
-use super::backend::RowResult;
+use super::backend::{RenderBackend, RowResult};
 use super::fast::{render_row, Prepared};
-use super::lanes::Real;
+use super::hand::HandKernel;
 pub use crate::base::cpu::{detected_level, SimdLevel};
 use crate::experiment::Experiment;
 
-/// Which render backend to use: the planner's input and output (see [`super::kernel_for`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Backend {
-    /// The scalar reference kernel, a mirror of the C loop (named `scalar` in reports and in
-    /// `NANOBRAGG_SIMD`).
-    Reference,
-    /// The SIMD kernel at this instruction-set level.
-    Simd(SimdLevel),
+/// The SIMD kernel (`fast.rs`) at one instruction-set level, in f64 or f32 (`T`) per the
+/// experiment's precision.
+pub struct SimdBackend<'a, T: HandKernel> {
+    exp: &'a Experiment,
+    prep: Prepared<'a, T>,
+    level: SimdLevel,
 }
 
-impl Backend {
-    pub fn name(self) -> &'static str {
-        match self {
-            Backend::Reference => "scalar",
-            Backend::Simd(level) => level.name(),
-        }
-    }
-    /// `scalar`/`reference`, or a SIMD level's name.
-    pub fn parse(s: &str) -> Option<Backend> {
-        match s.to_ascii_lowercase().as_str() {
-            "scalar" | "reference" => Some(Backend::Reference),
-            other => SimdLevel::parse(other).map(Backend::Simd),
-        }
+impl<'a, T: HandKernel> SimdBackend<'a, T> {
+    /// The level is lowered to what this CPU supports. The experiment must be one the SIMD kernel
+    /// supports (`fast::supports`; the planner `kernel::kernel_for` checks it).
+    pub fn new(exp: &'a Experiment, level: SimdLevel) -> Self {
+        let level = level.min(detected_level());
+        SimdBackend { exp, prep: Prepared::new(exp, level >= SimdLevel::Avx2 && super::plan::hand_loop_enabled()), level }
     }
 }
 
-/// The backend requested for this process: SIMD at the detected level, lowered (never raised) or
-/// replaced by the reference through `NANOBRAGG_SIMD`.
-pub fn active_backend() -> Backend {
-    let detected = detected_level();
-    match std::env::var("NANOBRAGG_SIMD").ok().and_then(|v| Backend::parse(&v)) {
-        Some(Backend::Reference) => Backend::Reference,
-        Some(Backend::Simd(forced)) => Backend::Simd(forced.min(detected)),
-        None => Backend::Simd(detected),
+impl<T: HandKernel + Send + Sync> RenderBackend for SimdBackend<'_, T> {
+    fn name(&self) -> &'static str {
+        self.level.name()
     }
-}
-
-/// `NANOBRAGG_HAND_LOOP=off` (or `0`, `no`, `false`) keeps every SIMD level on the generic sample
-/// loop: the A/B switch for the hand-written one (e.g. the generic 512-bit loop against it on an
-/// AVX-512 CPU). Reports name it with the level (`bench::machine`).
-pub const HAND_LOOP_ENV: &str = "NANOBRAGG_HAND_LOOP";
-
-/// Whether the hand-written sample loop may run in this process (see [`HAND_LOOP_ENV`]).
-pub fn hand_loop_enabled() -> bool {
-    !std::env::var(HAND_LOOP_ENV).is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "off" | "0" | "no" | "false"))
-}
-
-/// The same as [`active_backend`] (the name it had when SIMD levels and backends were one enum).
-pub fn active_level() -> Backend {
-    active_backend()
-}
-
-/// Name of the backend in use, for reports (`scalar` for the reference).
-pub fn simd_level_name() -> &'static str {
-    active_backend().name()
+    fn experiment(&self) -> &Experiment {
+        self.exp
+    }
+    fn render_row(&self, s: usize, interpolate: bool, out: &mut [f32]) -> RowResult {
+        render_row_at(self.level, self.exp, &self.prep, s, interpolate, out)
+    }
 }
 
 /// Render one row with the SIMD kernel at `level` (see [`super::fast::render_row`]).
-pub fn render_row_at<T: Real>(level: SimdLevel, exp: &Experiment, prep: &Prepared<T>, s: usize, interpolate: bool, out: &mut [f32]) -> RowResult {
+pub fn render_row_at<T: HandKernel>(level: SimdLevel, exp: &Experiment, prep: &Prepared<T>, s: usize, interpolate: bool, out: &mut [f32]) -> RowResult {
     match level {
         #[cfg(target_arch = "x86_64")]
         SimdLevel::Avx512 => unsafe { row_avx512(exp, prep, s, interpolate, out) },
@@ -78,7 +49,7 @@ pub fn render_row_at<T: Real>(level: SimdLevel, exp: &Experiment, prep: &Prepare
     }
 }
 
-fn row_portable<T: Real>(exp: &Experiment, prep: &Prepared<T>, s: usize, interpolate: bool, out: &mut [f32]) -> RowResult {
+fn row_portable<T: HandKernel>(exp: &Experiment, prep: &Prepared<T>, s: usize, interpolate: bool, out: &mut [f32]) -> RowResult {
     if std::mem::size_of::<T>() == 4 {
         render_row::<T, 16, 8, false>(exp, prep, s, interpolate, out)
     } else {
@@ -90,7 +61,7 @@ fn row_portable<T: Real>(exp: &Experiment, prep: &Prepared<T>, s: usize, interpo
 /// The CPU must support AVX2 and FMA (checked by `detected_level`).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn row_avx2<T: Real>(exp: &Experiment, prep: &Prepared<T>, s: usize, interpolate: bool, out: &mut [f32]) -> RowResult {
+unsafe fn row_avx2<T: HandKernel>(exp: &Experiment, prep: &Prepared<T>, s: usize, interpolate: bool, out: &mut [f32]) -> RowResult {
     if std::mem::size_of::<T>() == 4 {
         render_row::<T, 16, 16, true>(exp, prep, s, interpolate, out)
     } else {
@@ -110,7 +81,7 @@ unsafe fn row_avx2<T: Real>(exp: &Experiment, prep: &Prepared<T>, s: usize, inte
 /// The CPU must support AVX-512 F/DQ/VL (checked by `detected_level`).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
-unsafe fn row_avx512<T: Real>(exp: &Experiment, prep: &Prepared<T>, s: usize, interpolate: bool, out: &mut [f32]) -> RowResult {
+unsafe fn row_avx512<T: HandKernel>(exp: &Experiment, prep: &Prepared<T>, s: usize, interpolate: bool, out: &mut [f32]) -> RowResult {
     if std::mem::size_of::<T>() == 4 {
         render_row::<T, 32, 32, true>(exp, prep, s, interpolate, out)
     } else {

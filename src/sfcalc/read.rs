@@ -231,14 +231,28 @@ fn cif_num(s: &str) -> &str {
     }
 }
 
+/// The items and loops of a CIF's first data block.
+type CifItems = HashMap<String, (String, usize)>;
+/// A CIF loop: its tags, and its rows of (value, line).
+type CifLoop = (Vec<String>, Vec<Vec<(String, usize)>>);
+
 /// Read an mmCIF coordinate file (first data block).
 pub fn read_mmcif(path: &Path) -> Result<Model> {
     let bytes = std::fs::read(path).map_err(|e| Error::file(path, format!("cannot read mmCIF file: {e}")))?;
     let text = String::from_utf8_lossy(&bytes).into_owned();
     let toks = cif_tokens(&text);
-    let mut items: HashMap<String, (String, usize)> = HashMap::new();
+    let (items, loops) = cif_first_block(path, &toks)?;
+    let (cell, sg) = cif_cell_and_space_group(path, &items)?;
+    let (mut atoms, id_index) = cif_atoms(path, &loops)?;
+    cif_anisou(path, &loops, &id_index, &mut atoms)?;
+    Ok(Model { cell, space_group: sg, atoms })
+}
+
+/// The first data block's items and loops (a single-row loop's values are items too).
+fn cif_first_block(path: &Path, toks: &[Tok<'_>]) -> Result<(CifItems, Vec<CifLoop>)> {
+    let mut items: CifItems = HashMap::new();
     // loops keyed by category prefix ("_atom_site." ...): (tags, rows of (value, line))
-    let mut loops: Vec<(Vec<String>, Vec<Vec<(String, usize)>>)> = Vec::new();
+    let mut loops: Vec<CifLoop> = Vec::new();
     let mut i = 0;
     let mut blocks = 0;
     while i < toks.len() {
@@ -292,6 +306,11 @@ pub fn read_mmcif(path: &Path) -> Result<Model> {
             }
         }
     }
+    Ok((items, loops))
+}
+
+/// `_cell` lengths and angles (all six, or none) and the space group's Hermann–Mauguin symbol.
+fn cif_cell_and_space_group(path: &Path, items: &CifItems) -> Result<(Option<[f64; 6]>, Option<String>)> {
     let get_num = |tag: &str| -> Result<Option<f64>> {
         match items.get(tag) {
             None => Ok(None),
@@ -317,6 +336,11 @@ pub fn read_mmcif(path: &Path) -> Result<Model> {
             }
         }
     }
+    Ok((if have_cell { Some(cell) } else { None }, sg))
+}
+
+/// The atoms of the `_atom_site` loop (first model only), and each atom's index by its `id`.
+fn cif_atoms(path: &Path, loops: &[CifLoop]) -> Result<(Vec<Atom>, HashMap<String, usize>)> {
     let site = loops.iter().find(|(tags, _)| tags.iter().any(|t| t == "_atom_site.cartn_x"));
     let Some((tags, rows)) = site else {
         return Err(Error::file(path, "no _atom_site loop with Cartn_x/y/z"));
@@ -375,6 +399,11 @@ pub fn read_mmcif(path: &Path) -> Result<Model> {
     if atoms.is_empty() {
         return Err(Error::file(path, "the _atom_site loop has no atoms"));
     }
+    Ok((atoms, id_index))
+}
+
+/// ANISOU from the `_atom_site_anisotrop` loop, matched to the atoms by `id`.
+fn cif_anisou(path: &Path, loops: &[CifLoop], id_index: &HashMap<String, usize>, atoms: &mut [Atom]) -> Result<()> {
     if let Some((tags, rows)) = loops.iter().find(|(tags, _)| tags.iter().any(|t| t == "_atom_site_anisotrop.u[1][1]")) {
         let col = |name: &str| tags.iter().position(|t| t == &format!("_atom_site_anisotrop.{name}"));
         let names = ["u[1][1]", "u[2][2]", "u[3][3]", "u[1][2]", "u[1][3]", "u[2][3]"];
@@ -391,7 +420,7 @@ pub fn read_mmcif(path: &Path) -> Result<Model> {
             }
         }
     }
-    Ok(Model { cell: if have_cell { Some(cell) } else { None }, space_group: sg, atoms })
+    Ok(())
 }
 
 #[cfg(test)]
