@@ -243,12 +243,9 @@ fn render_group<T: HandKernel, const L: usize, const C: usize, const HAND: bool>
     vals: &mut [f64; L],
     omega_row: f64,
 ) -> Option<f64> {
-    let det = &exp.det;
     let os = exp.oversample;
     let sub = exp.subpixel_size;
-    let (fv, sv, ov, pix0) = (det.fdet_vector, det.sdet_vector, det.odet_vector, det.pix0_vector);
     let dmin = exp.dmin;
-    let kahn = exp.polarization;
 
     let mut i_sum = [T::from_f64(exp.i_bg); L];
     let mut polar = [if exp.nopolar { 1.0 } else { 0.0 }; L];
@@ -262,7 +259,6 @@ fn render_group<T: HandKernel, const L: usize, const C: usize, const HAND: bool>
     let mut dz = [0.0f64; L];
     // R per lane
     let mut airpath = [0.0f64; L];
-    let mut fdet = [0.0f64; L];
 
     for thick_tic in 0..exp.thicksteps {
         let odet = thick_tic as f64 * exp.thickstep;
@@ -270,102 +266,15 @@ fn render_group<T: HandKernel, const L: usize, const C: usize, const HAND: bool>
         for sub_s in 0..os {
             let sdet = sub * ((s * os + sub_s) as f64) + sub / 2.0;
             for sub_f in 0..os {
-                for (l, fd) in fdet.iter_mut().enumerate() {
-                    *fd = sub * (((f0 + l) * os + sub_f) as f64) + sub / 2.0;
-                }
-                // flat detector positions (a loop that vectorizes), in the C's order of operations
-                let mut px = [[0.0f64; L]; 3];
-                for l in 0..L {
-                    px[0][l] = fdet[l] * fv[0] + sdet * sv[0] + odet * ov[0] + pix0[0];
-                    px[1][l] = fdet[l] * fv[1] + sdet * sv[1] + odet * ov[1] + pix0[1];
-                    px[2][l] = fdet[l] * fv[2] + sdet * sv[2] + odet * ov[2] + pix0[2];
-                }
-                if det.curved_detector {
-                    // every pixel at `distance`: the flat lab y, z taken as angles (the C's rule)
-                    let d = det.distance;
-                    let b = det.beam_vector;
-                    for l in 0..L {
-                        let swung = rotate_axis(&rotate_axis(&[d * b[0], d * b[1], d * b[2]], &sv, px[1][l] / d), &fv, px[2][l] / d);
-                        [px[0][l], px[1][l], px[2][l]] = swung;
-                    }
-                }
-                for l in 0..L {
-                    let (x, y, z) = (px[0][l], px[1][l], px[2][l]);
-                    let r = (x * x + y * y + z * z).sqrt();
-                    airpath[l] = r;
-                    dx[l] = x / r;
-                    dy[l] = y / r;
-                    dz[l] = z / r;
-                }
-                for l in 0..L {
-                    let r = airpath[l];
-                    let new = if det.point_pixel { 1.0 / r / r } else { det.pixel_size * det.pixel_size / r / r * det.close_distance / r };
-                    omega[l] = if omega[l] == 0.0 || exp.oversample_omega { new } else { omega[l] };
-                    omega_sum[l] += if active[l] { omega[l] } else { 0.0 };
-                }
-                // (with -oversample_thick and no sensor the C's recomputed capture fraction is 0)
-                if exp.detector_thick != 0.0 || exp.oversample_thick {
-                    for l in 0..L {
-                        if capture[l] == 0.0 || exp.oversample_thick {
-                            let parallax = dx[l] * ov[0] + dy[l] * ov[1] + dz[l] * ov[2];
-                            capture[l] = (-(thick_tic as f64) * exp.thickstep * exp.detector_mu / parallax).exp()
-                                - (-((thick_tic + 1) as f64) * exp.thickstep * exp.detector_mu / parallax).exp();
-                        }
-                    }
-                }
+                subpixel_directions(exp, f0, sdet, sub_f, odet, [&mut dx, &mut dy, &mut dz], &mut airpath);
+                update_omega(exp, &airpath, active, &mut omega, &mut omega_sum);
+                update_capture(exp, thick_tic, [&dx, &dy, &dz], &mut capture);
 
                 if let Some((h, a)) = hoist.as_mut() {
                     hoist_miller::<T, L>(&exp.orientations, &h.inc0, [&dx, &dy, &dz], a);
                 }
-                let weight_of = |polar: &[f64; L]| {
-                    let mut weight = [T::ONE; L];
-                    if exp.oversample_thick || exp.oversample_polar || exp.oversample_omega {
-                        for l in 0..L {
-                            let mut w = 1.0;
-                            if exp.oversample_thick {
-                                w *= capture[l];
-                            }
-                            if exp.oversample_polar {
-                                w *= polar[l];
-                            }
-                            if exp.oversample_omega {
-                                w *= omega[l];
-                            }
-                            weight[l] = T::from_f64(w);
-                        }
-                    }
-                    weight
-                };
-                // the Kahn factor of source `si` where it is still unset (the C's last-value rule)
-                // or oversampled; once every live lane has its value (after the first sample) nothing to do
-                let update_polar = |polar: &mut [f64; L], si: usize, live: &[bool; L]| {
-                    let (b_in, e_in) = prep.pol[si];
-                    let inc = prep.sources[si].0;
-                    let mut new = [0.0f64; L];
-                    let needed = exp.oversample_polar || (0..L).any(|l| live[l] & (polar[l] == 0.0));
-                    if needed && kahn != 0.0 {
-                        for l in 0..L {
-                            let cos2theta = inc[0] * dx[l] + inc[1] * dy[l] + inc[2] * dz[l];
-                            let c2 = cos2theta * cos2theta;
-                            let e = dx[l] * e_in[0] + dy[l] * e_in[1] + dz[l] * e_in[2];
-                            let b = dx[l] * b_in[0] + dy[l] * b_in[1] + dz[l] * b_in[2];
-                            let n = e * e + b * b;
-                            // cos 2psi with psi = -atan2(b, e); atan2(0, 0) = 0 gives 1
-                            let cos_2psi = if n > 0.0 { (e * e - b * b) / n } else { 1.0 };
-                            new[l] = 0.5 * (1.0 + c2 - kahn * cos_2psi * (1.0 - c2));
-                        }
-                    } else if needed {
-                        for l in 0..L {
-                            let cos2theta = inc[0] * dx[l] + inc[1] * dy[l] + inc[2] * dz[l];
-                            let c2 = cos2theta * cos2theta;
-                            new[l] = 0.5 * (1.0 + c2);
-                        }
-                    }
-                    for l in 0..L {
-                        let update = live[l] & ((polar[l] == 0.0) | exp.oversample_polar);
-                        polar[l] = if update { new[l] } else { polar[l] };
-                    }
-                };
+                let weight_of = |polar: &[f64; L]| sample_weight::<T, L>(exp, &capture, polar, &omega);
+                let update_polar = |polar: &mut [f64; L], si: usize, live: &[bool; L]| update_polarization(exp, prep, si, [&dx, &dy, &dz], polar, live);
                 // hoisted indices without -dmin or -oversample_polar: every source has the same
                 // live lanes and weight, and the hand loop takes them all in one call
                 if let (true, Some((_, a))) = (dmin <= 0.0 && !exp.oversample_polar, hoist.as_ref()) {
@@ -438,9 +347,147 @@ fn render_group<T: HandKernel, const L: usize, const C: usize, const HAND: bool>
             }
         }
     }
+    *vals = pixel_values(exp, &i_sum, &capture, &polar, &omega);
+    // onto the row's running sum pixel by pixel: the same bits for any group width
+    let mut omega_total = omega_row;
+    for om in omega_sum {
+        omega_total += om;
+    }
+    Some(omega_total)
+}
+
+/// The unit vector from the sample to sub-pixel (`sub_f`, the row's sub-pixel at `sdet`) of each
+/// lane's pixel at depth `odet`, and its distance R (`airpath`): the flat detector's positions in
+/// the C's order of operations, swung onto the sphere for `-curved_det` (nanoBragg.c L2578-L2600).
+#[inline(always)]
+fn subpixel_directions<const L: usize>(exp: &Experiment, f0: usize, sdet: f64, sub_f: usize, odet: f64, d: [&mut [f64; L]; 3], airpath: &mut [f64; L]) {
+    let det = &exp.det;
+    let (os, sub) = (exp.oversample, exp.subpixel_size);
+    let (fv, sv, ov, pix0) = (det.fdet_vector, det.sdet_vector, det.odet_vector, det.pix0_vector);
+    let mut fdet = [0.0f64; L];
+    for (l, fd) in fdet.iter_mut().enumerate() {
+        *fd = sub * (((f0 + l) * os + sub_f) as f64) + sub / 2.0;
+    }
+    // flat detector positions (a loop that vectorizes), in the C's order of operations
+    let mut px = [[0.0f64; L]; 3];
+    for l in 0..L {
+        px[0][l] = fdet[l] * fv[0] + sdet * sv[0] + odet * ov[0] + pix0[0];
+        px[1][l] = fdet[l] * fv[1] + sdet * sv[1] + odet * ov[1] + pix0[1];
+        px[2][l] = fdet[l] * fv[2] + sdet * sv[2] + odet * ov[2] + pix0[2];
+    }
+    if det.curved_detector {
+        // every pixel at `distance`: the flat lab y, z taken as angles (the C's rule)
+        let dist = det.distance;
+        let b = det.beam_vector;
+        for l in 0..L {
+            let swung = rotate_axis(&rotate_axis(&[dist * b[0], dist * b[1], dist * b[2]], &sv, px[1][l] / dist), &fv, px[2][l] / dist);
+            [px[0][l], px[1][l], px[2][l]] = swung;
+        }
+    }
+    let [dx, dy, dz] = d;
+    for l in 0..L {
+        let (x, y, z) = (px[0][l], px[1][l], px[2][l]);
+        let r = (x * x + y * y + z * z).sqrt();
+        airpath[l] = r;
+        dx[l] = x / r;
+        dy[l] = y / r;
+        dz[l] = z / r;
+    }
+}
+
+/// The pixel's solid angle (the C's last-value rule: set once, or at every sub-pixel with
+/// `-oversample_omega`) and the omega sum over the active lanes.
+#[inline(always)]
+fn update_omega<const L: usize>(exp: &Experiment, airpath: &[f64; L], active: &[bool; L], omega: &mut [f64; L], omega_sum: &mut [f64; L]) {
+    let det = &exp.det;
+    for l in 0..L {
+        let r = airpath[l];
+        let new = if det.point_pixel { 1.0 / r / r } else { det.pixel_size * det.pixel_size / r / r * det.close_distance / r };
+        omega[l] = if omega[l] == 0.0 || exp.oversample_omega { new } else { omega[l] };
+        omega_sum[l] += if active[l] { omega[l] } else { 0.0 };
+    }
+}
+
+/// The fraction of photons layer `thick_tic` of the sensor captures along each lane's direction (the
+/// C's last-value rule, or every sub-pixel with `-oversample_thick`).
+#[inline(always)]
+fn update_capture<const L: usize>(exp: &Experiment, thick_tic: i32, d: [&[f64; L]; 3], capture: &mut [f64; L]) {
+    // (with -oversample_thick and no sensor the C's recomputed capture fraction is 0)
+    if exp.detector_thick != 0.0 || exp.oversample_thick {
+        let ov = exp.det.odet_vector;
+        let [dx, dy, dz] = d;
+        for l in 0..L {
+            if capture[l] == 0.0 || exp.oversample_thick {
+                let parallax = dx[l] * ov[0] + dy[l] * ov[1] + dz[l] * ov[2];
+                capture[l] = (-(thick_tic as f64) * exp.thickstep * exp.detector_mu / parallax).exp()
+                    - (-((thick_tic + 1) as f64) * exp.thickstep * exp.detector_mu / parallax).exp();
+            }
+        }
+    }
+}
+
+/// The weight of each sample: the factors the `-oversample_*` flags apply per sub-pixel (else 1).
+#[inline(always)]
+fn sample_weight<T: HandKernel, const L: usize>(exp: &Experiment, capture: &[f64; L], polar: &[f64; L], omega: &[f64; L]) -> [T; L] {
+    let mut weight = [T::ONE; L];
+    if exp.oversample_thick || exp.oversample_polar || exp.oversample_omega {
+        for l in 0..L {
+            let mut w = 1.0;
+            if exp.oversample_thick {
+                w *= capture[l];
+            }
+            if exp.oversample_polar {
+                w *= polar[l];
+            }
+            if exp.oversample_omega {
+                w *= omega[l];
+            }
+            weight[l] = T::from_f64(w);
+        }
+    }
+    weight
+}
+
+/// The Kahn polarization factor of source `si` where it is still unset (the C's last-value rule) or
+/// oversampled; once every live lane has its value (after the first sample) nothing to do.
+#[inline(always)]
+fn update_polarization<T: HandKernel, const L: usize>(exp: &Experiment, prep: &Prepared<T>, si: usize, d: [&[f64; L]; 3], polar: &mut [f64; L], live: &[bool; L]) {
+    let kahn = exp.polarization;
+    let [dx, dy, dz] = d;
+    let (b_in, e_in) = prep.pol[si];
+    let inc = prep.sources[si].0;
+    let mut new = [0.0f64; L];
+    let needed = exp.oversample_polar || (0..L).any(|l| live[l] & (polar[l] == 0.0));
+    if needed && kahn != 0.0 {
+        for l in 0..L {
+            let cos2theta = inc[0] * dx[l] + inc[1] * dy[l] + inc[2] * dz[l];
+            let c2 = cos2theta * cos2theta;
+            let e = dx[l] * e_in[0] + dy[l] * e_in[1] + dz[l] * e_in[2];
+            let b = dx[l] * b_in[0] + dy[l] * b_in[1] + dz[l] * b_in[2];
+            let n = e * e + b * b;
+            // cos 2psi with psi = -atan2(b, e); atan2(0, 0) = 0 gives 1
+            let cos_2psi = if n > 0.0 { (e * e - b * b) / n } else { 1.0 };
+            new[l] = 0.5 * (1.0 + c2 - kahn * cos_2psi * (1.0 - c2));
+        }
+    } else if needed {
+        for l in 0..L {
+            let cos2theta = inc[0] * dx[l] + inc[1] * dy[l] + inc[2] * dz[l];
+            let c2 = cos2theta * cos2theta;
+            new[l] = 0.5 * (1.0 + c2);
+        }
+    }
+    for l in 0..L {
+        let update = live[l] & ((polar[l] == 0.0) | exp.oversample_polar);
+        polar[l] = if update { new[l] } else { polar[l] };
+    }
+}
+
+/// The pixels' photons: the C's test = r_e²·fluence·I/steps·capture·polar·omega, lane by lane, with
+/// the factors the `-oversample_*` flags already applied per sample left out (x/1 is x: skipped).
+#[inline(always)]
+fn pixel_values<T: HandKernel, const L: usize>(exp: &Experiment, i_sum: &[T; L], capture: &[f64; L], polar: &[f64; L], omega: &[f64; L]) -> [f64; L] {
     let scale = R_E_SQR * exp.fluence;
     let steps = exp.steps as f64;
-    // the C's test = r_e²·fluence·I/steps·capture·polar·omega, lane by lane (x/1 is x: skipped)
     let mut test = [0.0f64; L];
     for l in 0..L {
         test[l] = scale * i_sum[l].to_f64();
@@ -465,13 +512,7 @@ fn render_group<T: HandKernel, const L: usize, const C: usize, const HAND: bool>
             test[l] *= omega[l];
         }
     }
-    *vals = test;
-    // onto the row's running sum pixel by pixel: the same bits for any group width
-    let mut omega_total = omega_row;
-    for om in omega_sum {
-        omega_total += om;
-    }
-    Some(omega_total)
+    test
 }
 
 /// All phi steps and mosaic domains for one sub-pixel and source: the hot loop.
