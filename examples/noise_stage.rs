@@ -15,14 +15,37 @@ fn cpu() -> f64 {
     t(u.ru_utime) + t(u.ru_stime)
 }
 
+const USAGE: &str = "usage: cargo run --release --example noise_stage -- FLOATFILE PIXELS [RUNS] [OUTFILE]";
+
+/// The float image and its side from the arguments, or (without them) a synthetic 256² image with
+/// a spot pattern, so the example runs as it is.
+fn float_image(a: &[String]) -> Result<(Vec<f32>, usize), String> {
+    if a.len() < 3 {
+        eprintln!("{USAGE}\nno FLOATFILE given: timing a synthetic 256x256 image");
+        let n = 256;
+        let float = (0..n * n).map(|i| 5.0 + 500.0 * (((i % n) as f32 * 0.3).sin() * ((i / n) as f32 * 0.2).cos()).powi(8)).collect();
+        return Ok((float, n));
+    }
+    let bytes = std::fs::read(&a[1]).map_err(|e| format!("{}: cannot read: {e}", a[1]))?;
+    let n: usize = a[2].parse().map_err(|_| format!("PIXELS: not a whole number: {}\n{USAGE}", a[2]))?;
+    let float: Vec<f32> = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+    if float.len() != n * n {
+        return Err(format!("{}: holds {} floats, not {n}x{n}", a[1], float.len()));
+    }
+    Ok((float, n))
+}
+
 fn main() {
     let a: Vec<String> = std::env::args().collect();
-    let bytes = std::fs::read(&a[1]).expect("float file");
-    let n: usize = a[2].parse().unwrap();
-    let runs: usize = a.get(3).and_then(|v| v.parse().ok()).unwrap_or(5);
+    let (float, n) = match float_image(&a) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(9);
+        }
+    };
+    let runs: usize = a.get(3).and_then(|v| v.parse().ok()).unwrap_or(if a.len() < 3 { 3 } else { 5 });
     let out = a.get(4).cloned();
-    let float: Vec<f32> = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-    assert_eq!(float.len(), n * n);
     let roi = [0, n as i64 - 1, 0, n as i64 - 1];
     let sink = || -> Box<dyn std::io::Write + Send> {
         match &out {

@@ -40,6 +40,14 @@ cargo build --release -p nanobragg-rs --lib --no-default-features
 EX_DIR="$(mktemp -d)"
 cargo run --release --quiet -p nanobragg-rs --example in_memory -- "$EX_DIR/in_memory.img"
 head -c 512 "$EX_DIR/in_memory.img" | grep -q "SIZE1=256" || { echo "FAILED: examples/in_memory.rs wrote no 256-pixel SMV image"; exit 1; }
+# every example runs without arguments (usage or a default run) and exits 0
+cargo build --release --quiet -p nanobragg-rs --examples
+ROOT="$PWD"
+for ex in examples/*.rs; do
+  name="$(basename "$ex" .rs)"
+  (cd "$EX_DIR" && "$ROOT/target/release/examples/$name" >/dev/null 2>&1) \
+    || { echo "FAILED: examples/$name.rs without arguments did not exit 0"; exit 1; }
+done
 
 # --- Independent readers -----------------------------------------------------------------------------
 # fabio (what DIALS/dxtbx users open SMV with) must read our images.

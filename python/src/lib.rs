@@ -391,6 +391,8 @@ fn series_frames(args: Vec<String>) -> PyResult<(Vec<String>, Vec<Vec<String>>)>
 
 #[pymodule]
 fn _nanobragg(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // the library's warnings (non-finite pixels, a cache not written) on stderr, as the CLI shows them
+    nbcore::base::log::set_warning_sink(|w| eprintln!("{w}"));
     m.add_class::<Core>()?;
     m.add_function(wrap_pyfunction!(flag_names, m)?)?;
     m.add_function(wrap_pyfunction!(flag_help, m)?)?;

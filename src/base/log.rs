@@ -1,5 +1,6 @@
-//! What the simulator tells the user on stdout: the C program's setup lines and summary, collected
-//! in order so the library itself never prints.
+//! What the simulator tells the user: the C program's setup lines and summary, collected in order
+//! ([`Log`]), and warnings ([`warn`]), handed to whoever shows them, so the library itself never
+//! prints.
 
 /// Lines to print, in the order the C prints them.
 #[derive(Clone, Debug, Default)]
@@ -27,5 +28,39 @@ impl Log {
             s.push('\n');
         }
         s
+    }
+}
+
+/// Where warnings go: a handler the program installs (the command line prints them on stderr as
+/// they come), else a buffer the caller drains with [`take_warnings`].
+static WARNING_SINK: std::sync::OnceLock<fn(&str)> = std::sync::OnceLock::new();
+static WARNINGS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// Install the handler every later warning goes to (once per process; later calls are ignored).
+pub fn set_warning_sink(sink: fn(&str)) {
+    let _ = WARNING_SINK.set(sink);
+}
+
+/// A warning for the user (one line, no trailing newline): to the installed handler, else kept.
+pub fn warn(message: impl Into<String>) {
+    let message = message.into();
+    match WARNING_SINK.get() {
+        Some(sink) => sink(&message),
+        None => WARNINGS.lock().unwrap_or_else(|e| e.into_inner()).push(message),
+    }
+}
+
+/// The warnings kept since the last call (none when a handler is installed).
+pub fn take_warnings() -> Vec<String> {
+    std::mem::take(&mut *WARNINGS.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn warnings_are_kept_until_taken_without_a_handler() {
+        super::warn("log test: a warning");
+        assert!(super::take_warnings().iter().any(|w| w == "log test: a warning"));
+        assert!(!super::take_warnings().iter().any(|w| w == "log test: a warning"));
     }
 }

@@ -206,7 +206,7 @@ pub fn commit_all(files: Vec<Finished>) -> Result<()> {
             scope.spawn(move || {
                 let p = old.to_path_buf();
                 if let Err(e) = old.close() {
-                    eprintln!("nanobragg-rs: warning: could not remove the replaced file's old contents {}: {e}", p.display());
+                    crate::base::log::warn(format!("nanobragg-rs: warning: could not remove the replaced file's old contents {}: {e}", p.display()));
                 }
             });
         }

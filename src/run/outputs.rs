@@ -527,7 +527,7 @@ pub fn write_all(planned: &[Planned], ctx: &OutputCtx, stats_lines: Vec<String>)
                 files.push(p.path.clone());
             }
             Err(e) if p.writer.optional() => {
-                eprintln!("nanobragg-rs: warning: {e} (cache not written)");
+                crate::base::log::warn(format!("nanobragg-rs: warning: {e} (cache not written)"));
             }
             Err(e) => {
                 if first_err.is_none() {

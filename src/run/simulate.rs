@@ -299,14 +299,14 @@ fn cf_int(v: usize) -> String {
 }
 
 /// The whole `simulate` command: prints the C's messages to `out`, a progress bar on stderr when it is
-/// a terminal, and returns the summary.
+/// a terminal, warnings through `base::log::warn`, and returns the summary.
 pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
     outputs::check_inputs(cfg)?;
     crate::run::limits::check_values(cfg)?;
     let estimate = crate::run::limits::check_run(cfg)?;
     if !cfg.run.quiet {
         if let Some(hint) = crate::run::limits::time_hint(estimate.samples) {
-            let _ = writeln!(std::io::stderr(), "nanobragg-rs: {hint}");
+            crate::base::log::warn(format!("nanobragg-rs: {hint}"));
         }
     }
     let t0 = Instant::now();
@@ -376,11 +376,10 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
         r.float.par_chunks(1 << 16).map(|c| c.iter().filter(|v| !v.is_finite()).count()).sum::<usize>()
     };
     if bad > 0 {
-        let _ = writeln!(
-            std::io::stderr(),
+        crate::base::log::warn(format!(
             "nanobragg-rs: warning: {bad} of {} pixels are not finite (NaN or infinite): some input value is too large for the arithmetic",
             r.float.len()
-        );
+        ));
     }
     let io_s = t2.elapsed().as_secs_f64();
     Ok(RunSummary {
