@@ -159,6 +159,32 @@ pub fn pearson(a: &[f32], b: &[f32]) -> f64 {
     sab / (saa.sqrt() * sbb.sqrt())
 }
 
+/// The int image's scale when none is given (`requested` ≤ 0): 55000/max_I, or 1 for an image with
+/// no positive pixel (nanoBragg.c, nonBragg.c and noisify.c's rule, written once).
+pub fn int_scale(requested: f64, max_i: f64) -> f64 {
+    if !(requested <= 0.0) {
+        return requested;
+    }
+    if max_i > 0.0 {
+        55000.0 / max_i
+    } else {
+        1.0
+    }
+}
+
+/// The PGM preview's scale when none is given (`requested` ≤ 0): 250/(5·rmsd), or the int image's
+/// scale for a flat image (the C programs' rule).
+pub fn pgm_scale(requested: f64, int_scale: f64, rmsd: f64) -> f64 {
+    if !(requested <= 0.0) {
+        return requested;
+    }
+    if rmsd > 0.0 {
+        250.0 / (5.0 * rmsd)
+    } else {
+        int_scale
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,5 +205,17 @@ mod tests {
     fn pearson_identical_is_one() {
         let a = [1.0f32, 2.0, 5.0];
         assert!((pearson(&a, &a) - 1.0).abs() < 1e-15);
+    }
+
+    #[test]
+    fn automatic_scales_follow_the_c_rule() {
+        // nanoBragg.c: intfile_scale = 55000/max_I when not given, 1 for an empty image;
+        // pgm_scale = 250/(5·rmsd), the int scale for a flat one
+        assert_eq!(int_scale(0.0, 1100.0), 50.0);
+        assert_eq!(int_scale(-1.0, 0.0), 1.0);
+        assert_eq!(int_scale(2.5, 1100.0), 2.5);
+        assert_eq!(pgm_scale(0.0, 7.0, 10.0), 5.0);
+        assert_eq!(pgm_scale(0.0, 7.0, 0.0), 7.0);
+        assert_eq!(pgm_scale(3.0, 7.0, 10.0), 3.0);
     }
 }

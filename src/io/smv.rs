@@ -276,11 +276,11 @@ pub fn read_smv(path: &Path) -> Result<SmvImage> {
 /// value after the last occurrence found by a left-to-right, non-overlapping substring scan (so
 /// `DISTANCE` finds `CLOSE_DISTANCE`, `ORGX` finds `XDS_ORGX`), read with C `atof` from just
 /// after the next `=`; no `=` later in the header gives 0.
-pub fn header_value(header: &str, key: &str) -> Option<f64> {
+pub fn header_value(header: impl AsRef<[u8]>, key: &str) -> Option<f64> {
     if key.is_empty() {
         return None; // the C would loop forever
     }
-    let h = header.as_bytes();
+    let h = header.as_ref();
     let h = &h[..h.iter().position(|&c| c == 0).unwrap_or(h.len())];
     let mut pos = None;
     let mut from = 0;

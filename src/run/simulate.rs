@@ -221,20 +221,8 @@ fn write_planned(planned: &[Planned], cfg: &Config, exp: &Experiment, r: &Render
     let d = &exp.det;
     let (fp, sp) = (d.fpixels, d.spixels);
     let stats = image_stats(&r.float, fp, sp, exp.roi, exp.mask.as_deref(), exp.subpixel_size, exp.oversample);
-    let mut intfile_scale = cfg.output.intfile_scale;
-    if intfile_scale <= 0.0 {
-        intfile_scale = 1.0;
-        if stats.max_i > 0.0 {
-            intfile_scale = 55000.0 / stats.max_i;
-        }
-    }
-    let mut pgm_scale = cfg.output.pgm_scale;
-    if pgm_scale <= 0.0 {
-        pgm_scale = intfile_scale;
-        if stats.rmsd > 0.0 {
-            pgm_scale = 250.0 / (5.0 * stats.rmsd);
-        }
-    }
+    let intfile_scale = crate::stats::int_scale(cfg.output.intfile_scale, stats.max_i);
+    let pgm_scale = crate::stats::pgm_scale(cfg.output.pgm_scale, intfile_scale, stats.rmsd);
     let stats_lines = vec![
         format!("max_I = {}  at {} {}", g(stats.max_i), g(stats.max_i_x), g(stats.max_i_y)),
         format!("mean= {} rms= {} rmsd= {}", g(stats.mean), g(stats.rms), g(stats.rmsd)),

@@ -12,31 +12,9 @@ pub(super) struct HeaderFile {
     pub(super) height: i32,
 }
 
-/// noisify.c `ValueOf`: value after the `=` following the LAST occurrence of `keyword` in the
-/// header (a C string); `None` when the keyword is absent (the C's NAN); 0 when no `=` follows.
-pub(super) fn value_of(header: &[u8], keyword: &str) -> Option<f64> {
-    let end = header.iter().position(|&c| c == 0).unwrap_or(header.len());
-    let h = &header[..end];
-    let kw = keyword.as_bytes();
-    let mut pos = None;
-    let mut start = 0;
-    while let Some(p) = find(&h[start..], kw) {
-        start += p + kw.len();
-        pos = Some(start);
-    }
-    let s = pos?;
-    match find(&h[s..], b"=") {
-        None => Some(0.0),
-        Some(e) => Some(crate::io::text::atof(&h[s + e + 1..])),
-    }
-}
-
-fn find(h: &[u8], needle: &[u8]) -> Option<usize> {
-    if needle.is_empty() || h.len() < needle.len() {
-        return None;
-    }
-    h.windows(needle.len()).position(|w| w == needle)
-}
+/// noisify.c `ValueOf` is the SMV reader's: the value after the `=` following the LAST occurrence
+/// of `keyword` in the header (a C string); `None` when the keyword is absent, 0 when no `=` follows.
+pub(super) use crate::io::smv::header_value as value_of;
 
 pub(super) fn get_frame(path: &str) -> Result<HeaderFile> {
     let bytes = std::fs::read(path).map_err(|e| Error::file(path, format!("-header: cannot read: {e}")))?;

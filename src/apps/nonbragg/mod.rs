@@ -168,13 +168,7 @@ fn write_images(
 ) -> Result<()> {
     let _ = writeln!(s, "max_I = {}  at {} {}", cf("%g", st.max_i), cf("%g", st.max_x), cf("%g", st.max_y));
     let _ = writeln!(s, "mean= {} rms= {} rmsd= {}", cf("%g", st.avg), cf("%g", st.rms), cf("%g", st.rmsd));
-    let mut intfile_scale = c.intfile_scale;
-    if intfile_scale <= 0.0 {
-        intfile_scale = 1.0;
-        if st.max_i > 0.0 {
-            intfile_scale = 55000.0 / st.max_i;
-        }
-    }
+    let intfile_scale = crate::stats::int_scale(c.intfile_scale, st.max_i);
     let _ = writeln!(s, "intfile_scale = {}", cf("%g", intfile_scale));
     let (fp, sp) = (grid.fpixels as usize, grid.spixels as usize);
     let intimage = crate::io::smv::int_pixels(floatimage, fp, sp, grid.roi.bounds(), intfile_scale, c.adc);
@@ -182,13 +176,7 @@ fn write_images(
     flush(out, s)?;
     write_atomic(Path::new(&c.intfile), &output::smv_bytes(header, &intimage))?;
 
-    let mut pgm_scale = c.pgm_scale;
-    if pgm_scale <= 0.0 {
-        pgm_scale = intfile_scale;
-        if st.rmsd > 0.0 {
-            pgm_scale = 250.0 / (5.0 * st.rmsd);
-        }
-    }
+    let pgm_scale = crate::stats::pgm_scale(c.pgm_scale, intfile_scale, st.rmsd);
     let _ = writeln!(s, "pgm_scale = {}", cf("%g", pgm_scale));
     if c.write_pgm {
         let pgm = crate::io::pgm::pgm_pixels(floatimage, fp, sp, grid.roi.bounds(), pgm_scale);
