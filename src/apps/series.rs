@@ -649,7 +649,7 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
     let t0 = Instant::now();
     let (inputs, mut nexus) = setup_once(&plan, &todo, nexus_name.as_ref(), quiet_user, log_out)?;
     let first_frame = todo.first().copied().unwrap_or(1);
-    let bar = crate::base::progress::Bar::on_terminal(!quiet_user && !todo.is_empty(), todo.len() as u64, "frames");
+    let bar = crate::base::progress::Bar::start(!quiet_user && !todo.is_empty(), todo.len() as u64, "frames");
     let mut result = {
         let sink = FrameSink { plan: &plan, mpath: &mpath, bar: &bar, first_frame, nexus: std::sync::Mutex::new(nexus.as_mut().map(|(w, _)| w)) };
         render_and_write(&plan, &todo, &inputs, &sink, &mut manifest)

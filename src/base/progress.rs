@@ -1,49 +1,47 @@
-//! Progress bars on standard error, only when it is a terminal. With the `progress` cargo feature
-//! (on by default) they are indicatif bars; without it the library pulls no terminal code and a bar
-//! is a no-op, so embedding programs (the Python module, a GPU service) need not carry indicatif.
+//! Progress of long runs (rows of an image, frames of a series). The library only counts: it asks
+//! for a [`Bar`] and advances it; whoever embeds it decides whether and how progress is shown by
+//! installing a display ([`set_progress_display`]). The command line installs a terminal bar on
+//! stderr (`cli::progress`); without a display, as in the Python module, nothing is shown.
 
-/// A progress bar over `len` units of work (`unit`: "rows", "frames").
+use std::sync::OnceLock;
+
+/// A display of one run's progress.
+pub trait ProgressDisplay: Send + Sync {
+    /// `n` more units done.
+    fn inc(&self, n: u64);
+    /// The run is over: remove the display.
+    fn finish_and_clear(&self);
+}
+
+/// Makes a display for `len` units of `unit` ("rows", "frames"), or `None` (e.g. not a terminal).
+pub type DisplayFactory = fn(len: u64, unit: &str) -> Option<Box<dyn ProgressDisplay>>;
+
+static DISPLAY: OnceLock<DisplayFactory> = OnceLock::new();
+
+/// Install how progress is shown, once per process (later calls are ignored).
+pub fn set_progress_display(factory: DisplayFactory) {
+    let _ = DISPLAY.set(factory);
+}
+
+/// A run's progress, shown by the installed display.
 pub struct Bar {
-    #[cfg(feature = "progress")]
-    inner: indicatif::ProgressBar,
+    display: Box<dyn ProgressDisplay>,
 }
 
 impl Bar {
-    /// A bar when `show` and stderr is a terminal; `None` otherwise.
-    pub fn on_terminal(show: bool, len: u64, unit: &str) -> Option<Bar> {
-        use std::io::IsTerminal;
-        if !show || !std::io::stderr().is_terminal() {
+    /// A bar over `len` units when `show` and a display is installed (and makes one); `None` otherwise.
+    pub fn start(show: bool, len: u64, unit: &str) -> Option<Bar> {
+        if !show {
             return None;
         }
-        Self::new(len, unit)
-    }
-
-    #[cfg(feature = "progress")]
-    fn new(len: u64, unit: &str) -> Option<Bar> {
-        let b = indicatif::ProgressBar::new(len);
-        let rate = if unit == "frames" { ", {per_sec}" } else { "" };
-        b.set_style(
-            indicatif::ProgressStyle::with_template(&format!("{{spinner}} [{{elapsed_precise}}] {{bar:40}} {{pos}}/{{len}} {unit}{rate}, ETA {{eta}}"))
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        b.enable_steady_tick(std::time::Duration::from_millis(250));
-        Some(Bar { inner: b })
-    }
-
-    #[cfg(not(feature = "progress"))]
-    fn new(_len: u64, _unit: &str) -> Option<Bar> {
-        None
+        DISPLAY.get().and_then(|make| make(len, unit)).map(|display| Bar { display })
     }
 
     pub fn inc(&self, n: u64) {
-        #[cfg(feature = "progress")]
-        self.inner.inc(n);
-        #[cfg(not(feature = "progress"))]
-        let _ = n;
+        self.display.inc(n);
     }
 
     pub fn finish_and_clear(&self) {
-        #[cfg(feature = "progress")]
-        self.inner.finish_and_clear();
+        self.display.finish_and_clear();
     }
 }

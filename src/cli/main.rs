@@ -153,6 +153,8 @@ const MAX_THREADS: usize = 4096;
 
 pub fn main() -> ExitCode {
     crate::base::log::set_warning_sink(|w| eprintln!("{w}"));
+    #[cfg(feature = "progress")]
+    crate::base::progress::set_progress_display(super::progress::terminal_bar);
     // Arguments are bytes on Unix: file names need not be UTF-8 (the C accepts any bytes).
     let args: Vec<String> = args::os_args(std::env::args_os().skip(1).collect());
     let result = dispatch(&args);

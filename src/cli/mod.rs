@@ -8,6 +8,8 @@ pub mod main;
 pub mod noisify;
 pub mod nonbragg;
 pub mod parse;
+#[cfg(feature = "progress")]
+pub mod progress;
 pub mod series;
 pub mod suite;
 

@@ -307,7 +307,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
     let setup_s = t0.elapsed().as_secs_f64();
 
     let t1 = Instant::now();
-    let bar = crate::base::progress::Bar::on_terminal(cfg.run.progress && !cfg.run.quiet && !cfg.run.printout, exp.det.spixels as u64, "rows");
+    let bar = crate::base::progress::Bar::start(cfg.run.progress && !cfg.run.quiet && !cfg.run.printout, exp.det.spixels as u64, "rows");
     let tick = |n: usize| {
         if let Some(b) = &bar {
             b.inc(n as u64);
