@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Regenerate the data tables under src/model/data/ from cctbx's eltbx/sgtbx (run with the Python that has
+"""Regenerate the data tables under src/sfcalc/data/ from cctbx's eltbx/sgtbx (run with the Python that has
 cctbx: /usr/bin/python3 on Debian with python3-cctbx). The numbers are those of the published tables:
 
   spacegroups.txt  International Tables for Crystallography Vol. A, the 530 settings of cctbx's sgtbx table
@@ -13,7 +13,7 @@ import math, os, sys
 from cctbx import sgtbx
 from cctbx.eltbx import xray_scattering, henke
 
-out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src", "model", "data")
+out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src", "sfcalc", "data")
 
 # ---------------------------------------------------------------- space groups
 lines = ["# number|names (spaces removed, upper case)|operators x,y,z separated by ';'",
