@@ -1,7 +1,8 @@
 //! The house rule of docs/architecture.md, checked from the code's own text: the library is a stack
 //! of layers (base → experiment, sfcalc → io → kernel, stats, noise → run → apps → cli) and a module
 //! imports only from its own layer or below; files form no import loop; nothing in io/ names `Config`
-//! or `Experiment`; no function is longer than 150 lines (the harness crate included).
+//! or `Experiment`; sfcalc imports only base; no function is longer than 150 lines (the harness
+//! crate included).
 //!
 //! Every `crate::…`, `super::…` and `self::…` path is read (uses, re-exports, paths in code, doc
 //! links), with `use` groups expanded, and mapped to the file that defines its longest prefix. The
@@ -469,6 +470,14 @@ fn violations(root: &Path) -> BTreeSet<String> {
             if lb > la {
                 v.insert(format!("upward: {} ({na}) -> {} ({nb})", fa.rel, fb.rel));
             }
+        }
+    }
+    // sfcalc sits beside the experiment and is called by it: it imports only base/ (the design card)
+    for &(a, b) in &g.edges {
+        let (fa, fb) = (&g.files[a], &g.files[b]);
+        let top = |f: &Source| f.module.first().cloned().unwrap_or_default();
+        if top(fa) == "sfcalc" && !matches!(top(fb).as_str(), "sfcalc" | "base") {
+            v.insert(format!("sfcalc imports above base: {} -> {}", fa.rel, fb.rel));
         }
     }
     for c in loops(g.files.len(), &g.edges) {

@@ -509,7 +509,12 @@ pub fn resolve_structure_factors(params: &Params, inputs: &Inputs, det: &Detecto
             let lambda_min = p.lambda0 * (1.0 - p.dispersion.max(0.0) / 2.0);
             let d = if p.dmin > 0.0 { p.dmin * 1e10 } else { crate::sfcalc::detector_d_min(det.pix0_vector, det.fdet_vector, det.sdet_vector, det.detsize_f, det.detsize_s, det.beam_vector, lambda_min) };
             let entries = crate::sfcalc::entries_for_simulation(&p.model, m, d, p.lambda0 * 1e10, &mut notes.structure_factors)?;
-            let grid = crate::sfcalc::grid_from_entries(&entries, p.default_f)?;
+            // the grid `read_hkl` builds from the same entries (range from the entries, `default_f`
+            // elsewhere, nanoBragg.c L2101-L2258)
+            if entries.is_empty() {
+                return Err(Error::setup("the model gave no reflections"));
+            }
+            let grid = HklGrid::from_entries(&entries, p.default_f)?;
             if p.model.hklout.is_some() {
                 hklout_entries = Some(Arc::new(entries));
             }

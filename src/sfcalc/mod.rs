@@ -1,7 +1,7 @@
 //! Structure factors straight from an atomic model (`-pdb` / `-cif`): read the coordinates, expand the
 //! asymmetric unit to P1 with the space group's operators, and sum F(hkl) for every reflection to a
 //! resolution limit, F000 and both Friedel mates included. The result is the same `h k l |F|` list an
-//! `-hkl` file gives, and fills the same grid (see [`grid_from_entries`]).
+//! `-hkl` file gives, and fills the same grid (the experiment builds it from the list).
 //!
 //! Physics: Waasmaier–Kirfel (1995) form factors (ions where the table has them), isotropic B or
 //! ANISOU, occupancy; optional Henke f′/f″ at the beam's wavelength (`-anomalous`); optional bulk
@@ -14,7 +14,6 @@ pub mod spacegroup;
 
 use crate::base::c::printf::g;
 use crate::base::log::Log;
-use crate::experiment::structure_factors::HklGrid;
 use crate::{Error, Result};
 use std::path::{Path, PathBuf};
 
@@ -159,15 +158,6 @@ pub fn compute(model: &Model, path: &Path, opts: &SfOptions) -> Result<ModelF> {
         }
     }
     Ok(ModelF { cell: cellp, space_group: sg.name, n_ops: sg.ops.len(), hkl: r.hkl, f: r.f, notes })
-}
-
-/// The grid `read_hkl` builds from the same entries (range from the entries, `default_f` elsewhere,
-/// nanoBragg.c L2101-L2258).
-pub fn grid_from_entries(entries: &[(i32, i32, i32, f64)], default_f: f64) -> Result<HklGrid> {
-    if entries.is_empty() {
-        return Err(Error::setup("the model gave no reflections"));
-    }
-    HklGrid::from_entries(entries, default_f)
 }
 
 /// A model read for a simulation: its file, and the cell it gives (degrees).
