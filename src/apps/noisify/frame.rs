@@ -3,6 +3,7 @@
 
 use super::config::NoisifyConfig;
 use crate::base::c::printf::cf;
+use crate::io::smv::header_value; // noisify.c `ValueOf`
 use crate::{Error, Result};
 
 /// A parsed 512-byte (or HEADER_BYTES) SMV header, as noisify.c's `GetFrame` keeps it.
@@ -11,10 +12,6 @@ pub(super) struct HeaderFile {
     pub(super) width: i32,
     pub(super) height: i32,
 }
-
-/// noisify.c `ValueOf` is the SMV reader's: the value after the `=` following the LAST occurrence
-/// of `keyword` in the header (a C string); `None` when the keyword is absent, 0 when no `=` follows.
-pub(super) use crate::io::smv::header_value as value_of;
 
 pub(super) fn get_frame(path: &str) -> Result<HeaderFile> {
     let bytes = std::fs::read(path).map_err(|e| Error::file(path, format!("-header: cannot read: {e}")))?;
@@ -25,7 +22,7 @@ pub(super) fn get_frame(path: &str) -> Result<HeaderFile> {
         return Err(Error::file(path, "-header: does not look like an ADSC (SMV) frame"));
     }
     let mut header = bytes[..512].to_vec();
-    let size = value_of(&header, "HEADER_BYTES").unwrap_or(0.0) as i64;
+    let size = header_value(&header, "HEADER_BYTES").unwrap_or(0.0) as i64;
     if size <= 0 {
         return Err(Error::file(path, "-header: bad HEADER_BYTES"));
     }
@@ -35,10 +32,10 @@ pub(super) fn get_frame(path: &str) -> Result<HeaderFile> {
         }
         header = bytes[..size as usize].to_vec();
     }
-    let mut width = value_of(&header, "SIZE1").unwrap_or(f64::NAN) as i32;
-    let mut height = value_of(&header, "SIZE2").unwrap_or(f64::NAN) as i32;
+    let mut width = header_value(&header, "SIZE1").unwrap_or(f64::NAN) as i32;
+    let mut height = header_value(&header, "SIZE2").unwrap_or(f64::NAN) as i32;
     if width == 0 {
-        let d = value_of(&header, "DETECTOR_DIMENSIONS").unwrap_or(0.0) as i32;
+        let d = header_value(&header, "DETECTOR_DIMENSIONS").unwrap_or(0.0) as i32;
         width = d;
         height = d;
     }

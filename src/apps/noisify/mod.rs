@@ -18,7 +18,8 @@ use crate::base::c::printf::{cf, ci};
 use crate::base::c::rng::NrRandom;
 use crate::io::atomic::write_atomic;
 use crate::{Error, Result};
-use frame::{c_header, get_frame, image_bytes, to_u16, to_u32, value_of, HeaderFile};
+use crate::io::smv::header_value;
+use frame::{c_header, get_frame, image_bytes, to_u16, to_u32, HeaderFile};
 use rayon::prelude::*;
 use std::io::Write;
 use std::path::Path;
@@ -159,18 +160,18 @@ fn header_frame(c: &NoisifyConfig, out: &mut dyn Write) -> Result<(Frame, Option
     writeln!(out, "reading {h}").map_err(io)?;
     frame.xpixels = hf.width as i64;
     frame.ypixels = hf.height as i64;
-    if let Some(t) = value_of(&hf.header, "PIXEL_SIZE") {
+    if let Some(t) = header_value(&hf.header, "PIXEL_SIZE") {
         frame.pixel = t / 1000.0;
     }
     frame.detsize_y = frame.pixel * frame.ypixels as f64;
-    if let Some(t) = value_of(&hf.header, "DISTANCE") {
+    if let Some(t) = header_value(&hf.header, "DISTANCE") {
         frame.distance = t / 1000.0;
     }
     // WAVELENGTH is read by the C but only the command line's goes into the header it writes
-    if let Some(t) = value_of(&hf.header, "BEAM_CENTER_X") {
+    if let Some(t) = header_value(&hf.header, "BEAM_CENTER_X") {
         frame.xbeam = t / 1000.0;
     }
-    if let Some(t) = value_of(&hf.header, "BEAM_CENTER_Y") {
+    if let Some(t) = header_value(&hf.header, "BEAM_CENTER_Y") {
         frame.ybeam = frame.detsize_y - t / 1000.0;
     }
     Ok((frame, Some(hf)))
