@@ -40,7 +40,7 @@ fn level_benches(c: &mut Criterion) {
         g.throughput(Throughput::Elements(exp.pixels() as u64));
         for &level in &levels {
             g.bench_with_input(BenchmarkId::from_parameter(level.name()), &level, |b, &level| {
-                b.iter(|| kernel::render_at(&exp, level, &|_| {}))
+                b.iter(|| kernel::render(&exp, &kernel::RenderOptions { backend: level, ..Default::default() }, &|_| {}))
             });
         }
         g.finish();
@@ -55,7 +55,7 @@ fn render_benches(c: &mut Criterion) {
         let cfg = bench_config(pixels as i64, tmp.path());
         let (exp, _) = nanobragg::run::simulate::setup(&cfg).unwrap();
         g.throughput(Throughput::Elements((pixels * pixels) as u64));
-        g.bench_with_input(BenchmarkId::from_parameter(pixels), &exp, |b, exp| b.iter(|| kernel::render(exp, &|_| {})));
+        g.bench_with_input(BenchmarkId::from_parameter(pixels), &exp, |b, exp| b.iter(|| kernel::render(exp, &Default::default(), &|_| {})));
     }
     g.finish();
 }

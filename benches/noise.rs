@@ -13,8 +13,8 @@ fn noise_benches(c: &mut Criterion) {
     let tmp = tempfile::tempdir().unwrap();
     let cfg = common::bench_crystal(pixels as i64, tmp.path());
     let (exp, _) = nanobragg::run::simulate::setup(&cfg).unwrap();
-    let float = nanobragg::kernel::render(&exp, &|_| {}).float;
-    let (fp, sp, roi) = (exp.det.fpixels, exp.det.spixels, exp.roi);
+    let float = nanobragg::kernel::render(&exp, &Default::default(), &|_| {}).float;
+    let (fp, sp, roi) = (exp.det.panel().fpixels, exp.det.panel().spixels, exp.det.panel().roi);
 
     let mut g = c.benchmark_group(format!("noise/{pixels}"));
     g.sample_size(10);

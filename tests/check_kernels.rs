@@ -9,7 +9,7 @@ mod common;
 use common::*;
 use nanobragg::experiment::params::Precision;
 use nanobragg::experiment::Experiment;
-use nanobragg::kernel::{self, Backend, ReferenceBackend, RenderBackend, RowResult, SimdLevel};
+use nanobragg::kernel::{self, Backend, ReferenceBackend, RenderBackend, RenderOptions, RowResult, SimdLevel};
 use nanobragg::run::simulate;
 use std::path::Path;
 
@@ -29,11 +29,10 @@ fn split(flags: &str) -> Vec<String> {
 #[test]
 fn simd_backends_pass_the_row_by_row_check() {
     let mut exercised = 0;
-    let mut run = |mut exp: Experiment, what: &str| {
+    let mut run = |exp: Experiment, what: &str| {
         for precision in [Precision::Double, Precision::Single] {
-            exp.precision = precision;
             for level in SimdLevel::available() {
-                let out = kernel::render_at(&exp, Backend::Simd(level), &|_| {});
+                let out = kernel::render(&exp, &RenderOptions { backend: Backend::Simd(level), precision }, &|_| {});
                 assert_eq!(out.float.len(), exp.pixels(), "{what}");
                 exercised += 1;
             }

@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use nanobragg::experiment::params::Precision;
-use nanobragg::kernel::{self, fast, Backend, SimdLevel};
+use nanobragg::kernel::{self, fast, Backend, RenderOptions, SimdLevel};
 use nanobragg::run::simulate;
 use nanobragg::stats::pearson;
 use std::path::Path;
@@ -34,16 +34,15 @@ fn fast_kernels_match_the_reference_on_golden_cases() {
         }
         let tmp = tempfile::tempdir().unwrap();
         let cfg = case_config(&golden, case, tmp.path());
-        let (mut exp, _) = simulate::setup(&cfg).unwrap();
+        let (exp, _) = simulate::setup(&cfg).unwrap();
         if !fast::supports(&exp) {
             continue;
         }
-        let reference = kernel::render_at(&exp, Backend::Reference, &no_progress).float;
+        let reference = kernel::render_reference(&exp, &no_progress).float;
         let c_float = read_f32_le(&output_path(&golden, case, "float"));
         for precision in [Precision::Double, Precision::Single] {
-            exp.precision = precision;
             for level in levels() {
-                let got = kernel::render_at(&exp, level, &no_progress).float;
+                let got = kernel::render(&exp, &RenderOptions { backend: level, precision }, &no_progress).float;
                 let (min_r, max_rel) = match precision {
                     Precision::Double => (0.999999, 1e-6),
                     Precision::Single => (0.9999, 1e-3),
@@ -212,18 +211,17 @@ fn fast_kernels_match_the_reference_on_random_geometries() {
     let mut failures = Vec::new();
     for trial in 0..24 {
         let args = random_args(&mut rng, &hkl);
-        let mut exp = experiment(&args, tmp.path());
+        let exp = experiment(&args, tmp.path());
         assert!(fast::supports(&exp), "trial {trial}: {args:?}");
-        let reference = kernel::render_at(&exp, Backend::Reference, &no_progress).float;
+        let reference = kernel::render_reference(&exp, &no_progress).float;
         let peak = reference.iter().fold(0.0f32, |m, &v| m.max(v.abs())) as f64;
         for precision in [Precision::Double, Precision::Single] {
-            exp.precision = precision;
             let tol = match precision {
                 Precision::Double => 1e-7,
                 Precision::Single => 2e-3,
             };
             for level in levels() {
-                let got = kernel::render_at(&exp, level, &no_progress).float;
+                let got = kernel::render(&exp, &RenderOptions { backend: level, precision }, &no_progress).float;
                 let worst = got.iter().zip(&reference).map(|(g, w)| (*g as f64 - *w as f64).abs()).fold(0.0, f64::max);
                 if worst > tol * peak {
                     failures.push(format!(
@@ -247,7 +245,7 @@ fn image_is_identical_for_any_thread_count() {
         let tmp = tempfile::tempdir().unwrap();
         let cfg = case_config(&golden, case, tmp.path());
         let (exp, _) = simulate::setup(&cfg).unwrap();
-        let images: Vec<Vec<f32>> = [1, 2, 3].iter().map(|&n| simulate::render(&exp, Some(n), &no_progress).unwrap().float).collect();
+        let images: Vec<Vec<f32>> = [1, 2, 3].iter().map(|&n| simulate::render(&exp, &Default::default(), Some(n), &no_progress).unwrap().float).collect();
         let bits = |v: &Vec<f32>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&images[0]), bits(&images[1]), "{id}: 1 vs 2 threads");
         assert_eq!(bits(&images[0]), bits(&images[2]), "{id}: 1 vs 3 threads");
@@ -258,7 +256,7 @@ fn image_is_identical_for_any_thread_count() {
 /// pixels and lanes in f64, 32 in f32) and at the AVX2 level's (16 pixels, 8 or 16 lanes).
 fn rows_at_both_shapes<T: kernel::hand::HandKernel>(exp: &nanobragg::experiment::Experiment) -> [(Vec<u32>, Vec<String>); 2] {
     let prep = fast::Prepared::<T>::new(exp, true);
-    let (f, s) = (exp.det.fpixels, exp.det.spixels);
+    let (f, s) = (exp.det.panel().fpixels, exp.det.panel().spixels);
     let wide = std::mem::size_of::<T>() == 4;
     [true, false].map(|avx512| {
         let mut image = vec![0f32; f * s];
@@ -267,10 +265,10 @@ fn rows_at_both_shapes<T: kernel::hand::HandKernel>(exp: &nanobragg::experiment:
             .enumerate()
             .map(|(row, out)| {
                 let r = match (avx512, wide) {
-                    (true, true) => fast::render_row::<T, 32, 32, true>(exp, &prep, row, exp.interpolate, out),
-                    (true, false) => fast::render_row::<T, 16, 16, true>(exp, &prep, row, exp.interpolate, out),
-                    (false, true) => fast::render_row::<T, 16, 16, true>(exp, &prep, row, exp.interpolate, out),
-                    (false, false) => fast::render_row::<T, 16, 8, true>(exp, &prep, row, exp.interpolate, out),
+                    (true, true) => fast::render_row::<T, 32, 32, true>(exp, &prep, row, exp.structure_factors.interpolate, out),
+                    (true, false) => fast::render_row::<T, 16, 16, true>(exp, &prep, row, exp.structure_factors.interpolate, out),
+                    (false, true) => fast::render_row::<T, 16, 16, true>(exp, &prep, row, exp.structure_factors.interpolate, out),
+                    (false, false) => fast::render_row::<T, 16, 8, true>(exp, &prep, row, exp.structure_factors.interpolate, out),
                 };
                 format!("{:?} {:?}", r.omega.to_bits(), r.end)
             })
@@ -299,7 +297,7 @@ fn hand_loop_gives_the_same_bits_at_both_levels_group_shapes() {
     for args in &trials {
         let mut exp = experiment(args, tmp.path());
         // (tricubic F hands a row over to the reference at a group's first pixel: not this test's)
-        exp.interpolate = false;
+        exp.structure_factors.interpolate = false;
         hand += usize::from(fast::Prepared::<f64>::new(&exp, true).uses_hand_loop());
         for (precision, [a, b]) in [("f64", rows_at_both_shapes::<f64>(&exp)), ("f32", rows_at_both_shapes::<f32>(&exp))] {
             let pixels = a.0.iter().zip(&b.0).filter(|(x, y)| x != y).count();
@@ -316,11 +314,10 @@ fn hand_loop_gives_the_same_bits_at_both_levels_group_shapes() {
 fn a_pixel_does_not_depend_on_its_neighbours_being_rendered() {
     let tmp = tempfile::tempdir().unwrap();
     let hkl = small_hkl(tmp.path());
-    let (mut full, mut roi) = (experiment(&heavy_61(&hkl, &[]), tmp.path()), experiment(&heavy_61(&hkl, &["-roi", "5", "50", "2", "58"]), tmp.path()));
+    let (full, roi) = (experiment(&heavy_61(&hkl, &[]), tmp.path()), experiment(&heavy_61(&hkl, &["-roi", "5", "50", "2", "58"]), tmp.path()));
     for precision in [Precision::Double, Precision::Single] {
-        (full.precision, roi.precision) = (precision, precision);
         for level in levels() {
-            let (a, b) = (kernel::render_at(&full, level, &no_progress).float, kernel::render_at(&roi, level, &no_progress).float);
+            let (a, b) = (kernel::render(&full, &RenderOptions { backend: level, precision }, &no_progress).float, kernel::render(&roi, &RenderOptions { backend: level, precision }, &no_progress).float);
             let differ = (2..=58).flat_map(|s| (5..=50).map(move |f| s * 61 + f)).filter(|&i| a[i].to_bits() != b[i].to_bits()).count();
             assert_eq!(differ, 0, "{precision:?} {}: ROI pixels differ from the full image's", level.name());
         }

@@ -47,8 +47,8 @@ fn in_memory_reflections_render_as_the_hkl_file() {
 
     let grid = HklGrid::from_entries(&reflections(), 3.0).unwrap();
     let exp_mem = nanobragg::run::setup::build_experiment(&typed(), &Inputs::with_fhkl(grid)).unwrap();
-    let a = simulate::render(&exp_file, Some(2), &|_| {}).unwrap().float;
-    let b = simulate::render(&exp_mem, Some(2), &|_| {}).unwrap().float;
+    let a = simulate::render(&exp_file, &Default::default(), Some(2), &|_| {}).unwrap().float;
+    let b = simulate::render(&exp_mem, &Default::default(), Some(2), &|_| {}).unwrap().float;
     assert!(a.iter().any(|&v| v > 0.0));
     assert_eq!(a.len(), b.len());
     assert!(a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()), "in-memory list renders differently from the -hkl file");
@@ -88,14 +88,14 @@ fn build_does_no_file_io() {
     assert!(nanobragg::run::load::load_inputs(&cfg).is_err(), "the loader reads the files");
     let got = nanobragg::run::setup::build_experiment(&cfg, &inputs).unwrap();
     assert_eq!(setup_summary(&cfg, &inputs, &got), want_log.lines);
-    assert_eq!(got.sources, want.sources);
-    assert_eq!(got.sources.len(), 2);
-    assert_eq!((got.lattice.a0, got.lattice.b0, got.lattice.c0), (want.lattice.a0, want.lattice.b0, want.lattice.c0));
-    assert!((got.lattice.a_len * 1e10 - 50.0).abs() < 1e-9, "cell from the matrix: a = {}", got.lattice.a_len * 1e10);
-    assert_eq!(got.fhkl.as_ref().unwrap().hkls, reflections().len() as i64);
-    assert!(std::sync::Arc::ptr_eq(got.fhkl.as_ref().unwrap(), inputs.fhkl.as_ref().unwrap()), "the grid is shared, not copied");
-    let a = simulate::render(&want, Some(2), &|_| {}).unwrap().float;
-    let b = simulate::render(&got, Some(2), &|_| {}).unwrap().float;
+    assert_eq!(got.beam.sources, want.beam.sources);
+    assert_eq!(got.beam.sources.len(), 2);
+    assert_eq!((got.crystal.lattice.a0, got.crystal.lattice.b0, got.crystal.lattice.c0), (want.crystal.lattice.a0, want.crystal.lattice.b0, want.crystal.lattice.c0));
+    assert!((got.crystal.lattice.a_len * 1e10 - 50.0).abs() < 1e-9, "cell from the matrix: a = {}", got.crystal.lattice.a_len * 1e10);
+    assert_eq!(got.structure_factors.fhkl.as_ref().unwrap().hkls, reflections().len() as i64);
+    assert!(std::sync::Arc::ptr_eq(got.structure_factors.fhkl.as_ref().unwrap(), inputs.fhkl.as_ref().unwrap()), "the grid is shared, not copied");
+    let a = simulate::render(&want, &Default::default(), Some(2), &|_| {}).unwrap().float;
+    let b = simulate::render(&got, &Default::default(), Some(2), &|_| {}).unwrap().float;
     assert!(a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()));
 }
 

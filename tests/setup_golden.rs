@@ -40,21 +40,22 @@ fn setup_matches_the_numbers_the_c_printed() {
         let cfg = case_config(&golden, case, tmp.path());
         let (exp, _) = simulate::setup(&cfg).unwrap();
         let d = &exp.det;
+        let panel = d.panel();
         let mut check = |what: &str, got: &[f64], prefix: &str| check_line(&mut failures, id, &stdout, what, got, prefix);
         // detector basis after rotations and two-theta
-        check("fdet", &d.fdet_vector, "  DIRECTION_OF_DETECTOR_X-AXIS=");
-        check("sdet", &d.sdet_vector, "  DIRECTION_OF_DETECTOR_Y-AXIS=");
-        check("odet", &d.odet_vector, "  DIRECTION_OF_DETECTOR_Z-AXIS=");
-        check("beam", &d.beam_vector, "  INCIDENT_BEAM_DIRECTION=");
-        check("spindle", &d.spindle_vector, "  spindle ROTATION_AXIS=");
+        check("fdet", &panel.fdet_vector, "  DIRECTION_OF_DETECTOR_X-AXIS=");
+        check("sdet", &panel.sdet_vector, "  DIRECTION_OF_DETECTOR_Y-AXIS=");
+        check("odet", &panel.odet_vector, "  DIRECTION_OF_DETECTOR_Z-AXIS=");
+        check("beam", &exp.beam.beam_vector, "  INCIDENT_BEAM_DIRECTION=");
+        check("spindle", &exp.scan.spindle_vector, "  spindle ROTATION_AXIS=");
         // pix0 through the DIALS origin, beam centres in each convention
         check("dials origin (pix0)", &d.dials_origin, "  dials origin=");
         check("Fbeam/Sbeam", &[d.fbeam, d.sbeam], "  Fbeam=");
         check("Fclose/Sclose", &[d.fclose, d.sclose], "  Fclose=");
         check("Xbeam/Ybeam", &[d.xbeam, d.ybeam], "  Xbeam=");
-        check("distance", &[d.distance], "  distance=");
+        check("distance", &[panel.distance], "  distance=");
         // cell and orientation: real-space vectors (Angstrom) and reciprocal vectors (1/Angstrom)
-        let l = &exp.lattice;
+        let l = &exp.crystal.lattice;
         let a = l.a0.map(|x| x * 1e10);
         let b = l.b0.map(|x| x * 1e10);
         let c = l.c0.map(|x| x * 1e10);
@@ -76,8 +77,8 @@ fn setup_matches_the_numbers_the_c_printed() {
             .and_then(|s| s.split(" xtal: ").nth(1))
             .map(|s| s.trim_end_matches(" cells").split('x').filter_map(|t| t.parse().ok()).collect())
             .unwrap_or_default();
-        if cells != [exp.na, exp.nb, exp.nc] {
-            failures.push(format!("{id}: cells port {:?}, C {cells:?}", [exp.na, exp.nb, exp.nc]));
+        if cells != [exp.crystal.na, exp.crystal.nb, exp.crystal.nc] {
+            failures.push(format!("{id}: cells port {:?}, C {cells:?}", [exp.crystal.na, exp.crystal.nb, exp.crystal.nc]));
         }
         let count = |suffix: &str| {
             stdout
@@ -86,8 +87,8 @@ fn setup_matches_the_numbers_the_c_printed() {
                 .and_then(|s| s.split_whitespace().nth(4))
                 .and_then(|t| t.parse::<usize>().ok())
         };
-        if count("sources:") != Some(exp.sources.len()) || count("mosaic domains") != Some(exp.domains()) {
-            failures.push(format!("{id}: sources/domains port {}/{}, C {:?}/{:?}", exp.sources.len(), exp.domains(), count("sources:"), count("mosaic domains")));
+        if count("sources:") != Some(exp.beam.sources.len()) || count("mosaic domains") != Some(exp.domains()) {
+            failures.push(format!("{id}: sources/domains port {}/{}, C {:?}/{:?}", exp.beam.sources.len(), exp.domains(), count("sources:"), count("mosaic domains")));
         }
         checked += 1;
     }

@@ -415,7 +415,7 @@ fn warm_run(s: &SizeSetup, i: usize, is_warmup: bool) -> anyhow::Result<(Phases,
     let (mut exp, _log) = nanobragg::run::simulate::setup(cfg).map_err(|e| anyhow!("size {size}: setup failed: {e}"))?;
     let setup_s = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();
-    let rendered = nanobragg::run::simulate::render(&exp, cfg.run.threads, &|_| {}).map_err(|e| anyhow!("size {size}: render failed: {e}"))?;
+    let rendered = nanobragg::run::simulate::render(&exp, &cfg.run.render_options(), cfg.run.threads, &|_| {}).map_err(|e| anyhow!("size {size}: render failed: {e}"))?;
     let render_s = t1.elapsed().as_secs_f64();
     let t2 = Instant::now();
     nanobragg::run::simulate::write_outputs(cfg, &mut exp, &rendered, &mut std::io::sink())
@@ -424,24 +424,24 @@ fn warm_run(s: &SizeSetup, i: usize, is_warmup: bool) -> anyhow::Result<(Phases,
     let peak_rss_mb = measure::self_peak_rss_mb();
     let shape = Shape {
         pixels: exp.pixels(),
-        sources: exp.sources.len(),
+        sources: exp.beam.sources.len(),
         domains: exp.domains(),
-        phisteps: exp.phisteps.max(1) as usize,
-        oversample: exp.oversample.max(1),
-        steps: exp.steps,
+        phisteps: exp.scan.phisteps.max(1) as usize,
+        oversample: exp.sampling.oversample.max(1),
+        steps: exp.sampling.steps,
         kernel: nanobragg::kernel::kernel_for(&exp, nanobragg::kernel::active_level()).name(),
         work: super::roofline::Work {
-            n: [exp.na, exp.nb, exp.nc],
-            square: exp.shape == nanobragg::experiment::params::CrystalShape::Square,
-            sources: exp.sources.len(),
+            n: [exp.crystal.na, exp.crystal.nb, exp.crystal.nc],
+            square: exp.crystal.shape == nanobragg::experiment::params::CrystalShape::Square,
+            sources: exp.beam.sources.len(),
             wavelengths: {
-                let mut l: Vec<u64> = exp.sources.iter().map(|s| s.lambda.to_bits()).collect();
+                let mut l: Vec<u64> = exp.beam.sources.iter().map(|s| s.lambda.to_bits()).collect();
                 l.sort_unstable();
                 l.dedup();
                 l.len()
             },
-            orientations: exp.domains() * exp.phisteps.max(1) as usize,
-            single: exp.precision == nanobragg::experiment::params::Precision::Single,
+            orientations: exp.domains() * exp.scan.phisteps.max(1) as usize,
+            single: cfg.run.precision == nanobragg::experiment::params::Precision::Single,
         },
     };
     // Nothing of this run may stay alive: a child forked while this process holds a large image

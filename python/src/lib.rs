@@ -38,7 +38,7 @@ struct Core {
 }
 
 fn shape_of(exp: &Experiment) -> (usize, usize) {
-    (exp.det.spixels, exp.det.fpixels)
+    (exp.det.panel().spixels, exp.det.panel().fpixels)
 }
 
 impl Core {
@@ -80,7 +80,7 @@ impl Core {
 
     fn stats_of(&self, image: &[f32]) -> nbcore::stats::ImageStats {
         let e = &self.exp;
-        nbcore::stats::image_stats(image, e.det.fpixels, e.det.spixels, e.roi, e.mask.as_deref(), e.subpixel_size, e.oversample)
+        nbcore::stats::image_stats(image, e.det.panel().fpixels, e.det.panel().spixels, e.det.panel().roi, e.det.panel().mask.as_deref(), e.sampling.subpixel_size, e.sampling.oversample)
     }
 }
 
@@ -120,7 +120,7 @@ impl Core {
     /// Samples per pixel (sources x mosaic domains x phi steps x oversample^2), as the C counts them.
     #[getter]
     fn steps(&self) -> i64 {
-        self.exp.steps
+        self.exp.sampling.steps
     }
 
     /// The noise seed the flags give (the C's stored value, -seed negated), and whether -nonoise was given.
@@ -138,14 +138,16 @@ impl Core {
             return Err(PyValueError::new_err("threads: must be at least 1"));
         }
         let exp = &self.exp;
+        let opts = self.cfg.run.render_options();
+        let opts = &opts;
         let out = match progress {
-            None => py.detach(|| simulate::render(exp, threads, &|_| {})).map_err(to_py)?,
+            None => py.detach(|| simulate::render(exp, opts, threads, &|_| {})).map_err(to_py)?,
             Some(cb) => {
-                let total = exp.det.spixels;
+                let total = exp.det.panel().spixels;
                 let done = AtomicUsize::new(0);
                 let (res, cb_err) = std::thread::scope(|scope| {
                     let handle = scope.spawn(|| {
-                        simulate::render(exp, threads, &|n| {
+                        simulate::render(exp, opts, threads, &|n| {
                             done.fetch_add(n, Ordering::Relaxed);
                         })
                     });
@@ -198,7 +200,7 @@ impl Core {
         let adc = adc.unwrap_or(self.cfg.output.adc_offset);
         let mut rng = e.rng.clone();
         let mut seed = seed.map(|s| -s).unwrap_or(e.seed);
-        let (fp, sp, roi) = (e.det.fpixels, e.det.spixels, e.roi);
+        let (fp, sp, roi) = (e.det.panel().fpixels, e.det.panel().spixels, e.det.panel().roi);
         let img = py.detach(|| match mode {
             nbcore::noise::NoiseMode::C => nbcore::noise::noise_image(&mut rng, &mut seed, data, fp, sp, roi, adc),
             nbcore::noise::NoiseMode::Fast => nbcore::noise::noise_image_fast(seed, data, fp, sp, roi, adc),
@@ -236,7 +238,7 @@ impl Core {
         let e = &self.exp;
         let header = simulate::smv_header(e);
         py.detach(|| {
-            let ints = nbcore::io::smv::int_pixels(data, e.det.fpixels, e.det.spixels, e.roi, scale, self.cfg.output.adc_offset);
+            let ints = nbcore::io::smv::int_pixels(data, e.det.panel().fpixels, e.det.panel().spixels, e.det.panel().roi, scale, self.cfg.output.adc_offset);
             nbcore::io::smv::write_smv(&path, &header, &ints)
         })
         .map_err(to_py)?;
@@ -271,8 +273,8 @@ impl Core {
         };
         let e = &self.exp;
         py.detach(|| {
-            let bytes = nbcore::io::pgm::pgm_pixels(data, e.det.fpixels, e.det.spixels, e.roi, scale);
-            nbcore::io::pgm::write_pgm(&path, e.det.fpixels, e.det.spixels, scale, &bytes)
+            let bytes = nbcore::io::pgm::pgm_pixels(data, e.det.panel().fpixels, e.det.panel().spixels, e.det.panel().roi, scale);
+            nbcore::io::pgm::write_pgm(&path, e.det.panel().fpixels, e.det.panel().spixels, scale, &bytes)
         })
         .map_err(to_py)?;
         Ok(scale)
@@ -282,7 +284,7 @@ impl Core {
     fn write_png(&self, py: Python<'_>, path: PathBuf, image: PyReadonlyArray2<'_, f32>) -> PyResult<()> {
         let data = self.image_slice(&image)?;
         let e = &self.exp;
-        py.detach(|| nbcore::io::png::write_png_preview(&path, data, e.det.fpixels, e.det.spixels)).map_err(to_py)
+        py.detach(|| nbcore::io::png::write_png_preview(&path, data, e.det.panel().fpixels, e.det.panel().spixels)).map_err(to_py)
     }
 
     /// Write every file the command line would write for these flags (-floatfile, -intfile, -pgmfile,
@@ -305,28 +307,29 @@ impl Core {
     fn geometry<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let e = &self.exp;
         let d = &e.det;
+        let panel = d.panel();
         let h = simulate::smv_header(e);
         let g = PyDict::new(py);
         g.set_item("convention", format!("{:?}", d.convention).to_uppercase())?;
         g.set_item("pivot", format!("{:?}", d.pivot).to_lowercase())?;
-        g.set_item("shape", (d.spixels, d.fpixels))?;
-        g.set_item("pixel_size_m", d.pixel_size)?;
-        g.set_item("distance_m", d.distance)?;
-        g.set_item("close_distance_m", d.close_distance)?;
-        g.set_item("wavelength_m", e.lambda0)?;
-        g.set_item("pix0_vector", d.pix0_vector.to_vec())?;
-        g.set_item("fdet_vector", d.fdet_vector.to_vec())?;
-        g.set_item("sdet_vector", d.sdet_vector.to_vec())?;
-        g.set_item("odet_vector", d.odet_vector.to_vec())?;
-        g.set_item("beam_vector", d.beam_vector.to_vec())?;
-        g.set_item("polar_vector", d.polar_vector.to_vec())?;
-        g.set_item("spindle_vector", d.spindle_vector.to_vec())?;
+        g.set_item("shape", (panel.spixels, panel.fpixels))?;
+        g.set_item("pixel_size_m", panel.pixel_size)?;
+        g.set_item("distance_m", panel.distance)?;
+        g.set_item("close_distance_m", panel.close_distance)?;
+        g.set_item("wavelength_m", e.beam.lambda0)?;
+        g.set_item("pix0_vector", panel.pix0_vector.to_vec())?;
+        g.set_item("fdet_vector", panel.fdet_vector.to_vec())?;
+        g.set_item("sdet_vector", panel.sdet_vector.to_vec())?;
+        g.set_item("odet_vector", panel.odet_vector.to_vec())?;
+        g.set_item("beam_vector", e.beam.beam_vector.to_vec())?;
+        g.set_item("polar_vector", e.beam.polar_vector.to_vec())?;
+        g.set_item("spindle_vector", e.scan.spindle_vector.to_vec())?;
         g.set_item("twotheta_axis", d.twotheta_axis.to_vec())?;
         g.set_item("twotheta_deg", d.detector_twotheta.to_degrees())?;
-        g.set_item("curved_detector", d.curved_detector)?;
-        g.set_item("oversample", e.oversample)?;
-        g.set_item("subpixel_size_m", e.subpixel_size)?;
-        g.set_item("roi", e.roi.to_vec())?;
+        g.set_item("curved_detector", panel.curved)?;
+        g.set_item("oversample", e.sampling.oversample)?;
+        g.set_item("subpixel_size_m", e.sampling.subpixel_size)?;
+        g.set_item("roi", e.det.panel().roi.to_vec())?;
         // beam centre: on the rotated detector (fast, slow from pixel 0's corner) and per convention
         g.set_item("fbeam_m", d.fbeam)?;
         g.set_item("sbeam_m", d.sbeam)?;
@@ -344,7 +347,7 @@ impl Core {
     /// The crystal at phi = 0 without mosaic: real vectors (metres), reciprocal vectors (1/Angstrom), size in cells.
     fn crystal<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let e = &self.exp;
-        let l = &e.lattice;
+        let l = &e.crystal.lattice;
         let c = PyDict::new(py);
         c.set_item("a_m", l.a0.to_vec())?;
         c.set_item("b_m", l.b0.to_vec())?;
@@ -354,15 +357,15 @@ impl Core {
         c.set_item("c_star_per_A", l.c_star.to_vec())?;
         c.set_item("cell_lengths_m", (l.a_len, l.b_len, l.c_len))?;
         c.set_item("volume_A3", l.v_cell)?;
-        c.set_item("N", (e.na, e.nb, e.nc))?;
+        c.set_item("N", (e.crystal.na, e.crystal.nb, e.crystal.nc))?;
         c.set_item("mosaic_domains", e.domains())?;
-        c.set_item("phisteps", e.phisteps)?;
+        c.set_item("phisteps", e.scan.phisteps)?;
         Ok(c)
     }
 
     fn __repr__(&self) -> String {
         let (s, f) = shape_of(&self.exp);
-        format!("nanobragg.Simulation({} x {} pixels, {} steps)", s, f, self.exp.steps)
+        format!("nanobragg.Simulation({} x {} pixels, {} steps)", s, f, self.exp.sampling.steps)
     }
 }
 

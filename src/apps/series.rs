@@ -797,7 +797,7 @@ fn setup_once(
         nexus = Some((crate::io::nexus::NexusWriter::create(&full, &m, todo.len())?, nx.clone()));
     }
     // every frame shares these structure factors (computed once when they come from a model)
-    inputs.fhkl = exp.fhkl.clone();
+    inputs.fhkl = exp.structure_factors.fhkl.clone();
     Ok((inputs, nexus))
 }
 
@@ -883,7 +883,7 @@ fn render_and_write(plan: &Plan, todo: &[usize], inputs: &Inputs, sink: &FrameSi
                 let rec = plan.frame(k)?;
                 let cfg = plan.frame_config(&rec);
                 let exp = crate::run::setup::build_experiment(&cfg, inputs)?;
-                let out = crate::run::simulate::render(&exp, threads, &|_| {});
+                let out = crate::run::simulate::render(&exp, &cfg.run.render_options(), threads, &|_| {});
                 Ok(Rendered { rec, cfg, exp, out: out? })
             })();
             match step {

@@ -19,6 +19,31 @@ pub struct Source {
     pub lambda: f64,
 }
 
+/// The incident beam: sources (directions and wavelengths), the divergence and dispersion grids they
+/// came from, fluence and polarization.
+#[derive(Clone, Debug)]
+pub struct Beam {
+    pub sources: Vec<Source>,
+    /// Divergence points the C reports (-1 for a source file).
+    pub divsteps: i64,
+    pub hdiv: Sweep,
+    pub vdiv: Sweep,
+    pub disp: Sweep,
+    /// Central wavelength (metres).
+    pub lambda0: f64,
+    /// Kahn factor.
+    pub polarization: f64,
+    pub nopolar: bool,
+    /// photons/m²
+    pub fluence: f64,
+    /// Unit vector along the beam, source to sample.
+    pub beam_vector: V3,
+    /// The E-vector direction.
+    pub polar_vector: V3,
+    /// unit(beam × polar): the "vertical" axis of the divergence grid.
+    pub vert_vector: V3,
+}
+
 /// The sources and the count of divergence points the C reports (-1 for a source file, as the C).
 pub struct SourceSet {
     pub sources: Vec<Source>,

@@ -10,6 +10,31 @@ use crate::base::vec3::{cross, dot, magnitude, rescale, rotate, scale, V3};
 use crate::{Error, Result};
 
 use crate::base::consts::RTD;
+use crate::experiment::params::CrystalShape;
+
+/// One crystal orientation used inside the pixel loop: (a, b, c) in metres for a phi step and mosaic
+/// domain, precomputed with exactly the C's arithmetic (rotate_axis about the spindle, then U·v).
+#[derive(Clone, Copy, Debug)]
+pub struct Orientation {
+    pub a: V3,
+    pub b: V3,
+    pub c: V3,
+}
+
+/// The crystal as the pixel loop sees it: lattice, size in unit cells, spot shape, mosaic domains and
+/// the orientation table (phi steps × domains, phi outer: the loop order of the C).
+#[derive(Clone, Debug)]
+pub struct Crystal {
+    pub lattice: Lattice,
+    pub na: f64,
+    pub nb: f64,
+    pub nc: f64,
+    pub shape: CrystalShape,
+    pub fudge: f64,
+    pub mosaic_spread: f64,
+    pub mosaic_umats: Vec<[f64; 9]>,
+    pub orientations: Vec<Orientation>,
+}
 
 /// Real-space (metres) and reciprocal-space (1/Angstrom) lattice vectors at phi = 0, no mosaic.
 #[derive(Clone, Debug)]

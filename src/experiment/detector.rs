@@ -7,9 +7,11 @@ use crate::experiment::params::{Convention, Pivot};
 use crate::base::log::Log;
 use crate::base::vec3::{cross, dot, rotate, rotate_axis, unitize, V3};
 
-/// The resolved detector: everything the pixel loop and the image headers need.
+/// The one flat detector the C's flags describe, resolved exactly as nanoBragg.c does (L1119-L1776):
+/// convention, pivot, beam centres, the unit vectors and `pix0_vector`. [`Detector::from_convention`]
+/// makes it a [`Detector`] of one [`Panel`].
 #[derive(Clone, Debug)]
-pub struct Detector {
+pub struct ConventionGeometry {
     pub convention: Convention,
     pub pivot: Pivot,
     pub fpixels: usize,
@@ -55,6 +57,115 @@ pub struct Detector {
     pub ratio: f64,
 }
 
+/// The detector: its panels, and the beam centre and convention the image headers report (taken from
+/// the C's flags; a detector read from elsewhere fills them for its first panel).
+#[derive(Clone, Debug)]
+pub struct Detector {
+    /// One panel from the C's flags; several for a multi-panel detector. Images are panel after panel.
+    pub panels: Vec<Panel>,
+    pub convention: Convention,
+    pub pivot: Pivot,
+    /// Detector size (metres) from `-detsize`/`-detpixels`, before the ROI.
+    pub detsize_f: f64,
+    pub detsize_s: f64,
+    pub twotheta_axis: V3,
+    /// Input/convention beam centre (header BEAM_CENTER_X/Y), metres.
+    pub xbeam: f64,
+    pub ybeam: f64,
+    /// Direct-beam spot on the fast/slow axes after rotation, metres.
+    pub fbeam: f64,
+    pub sbeam: f64,
+    /// Near point (pre-geometry values as printed by the C).
+    pub xclose: f64,
+    pub yclose: f64,
+    /// Near point on the fast/slow axes after rotation, metres.
+    pub fclose: f64,
+    pub sclose: f64,
+    pub orgx: f64,
+    pub orgy: f64,
+    /// DIALS origin in mm.
+    pub dials_origin: V3,
+    pub detector_twotheta: f64,
+    /// beam · o′ (two-theta ignored, checklist Q4).
+    pub ratio: f64,
+}
+
+/// One flat (or `-curved_det`) array of square pixels: its frame in the lab, its sensor, the pixels
+/// it renders (ROI and mask).
+#[derive(Clone, Debug)]
+pub struct Panel {
+    pub fpixels: usize,
+    pub spixels: usize,
+    /// metres
+    pub pixel_size: f64,
+    pub fdet_vector: V3,
+    pub sdet_vector: V3,
+    pub odet_vector: V3,
+    /// Sample to the corner of the first pixel (metres).
+    pub pix0_vector: V3,
+    /// Sample-to-direct-beam-spot distance (metres), after rotations.
+    pub distance: f64,
+    /// Sample-to-panel-plane distance (metres), after rotations.
+    pub close_distance: f64,
+    /// `-curved_det`: every pixel at `distance` from the sample.
+    pub curved: bool,
+    /// `-point_pixel`: solid angle 1/R² instead of the pixel's.
+    pub point_pixel: bool,
+    pub sensor: Sensor,
+    /// Inclusive ROI bounds xmin xmax ymin ymax (the C's default upper bound is one past the end).
+    pub roi: [i64; 4],
+    /// fpixels × spixels, 0 = not rendered.
+    pub mask: Option<Vec<u16>>,
+    pub mask_path: Option<std::path::PathBuf>,
+}
+
+/// The sensor layer's thickness and attenuation, sampled in `thicksteps` layers `thickstep` apart
+/// (C L1381, L2600).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Sensor {
+    /// metres; 0 = every photon counted at the surface.
+    pub thick: f64,
+    /// Attenuation depth (metres).
+    pub mu: f64,
+    pub thicksteps: i32,
+    pub thickstep: f64,
+}
+
+impl Detector {
+    /// The detector of the C's flags: one panel, with the convention's beam centre for the headers.
+    pub fn from_convention(g: ConventionGeometry, panels: Vec<Panel>) -> Detector {
+        Detector {
+            panels,
+            convention: g.convention,
+            pivot: g.pivot,
+            detsize_f: g.detsize_f,
+            detsize_s: g.detsize_s,
+            twotheta_axis: g.twotheta_axis,
+            xbeam: g.xbeam,
+            ybeam: g.ybeam,
+            fbeam: g.fbeam,
+            sbeam: g.sbeam,
+            xclose: g.xclose,
+            yclose: g.yclose,
+            fclose: g.fclose,
+            sclose: g.sclose,
+            orgx: g.orgx,
+            orgy: g.orgy,
+            dials_origin: g.dials_origin,
+            detector_twotheta: g.detector_twotheta,
+            ratio: g.ratio,
+        }
+    }
+    /// The first panel: the only one of a detector from the C's flags, and the one single-image formats
+    /// (SMV, CBF, PGM) and their headers describe.
+    pub fn panel(&self) -> &Panel {
+        &self.panels[0]
+    }
+    pub fn panel_mut(&mut self) -> &mut Panel {
+        &mut self.panels[0]
+    }
+}
+
 /// Detector size in pixels from `-detpixels`/`-detsize` (C L1119-L1126).
 pub fn detector_pixels(params: &Params) -> (f64, f64, i64, i64) {
     let mut detsize_f = params.detsize_f;
@@ -73,7 +184,7 @@ pub fn detector_pixels(params: &Params) -> (f64, f64, i64, i64) {
 /// The first part of the geometry (C L1156-L1270): beam-centre defaults, convention vectors, pivot,
 /// unit vectors. Runs before the sampling rules, as in the C.
 pub struct ConventionSetup {
-    pub det: Detector,
+    pub det: ConventionGeometry,
     pub close_distance_in: Option<f64>,
     pub distance_in: f64,
     pub rot: [f64; 3],
@@ -233,7 +344,7 @@ pub fn apply_convention(params: &Params, detsize_f: f64, detsize_s: f64, fpixels
     spindle = unitize(&spindle).0;
     let vert = unitize(&cross(&beam, &polar)).0;
 
-    let det = Detector {
+    let det = ConventionGeometry {
         convention: params.convention,
         pivot,
         fpixels,
@@ -278,7 +389,7 @@ pub fn apply_convention(params: &Params, detsize_f: f64, detsize_s: f64, fpixels
 
 /// Second part (C L1701-L1776): rotate the detector, place pix0 according to the pivot, and derive
 /// every beam-centre flavour from the final vectors.
-pub fn orient_detector(setup: ConventionSetup, log: &mut Log) -> Detector {
+pub fn orient_detector(setup: ConventionSetup, log: &mut Log) -> ConventionGeometry {
     let ConventionSetup { mut det, close_distance_in, distance_in, rot } = setup;
     let name = match det.convention {
         Convention::Adxv => "adxv",

@@ -6,6 +6,7 @@
 //! warm benchmark can render it repeatedly.
 
 
+pub mod background;
 pub mod beam;
 pub mod crystal;
 pub mod detector;
@@ -13,109 +14,67 @@ pub mod inputs;
 pub mod params;
 pub mod physics;
 pub mod sampling;
+pub mod scan;
 pub mod structure_factors;
 
 use crate::base::c::printf::g;
 use crate::experiment::params::Params;
-use crate::experiment::params::CrystalShape;
 use crate::base::consts::{AVOGADRO, R_E_SQR, RTD};
 use crate::experiment::crystal::{build_lattice, cells_from_size, Lattice};
-use crate::experiment::detector::{apply_convention, detector_pixels, orient_detector, Detector};
+use crate::experiment::detector::{apply_convention, detector_pixels, orient_detector, ConventionGeometry, Detector, Panel, Sensor};
+use crate::experiment::beam::Beam;
+use crate::experiment::crystal::Crystal;
+use crate::experiment::scan::Scan;
+use crate::experiment::sampling::Sampling;
+use crate::experiment::structure_factors::StructureFactors;
+use crate::experiment::background::Background;
 use crate::experiment::inputs::{FhklSource, Inputs};
 use crate::base::log::Log;
 use crate::base::c::rng::{mosaic_rotation_umat, NrRandom};
 use crate::experiment::beam::{build_sources, Source};
 use crate::experiment::sampling::{resolve_mosaic, resolve_phi, resolve_sweep, resolve_thickness, sanitize, Sweep};
 use crate::experiment::structure_factors::HklGrid;
-use crate::base::vec3::{rotate_axis, rotate_umat, V3};
+pub use crate::experiment::structure_factors::HklList;
+pub use crate::experiment::crystal::Orientation;
+use crate::base::vec3::{rotate_axis, rotate_umat};
 use crate::{Error, Result};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
-/// A reflection list: (h, k, l, F).
-pub type HklList = Vec<(i32, i32, i32, f64)>;
 
 
 /// Largest image we agree to allocate (pixels): 2^31 floats would already be 8 GiB.
 pub const MAX_PIXELS: u64 = 1 << 30;
 
-/// One crystal orientation used inside the pixel loop: (a, b, c) in metres for a phi step and mosaic
-/// domain, precomputed with exactly the C's arithmetic (rotate_axis about the spindle, then U·v).
-#[derive(Clone, Copy, Debug)]
-pub struct Orientation {
-    pub a: V3,
-    pub b: V3,
-    pub c: V3,
-}
 
+/// Everything the pixel loop needs, as the parts a crystallographer names: the detector (its panels),
+/// the beam (sources), the crystal (lattice, size, mosaic and the orientation table), the scan (phi),
+/// the sampling (sub-pixels), the structure factors and the background. Kernel options (backend,
+/// precision) are not part of it: see `kernel::RenderOptions`.
 #[derive(Clone, Debug)]
 pub struct Experiment {
     pub det: Detector,
-    pub lattice: Lattice,
-    pub na: f64,
-    pub nb: f64,
-    pub nc: f64,
-    pub shape: CrystalShape,
-    pub fudge: f64,
-    pub sources: Vec<Source>,
-    pub divsteps: i64,
-    pub hdiv: Sweep,
-    pub vdiv: Sweep,
-    pub disp: Sweep,
-    pub lambda0: f64,
-    pub phi0: f64,
-    pub phistep: f64,
-    pub phisteps: i32,
-    pub osc: f64,
-    pub mosaic_spread: f64,
-    pub mosaic_umats: Vec<[f64; 9]>,
-    /// phisteps × domains orientations, phi outer (loop order of the C).
-    pub orientations: Vec<Orientation>,
-    /// Shared with the [`Inputs`] it came from (an image series builds every frame from one grid).
-    pub fhkl: Option<Arc<HklGrid>>,
-    pub default_f: f64,
-    pub interpolate: bool,
-    pub oversample: usize,
-    pub subpixel_size: f64,
-    pub oversample_thick: bool,
-    pub oversample_polar: bool,
-    pub oversample_omega: bool,
-    pub thicksteps: i32,
-    pub thickstep: f64,
-    pub detector_thick: f64,
-    pub detector_mu: f64,
-    pub polarization: f64,
-    pub nopolar: bool,
-    pub dmin: f64,
-    pub fluence: f64,
-    pub water_size: f64,
-    pub i_bg: f64,
-    /// sources × domains × phi steps × oversample² (layers excluded, as the C).
-    pub steps: i64,
-    /// Inclusive ROI bounds xmin xmax ymin ymax (the C's default upper bound is one past the end).
-    pub roi: [i64; 4],
-    pub mask: Option<Vec<u16>>,
-    pub mask_path: Option<PathBuf>,
+    pub beam: Beam,
+    pub crystal: Crystal,
+    pub scan: Scan,
+    pub sampling: Sampling,
+    pub structure_factors: StructureFactors,
+    pub background: Background,
     /// RNG state after the misset and mosaic streams; the noise stream continues from it.
     pub rng: NrRandom,
     /// The noise seed as the C stores it.
     pub seed: i64,
-    pub printout: bool,
-    pub printout_pixel: Option<(i64, i64)>,
-    /// Arithmetic of the fast kernel's per-sample work.
-    pub precision: crate::experiment::params::Precision,
-    /// The reflection list computed from a model, when `-hklout` will write it ([`write_setup_outputs`]).
-    pub hklout_entries: Option<Arc<HklList>>,
     /// What the C printed while resolving it, for `run::summary::setup_summary`.
     pub notes: SetupNotes,
 }
 
 impl Experiment {
+    /// Pixels of all panels.
     pub fn pixels(&self) -> usize {
-        self.det.fpixels * self.det.spixels
+        self.det.panels.iter().map(|p| p.fpixels * p.spixels).sum()
     }
     pub fn domains(&self) -> usize {
-        self.mosaic_umats.len()
+        self.crystal.mosaic_umats.len()
     }
 }
 
@@ -150,7 +109,7 @@ pub struct SetupNotes {
 
 /// The detector and its region of interest.
 pub struct DetectorSetup {
-    pub det: Detector,
+    pub det: ConventionGeometry,
     pub roi: [i64; 4],
 }
 
@@ -189,13 +148,6 @@ pub struct CrystalSetup {
     pub rng: NrRandom,
 }
 
-/// Structure factors and how they are looked up.
-pub struct StructureFactors {
-    pub fhkl: Option<Arc<HklGrid>>,
-    pub interpolate: bool,
-    /// The list computed from a model, kept when `-hklout` asks for it.
-    pub hklout_entries: Option<Arc<HklList>>,
-}
 
 impl Experiment {
     /// Resolve the experiment from the parameters and the data already read (or given in memory); no
@@ -219,55 +171,64 @@ impl Experiment {
         let water_f = 2.57;
         let p = params;
         let i_bg = water_f * water_f * R_E_SQR * beam.fluence * p.water_size * p.water_size * p.water_size * 1e6 * AVOGADRO / 18.0;
-        Ok(Experiment {
-            det: d.det,
-            lattice: crystal.lattice,
-            na: crystal.na,
-            nb: crystal.nb,
-            nc: crystal.nc,
-            shape: p.shape,
-            fudge: p.fudge,
-            sources: beam.sources,
-            divsteps: beam.divsteps,
-            hdiv: s.hdiv,
-            vdiv: s.vdiv,
-            disp: s.disp,
-            lambda0: p.lambda0,
-            phi0: p.phi0,
-            phistep: s.phistep,
-            phisteps: s.phisteps,
-            osc: s.osc,
-            mosaic_spread: s.mosaic_spread,
-            mosaic_umats: crystal.mosaic_umats,
-            orientations: crystal.orientations,
-            fhkl: sf.fhkl,
-            default_f: p.default_f,
-            interpolate: sf.interpolate,
-            oversample: os,
-            subpixel_size,
-            oversample_thick: p.oversample_thick,
-            oversample_polar: p.oversample_polar,
-            oversample_omega: p.oversample_omega,
-            thicksteps: s.thick.steps,
-            thickstep: s.thick.step,
-            detector_thick: s.thick.range,
-            detector_mu: s.detector_mu,
-            polarization: p.polarization,
-            nopolar: p.nopolar,
-            dmin: p.dmin,
-            fluence: beam.fluence,
-            water_size: p.water_size,
-            i_bg,
-            steps,
-            roi: d.roi,
+        let DetectorSetup { det: flat, roi } = d;
+        let panel = Panel {
+            fpixels: flat.fpixels,
+            spixels: flat.spixels,
+            pixel_size: flat.pixel_size,
+            fdet_vector: flat.fdet_vector,
+            sdet_vector: flat.sdet_vector,
+            odet_vector: flat.odet_vector,
+            pix0_vector: flat.pix0_vector,
+            distance: flat.distance,
+            close_distance: flat.close_distance,
+            curved: flat.curved_detector,
+            point_pixel: flat.point_pixel,
+            sensor: Sensor { thick: s.thick.range, mu: s.detector_mu, thicksteps: s.thick.steps, thickstep: s.thick.step },
+            roi,
             mask: inputs.mask.as_ref().map(|m| m.data.clone()),
             mask_path: inputs.mask.as_ref().map(|m| m.path.clone()),
+        };
+        Ok(Experiment {
+            beam: Beam {
+                sources: beam.sources,
+                divsteps: beam.divsteps,
+                hdiv: s.hdiv,
+                vdiv: s.vdiv,
+                disp: s.disp,
+                lambda0: p.lambda0,
+                polarization: p.polarization,
+                nopolar: p.nopolar,
+                fluence: beam.fluence,
+                beam_vector: flat.beam_vector,
+                polar_vector: flat.polar_vector,
+                vert_vector: flat.vert_vector,
+            },
+            crystal: Crystal {
+                lattice: crystal.lattice,
+                na: crystal.na,
+                nb: crystal.nb,
+                nc: crystal.nc,
+                shape: p.shape,
+                fudge: p.fudge,
+                mosaic_spread: s.mosaic_spread,
+                mosaic_umats: crystal.mosaic_umats,
+                orientations: crystal.orientations,
+            },
+            scan: Scan { phi0: p.phi0, phistep: s.phistep, phisteps: s.phisteps, osc: s.osc, spindle_vector: flat.spindle_vector },
+            sampling: Sampling {
+                oversample: os,
+                subpixel_size,
+                oversample_thick: p.oversample_thick,
+                oversample_polar: p.oversample_polar,
+                oversample_omega: p.oversample_omega,
+                steps,
+            },
+            structure_factors: sf,
+            background: Background { water_size: p.water_size, i_bg },
+            det: Detector::from_convention(flat, vec![panel]),
             rng: crystal.rng,
             seed: p.seed.unwrap_or(clock),
-            printout: false,
-            printout_pixel: None,
-            precision: crate::experiment::params::Precision::Double,
-            hklout_entries: sf.hklout_entries,
             notes,
         })
     }
@@ -303,7 +264,7 @@ pub fn resolve_detector(params: &Params, notes: &mut SetupNotes) -> Result<Detec
 }
 
 /// The C's inputs check (L1275): some structure factors, a unit cell, a mask of the detector's size.
-fn require_inputs(params: &Params, inputs: &Inputs, det: &Detector) -> Result<()> {
+fn require_inputs(params: &Params, inputs: &Inputs, det: &ConventionGeometry) -> Result<()> {
     let dump = match &inputs.fhkl_source {
         FhklSource::Fdump(p) => Some(p),
         _ => None,
@@ -374,7 +335,7 @@ pub fn resolve_sampling_steps(params: &Params, notes: &mut SetupNotes) -> Sampli
 }
 
 /// Fluence, the sample clipped by the beam (L1129) and the sources (L2310-L2430).
-pub fn resolve_beam_and_sources(params: &Params, inputs: &Inputs, det: &Detector, s: &SamplingSteps, notes: &mut SetupNotes) -> Result<BeamSetup> {
+pub fn resolve_beam_and_sources(params: &Params, inputs: &Inputs, det: &ConventionGeometry, s: &SamplingSteps, notes: &mut SetupNotes) -> Result<BeamSetup> {
     let p = params;
     let mut fluence = p.fluence;
     if p.flux != 0.0 && p.exposure > 0.0 && p.beamsize >= 0.0 {
@@ -406,7 +367,7 @@ pub fn resolve_beam_and_sources(params: &Params, inputs: &Inputs, det: &Detector
 pub fn resolve_crystal_and_orientations(
     params: &Params,
     inputs: &Inputs,
-    det: &Detector,
+    det: &ConventionGeometry,
     s: &SamplingSteps,
     sample: [f64; 3],
     clock_seed: i64,
@@ -452,7 +413,7 @@ pub fn resolve_crystal_and_orientations(
 
 /// The crystal's largest dimension (metres) and the C's recommended oversampling against
 /// lambda*distance/pixel (L2060).
-pub fn crystal_extent(lambda0: f64, det: &Detector, c: &CrystalSetup) -> (f64, f64, i64) {
+pub fn crystal_extent(lambda0: f64, det: &ConventionGeometry, c: &CrystalSetup) -> (f64, f64, i64) {
     let xtalsize_max = (c.lattice.a_len * c.na).max(c.lattice.b_len * c.nb).max(c.lattice.c_len * c.nc);
     let reciprocal_pixel_size = lambda0 * det.distance / det.pixel_size;
     let recommended = ((3.0 * xtalsize_max / reciprocal_pixel_size).ceil() as i64).max(1);
@@ -460,7 +421,7 @@ pub fn crystal_extent(lambda0: f64, det: &Detector, c: &CrystalSetup) -> (f64, f
 }
 
 /// Sub-pixels per pixel axis: `-oversample`, or the C's automatic choice (L2060).
-pub fn resolve_oversample(params: &Params, det: &Detector, crystal: &CrystalSetup, notes: &mut SetupNotes) -> Result<usize> {
+pub fn resolve_oversample(params: &Params, det: &ConventionGeometry, crystal: &CrystalSetup, notes: &mut SetupNotes) -> Result<usize> {
     let (xtalsize_max, reciprocal_pixel_size, recommended) = crystal_extent(params.lambda0, det, crystal);
     let log = &mut notes.oversample;
     let mut oversample = params.oversample.map(|o| o as i64).unwrap_or(-1);
@@ -500,7 +461,7 @@ pub fn auto_interpolate(params: &Params) -> bool {
 
 /// The structure factors (read, given, or computed from a model for the detector's resolution) and
 /// their interpolation (L1778, L2101-L2260).
-pub fn resolve_structure_factors(params: &Params, inputs: &Inputs, det: &Detector, notes: &mut SetupNotes) -> Result<StructureFactors> {
+pub fn resolve_structure_factors(params: &Params, inputs: &Inputs, det: &ConventionGeometry, notes: &mut SetupNotes) -> Result<StructureFactors> {
     let p = params;
     let mut hklout_entries = None;
     let fhkl = match (&inputs.fhkl, &inputs.model) {
@@ -524,5 +485,5 @@ pub fn resolve_structure_factors(params: &Params, inputs: &Inputs, det: &Detecto
     };
     let hkls = fhkl.as_ref().map(|g| g.hkls).unwrap_or(0);
     let interpolate = hkls != 0 && p.interpolate.unwrap_or_else(|| auto_interpolate(params));
-    Ok(StructureFactors { fhkl, interpolate, hklout_entries })
+    Ok(StructureFactors { fhkl, default_f: p.default_f, interpolate, dmin: p.dmin, hklout_entries })
 }

@@ -1,6 +1,20 @@
 //! The C program's rules for turning ranges, step sizes and counts into sampling grids
 //! (phi, divergence, dispersion, sensor layers, mosaic domains). Unset values use the C's sentinel -1.
 
+/// Sub-pixel sampling of each pixel and which factors are evaluated per sub-pixel.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Sampling {
+    /// Sub-pixels per pixel axis.
+    pub oversample: usize,
+    /// metres
+    pub subpixel_size: f64,
+    pub oversample_thick: bool,
+    pub oversample_polar: bool,
+    pub oversample_omega: bool,
+    /// sources × domains × phi steps × oversample² (layers excluded, as the C).
+    pub steps: i64,
+}
+
 /// A range sampled by `steps` points `step` apart (radians, fraction or metres).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Sweep {

@@ -5,6 +5,25 @@
 use crate::{Error, Result};
 use std::borrow::Cow;
 
+use std::sync::Arc;
+
+/// A reflection list: (h, k, l, F).
+pub type HklList = Vec<(i32, i32, i32, f64)>;
+
+/// The structure factors the pixel loop looks up: a grid (or none: `default_f` everywhere), whether
+/// it is interpolated, and the resolution limit.
+#[derive(Clone, Debug)]
+pub struct StructureFactors {
+    /// Shared with the inputs it came from (an image series builds every frame from one grid).
+    pub fhkl: Option<Arc<HklGrid>>,
+    pub default_f: f64,
+    pub interpolate: bool,
+    /// `-dmin` (metres): sub-pixels beyond it are skipped; 0 = no limit.
+    pub dmin: f64,
+    /// The list computed from a model, kept when `-hklout` will write it.
+    pub hklout_entries: Option<Arc<HklList>>,
+}
+
 // The readers and the writer moved to `io` (one module per format); re-exported here for old paths.
 
 /// A dense grid of |F| over h_min..=h_max (and k, l), with the C's extra zero plane per axis.

@@ -9,6 +9,7 @@
 //! `check-kernels` feature) checking every row against the reference.
 
 use super::reference::{render_row_from, OutOfRange};
+use crate::experiment::params::Precision;
 use crate::experiment::Experiment;
 use rayon::prelude::*;
 
@@ -77,6 +78,11 @@ pub trait RenderBackend: Sync {
     /// The experiment this backend renders.
     fn experiment(&self) -> &Experiment;
 
+    /// The arithmetic of the per-sample work (the reference is double throughout).
+    fn precision(&self) -> Precision {
+        Precision::Double
+    }
+
     /// Whether this is the reference kernel itself (the `check-kernels` feature skips checking it).
     fn is_reference(&self) -> bool {
         false
@@ -89,7 +95,7 @@ pub trait RenderBackend: Sync {
     /// order. The default renders rows in parallel on the current rayon pool with
     /// [`RenderBackend::render_row`]; a backend that works on batches of rows (a GPU) overrides it.
     fn render_rows(&self, first: usize, interpolate: bool, out: &mut [f32], progress: &(dyn Fn(usize) + Sync)) -> Vec<RowResult> {
-        let fp = self.experiment().det.fpixels;
+        let fp = self.experiment().det.panel().fpixels;
         out.par_chunks_mut(fp)
             .enumerate()
             .map(|(i, row)| {
@@ -137,10 +143,11 @@ impl RenderBackend for ReferenceBackend<'_> {
 /// after the earliest such row is rendered again with interpolation off.
 pub fn render_with_backend(backend: &dyn RenderBackend, progress: &(dyn Fn(usize) + Sync)) -> RenderOutput {
     let exp = backend.experiment();
-    let fp = exp.det.fpixels;
-    let sp = exp.det.spixels;
+    let panel = exp.det.panel();
+    let fp = panel.fpixels;
+    let sp = panel.spixels;
     let mut float = vec![0.0f32; fp * sp];
-    let mut rows = pass(backend, 0, exp.interpolate, &mut float, progress);
+    let mut rows = pass(backend, 0, exp.structure_factors.interpolate, &mut float, progress);
     let first_bad = rows.iter().position(|r| r.1.is_some());
     if let Some(bad) = first_bad {
         let redo = pass(backend, bad + 1, false, &mut float[(bad + 1) * fp..], &|_| {});
@@ -153,9 +160,10 @@ pub fn render_with_backend(backend: &dyn RenderBackend, progress: &(dyn Fn(usize
 /// One pass over rows `first..`: the backend's rows, finished where it handed over.
 fn pass(backend: &dyn RenderBackend, first: usize, interpolate: bool, out: &mut [f32], progress: &(dyn Fn(usize) + Sync)) -> Vec<(f64, Option<OutOfRange>)> {
     let exp = backend.experiment();
-    let fp = exp.det.fpixels;
+    let panel = exp.det.panel();
+    let fp = panel.fpixels;
     if fp == 0 {
-        return vec![(0.0, None); exp.det.spixels.saturating_sub(first)];
+        return vec![(0.0, None); panel.spixels.saturating_sub(first)];
     }
     let results = backend.render_rows(first, interpolate, out, progress);
     assert_eq!(results.len(), out.len() / fp, "backend {} returned a wrong number of rows", backend.name());
@@ -167,7 +175,7 @@ fn pass(backend: &dyn RenderBackend, first: usize, interpolate: bool, out: &mut 
             let done = finish_row(exp, s, interpolate, r, row);
             #[cfg(feature = "check-kernels")]
             if !backend.is_reference() {
-                super::check::check_row(backend.name(), exp, s, interpolate, row, done);
+                super::check::check_row(backend.name(), backend.precision(), exp, s, interpolate, row, done);
             }
             done
         })

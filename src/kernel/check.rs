@@ -18,11 +18,11 @@ fn tolerance(precision: Precision) -> f64 {
 
 /// Compare one finished row (`row`, with its omega sum and first out-of-range evaluation) against
 /// the reference kernel's rendering of it; panic on disagreement.
-pub fn check_row(name: &str, exp: &Experiment, s: usize, interpolate: bool, row: &[f32], done: (f64, Option<OutOfRange>)) {
+pub fn check_row(name: &str, precision: Precision, exp: &Experiment, s: usize, interpolate: bool, row: &[f32], done: (f64, Option<OutOfRange>)) {
     let mut want = vec![0.0f32; row.len()];
     let (omega, oob) = render_row_from(exp, s, 0, interpolate, &mut want);
     let peak = want.iter().fold(0.0f64, |m, &v| m.max((v as f64).abs()));
-    let tol = tolerance(exp.precision) * peak;
+    let tol = tolerance(precision) * peak;
     for (f, (&got, &w)) in row.iter().zip(&want).enumerate() {
         let bad_zero = (got == 0.0) != (w == 0.0);
         let diff = (got as f64 - w as f64).abs();
@@ -38,7 +38,7 @@ pub fn check_row(name: &str, exp: &Experiment, s: usize, interpolate: bool, row:
     assert!(omega_rel <= 1e-9, "check-kernels: backend {name} row {s}: omega sum {} vs reference {omega}", done.0);
     // which rows leave the interpolation range decides the whole image; in single precision the
     // backend's Miller indices are f32, so only double precision must agree exactly
-    if exp.precision == Precision::Double {
+    if precision == Precision::Double {
         assert_eq!(
             done.1.is_some(),
             oob.is_some(),

@@ -35,7 +35,7 @@ use super::backend::{RowEnd, RowResult};
 /// Whether the fast kernel reproduces this experiment (otherwise the reference kernel runs).
 pub fn supports(exp: &Experiment) -> bool {
     // N must be an integer for the reduced-argument lattice factor (it always is: atoi or ceil)
-    [exp.na, exp.nb, exp.nc].iter().all(|n| n.fract() == 0.0 && *n < 1e6)
+    [exp.crystal.na, exp.crystal.nb, exp.crystal.nc].iter().all(|n| n.fract() == 0.0 && *n < 1e6)
 }
 
 /// Per-experiment values the pixel loop reuses, converted once.
@@ -131,25 +131,25 @@ impl<'a, T: HandKernel> Prepared<'a, T> {
     /// `hand`: prepare for the hand-written AVX2 loop too (its padded F grid and replicated
     /// constants), for the level that runs it; other levels leave [`Prepared::hand`] empty.
     pub fn new(exp: &'a Experiment, hand: bool) -> Self {
-        let f = NearestF::new(exp.fhkl.as_deref(), exp.default_f);
+        let f = NearestF::new(exp.structure_factors.fhkl.as_deref(), exp.structure_factors.default_f);
         let orient = exp
-            .orientations
+            .crystal.orientations
             .iter()
             .map(|o| [o.a.map(T::from_f64), o.b.map(T::from_f64), o.c.map(T::from_f64)])
             .collect();
-        let sources: Vec<(V3, f64)> = exp.sources.iter().map(|s| ([-s.dir[0], -s.dir[1], -s.dir[2]], s.lambda)).collect();
+        let sources: Vec<(V3, f64)> = exp.beam.sources.iter().map(|s| ([-s.dir[0], -s.dir[1], -s.dir[2]], s.lambda)).collect();
         let pol = sources
             .iter()
             .map(|(inc, _)| {
                 let inc = unitize(inc).0;
-                let axis = unitize(&exp.det.polar_vector).0;
+                let axis = unitize(&exp.beam.polar_vector).0;
                 let b_in = unitize(&cross(&axis, &inc)).0;
                 let e_in = unitize(&cross(&inc, &b_in)).0;
                 (b_in, e_in)
             })
             .collect();
-        let n_cheb = [exp.na, exp.nb, exp.nc].map(|n| if n <= CHEB_MAX_N as f64 { n as usize } else { 0 });
-        let square = exp.shape == CrystalShape::Square;
+        let n_cheb = [exp.crystal.na, exp.crystal.nb, exp.crystal.nc].map(|n| if n <= CHEB_MAX_N as f64 { n as usize } else { 0 });
+        let square = exp.crystal.shape == CrystalShape::Square;
         let mut prep = Prepared {
             cheb_roots: n_cheb.map(|n| cheb_roots(n)),
             fused_n: if square && n_cheb[0] > 1 && n_cheb == [n_cheb[0]; 3] { n_cheb[0] } else { 0 },
@@ -158,16 +158,16 @@ impl<'a, T: HandKernel> Prepared<'a, T> {
             orient,
             sources,
             pol,
-            na: T::from_f64(exp.na),
-            nb: T::from_f64(exp.nb),
-            nc: T::from_f64(exp.nc),
+            na: T::from_f64(exp.crystal.na),
+            nb: T::from_f64(exp.crystal.nb),
+            nc: T::from_f64(exp.crystal.nc),
             grid32: Grid32::new(&f),
             hand: None,
             f,
         };
         if hand {
-            prep.hand = HandLattice::new(exp.shape, [exp.na, exp.nb, exp.nc], &prep.orient, &prep.f).map(|mut h| {
-                h.hoist = HandHoist::new(&exp.orientations, &prep.sources);
+            prep.hand = HandLattice::new(exp.crystal.shape, [exp.crystal.na, exp.crystal.nb, exp.crystal.nc], &prep.orient, &prep.f).map(|mut h| {
+                h.hoist = HandHoist::new(&exp.crystal.orientations, &prep.sources);
                 h
             });
         }
@@ -188,12 +188,13 @@ impl<'a, T: HandKernel> Prepared<'a, T> {
 /// only by a row function compiled with AVX2 and FMA, see `simd.rs`).
 #[inline(always)]
 pub fn render_row<T: HandKernel, const L: usize, const C: usize, const HAND: bool>(exp: &Experiment, prep: &Prepared<T>, s: usize, interpolate: bool, out: &mut [f32]) -> RowResult {
-    let fpixels = exp.det.fpixels;
+    let panel = exp.det.panel();
+    let fpixels = panel.fpixels;
     let mut omega_row = 0.0;
     // pixel_active with the row's part hoisted: the ROI's columns and this row's mask
-    let row_in_roi = (s as i64) >= exp.roi[2] && (s as i64) <= exp.roi[3];
-    let cols = crate::io::roi_columns(exp.roi, fpixels);
-    let mask_row = exp.mask.as_deref().map(|m| &m[s * fpixels..(s + 1) * fpixels]);
+    let row_in_roi = (s as i64) >= panel.roi[2] && (s as i64) <= panel.roi[3];
+    let cols = crate::io::roi_columns(panel.roi, fpixels);
+    let mask_row = panel.mask.as_deref().map(|m| &m[s * fpixels..(s + 1) * fpixels]);
     // the hand loop's hoisted Miller indices (several sources): one sub-pixel's A at a time
     let hoist = if HAND && !interpolate { prep.hand.as_ref().and_then(|h| h.hoist.as_ref()) } else { None };
     let mut hoist_a = vec![T::ZERO; if hoist.is_some() { prep.orient.len() * 3 * L } else { 0 }];
@@ -243,12 +244,13 @@ fn render_group<T: HandKernel, const L: usize, const C: usize, const HAND: bool>
     vals: &mut [f64; L],
     omega_row: f64,
 ) -> Option<f64> {
-    let os = exp.oversample;
-    let sub = exp.subpixel_size;
-    let dmin = exp.dmin;
+    let panel = exp.det.panel();
+    let os = exp.sampling.oversample;
+    let sub = exp.sampling.subpixel_size;
+    let dmin = exp.structure_factors.dmin;
 
-    let mut i_sum = [T::from_f64(exp.i_bg); L];
-    let mut polar = [if exp.nopolar { 1.0 } else { 0.0 }; L];
+    let mut i_sum = [T::from_f64(exp.background.i_bg); L];
+    let mut polar = [if exp.beam.nopolar { 1.0 } else { 0.0 }; L];
     let mut omega = [0.0f64; L];
     let mut omega_sum = [0.0f64; L];
     let mut capture = [0.0f64; L];
@@ -260,9 +262,9 @@ fn render_group<T: HandKernel, const L: usize, const C: usize, const HAND: bool>
     // R per lane
     let mut airpath = [0.0f64; L];
 
-    for thick_tic in 0..exp.thicksteps {
-        let odet = thick_tic as f64 * exp.thickstep;
-        capture = [if exp.detector_thick == 0.0 { 1.0 } else { 0.0 }; L];
+    for thick_tic in 0..panel.sensor.thicksteps {
+        let odet = thick_tic as f64 * panel.sensor.thickstep;
+        capture = [if panel.sensor.thick == 0.0 { 1.0 } else { 0.0 }; L];
         for sub_s in 0..os {
             let sdet = sub * ((s * os + sub_s) as f64) + sub / 2.0;
             for sub_f in 0..os {
@@ -271,13 +273,13 @@ fn render_group<T: HandKernel, const L: usize, const C: usize, const HAND: bool>
                 update_capture(exp, thick_tic, [&dx, &dy, &dz], &mut capture);
 
                 if let Some((h, a)) = hoist.as_mut() {
-                    hoist_miller::<T, L>(&exp.orientations, &h.inc0, [&dx, &dy, &dz], a);
+                    hoist_miller::<T, L>(&exp.crystal.orientations, &h.inc0, [&dx, &dy, &dz], a);
                 }
                 let weight_of = |polar: &[f64; L]| sample_weight::<T, L>(exp, &capture, polar, &omega);
                 let update_polar = |polar: &mut [f64; L], si: usize, live: &[bool; L]| update_polarization(exp, prep, si, [&dx, &dy, &dz], polar, live);
                 // hoisted indices without -dmin or -oversample_polar: every source has the same
                 // live lanes and weight, and the hand loop takes them all in one call
-                if let (true, Some((_, a))) = (dmin <= 0.0 && !exp.oversample_polar, hoist.as_ref()) {
+                if let (true, Some((_, a))) = (dmin <= 0.0 && !exp.sampling.oversample_polar, hoist.as_ref()) {
                     for si in 0..prep.sources.len() {
                         update_polar(&mut polar, si, active);
                     }
@@ -361,9 +363,9 @@ fn render_group<T: HandKernel, const L: usize, const C: usize, const HAND: bool>
 /// the C's order of operations, swung onto the sphere for `-curved_det` (nanoBragg.c L2578-L2600).
 #[inline(always)]
 fn subpixel_directions<const L: usize>(exp: &Experiment, f0: usize, sdet: f64, sub_f: usize, odet: f64, d: [&mut [f64; L]; 3], airpath: &mut [f64; L]) {
-    let det = &exp.det;
-    let (os, sub) = (exp.oversample, exp.subpixel_size);
-    let (fv, sv, ov, pix0) = (det.fdet_vector, det.sdet_vector, det.odet_vector, det.pix0_vector);
+    let panel = exp.det.panel();
+    let (os, sub) = (exp.sampling.oversample, exp.sampling.subpixel_size);
+    let (fv, sv, ov, pix0) = (panel.fdet_vector, panel.sdet_vector, panel.odet_vector, panel.pix0_vector);
     let mut fdet = [0.0f64; L];
     for (l, fd) in fdet.iter_mut().enumerate() {
         *fd = sub * (((f0 + l) * os + sub_f) as f64) + sub / 2.0;
@@ -375,10 +377,10 @@ fn subpixel_directions<const L: usize>(exp: &Experiment, f0: usize, sdet: f64, s
         px[1][l] = fdet[l] * fv[1] + sdet * sv[1] + odet * ov[1] + pix0[1];
         px[2][l] = fdet[l] * fv[2] + sdet * sv[2] + odet * ov[2] + pix0[2];
     }
-    if det.curved_detector {
+    if panel.curved {
         // every pixel at `distance`: the flat lab y, z taken as angles (the C's rule)
-        let dist = det.distance;
-        let b = det.beam_vector;
+        let dist = panel.distance;
+        let b = exp.beam.beam_vector;
         for l in 0..L {
             let swung = rotate_axis(&rotate_axis(&[dist * b[0], dist * b[1], dist * b[2]], &sv, px[1][l] / dist), &fv, px[2][l] / dist);
             [px[0][l], px[1][l], px[2][l]] = swung;
@@ -399,11 +401,11 @@ fn subpixel_directions<const L: usize>(exp: &Experiment, f0: usize, sdet: f64, s
 /// `-oversample_omega`) and the omega sum over the active lanes.
 #[inline(always)]
 fn update_omega<const L: usize>(exp: &Experiment, airpath: &[f64; L], active: &[bool; L], omega: &mut [f64; L], omega_sum: &mut [f64; L]) {
-    let det = &exp.det;
+    let panel = exp.det.panel();
     for l in 0..L {
         let r = airpath[l];
-        let new = if det.point_pixel { 1.0 / r / r } else { det.pixel_size * det.pixel_size / r / r * det.close_distance / r };
-        omega[l] = if omega[l] == 0.0 || exp.oversample_omega { new } else { omega[l] };
+        let new = if panel.point_pixel { 1.0 / r / r } else { panel.pixel_size * panel.pixel_size / r / r * panel.close_distance / r };
+        omega[l] = if omega[l] == 0.0 || exp.sampling.oversample_omega { new } else { omega[l] };
         omega_sum[l] += if active[l] { omega[l] } else { 0.0 };
     }
 }
@@ -412,15 +414,16 @@ fn update_omega<const L: usize>(exp: &Experiment, airpath: &[f64; L], active: &[
 /// C's last-value rule, or every sub-pixel with `-oversample_thick`).
 #[inline(always)]
 fn update_capture<const L: usize>(exp: &Experiment, thick_tic: i32, d: [&[f64; L]; 3], capture: &mut [f64; L]) {
+    let panel = exp.det.panel();
     // (with -oversample_thick and no sensor the C's recomputed capture fraction is 0)
-    if exp.detector_thick != 0.0 || exp.oversample_thick {
-        let ov = exp.det.odet_vector;
+    if panel.sensor.thick != 0.0 || exp.sampling.oversample_thick {
+        let ov = panel.odet_vector;
         let [dx, dy, dz] = d;
         for l in 0..L {
-            if capture[l] == 0.0 || exp.oversample_thick {
+            if capture[l] == 0.0 || exp.sampling.oversample_thick {
                 let parallax = dx[l] * ov[0] + dy[l] * ov[1] + dz[l] * ov[2];
-                capture[l] = (-(thick_tic as f64) * exp.thickstep * exp.detector_mu / parallax).exp()
-                    - (-((thick_tic + 1) as f64) * exp.thickstep * exp.detector_mu / parallax).exp();
+                capture[l] = (-(thick_tic as f64) * panel.sensor.thickstep * panel.sensor.mu / parallax).exp()
+                    - (-((thick_tic + 1) as f64) * panel.sensor.thickstep * panel.sensor.mu / parallax).exp();
             }
         }
     }
@@ -430,16 +433,16 @@ fn update_capture<const L: usize>(exp: &Experiment, thick_tic: i32, d: [&[f64; L
 #[inline(always)]
 fn sample_weight<T: HandKernel, const L: usize>(exp: &Experiment, capture: &[f64; L], polar: &[f64; L], omega: &[f64; L]) -> [T; L] {
     let mut weight = [T::ONE; L];
-    if exp.oversample_thick || exp.oversample_polar || exp.oversample_omega {
+    if exp.sampling.oversample_thick || exp.sampling.oversample_polar || exp.sampling.oversample_omega {
         for l in 0..L {
             let mut w = 1.0;
-            if exp.oversample_thick {
+            if exp.sampling.oversample_thick {
                 w *= capture[l];
             }
-            if exp.oversample_polar {
+            if exp.sampling.oversample_polar {
                 w *= polar[l];
             }
-            if exp.oversample_omega {
+            if exp.sampling.oversample_omega {
                 w *= omega[l];
             }
             weight[l] = T::from_f64(w);
@@ -452,12 +455,12 @@ fn sample_weight<T: HandKernel, const L: usize>(exp: &Experiment, capture: &[f64
 /// oversampled; once every live lane has its value (after the first sample) nothing to do.
 #[inline(always)]
 fn update_polarization<T: HandKernel, const L: usize>(exp: &Experiment, prep: &Prepared<T>, si: usize, d: [&[f64; L]; 3], polar: &mut [f64; L], live: &[bool; L]) {
-    let kahn = exp.polarization;
+    let kahn = exp.beam.polarization;
     let [dx, dy, dz] = d;
     let (b_in, e_in) = prep.pol[si];
     let inc = prep.sources[si].0;
     let mut new = [0.0f64; L];
-    let needed = exp.oversample_polar || (0..L).any(|l| live[l] & (polar[l] == 0.0));
+    let needed = exp.sampling.oversample_polar || (0..L).any(|l| live[l] & (polar[l] == 0.0));
     if needed && kahn != 0.0 {
         for l in 0..L {
             let cos2theta = inc[0] * dx[l] + inc[1] * dy[l] + inc[2] * dz[l];
@@ -477,7 +480,7 @@ fn update_polarization<T: HandKernel, const L: usize>(exp: &Experiment, prep: &P
         }
     }
     for l in 0..L {
-        let update = live[l] & ((polar[l] == 0.0) | exp.oversample_polar);
+        let update = live[l] & ((polar[l] == 0.0) | exp.sampling.oversample_polar);
         polar[l] = if update { new[l] } else { polar[l] };
     }
 }
@@ -486,8 +489,8 @@ fn update_polarization<T: HandKernel, const L: usize>(exp: &Experiment, prep: &P
 /// the factors the `-oversample_*` flags already applied per sample left out (x/1 is x: skipped).
 #[inline(always)]
 fn pixel_values<T: HandKernel, const L: usize>(exp: &Experiment, i_sum: &[T; L], capture: &[f64; L], polar: &[f64; L], omega: &[f64; L]) -> [f64; L] {
-    let scale = R_E_SQR * exp.fluence;
-    let steps = exp.steps as f64;
+    let scale = R_E_SQR * exp.beam.fluence;
+    let steps = exp.sampling.steps as f64;
     let mut test = [0.0f64; L];
     for l in 0..L {
         test[l] = scale * i_sum[l].to_f64();
@@ -497,17 +500,17 @@ fn pixel_values<T: HandKernel, const L: usize>(exp: &Experiment, i_sum: &[T; L],
             *t /= steps;
         }
     }
-    if !exp.oversample_thick {
+    if !exp.sampling.oversample_thick {
         for l in 0..L {
             test[l] *= capture[l];
         }
     }
-    if !exp.oversample_polar {
+    if !exp.sampling.oversample_polar {
         for l in 0..L {
             test[l] *= polar[l];
         }
     }
-    if !exp.oversample_omega {
+    if !exp.sampling.oversample_omega {
         for l in 0..L {
             test[l] *= omega[l];
         }
@@ -694,8 +697,8 @@ fn interpolated_sample_loop<T: HandKernel, const L: usize>(
     weight: &[T; L],
     acc: &mut [T; L],
 ) -> bool {
-    let Some(grid) = exp.fhkl.as_deref() else { return true };
-    let water = exp.water_size != 0.0;
+    let Some(grid) = exp.structure_factors.fhkl.as_deref() else { return true };
+    let water = exp.background.water_size != 0.0;
     for o in &prep.orient {
         let [a, b, c] = *o;
         for l in 0..L {

@@ -19,7 +19,7 @@ pub mod simd;
 use crate::experiment::Experiment;
 pub use crate::base::cpu::{detected_level, SimdLevel};
 pub use backend::{render_with_backend, ReferenceBackend, RenderBackend, RenderOutput, RowEnd, RowResult};
-pub use plan::{active_backend, active_level, simd_level_name, Backend};
+pub use plan::{active_backend, active_level, simd_level_name, Backend, RenderOptions};
 pub use reference::{pixel_active, render_row, render_row_from, InterpState, OutOfRange, Trace};
 pub use simd::SimdBackend;
 
@@ -33,18 +33,12 @@ pub fn kernel_for(exp: &Experiment, requested: Backend) -> Backend {
     }
 }
 
-/// Render the whole image with the backend the planner picks for this CPU and `NANOBRAGG_SIMD`
-/// (see [`simd::active_backend`]).
-pub fn render(exp: &Experiment, progress: &(dyn Fn(usize) + Sync)) -> RenderOutput {
-    render_at(exp, active_backend(), progress)
-}
-
-/// Render the whole image with the backend the planner picks for `requested`. `progress` is called
-/// with rows finished (any thread).
-pub fn render_at(exp: &Experiment, requested: Backend, progress: &(dyn Fn(usize) + Sync)) -> RenderOutput {
-    match kernel_for(exp, requested) {
+/// Render the whole image with the backend the planner picks for `opts.backend`, in `opts.precision`.
+/// `progress` is called with rows finished (any thread).
+pub fn render(exp: &Experiment, opts: &RenderOptions, progress: &(dyn Fn(usize) + Sync)) -> RenderOutput {
+    match kernel_for(exp, opts.backend) {
         Backend::Reference => render_with_backend(&ReferenceBackend::new(exp), progress),
-        Backend::Simd(level) => match exp.precision {
+        Backend::Simd(level) => match opts.precision {
             crate::experiment::params::Precision::Double => render_with_backend(&SimdBackend::<f64>::new(exp, level), progress),
             crate::experiment::params::Precision::Single => render_with_backend(&SimdBackend::<f32>::new(exp, level), progress),
         },

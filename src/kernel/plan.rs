@@ -5,6 +5,22 @@
 
 use super::backend::REFERENCE_NAME;
 use crate::base::cpu::{detected_level, SimdLevel};
+use crate::experiment::params::Precision;
+
+/// How to render, apart from the physics: which backend is asked for (the planner may fall back to
+/// the reference, `kernel::kernel_for`) and the arithmetic of the SIMD kernel's per-sample work.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RenderOptions {
+    pub backend: Backend,
+    pub precision: Precision,
+}
+
+impl Default for RenderOptions {
+    /// The process's backend ([`active_backend`]) in double precision.
+    fn default() -> Self {
+        RenderOptions { backend: active_backend(), precision: Precision::Double }
+    }
+}
 
 /// Which render backend to use: the planner's input and output (see `kernel::kernel_for`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

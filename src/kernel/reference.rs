@@ -37,24 +37,24 @@ pub struct Trace {
 /// Render one pixel; returns (the value added to the float image, this pixel's omega sum).
 /// The caller skips pixels outside the ROI or masked.
 pub fn render_pixel(exp: &Experiment, fpixel: usize, spixel: usize, interp: &mut InterpState, mut trace: Option<&mut Trace>) -> (f64, f64) {
-    let det = &exp.det;
-    let os = exp.oversample;
-    let sub = exp.subpixel_size;
-    let (f_vec, s_vec, o_vec, pix0) = (det.fdet_vector, det.sdet_vector, det.odet_vector, det.pix0_vector);
+    let panel = exp.det.panel();
+    let os = exp.sampling.oversample;
+    let sub = exp.sampling.subpixel_size;
+    let (f_vec, s_vec, o_vec, pix0) = (panel.fdet_vector, panel.sdet_vector, panel.odet_vector, panel.pix0_vector);
     let domains = exp.domains();
-    let grid = exp.fhkl.as_deref();
-    let nearest = NearestF::<f64>::new(grid, exp.default_f);
+    let grid = exp.structure_factors.fhkl.as_deref();
+    let nearest = NearestF::<f64>::new(grid, exp.structure_factors.default_f);
     let nearest = nearest.view();
 
-    let mut i_sum = exp.i_bg;
-    let mut polar = if exp.nopolar { 1.0 } else { 0.0 };
+    let mut i_sum = exp.background.i_bg;
+    let mut polar = if exp.beam.nopolar { 1.0 } else { 0.0 };
     let mut omega_pixel = 0.0;
     let mut omega_sum = 0.0;
     let mut capture_fraction = 0.0;
 
-    for thick_tic in 0..exp.thicksteps {
-        let odet = thick_tic as f64 * exp.thickstep;
-        capture_fraction = if exp.detector_thick == 0.0 { 1.0 } else { 0.0 };
+    for thick_tic in 0..panel.sensor.thicksteps {
+        let odet = thick_tic as f64 * panel.sensor.thickstep;
+        capture_fraction = if panel.sensor.thick == 0.0 { 1.0 } else { 0.0 };
         for sub_s in 0..os {
             for sub_f in 0..os {
                 let fdet = sub * ((fpixel * os + sub_f) as f64) + sub / 2.0;
@@ -64,30 +64,30 @@ pub fn render_pixel(exp: &Experiment, fpixel: usize, spixel: usize, interp: &mut
                     fdet * f_vec[1] + sdet * s_vec[1] + odet * o_vec[1] + pix0[1],
                     fdet * f_vec[2] + sdet * s_vec[2] + odet * o_vec[2] + pix0[2],
                 ];
-                if det.curved_detector {
-                    let b = det.beam_vector;
-                    let v = [det.distance * b[0], det.distance * b[1], det.distance * b[2]];
-                    let nv = rotate_axis(&v, &s_vec, pixel_pos[1] / det.distance);
-                    pixel_pos = rotate_axis(&nv, &f_vec, pixel_pos[2] / det.distance);
+                if panel.curved {
+                    let b = exp.beam.beam_vector;
+                    let v = [panel.distance * b[0], panel.distance * b[1], panel.distance * b[2]];
+                    let nv = rotate_axis(&v, &s_vec, pixel_pos[1] / panel.distance);
+                    pixel_pos = rotate_axis(&nv, &f_vec, pixel_pos[2] / panel.distance);
                 }
                 let (mut diffracted, airpath) = unitize(&pixel_pos);
-                if omega_pixel == 0.0 || exp.oversample_omega {
-                    omega_pixel = det.pixel_size * det.pixel_size / airpath / airpath * det.close_distance / airpath;
-                    if det.point_pixel {
+                if omega_pixel == 0.0 || exp.sampling.oversample_omega {
+                    omega_pixel = panel.pixel_size * panel.pixel_size / airpath / airpath * panel.close_distance / airpath;
+                    if panel.point_pixel {
                         omega_pixel = 1.0 / airpath / airpath;
                     }
                 }
                 omega_sum += omega_pixel;
-                if capture_fraction == 0.0 || exp.oversample_thick {
+                if capture_fraction == 0.0 || exp.sampling.oversample_thick {
                     let parallax = dot(&diffracted, &o_vec);
-                    capture_fraction = (-(thick_tic as f64) * exp.thickstep * exp.detector_mu / parallax).exp()
-                        - (-((thick_tic + 1) as f64) * exp.thickstep * exp.detector_mu / parallax).exp();
+                    capture_fraction = (-(thick_tic as f64) * panel.sensor.thickstep * panel.sensor.mu / parallax).exp()
+                        - (-((thick_tic + 1) as f64) * panel.sensor.thickstep * panel.sensor.mu / parallax).exp();
                 }
                 if let Some(t) = trace.as_deref_mut() {
                     t.pixel_pos = pixel_pos;
                 }
 
-                for src in &exp.sources {
+                for src in &exp.beam.sources {
                     let incident = [-src.dir[0], -src.dir[1], -src.dir[2]];
                     let lambda = src.lambda;
                     let scattering = [
@@ -99,17 +99,17 @@ pub fn render_pixel(exp: &Experiment, fpixel: usize, spixel: usize, interp: &mut
                     if let Some(t) = trace.as_deref_mut() {
                         t.stol = stol;
                     }
-                    if exp.dmin > 0.0 && stol > 0.0 && exp.dmin > 0.5 / stol {
+                    if exp.structure_factors.dmin > 0.0 && stol > 0.0 && exp.structure_factors.dmin > 0.5 / stol {
                         continue;
                     }
-                    if polar == 0.0 || exp.oversample_polar {
-                        let (p, d) = polarization_factor(exp.polarization, &incident, &diffracted, &det.polar_vector);
+                    if polar == 0.0 || exp.sampling.oversample_polar {
+                        let (p, d) = polarization_factor(exp.beam.polarization, &incident, &diffracted, &exp.beam.polar_vector);
                         polar = p;
                         diffracted = d;
                     }
-                    for phi_tic in 0..exp.phisteps as usize {
+                    for phi_tic in 0..exp.scan.phisteps as usize {
                         for mos_tic in 0..domains {
-                            let o = &exp.orientations[phi_tic * domains + mos_tic];
+                            let o = &exp.crystal.orientations[phi_tic * domains + mos_tic];
                             let h = dot(&o.a, &scattering);
                             let k = dot(&o.b, &scattering);
                             let l = dot(&o.c, &scattering);
@@ -117,10 +117,10 @@ pub fn render_pixel(exp: &Experiment, fpixel: usize, spixel: usize, interp: &mut
                             let k0 = (k - 0.5).ceil() as i32;
                             let l0 = (l - 0.5).ceil() as i32;
                             let f_latt = lattice_factor(exp, h, k, l, h0, k0, l0);
-                            if f_latt == 0.0 && exp.water_size == 0.0 {
+                            if f_latt == 0.0 && exp.background.water_size == 0.0 {
                                 continue;
                             }
-                            let mut f_cell = exp.default_f;
+                            let mut f_cell = exp.structure_factors.default_f;
                             let mut looked_up = false;
                             if interp.enabled {
                                 if let Some(g) = grid {
@@ -140,13 +140,13 @@ pub fn render_pixel(exp: &Experiment, fpixel: usize, spixel: usize, interp: &mut
                                 f_cell = nearest.get(h0 as i64, k0 as i64, l0 as i64);
                             }
                             let mut contribution = f_cell * f_cell * f_latt * f_latt;
-                            if exp.oversample_thick {
+                            if exp.sampling.oversample_thick {
                                 contribution *= capture_fraction;
                             }
-                            if exp.oversample_polar {
+                            if exp.sampling.oversample_polar {
                                 contribution *= polar;
                             }
-                            if exp.oversample_omega {
+                            if exp.sampling.oversample_omega {
                                 contribution *= omega_pixel;
                             }
                             i_sum += contribution;
@@ -163,14 +163,14 @@ pub fn render_pixel(exp: &Experiment, fpixel: usize, spixel: usize, interp: &mut
             }
         }
     }
-    let mut test = crate::base::consts::R_E_SQR * exp.fluence * i_sum / exp.steps as f64;
-    if !exp.oversample_thick {
+    let mut test = crate::base::consts::R_E_SQR * exp.beam.fluence * i_sum / exp.sampling.steps as f64;
+    if !exp.sampling.oversample_thick {
         test *= capture_fraction;
     }
-    if !exp.oversample_polar {
+    if !exp.sampling.oversample_polar {
         test *= polar;
     }
-    if !exp.oversample_omega {
+    if !exp.sampling.oversample_omega {
         test *= omega_pixel;
     }
     if let Some(t) = trace {
@@ -185,8 +185,8 @@ pub fn render_pixel(exp: &Experiment, fpixel: usize, spixel: usize, interp: &mut
 /// F_latt for the crystal shape (C L2822-L2870).
 #[inline(always)]
 pub fn lattice_factor(exp: &Experiment, h: f64, k: f64, l: f64, h0: i32, k0: i32, l0: i32) -> f64 {
-    let (na, nb, nc) = (exp.na, exp.nb, exp.nc);
-    match exp.shape {
+    let (na, nb, nc) = (exp.crystal.na, exp.crystal.nb, exp.crystal.nc);
+    match exp.crystal.shape {
         CrystalShape::Square => {
             let mut f = 1.0;
             if na > 1.0 {
@@ -203,18 +203,18 @@ pub fn lattice_factor(exp: &Experiment, h: f64, k: f64, l: f64, h0: i32, k0: i32
         CrystalShape::Round => {
             let (dh, dk, dl) = (h - h0 as f64, k - k0 as f64, l - l0 as f64);
             let hrad_sqr = dh * dh * na * na + dk * dk * nb * nb + dl * dl * nc * nc;
-            na * nb * nc * 0.723601254558268 * sinc3(PI * (hrad_sqr * exp.fudge).sqrt())
+            na * nb * nc * 0.723601254558268 * sinc3(PI * (hrad_sqr * exp.crystal.fudge).sqrt())
         }
         CrystalShape::Gauss | CrystalShape::Tophat => {
             let (dh, dk, dl) = (h - h0 as f64, k - k0 as f64, l - l0 as f64);
-            let (a, b, c) = (exp.lattice.a_star, exp.lattice.b_star, exp.lattice.c_star);
+            let (a, b, c) = (exp.crystal.lattice.a_star, exp.crystal.lattice.b_star, exp.crystal.lattice.c_star);
             let dx = dh * a[0] + dk * b[0] + dl * c[0];
             let dy = dh * a[1] + dk * b[1] + dl * c[1];
             let dz = dh * a[2] + dk * b[2] + dl * c[2];
             let rad_star_sqr = (dx * dx + dy * dy + dz * dz) * na * na * nb * nb * nc * nc;
-            if exp.shape == CrystalShape::Gauss {
-                na * nb * nc * (-(rad_star_sqr / 0.63 * exp.fudge)).exp()
-            } else if rad_star_sqr * exp.fudge < 0.3969 {
+            if exp.crystal.shape == CrystalShape::Gauss {
+                na * nb * nc * (-(rad_star_sqr / 0.63 * exp.crystal.fudge)).exp()
+            } else if rad_star_sqr * exp.crystal.fudge < 0.3969 {
                 na * nb * nc
             } else {
                 0.0
@@ -226,13 +226,14 @@ pub fn lattice_factor(exp: &Experiment, h: f64, k: f64, l: f64, h0: i32, k0: i32
 /// Whether pixel (f, s) is rendered at all: inside the inclusive ROI and not masked.
 #[inline(always)]
 pub fn pixel_active(exp: &Experiment, f: usize, s: usize) -> bool {
-    let r = exp.roi;
+    let panel = exp.det.panel();
+    let r = panel.roi;
     let (fi, si) = (f as i64, s as i64);
     if fi < r[0] || fi > r[1] || si < r[2] || si > r[3] {
         return false;
     }
-    match &exp.mask {
-        Some(m) => m[s * exp.det.fpixels + f] != 0,
+    match &panel.mask {
+        Some(m) => m[s * panel.fpixels + f] != 0,
         None => true,
     }
 }

@@ -7,6 +7,7 @@ use super::backend::{RenderBackend, RowResult};
 use super::fast::{render_row, Prepared};
 use super::hand::HandKernel;
 pub use crate::base::cpu::{detected_level, SimdLevel};
+use crate::experiment::params::Precision;
 use crate::experiment::Experiment;
 
 /// The SIMD kernel (`fast.rs`) at one instruction-set level, in f64 or f32 (`T`) per the
@@ -32,6 +33,9 @@ impl<T: HandKernel + Send + Sync> RenderBackend for SimdBackend<'_, T> {
     }
     fn experiment(&self) -> &Experiment {
         self.exp
+    }
+    fn precision(&self) -> Precision {
+        if std::mem::size_of::<T>() == 4 { Precision::Single } else { Precision::Double }
     }
     fn render_row(&self, s: usize, interpolate: bool, out: &mut [f32]) -> RowResult {
         render_row_at(self.level, self.exp, &self.prep, s, interpolate, out)

@@ -127,6 +127,13 @@ pub struct RunOptions {
     pub save_params: Option<PathBuf>,
 }
 
+impl RunOptions {
+    /// The kernel's options for this run: the planned backend, in this run's precision.
+    pub fn render_options(&self) -> crate::kernel::RenderOptions {
+        crate::kernel::RenderOptions { precision: self.precision, ..Default::default() }
+    }
+}
+
 impl Default for RunOptions {
     fn default() -> Self {
         RunOptions { threads: None, precision: Precision::Double, progress: true, quiet: false, printout: false, printout_pixel: None, save_params: None }

@@ -9,8 +9,9 @@ use crate::io::meta::ImageMeta;
 /// The geometry and beam of `exp`'s image for CBF and NeXus headers (`exposure` in seconds).
 pub fn image_meta(exp: &Experiment, exposure: f64) -> ImageMeta {
     let d = &exp.det;
+    let panel = d.panel();
     let mut spectrum: Vec<(f64, f64)> = Vec::new();
-    for s in &exp.sources {
+    for s in &exp.beam.sources {
         let l = s.lambda * 1e10;
         match spectrum.iter_mut().find(|(x, _)| *x == l) {
             Some(e) => e.1 += 1.0,
@@ -18,25 +19,25 @@ pub fn image_meta(exp: &Experiment, exposure: f64) -> ImageMeta {
         }
     }
     ImageMeta {
-        fpixels: d.fpixels,
-        spixels: d.spixels,
-        pixel_size: d.pixel_size,
-        fdet: d.fdet_vector,
-        sdet: d.sdet_vector,
-        odet: d.odet_vector,
-        beam: d.beam_vector,
-        spindle: d.spindle_vector,
-        pix0: d.pix0_vector,
-        distance: d.distance,
-        close_distance: d.close_distance,
+        fpixels: panel.fpixels,
+        spixels: panel.spixels,
+        pixel_size: panel.pixel_size,
+        fdet: panel.fdet_vector,
+        sdet: panel.sdet_vector,
+        odet: panel.odet_vector,
+        beam: exp.beam.beam_vector,
+        spindle: exp.scan.spindle_vector,
+        pix0: panel.pix0_vector,
+        distance: panel.distance,
+        close_distance: panel.close_distance,
         fbeam: d.fbeam,
         sbeam: d.sbeam,
-        wavelength: exp.lambda0 * 1e10,
+        wavelength: exp.beam.lambda0 * 1e10,
         spectrum,
-        phi_start: exp.phi0 * RTD,
-        osc: exp.osc * RTD,
+        phi_start: exp.scan.phi0 * RTD,
+        osc: exp.scan.osc * RTD,
         twotheta: d.detector_twotheta * RTD,
-        thickness: exp.detector_thick,
+        thickness: exp.det.panel().sensor.thick,
         exposure,
         saturation: i32::MAX as i64,
         convention: match d.convention {

@@ -9,7 +9,7 @@ use crate::run::config::resolve_out;
 use crate::run::setup::write_setup_outputs;
 use crate::run::outputs::{self, OutputCtx, Planned};
 use crate::io::smv::SmvHeader;
-use crate::kernel::{self, RenderOutput, Trace};
+use crate::kernel::{self, RenderOptions, RenderOutput, Trace};
 use crate::base::log::Log;
 use crate::stats::{image_stats, ImageStats};
 use crate::{Error, Result};
@@ -111,24 +111,26 @@ fn thread_pool(n: usize) -> Result<std::sync::Arc<rayon::ThreadPool>> {
     Ok(pool)
 }
 
-/// Render with the requested thread count (None: rayon's default, which honours RAYON_NUM_THREADS).
-pub fn render(exp: &Experiment, threads: Option<usize>, progress: &(dyn Fn(usize) + Sync)) -> Result<RenderOutput> {
+/// Render with `opts` on the requested thread count (None: rayon's default, which honours
+/// RAYON_NUM_THREADS).
+pub fn render(exp: &Experiment, opts: &RenderOptions, threads: Option<usize>, progress: &(dyn Fn(usize) + Sync)) -> Result<RenderOutput> {
     match threads {
-        Some(n) => Ok(thread_pool(n)?.install(|| kernel::render(exp, progress))),
-        None => Ok(kernel::render(exp, progress)),
+        Some(n) => Ok(thread_pool(n)?.install(|| kernel::render(exp, opts, progress))),
+        None => Ok(kernel::render(exp, opts, progress)),
     }
 }
 
 /// The SMV header values nanoBragg writes, from the resolved experiment.
 pub fn smv_header(exp: &Experiment) -> SmvHeader {
     let d = &exp.det;
-    let px = d.pixel_size;
+    let panel = d.panel();
+    let px = panel.pixel_size;
     SmvHeader {
-        size1: d.fpixels,
-        size2: d.spixels,
+        size1: panel.fpixels,
+        size2: panel.spixels,
         pixel_size: px * 1000.0,
-        distance: d.distance * 1000.0,
-        wavelength: exp.lambda0 * 1e10,
+        distance: panel.distance * 1000.0,
+        wavelength: exp.beam.lambda0 * 1e10,
         beam_center_x: d.xbeam * 1000.0,
         beam_center_y: d.ybeam * 1000.0,
         adxv_center_x: d.fbeam * 1000.0,
@@ -140,10 +142,10 @@ pub fn smv_header(exp: &Experiment) -> SmvHeader {
         dials_origin: d.dials_origin,
         xds_orgx: d.orgx,
         xds_orgy: d.orgy,
-        close_distance: d.close_distance * 1000.0,
-        phi: exp.phi0 * RTD,
-        osc_start: exp.phi0 * RTD,
-        osc_range: exp.osc * RTD,
+        close_distance: panel.close_distance * 1000.0,
+        phi: exp.scan.phi0 * RTD,
+        osc_start: exp.scan.phi0 * RTD,
+        osc_range: exp.scan.osc * RTD,
         twotheta: d.detector_twotheta * RTD,
     }
 }
@@ -153,9 +155,10 @@ pub fn smv_header(exp: &Experiment) -> SmvHeader {
 /// the first pixel's corner along +fast and +slow, so X = fbeam − pixel, Y = SIZE2·pixel − sbeam + pixel.
 pub fn dxtbx_beam_centre(h: &mut SmvHeader, exp: &Experiment) {
     let d = &exp.det;
-    let px = d.pixel_size;
+    let panel = d.panel();
+    let px = panel.pixel_size;
     h.beam_center_x = (d.fbeam - px) * 1000.0;
-    h.beam_center_y = (d.spixels as f64 * px - d.sbeam + px) * 1000.0;
+    h.beam_center_y = (panel.spixels as f64 * px - d.sbeam + px) * 1000.0;
 }
 
 /// Refuse, before rendering, a CBF whose geometry a miniCBF header cannot carry and a NeXus file
@@ -219,8 +222,9 @@ pub fn write_outputs(cfg: &Config, exp: &mut Experiment, r: &RenderOutput, out: 
 
 fn write_planned(planned: &[Planned], cfg: &Config, exp: &Experiment, r: &RenderOutput, out: &mut dyn Write) -> Result<(ImageStats, Vec<PathBuf>)> {
     let d = &exp.det;
-    let (fp, sp) = (d.fpixels, d.spixels);
-    let stats = image_stats(&r.float, fp, sp, exp.roi, exp.mask.as_deref(), exp.subpixel_size, exp.oversample);
+    let panel = d.panel();
+    let (fp, sp) = (panel.fpixels, panel.spixels);
+    let stats = image_stats(&r.float, fp, sp, exp.det.panel().roi, exp.det.panel().mask.as_deref(), exp.sampling.subpixel_size, exp.sampling.oversample);
     let intfile_scale = crate::stats::int_scale(cfg.output.intfile_scale, stats.max_i);
     let pgm_scale = crate::stats::pgm_scale(cfg.output.pgm_scale, intfile_scale, stats.rmsd);
     let stats_lines = vec![
@@ -242,12 +246,12 @@ fn write_planned(planned: &[Planned], cfg: &Config, exp: &Experiment, r: &Render
 
 /// Print the `-printout` block for one pixel (the C prints it from inside its loop).
 fn printout_block(exp: &Experiment, f: usize, s: usize, value: f32, out: &mut dyn Write) {
-    let mut interp = kernel::InterpState { enabled: exp.interpolate, first_oob: None };
+    let mut interp = kernel::InterpState { enabled: exp.structure_factors.interpolate, first_oob: None };
     let mut t = Trace::default();
     kernel::reference::render_pixel(exp, f, s, &mut interp, Some(&mut t));
     let p = t.pixel_pos;
     let twotheta = (p[1] * p[1] + p[2] * p[2]).sqrt().atan2(p[0]);
-    let test = (twotheta / 2.0).sin() / (exp.lambda0 * 1e10);
+    let test = (twotheta / 2.0).sin() / (exp.beam.lambda0 * 1e10);
     let mut lines = vec![
         format!("{} {} : stol = {} or {}", cf_int(f), cf_int(s), g(t.stol), g(test)),
         format!("at {} {} {}", g(p[0]), g(p[1]), g(p[2])),
@@ -261,7 +265,7 @@ fn printout_block(exp: &Experiment, f: usize, s: usize, value: f32, out: &mut dy
             t.hkl0[2]
         ),
         format!(" F_cell={}  F_latt={}   I = {}", g(t.f_cell), g(t.f_latt), g(t.i)),
-        format!("I/steps {}", cf("%15.10g", t.i / exp.steps as f64)),
+        format!("I/steps {}", cf("%15.10g", t.i / exp.sampling.steps as f64)),
         format!("polar   {}", cf("%15.10g", t.polar)),
         format!("omega   {}", cf("%15.10g", t.omega)),
         format!("capfrac {}", cf("%15.10g", t.capture)),
@@ -307,13 +311,13 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
     let setup_s = t0.elapsed().as_secs_f64();
 
     let t1 = Instant::now();
-    let bar = crate::base::progress::Bar::start(cfg.run.progress && !cfg.run.quiet && !cfg.run.printout, exp.det.spixels as u64, "rows");
+    let bar = crate::base::progress::Bar::start(cfg.run.progress && !cfg.run.quiet && !cfg.run.printout, exp.det.panel().spixels as u64, "rows");
     let tick = |n: usize| {
         if let Some(b) = &bar {
             b.inc(n as u64);
         }
     };
-    let mut r = render(&exp, cfg.run.threads, &tick)?;
+    let mut r = render(&exp, &cfg.run.render_options(), cfg.run.threads, &tick)?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -338,18 +342,18 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
         // no newline: the C's next output (the blank line below) ends this line
         let _ = write!(out, "WARNING: further warnings will not be printed! ");
     }
-    if exp.printout {
-        let (pf, ps) = exp.printout_pixel.unwrap_or((-1, -1));
-        for s in 0..exp.det.spixels {
-            for f in 0..exp.det.fpixels {
+    if cfg.run.printout {
+        let (pf, ps) = cfg.run.printout_pixel.unwrap_or((-1, -1));
+        for s in 0..exp.det.panel().spixels {
+            for f in 0..exp.det.panel().fpixels {
                 if kernel::pixel_active(&exp, f, s) && ((f as i64 == pf && s as i64 == ps) || pf < 0) {
-                    printout_block(&exp, f, s, r.float[s * exp.det.fpixels + f], out);
+                    printout_block(&exp, f, s, r.float[s * exp.det.panel().fpixels + f], out);
                 }
             }
         }
     }
     let _ = writeln!(out);
-    let steps = exp.steps as f64;
+    let steps = exp.sampling.steps as f64;
     let _ = writeln!(
         out,
         "solid angle subtended by detector = {} steradian ( {}% sphere)",
@@ -374,7 +378,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
         stats,
         timings: Timings { setup_s, render_s, io_s },
         pixels: exp.pixels(),
-        steps: exp.steps,
+        steps: exp.sampling.steps,
         files,
     })
 }

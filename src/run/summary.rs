@@ -28,20 +28,20 @@ pub fn setup_summary(cfg: &Config, inputs: &Inputs, exp: &Experiment) -> Vec<Str
     }
     add(&load.matrix.lines); // L1791
     add(&notes.lattice.lines);
-    let l = &exp.lattice;
-    let (xa, xb, xc) = (l.a_len * exp.na, l.b_len * exp.nb, l.c_len * exp.nc);
+    let l = &exp.crystal.lattice;
+    let (xa, xb, xc) = (l.a_len * exp.crystal.na, l.b_len * exp.crystal.nb, l.c_len * exp.crystal.nc);
     add(&[format!("crystal is {} x {} x {} microns", g(xa * 1e6), g(xb * 1e6), g(xc * 1e6))]);
     add(&notes.oversample.lines);
-    add(&[format!("approximate MW = {}", g(xa * xb * xc * 1.2e6 * AVOGADRO / (exp.na * exp.nb * exp.nc)))]);
+    add(&[format!("approximate MW = {}", g(xa * xb * xc * 1.2e6 * AVOGADRO / (exp.crystal.na * exp.crystal.nb * exp.crystal.nc)))]);
     add(&notes.structure_factors.lines); // L2101
     add(&load.fhkl.lines);
     add(&load.dump.lines);
     add(&load.stol.lines); // L2261
-    for t in 0..exp.thicksteps {
-        add(&[format!("thick{t} = {} um", g(exp.thickstep * t as f64 * 1e6))]);
+    for t in 0..exp.det.panel().sensor.thicksteps {
+        add(&[format!("thick{t} = {} um", g(exp.det.panel().sensor.thickstep * t as f64 * 1e6))]);
     }
-    for k in 0..exp.phisteps {
-        add(&[format!("phi{k} = {}", g((exp.phi0 + exp.phistep * k as f64) * RTD))]);
+    for k in 0..exp.scan.phisteps {
+        add(&[format!("phi{k} = {}", g((exp.scan.phi0 + exp.scan.phistep * k as f64) * RTD))]);
     }
     add(&notes.sources.lines); // L2310
     add(&[format!("  created a total of {} mosaic domains", exp.domains())]); // L2436
@@ -52,74 +52,75 @@ pub fn setup_summary(cfg: &Config, inputs: &Inputs, exp: &Experiment) -> Vec<Str
 /// The block the C prints just before rendering (L2466-L2530).
 pub fn summary_block(cfg: &Config, exp: &Experiment) -> Vec<String> {
     let det = &exp.det;
-    let hkls = exp.fhkl.as_ref().map(|g| g.hkls).unwrap_or(0);
-    let mut v = vec![format!("  {hkls} initialized hkls (all others ={})", g(exp.default_f))];
-    let shape_name = match exp.shape {
+    let panel = det.panel();
+    let hkls = exp.structure_factors.fhkl.as_ref().map(|g| g.hkls).unwrap_or(0);
+    let mut v = vec![format!("  {hkls} initialized hkls (all others ={})", g(exp.structure_factors.default_f))];
+    let shape_name = match exp.crystal.shape {
         CrystalShape::Round => "ellipsoidal",
         CrystalShape::Square => "parallelpiped",
         CrystalShape::Gauss => "gaussian",
         CrystalShape::Tophat => "tophat-spot",
     };
-    v.push(format!("  {shape_name} xtal: {}x{}x{} cells", cf("%.0f", exp.na), cf("%.0f", exp.nb), cf("%.0f", exp.nc)));
-    v.push(format!("  wave={} meters +/- {}% in {} steps", g(exp.lambda0), g(exp.disp.range * 100.0), exp.disp.steps));
-    if exp.nopolar {
+    v.push(format!("  {shape_name} xtal: {}x{}x{} cells", cf("%.0f", exp.crystal.na), cf("%.0f", exp.crystal.nb), cf("%.0f", exp.crystal.nc)));
+    v.push(format!("  wave={} meters +/- {}% in {} steps", g(exp.beam.lambda0), g(exp.beam.disp.range * 100.0), exp.beam.disp.steps));
+    if exp.beam.nopolar {
         v.push("  polarization effect disabled".into());
     } else {
-        v.push(format!("  Kahn polarization factor: {}", cf("%f", exp.polarization)));
+        v.push(format!("  Kahn polarization factor: {}", cf("%f", exp.beam.polarization)));
     }
-    if det.curved_detector {
+    if panel.curved {
         v.push("  curved detector: all pixels same distance from origin".into());
     }
-    if det.point_pixel {
+    if panel.point_pixel {
         v.push("  pixel obliquity effect disabled".into());
     }
-    v.push(format!("  incident fluence: {} photons/m^2", g(exp.fluence)));
+    v.push(format!("  incident fluence: {} photons/m^2", g(exp.beam.fluence)));
     v.push(format!(
         "  distance={} detsize={}x{}  pixel={} meters ({}x{} pixels)",
-        g(det.distance),
+        g(panel.distance),
         g(det.detsize_f),
         g(det.detsize_s),
-        g(det.pixel_size),
-        det.fpixels,
-        det.spixels
+        g(panel.pixel_size),
+        panel.fpixels,
+        panel.spixels
     ));
-    v.push(format!("  sensor is {} m thick in {} layers with mu= {}", g(exp.detector_thick), exp.thicksteps, g(exp.detector_mu)));
+    v.push(format!("  sensor is {} m thick in {} layers with mu= {}", g(exp.det.panel().sensor.thick), exp.det.panel().sensor.thicksteps, g(exp.det.panel().sensor.mu)));
     v.push(format!("  Xbeam={} Ybeam={}", g(det.xbeam), g(det.ybeam)));
     v.push(format!("  Fbeam={} Sbeam={}", g(det.fbeam), g(det.sbeam)));
     v.push(format!("  Xclose={} Yclose={}", g(det.xclose), g(det.yclose)));
     v.push(format!("  Fclose={} Sclose={}", g(det.fclose), g(det.sclose)));
     let v3 = |x: &V3| format!("{} {} {}", g(x[0]), g(x[1]), g(x[2]));
-    v.push(format!("  DIRECTION_OF_DETECTOR_X-AXIS= {}", v3(&det.fdet_vector)));
-    v.push(format!("  DIRECTION_OF_DETECTOR_Y-AXIS= {}", v3(&det.sdet_vector)));
-    v.push(format!("  DIRECTION_OF_DETECTOR_Z-AXIS= {}", v3(&det.odet_vector)));
-    v.push(format!("  INCIDENT_BEAM_DIRECTION= {}", v3(&det.beam_vector)));
-    v.push(format!("  spindle ROTATION_AXIS= {}", v3(&det.spindle_vector)));
-    v.push(format!("  POLARIZATION_PLANE_NORMAL= {}", v3(&crate::base::vec3::cross(&det.beam_vector, &det.polar_vector))));
+    v.push(format!("  DIRECTION_OF_DETECTOR_X-AXIS= {}", v3(&panel.fdet_vector)));
+    v.push(format!("  DIRECTION_OF_DETECTOR_Y-AXIS= {}", v3(&panel.sdet_vector)));
+    v.push(format!("  DIRECTION_OF_DETECTOR_Z-AXIS= {}", v3(&panel.odet_vector)));
+    v.push(format!("  INCIDENT_BEAM_DIRECTION= {}", v3(&exp.beam.beam_vector)));
+    v.push(format!("  spindle ROTATION_AXIS= {}", v3(&exp.scan.spindle_vector)));
+    v.push(format!("  POLARIZATION_PLANE_NORMAL= {}", v3(&crate::base::vec3::cross(&exp.beam.beam_vector, &exp.beam.polar_vector))));
     v.push(format!("  dials origin= {}", v3(&det.dials_origin)));
-    let roi = exp.roi;
+    let roi = exp.det.panel().roi;
     v.push(format!("  roi: {} < x < {} && {} < y < {}", roi[0], roi[1], roi[2], roi[3]));
-    v.push(format!("  hdivrange={} hdivstep={}  radians", g(exp.hdiv.range), g(exp.hdiv.step)));
-    v.push(format!("  vdivrange={} vdivstep={}  radians", g(exp.vdiv.range), g(exp.vdiv.step)));
-    v.push(format!("  {} divergence steps", exp.divsteps));
-    v.push(format!("  {} sources", exp.sources.len()));
-    v.push(format!("  {} mosaic domains over mosaic spread of {} degrees", exp.domains(), g(exp.mosaic_spread * RTD)));
-    v.push(format!("  {} phi steps from {} to {} degrees", exp.phisteps, g(exp.phi0 * RTD), g((exp.phi0 + exp.osc) * RTD)));
-    let os = exp.oversample;
+    v.push(format!("  hdivrange={} hdivstep={}  radians", g(exp.beam.hdiv.range), g(exp.beam.hdiv.step)));
+    v.push(format!("  vdivrange={} vdivstep={}  radians", g(exp.beam.vdiv.range), g(exp.beam.vdiv.step)));
+    v.push(format!("  {} divergence steps", exp.beam.divsteps));
+    v.push(format!("  {} sources", exp.beam.sources.len()));
+    v.push(format!("  {} mosaic domains over mosaic spread of {} degrees", exp.domains(), g(exp.crystal.mosaic_spread * RTD)));
+    v.push(format!("  {} phi steps from {} to {} degrees", exp.scan.phisteps, g(exp.scan.phi0 * RTD), g((exp.scan.phi0 + exp.scan.osc) * RTD)));
+    let os = exp.sampling.oversample;
     let mut ov = format!("  {os}x{os} pixel oversample steps");
-    for (on, tag) in [(exp.oversample_thick, " +thick"), (exp.oversample_polar, " +polar"), (exp.oversample_omega, " +omega")] {
+    for (on, tag) in [(exp.sampling.oversample_thick, " +thick"), (exp.sampling.oversample_polar, " +polar"), (exp.sampling.oversample_omega, " +omega")] {
         if on {
             ov.push_str(tag);
         }
     }
     v.push(ov);
-    if let Some(m) = &exp.mask_path {
+    if let Some(m) = &exp.det.panel().mask_path {
         v.push(format!("  skipping zero-flagged pixels in {}", m.display()));
     }
     if cfg.output.calculate_noise {
         v.push(String::new());
         v.push("  noise image paramters:".into());
         v.push(format!("  seed: {}", exp.seed));
-        v.push(format!("  water droplet size: {} m", g(exp.water_size)));
+        v.push(format!("  water droplet size: {} m", g(exp.background.water_size)));
     }
     v
 }
