@@ -5,6 +5,8 @@
 //!
 //! Flops count an FMA as 2 (one multiply, one add), in the peak and in the estimate alike.
 
+use nanobragg::kernel::lanes::CHEB_MAX_N;
+use nanobragg::kernel::plan::{loop_plan, LoopPlan, LoopShape};
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
@@ -80,9 +82,6 @@ pub struct Work {
     pub single: bool,
 }
 
-/// Largest N that the fast kernel's Chebyshev form handles (lanes::CHEB_MAX_N).
-const CHEB_MAX_N: f64 = 24.0;
-
 /// An estimate of the floating-point operations per sample, counted from the hand-written
 /// `plain_chunk` in src/kernel/avx2.rs (the usual group: square spot, N ≤ 24) or the generic
 /// `sample_chunk` in src/kernel/fast.rs, and `render_group` there (FMA = 2; a rounding or conversion
@@ -106,9 +105,8 @@ const CHEB_MAX_N: f64 = 24.0;
 pub fn flops_per_sample(w: &Work) -> f64 {
     let orients = w.orientations.max(1) as f64;
     let sources = w.sources.max(1) as f64;
-    let hoisted = w.sources >= 2 && w.sources * w.orientations.max(1) <= nanobragg::kernel::hand::HOIST_MAX_PAIRS;
-    let hand = w.square && w.n.iter().all(|&n| n <= CHEB_MAX_N);
-    let groups = hand && hoisted && w.wavelengths >= 1 && w.wavelengths <= nanobragg::kernel::hand::HAND_GROUPS_MAX && w.sources >= 2 * w.wavelengths;
+    let shape = LoopShape { n: w.n, square: w.square, sources: w.sources, wavelengths: w.wavelengths, orientations: w.orientations };
+    let LoopPlan { hand, hoisted, groups } = loop_plan(&shape);
     if groups {
         let lattice_axes = w.n.iter().filter(|&&n| n > 1.0).count() as f64;
         let per_group = 6.0 + lattice_axes * if w.single { 19.0 } else { 31.0 };
@@ -129,7 +127,7 @@ pub fn flops_per_sample(w: &Work) -> f64 {
                     (false, false) => 17.0,
                     (false, true) => 11.0,
                 };
-                per_sample += if n <= CHEB_MAX_N { two_cos + 1.0 + 2.0 * ((n.round() - 1.0) / 2.0).floor() } else { 30.0 };
+                per_sample += if n <= CHEB_MAX_N as f64 { two_cos + 1.0 + 2.0 * ((n.round() - 1.0) / 2.0).floor() } else { 30.0 };
             }
         }
     } else {

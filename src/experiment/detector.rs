@@ -164,6 +164,25 @@ impl Detector {
     pub fn panel_mut(&mut self) -> &mut Panel {
         &mut self.panels[0]
     }
+    /// Pixels per row, the same on every panel (the image is panel after panel along the slow axis).
+    pub fn fpixels(&self) -> usize {
+        self.panels.first().map_or(0, |p| p.fpixels)
+    }
+    /// Rows of all panels: the image's slow axis.
+    pub fn rows(&self) -> usize {
+        self.panels.iter().map(|p| p.spixels).sum()
+    }
+    /// The panel that holds image row `s`, and the row within it.
+    pub fn locate(&self, s: usize) -> (&Panel, usize) {
+        let mut first = 0;
+        for p in &self.panels {
+            if s < first + p.spixels {
+                return (p, s - first);
+            }
+            first += p.spixels;
+        }
+        panic!("row {s} is past the detector's {first} rows");
+    }
 }
 
 /// Detector size in pixels from `-detpixels`/`-detsize` (C L1119-L1126).

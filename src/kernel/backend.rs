@@ -95,7 +95,7 @@ pub trait RenderBackend: Sync {
     /// order. The default renders rows in parallel on the current rayon pool with
     /// [`RenderBackend::render_row`]; a backend that works on batches of rows (a GPU) overrides it.
     fn render_rows(&self, first: usize, interpolate: bool, out: &mut [f32], progress: &(dyn Fn(usize) + Sync)) -> Vec<RowResult> {
-        let fp = self.experiment().det.panel().fpixels;
+        let fp = self.experiment().det.fpixels();
         out.par_chunks_mut(fp)
             .enumerate()
             .map(|(i, row)| {
@@ -143,9 +143,8 @@ impl RenderBackend for ReferenceBackend<'_> {
 /// after the earliest such row is rendered again with interpolation off.
 pub fn render_with_backend(backend: &dyn RenderBackend, progress: &(dyn Fn(usize) + Sync)) -> RenderOutput {
     let exp = backend.experiment();
-    let panel = exp.det.panel();
-    let fp = panel.fpixels;
-    let sp = panel.spixels;
+    let fp = exp.det.fpixels();
+    let sp = exp.det.rows();
     let mut float = vec![0.0f32; fp * sp];
     let mut rows = pass(backend, 0, exp.structure_factors.interpolate, &mut float, progress);
     let first_bad = rows.iter().position(|r| r.1.is_some());
@@ -160,10 +159,9 @@ pub fn render_with_backend(backend: &dyn RenderBackend, progress: &(dyn Fn(usize
 /// One pass over rows `first..`: the backend's rows, finished where it handed over.
 fn pass(backend: &dyn RenderBackend, first: usize, interpolate: bool, out: &mut [f32], progress: &(dyn Fn(usize) + Sync)) -> Vec<(f64, Option<OutOfRange>)> {
     let exp = backend.experiment();
-    let panel = exp.det.panel();
-    let fp = panel.fpixels;
+    let fp = exp.det.fpixels();
     if fp == 0 {
-        return vec![(0.0, None); panel.spixels.saturating_sub(first)];
+        return vec![(0.0, None); exp.det.rows().saturating_sub(first)];
     }
     let results = backend.render_rows(first, interpolate, out, progress);
     assert_eq!(results.len(), out.len() / fp, "backend {} returned a wrong number of rows", backend.name());

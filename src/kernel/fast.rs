@@ -28,6 +28,7 @@ use super::lanes::{ceil, cheb_roots, cheb_two_x, sincg_sqr, Real, CHEB_MAX_N};
 use crate::experiment::params::CrystalShape;
 use crate::base::consts::R_E_SQR;
 use crate::experiment::Experiment;
+use crate::experiment::detector::Panel;
 use crate::experiment::structure_factors::{interpolate_f, Lookup, NearestF};
 use crate::base::vec3::{cross, rotate_axis, unitize, V3};
 use super::backend::{RowEnd, RowResult};
@@ -188,7 +189,7 @@ impl<'a, T: HandKernel> Prepared<'a, T> {
 /// only by a row function compiled with AVX2 and FMA, see `simd.rs`).
 #[inline(always)]
 pub fn render_row<T: HandKernel, const L: usize, const C: usize, const HAND: bool>(exp: &Experiment, prep: &Prepared<T>, s: usize, interpolate: bool, out: &mut [f32]) -> RowResult {
-    let panel = exp.det.panel();
+    let (panel, s) = exp.det.locate(s);
     let fpixels = panel.fpixels;
     let mut omega_row = 0.0;
     // pixel_active with the row's part hoisted: the ROI's columns and this row's mask
@@ -213,7 +214,7 @@ pub fn render_row<T: HandKernel, const L: usize, const C: usize, const HAND: boo
         let any = active.iter().any(|&a| a);
         let mut vals = [0.0f64; L];
         if any {
-            match render_group::<T, L, C, HAND>(exp, prep, f0, s, &active, interpolate, hoist.map(|h| (h, &mut hoist_a[..])), &mut vals, omega_row) {
+            match render_group::<T, L, C, HAND>(exp, panel, prep, f0, s, &active, interpolate, hoist.map(|h| (h, &mut hoist_a[..])), &mut vals, omega_row) {
                 Some(om) => omega_row = om,
                 None => return RowResult { omega: omega_row, end: RowEnd::HandOver { from: f0 } },
             }
@@ -235,6 +236,7 @@ pub fn render_row<T: HandKernel, const L: usize, const C: usize, const HAND: boo
 #[allow(clippy::too_many_arguments)]
 fn render_group<T: HandKernel, const L: usize, const C: usize, const HAND: bool>(
     exp: &Experiment,
+    panel: &Panel,
     prep: &Prepared<T>,
     f0: usize,
     s: usize,
@@ -244,7 +246,6 @@ fn render_group<T: HandKernel, const L: usize, const C: usize, const HAND: bool>
     vals: &mut [f64; L],
     omega_row: f64,
 ) -> Option<f64> {
-    let panel = exp.det.panel();
     let os = exp.sampling.oversample;
     let sub = exp.sampling.subpixel_size;
     let dmin = exp.structure_factors.dmin;
@@ -268,9 +269,9 @@ fn render_group<T: HandKernel, const L: usize, const C: usize, const HAND: bool>
         for sub_s in 0..os {
             let sdet = sub * ((s * os + sub_s) as f64) + sub / 2.0;
             for sub_f in 0..os {
-                subpixel_directions(exp, f0, sdet, sub_f, odet, [&mut dx, &mut dy, &mut dz], &mut airpath);
-                update_omega(exp, &airpath, active, &mut omega, &mut omega_sum);
-                update_capture(exp, thick_tic, [&dx, &dy, &dz], &mut capture);
+                subpixel_directions(exp, panel, f0, sdet, sub_f, odet, [&mut dx, &mut dy, &mut dz], &mut airpath);
+                update_omega(exp, panel, &airpath, active, &mut omega, &mut omega_sum);
+                update_capture(exp, panel, thick_tic, [&dx, &dy, &dz], &mut capture);
 
                 if let Some((h, a)) = hoist.as_mut() {
                     hoist_miller::<T, L>(&exp.crystal.orientations, &h.inc0, [&dx, &dy, &dz], a);
@@ -362,8 +363,7 @@ fn render_group<T: HandKernel, const L: usize, const C: usize, const HAND: bool>
 /// lane's pixel at depth `odet`, and its distance R (`airpath`): the flat detector's positions in
 /// the C's order of operations, swung onto the sphere for `-curved_det` (nanoBragg.c L2578-L2600).
 #[inline(always)]
-fn subpixel_directions<const L: usize>(exp: &Experiment, f0: usize, sdet: f64, sub_f: usize, odet: f64, d: [&mut [f64; L]; 3], airpath: &mut [f64; L]) {
-    let panel = exp.det.panel();
+fn subpixel_directions<const L: usize>(exp: &Experiment, panel: &Panel, f0: usize, sdet: f64, sub_f: usize, odet: f64, d: [&mut [f64; L]; 3], airpath: &mut [f64; L]) {
     let (os, sub) = (exp.sampling.oversample, exp.sampling.subpixel_size);
     let (fv, sv, ov, pix0) = (panel.fdet_vector, panel.sdet_vector, panel.odet_vector, panel.pix0_vector);
     let mut fdet = [0.0f64; L];
@@ -400,8 +400,7 @@ fn subpixel_directions<const L: usize>(exp: &Experiment, f0: usize, sdet: f64, s
 /// The pixel's solid angle (the C's last-value rule: set once, or at every sub-pixel with
 /// `-oversample_omega`) and the omega sum over the active lanes.
 #[inline(always)]
-fn update_omega<const L: usize>(exp: &Experiment, airpath: &[f64; L], active: &[bool; L], omega: &mut [f64; L], omega_sum: &mut [f64; L]) {
-    let panel = exp.det.panel();
+fn update_omega<const L: usize>(exp: &Experiment, panel: &Panel, airpath: &[f64; L], active: &[bool; L], omega: &mut [f64; L], omega_sum: &mut [f64; L]) {
     for l in 0..L {
         let r = airpath[l];
         let new = if panel.point_pixel { 1.0 / r / r } else { panel.pixel_size * panel.pixel_size / r / r * panel.close_distance / r };
@@ -413,8 +412,7 @@ fn update_omega<const L: usize>(exp: &Experiment, airpath: &[f64; L], active: &[
 /// The fraction of photons layer `thick_tic` of the sensor captures along each lane's direction (the
 /// C's last-value rule, or every sub-pixel with `-oversample_thick`).
 #[inline(always)]
-fn update_capture<const L: usize>(exp: &Experiment, thick_tic: i32, d: [&[f64; L]; 3], capture: &mut [f64; L]) {
-    let panel = exp.det.panel();
+fn update_capture<const L: usize>(exp: &Experiment, panel: &Panel, thick_tic: i32, d: [&[f64; L]; 3], capture: &mut [f64; L]) {
     // (with -oversample_thick and no sensor the C's recomputed capture fraction is 0)
     if panel.sensor.thick != 0.0 || exp.sampling.oversample_thick {
         let ov = panel.odet_vector;

@@ -3,7 +3,7 @@
 //! replicated constants and the minimax polynomials; and [`HandKernel`], the seam through which the
 //! generic kernel calls that loop for its element type.
 
-use super::lanes::{cheb_roots, Real, CHEB_MAX_N};
+use super::lanes::{cheb_roots, Real};
 use crate::experiment::params::CrystalShape;
 use crate::experiment::structure_factors::NearestF;
 use crate::base::vec3::V3;
@@ -50,7 +50,7 @@ no_hand_kernel!(f64);
 no_hand_kernel!(f32);
 
 /// The lattice factor and F grid as the hand-written sample loop (`kernel::avx2`) takes them: a
-/// square spot with N ≤ [`CHEB_MAX_N`] on every axis, F nearest-neighbour from a grid whose offsets
+/// square spot with N ≤ [`CHEB_MAX_N`](super::lanes::CHEB_MAX_N) on every axis, F nearest-neighbour from a grid whose offsets
 /// and flat index fit i32 (or `default_F` alone). The grid is a padded copy (see [`HandGrid`]):
 /// (n+7)³ values for a grid of (n+1)³ ([`HAND_GRID_BORDER`]).
 pub struct HandLattice<T> {
@@ -100,16 +100,11 @@ pub struct HandGroups<T> {
     pub(super) cos_sin: Vec<[[Wide<T>; 2]; 3]>,
 }
 
-/// Most wavelength groups [`HandGroups`] takes (the kernel keeps one group's values per
-/// orientation on the stack); more, or fewer than two sources per group, keep h = A/λ + K.
-pub const HAND_GROUPS_MAX: usize = 16;
-
-/// Largest sources × orientations for [`HandHoist`]'s table (3 MiB of f64); more runs the dot products.
-pub const HOIST_MAX_PAIRS: usize = 1 << 14;
+pub use super::plan::{HAND_GROUPS_MAX, HOIST_MAX_PAIRS};
 
 impl<T: Real> HandHoist<T> {
     pub(super) fn new(orient: &[crate::experiment::Orientation], sources: &[(V3, f64)]) -> Option<Self> {
-        if sources.len() < 2 || sources.len() * orient.len() > HOIST_MAX_PAIRS {
+        if !super::plan::hoist_fits(sources.len(), orient.len()) {
             return None;
         }
         let inc0 = sources[0].0;
@@ -140,7 +135,7 @@ impl<T: Real> HandGroups<T> {
                 })
             })
             .collect();
-        if lambdas.len() > HAND_GROUPS_MAX || sources.len() < 2 * lambdas.len() {
+        if !super::plan::groups_fit(sources.len(), lambdas.len()) {
             return None;
         }
         // (NaN fails too)
@@ -325,7 +320,7 @@ impl<T: Real> HandLattice<T> {
     /// `None` where the hand-written loop does not apply (another spot shape, a large or
     /// non-integer N, a grid too large for i32 indices).
     pub(super) fn new(shape: CrystalShape, ns: [f64; 3], orient: &[[[T; 3]; 3]], f: &NearestF<T>) -> Option<Self> {
-        if shape != CrystalShape::Square || !ns.iter().all(|&n| n <= CHEB_MAX_N as f64 && n.fract() == 0.0) {
+        if !super::plan::hand_lattice_fits(shape == CrystalShape::Square, ns) {
             return None;
         }
         let grid = if f.has_grid() {

@@ -3,6 +3,7 @@
 
 use crate::experiment::params::CrystalShape;
 use crate::experiment::Experiment;
+use crate::experiment::detector::Panel;
 use crate::experiment::physics::{polarization_factor, sinc3, sincg};
 use crate::experiment::structure_factors::{interpolate_f, Lookup, NearestF};
 use crate::base::vec3::{dot, magnitude, rotate_axis, unitize, V3};
@@ -36,8 +37,7 @@ pub struct Trace {
 
 /// Render one pixel; returns (the value added to the float image, this pixel's omega sum).
 /// The caller skips pixels outside the ROI or masked.
-pub fn render_pixel(exp: &Experiment, fpixel: usize, spixel: usize, interp: &mut InterpState, mut trace: Option<&mut Trace>) -> (f64, f64) {
-    let panel = exp.det.panel();
+pub fn render_pixel(exp: &Experiment, panel: &Panel, fpixel: usize, spixel: usize, interp: &mut InterpState, mut trace: Option<&mut Trace>) -> (f64, f64) {
     let os = exp.sampling.oversample;
     let sub = exp.sampling.subpixel_size;
     let (f_vec, s_vec, o_vec, pix0) = (panel.fdet_vector, panel.sdet_vector, panel.odet_vector, panel.pix0_vector);
@@ -225,8 +225,7 @@ pub fn lattice_factor(exp: &Experiment, h: f64, k: f64, l: f64, h0: i32, k0: i32
 
 /// Whether pixel (f, s) is rendered at all: inside the inclusive ROI and not masked.
 #[inline(always)]
-pub fn pixel_active(exp: &Experiment, f: usize, s: usize) -> bool {
-    let panel = exp.det.panel();
+pub fn pixel_active(panel: &Panel, f: usize, s: usize) -> bool {
     let r = panel.roi;
     let (fi, si) = (f as i64, s as i64);
     if fi < r[0] || fi > r[1] || si < r[2] || si > r[3] {
@@ -247,14 +246,15 @@ pub fn render_row(exp: &Experiment, s: usize, interpolate: bool, out: &mut [f32]
 /// Render pixels `from..` of row `s` with the reference kernel (the driver finishes a row with it
 /// where another backend handed over, so the switch-off happens at exactly the C's evaluation).
 pub fn render_row_from(exp: &Experiment, s: usize, from: usize, interpolate: bool, out: &mut [f32]) -> (f64, Option<OutOfRange>) {
+    let (panel, s) = exp.det.locate(s);
     let mut state = InterpState { enabled: interpolate, first_oob: None };
     let mut omega = 0.0;
     for (f, px) in out.iter_mut().enumerate().skip(from) {
-        if !pixel_active(exp, f, s) {
+        if !pixel_active(panel, f, s) {
             *px = 0.0;
             continue;
         }
-        let (v, om) = render_pixel(exp, f, s, &mut state, None);
+        let (v, om) = render_pixel(exp, panel, f, s, &mut state, None);
         *px = v as f32;
         omega += om;
     }

@@ -221,6 +221,10 @@ pub fn write_outputs(cfg: &Config, exp: &mut Experiment, r: &RenderOutput, out: 
 }
 
 fn write_planned(planned: &[Planned], cfg: &Config, exp: &Experiment, r: &RenderOutput, out: &mut dyn Write) -> Result<(ImageStats, Vec<PathBuf>)> {
+    if exp.det.panels.len() != 1 {
+        // the kernels render any number of panels; the image formats here describe one
+        return Err(Error::setup(format!("the image writers take a detector of one panel; this one has {}", exp.det.panels.len())));
+    }
     let d = &exp.det;
     let panel = d.panel();
     let (fp, sp) = (panel.fpixels, panel.spixels);
@@ -248,7 +252,7 @@ fn write_planned(planned: &[Planned], cfg: &Config, exp: &Experiment, r: &Render
 fn printout_block(exp: &Experiment, f: usize, s: usize, value: f32, out: &mut dyn Write) {
     let mut interp = kernel::InterpState { enabled: exp.structure_factors.interpolate, first_oob: None };
     let mut t = Trace::default();
-    kernel::reference::render_pixel(exp, f, s, &mut interp, Some(&mut t));
+    kernel::reference::render_pixel(exp, exp.det.panel(), f, s, &mut interp, Some(&mut t));
     let p = t.pixel_pos;
     let twotheta = (p[1] * p[1] + p[2] * p[2]).sqrt().atan2(p[0]);
     let test = (twotheta / 2.0).sin() / (exp.beam.lambda0 * 1e10);
@@ -346,7 +350,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
         let (pf, ps) = cfg.run.printout_pixel.unwrap_or((-1, -1));
         for s in 0..exp.det.panel().spixels {
             for f in 0..exp.det.panel().fpixels {
-                if kernel::pixel_active(&exp, f, s) && ((f as i64 == pf && s as i64 == ps) || pf < 0) {
+                if kernel::pixel_active(exp.det.panel(), f, s) && ((f as i64 == pf && s as i64 == ps) || pf < 0) {
                     printout_block(&exp, f, s, r.float[s * exp.det.panel().fpixels + f], out);
                 }
             }
