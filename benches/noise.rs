@@ -14,7 +14,8 @@ fn noise_benches(c: &mut Criterion) {
     let cfg = common::bench_crystal(pixels as i64, tmp.path());
     let (exp, _) = nanobragg::run::simulate::setup(&cfg).unwrap();
     let float = nanobragg::kernel::render(&exp, &Default::default(), &|_| {}).float;
-    let (fp, sp, roi) = (exp.det.panel().fpixels, exp.det.panel().spixels, exp.det.panel().roi);
+    let (fp, sp) = (exp.det.panel().fpixels, exp.det.panel().spixels);
+    let image = exp.det.panel().image(&float);
 
     let mut g = c.benchmark_group(format!("noise/{pixels}"));
     g.sample_size(10);
@@ -23,10 +24,10 @@ fn noise_benches(c: &mut Criterion) {
         b.iter(|| {
             let mut rng = NrRandom::new();
             let mut seed = -1i64;
-            noise_image(&mut rng, &mut seed, &float, fp, sp, roi, 40.0).photons
+            noise_image(&mut rng, &mut seed, &image, 40.0).photons
         })
     });
-    g.bench_function("fast", |b| b.iter(|| noise_image_fast(-1, &float, fp, sp, roi, 40.0).photons));
+    g.bench_function("fast", |b| b.iter(|| noise_image_fast(-1, &image, 40.0).photons));
     g.finish();
 }
 

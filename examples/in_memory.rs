@@ -26,7 +26,7 @@ fn main() -> nanobragg::Result<()> {
     let image = simulate::render(&exp, &cfg.run.render_options(), None, &|_| {})?.float; // photons/pixel, slow-major
     let (fp, sp) = (exp.det.panel().fpixels, exp.det.panel().spixels);
     let max = image.iter().cloned().fold(0.0f32, f32::max) as f64;
-    let ints = smv::int_pixels(&image, fp, sp, exp.det.panel().roi, if max > 0.0 { 55000.0 / max } else { 1.0 }, 40.0);
+    let ints = smv::int_pixels(&exp.det.panel().image(&image), if max > 0.0 { 55000.0 / max } else { 1.0 }, 40.0);
     smv::write_smv(out.as_ref(), &simulate::smv_header(&exp), &ints)?;
     println!("wrote {out}: {fp}x{sp} pixels, max {max:.3} photons");
     Ok(())

@@ -2,6 +2,7 @@
 //! stream (`--noise c`) and the fast mode (`--noise fast`), alternated, each writing the SMV pixel
 //! data into a sink (or a file given as the third argument).
 //! `cargo run --release --example noise_stage -- FLOATFILE PIXELS [RUNS] [OUTFILE]`
+use nanobragg::base::image::{ImageView, Roi};
 use nanobragg::noise::{noise_image_fast, write_noise_rows};
 use nanobragg::base::c::rng::NrRandom;
 use std::time::Instant;
@@ -66,7 +67,7 @@ fn main() {
         let mut w = sink();
         let mut rng = NrRandom::new();
         let mut seed = -1i64;
-        let _ = write_noise_rows(&mut *w, &mut rng, &mut seed, &float, n, n, roi, 40.0).unwrap();
+        let _ = write_noise_rows(&mut *w, &mut rng, &mut seed, &ImageView::new(&float, n, n, Roi::from_c_bounds(roi, n, n)), 40.0).unwrap();
         w.flush().unwrap();
         drop(w);
         tc.push(t.elapsed().as_secs_f64());
@@ -75,7 +76,7 @@ fn main() {
         let c0 = cpu();
         let t = Instant::now();
         let mut w = sink();
-        let (pf, _) = nanobragg::noise::write_noise_rows_fast(&mut *w, -1, &float, n, n, roi, 40.0).unwrap();
+        let (pf, _) = nanobragg::noise::write_noise_rows_fast(&mut *w, -1, &ImageView::new(&float, n, n, Roi::from_c_bounds(roi, n, n)), 40.0).unwrap();
         w.flush().unwrap();
         drop(w);
         tf.push(t.elapsed().as_secs_f64());

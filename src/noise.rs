@@ -7,6 +7,7 @@
 //!   seed), parallel over rows, the same for a seed at any thread count; the same distributions as
 //!   the C's `poidev` (exact Poisson up to a mean of 1e6, the C's Gaussian approximation above), but
 //!   not the C's draws. See [`noise_image_fast`].
+use crate::base::image::ImageView;
 use crate::base::c::rng::NrRandom;
 use rand_chacha::rand_core::{Rng as _, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -59,14 +60,12 @@ pub struct NoiseImage {
 pub fn noise_image(
     rng: &mut NrRandom,
     seed: &mut i64,
-    float: &[f32],
-    fpixels: usize,
-    spixels: usize,
-    roi: [i64; 4],
+    image: &ImageView,
     adc_offset: f64,
 ) -> NoiseImage {
-    let mut pixels = vec![0u16; fpixels * spixels];
-    let (photons, overloads) = noise_rows(rng, seed, float, fpixels, spixels, roi, adc_offset, |s, row, _| {
+    let fpixels = image.fpixels();
+    let mut pixels = vec![0u16; fpixels * image.spixels()];
+    let (photons, overloads) = noise_rows(rng, seed, image, adc_offset, |s, row, _| {
         pixels[s * fpixels..(s + 1) * fpixels].copy_from_slice(row);
         Ok(())
     })
@@ -76,10 +75,9 @@ pub fn noise_image(
 
 /// The noise image's draws as 32-bit counts (deviate + `adc_offset`, without the SMV's 65535 cap):
 /// the CBF and NeXus images. The same random stream as [`noise_image`] for the same RNG state.
-#[allow(clippy::too_many_arguments)]
-pub fn noise_counts(rng: &mut NrRandom, seed: &mut i64, float: &[f32], fpixels: usize, spixels: usize, roi: [i64; 4], adc_offset: f64) -> Vec<i32> {
-    let mut counts = Vec::with_capacity(fpixels * spixels);
-    noise_rows(rng, seed, float, fpixels, spixels, roi, adc_offset, |_, _, row32| {
+pub fn noise_counts(rng: &mut NrRandom, seed: &mut i64, image: &ImageView, adc_offset: f64) -> Vec<i32> {
+    let mut counts = Vec::with_capacity(image.pixels.len());
+    noise_rows(rng, seed, image, adc_offset, |_, _, row32| {
         counts.extend_from_slice(row32);
         Ok(())
     })
@@ -89,19 +87,15 @@ pub fn noise_counts(rng: &mut NrRandom, seed: &mut i64, float: &[f32], fpixels: 
 
 /// Generate the noise image row by row into `w` (after the header, which the caller writes):
 /// returns (photons, overloads).
-#[allow(clippy::too_many_arguments)]
 pub fn write_noise_rows(
     w: &mut (dyn std::io::Write + Send),
     rng: &mut NrRandom,
     seed: &mut i64,
-    float: &[f32],
-    fpixels: usize,
-    spixels: usize,
-    roi: [i64; 4],
+    image: &ImageView,
     adc_offset: f64,
 ) -> std::io::Result<(f64, u64)> {
     let mut io_error = None;
-    let r = noise_rows(rng, seed, float, fpixels, spixels, roi, adc_offset, |_, row, _| {
+    let r = noise_rows(rng, seed, image, adc_offset, |_, row, _| {
         crate::io::write_le(w, row).map_err(|e| {
             let msg = e.to_string();
             io_error = Some(e);
@@ -121,20 +115,15 @@ const BLOCK_ROWS: usize = 16;
 /// The serial noise loop, handing each finished row to `sink` in order. The only work that does not
 /// depend on the random stream, poidev's exp(-mean) for means below 12, is computed for the next block
 /// of rows on another thread while this block draws its deviates.
-#[allow(clippy::too_many_arguments)]
 fn noise_rows(
     rng: &mut NrRandom,
     seed: &mut i64,
-    float: &[f32],
-    fpixels: usize,
-    spixels: usize,
-    roi: [i64; 4],
+    image: &ImageView,
     adc_offset: f64,
     mut sink: impl FnMut(usize, &[u16], &[i32]) -> crate::Result<()> + Send,
 ) -> crate::Result<(f64, u64)> {
+    let (float, fpixels, spixels, roi) = (image.data(), image.fpixels(), image.spixels(), &image.roi);
     let n = fpixels * spixels;
-    assert!(float.len() >= n, "float image has {} values, expected {}x{}", float.len(), fpixels, spixels);
-    let [xmin, xmax, ymin, ymax] = roi;
     let exp_block = |b: usize| -> Vec<f32> {
         use rayon::prelude::*;
         let lo = (b * BLOCK_ROWS * fpixels).min(n);
@@ -155,13 +144,8 @@ fn noise_rows(
                 for s in b * BLOCK_ROWS..((b + 1) * BLOCK_ROWS).min(spixels) {
                     row.fill(0);
                     row32.fill(0);
-                    let si = s as i64;
-                    if si >= ymin && si <= ymax {
-                        for f in 0..fpixels {
-                            let fi = f as i64;
-                            if fi < xmin || fi > xmax {
-                                continue;
-                            }
+                    if roi.slow.contains(&s) {
+                        for f in roi.fast.clone() {
                             let xm = float[s * fpixels + f];
                             let dev = if (xm as f64) < 12.0 {
                                 rng.poidev_small(xm, current[(s - b * BLOCK_ROWS) * fpixels + f], seed)
@@ -327,9 +311,9 @@ fn other_deviate(rng: &mut ChaCha8Rng, m: f64) -> f64 {
 /// own ChaCha8 streams (see [`lead_rng`]) for the ROI pixels in order. Pixel values, overloads and the
 /// photon sum as in [`noise_image`]; the photon sum is added in row order, so it too is independent
 /// of the thread count. [`write_noise_rows_fast`] streams the same pixels to a file.
-pub fn noise_image_fast(seed: i64, float: &[f32], fpixels: usize, spixels: usize, roi: [i64; 4], adc_offset: f64) -> NoiseImage {
-    let mut pixels = vec![0u16; fpixels * spixels];
-    let rows = fast_rows(seed, float, fpixels, spixels, roi, 0, &mut pixels, smv_pixel, adc_offset);
+pub fn noise_image_fast(seed: i64, image: &ImageView, adc_offset: f64) -> NoiseImage {
+    let mut pixels = vec![0u16; image.pixels.len()];
+    let rows = fast_rows(seed, image, 0, &mut pixels, smv_pixel, adc_offset);
     let photons = rows.iter().map(|r| r.0).sum();
     let overloads = rows.iter().map(|r| r.1).sum();
     NoiseImage { pixels, photons, overloads }
@@ -349,18 +333,9 @@ fn smv_pixel(v: f64) -> (u16, bool) {
 /// batch of [`FAST_BATCH_PIXELS`]: each batch's rows are drawn in parallel while the previous batch
 /// is written, so the whole image is never held. The same pixels as [`noise_image_fast`]; returns
 /// (photons, overloads).
-#[allow(clippy::too_many_arguments)]
-pub fn write_noise_rows_fast(
-    w: &mut (dyn std::io::Write + Send),
-    seed: i64,
-    float: &[f32],
-    fpixels: usize,
-    spixels: usize,
-    roi: [i64; 4],
-    adc_offset: f64,
-) -> std::io::Result<(f64, u64)> {
-    let batches = crate::io::write_batched(w, fpixels, spixels, FAST_BATCH_PIXELS, |s0, out: &mut [u16]| {
-        fast_rows(seed, float, fpixels, spixels, roi, s0, out, smv_pixel, adc_offset)
+pub fn write_noise_rows_fast(w: &mut (dyn std::io::Write + Send), seed: i64, image: &ImageView, adc_offset: f64) -> std::io::Result<(f64, u64)> {
+    let batches = crate::io::write_batched(w, image.fpixels(), image.spixels(), FAST_BATCH_PIXELS, |s0, out: &mut [u16]| {
+        fast_rows(seed, image, s0, out, smv_pixel, adc_offset)
     })?;
     let (mut photons, mut overloads) = (0.0f64, 0u64);
     for (p, o) in batches.into_iter().flatten() {
@@ -372,33 +347,27 @@ pub fn write_noise_rows_fast(
 
 /// The fast-mode draws as 32-bit counts (deviate + `adc_offset`, saturating, no 65535 cap): the
 /// CBF and NeXus images. The same draws as [`noise_image_fast`] for the same seed.
-pub fn noise_counts_fast(seed: i64, float: &[f32], fpixels: usize, spixels: usize, roi: [i64; 4], adc_offset: f64) -> Vec<i32> {
-    let mut counts = vec![0i32; fpixels * spixels];
-    fast_rows(seed, float, fpixels, spixels, roi, 0, &mut counts, |v| (v as i32, false), adc_offset);
+pub fn noise_counts_fast(seed: i64, image: &ImageView, adc_offset: f64) -> Vec<i32> {
+    let mut counts = vec![0i32; image.pixels.len()];
+    fast_rows(seed, image, 0, &mut counts, |v| (v as i32, false), adc_offset);
     counts
 }
 
 /// Fill `out` (whole rows from row `s0` on) row by row in parallel with `convert(deviate + adc_offset)`
 /// inside the ROI, 0 elsewhere; returns (photons, overloads) per row, in row order.
-#[allow(clippy::too_many_arguments)]
 fn fast_rows<P: Copy + Default + Send + Sync>(
     seed: i64,
-    float: &[f32],
-    fpixels: usize,
-    spixels: usize,
-    roi: [i64; 4],
+    image: &ImageView,
     s0: usize,
     out: &mut [P],
     convert: impl Fn(f64) -> (P, bool) + Sync,
     adc_offset: f64,
 ) -> Vec<(f64, u64)> {
-    let n = fpixels * spixels;
-    assert!(float.len() >= n, "float image has {} values, expected {}x{}", float.len(), fpixels, spixels);
+    let (float, fpixels) = (image.data(), image.fpixels());
     if fpixels == 0 {
         return Vec::new();
     }
-    let cols = crate::io::roi_columns(roi, fpixels);
-    let [_, _, ymin, ymax] = roi;
+    let cols = image.roi.fast.clone();
     // every ROI pixel whose deviate is 0 (most of them) holds this
     let (zero_px, zero_over) = convert(adc_offset);
     out.par_chunks_mut(fpixels)
@@ -406,8 +375,7 @@ fn fast_rows<P: Copy + Default + Send + Sync>(
         .map_init(Vec::<u16>::new, |bits, (i, row)| {
             let s = s0 + i;
             row.fill(P::default());
-            let si = s as i64;
-            if si < ymin || si > ymax || cols.is_empty() {
+            if !image.roi.slow.contains(&s) || cols.is_empty() {
                 return (0.0, 0);
             }
             let (mut lead, mut more) = (lead_rng(seed, s), More::new(seed, s));
@@ -455,6 +423,7 @@ fn fast_rows<P: Copy + Default + Send + Sync>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::image::Roi;
 
     #[test]
     fn only_roi_pixels_draw_in_raster_order() {
@@ -463,7 +432,7 @@ mod tests {
         let roi = [1, 3, 1, 2];
         let mut rng = NrRandom::new();
         let mut seed = -42i64;
-        let img = noise_image(&mut rng, &mut seed, &float, fp, sp, roi, 40.0);
+        let img = noise_image(&mut rng, &mut seed, &ImageView::new(&float, fp, sp, Roi::from_c_bounds(roi, fp, sp)), 40.0);
 
         // Replaying the same draws pixel by pixel must give the same image.
         let mut rng2 = NrRandom::new();
@@ -492,7 +461,7 @@ mod tests {
         let float = [1.0e7f32, 0.0];
         let mut rng = NrRandom::new();
         let mut seed = -7i64;
-        let img = noise_image(&mut rng, &mut seed, &float, 2, 1, [0, 1, 0, 0], -10.0);
+        let img = noise_image(&mut rng, &mut seed, &ImageView::new(&float, 2, 1, Roi::from_c_bounds([0, 1, 0, 0], 2, 1)), -10.0);
         assert_eq!(img.pixels, [65535, 0]);
         assert_eq!(img.overloads, 1);
     }

@@ -1,6 +1,8 @@
 //! Image statistics with the C's definitions (nanoBragg.c L3040-L3130), reduced serially in raster
 //! order so the numbers do not depend on the thread count.
 
+use crate::base::image::ImageView;
+
 /// max_I and where, mean, rms, rmsd, and the sums behind them.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ImageStats {
@@ -20,18 +22,11 @@ pub struct ImageStats {
 /// Statistics over the pixels the C rendered (inside the inclusive ROI, not masked); the rmsd pass
 /// covers the whole ROI, masked pixels included (checklist Q28). Rows are reduced in parallel and
 /// their partial sums combined in row order, so the result does not depend on the thread count.
-pub fn image_stats(
-    float: &[f32],
-    fpixels: usize,
-    spixels: usize,
-    roi: [i64; 4],
-    mask: Option<&[u16]>,
-    subpixel_size: f64,
-    oversample: usize,
-) -> ImageStats {
+pub fn image_stats(image: &ImageView, mask: Option<&[u16]>, subpixel_size: f64, oversample: usize) -> ImageStats {
     use rayon::prelude::*;
-    let row_in_roi = |s: usize| !((s as i64) < roi[2] || (s as i64) > roi[3]);
-    let cols = crate::io::roi_columns(roi, fpixels);
+    let (float, fpixels, spixels) = (image.data(), image.fpixels(), image.spixels());
+    let row_in_roi = |s: usize| image.roi.slow.contains(&s);
+    let cols = image.roi.fast.clone();
     let col_lo = cols.start;
     // per row: (max, its column, sum, sumsqr, n); sums use four interleaved accumulators so the loop
     // vectorizes (a fixed order, whatever the thread count)
@@ -188,11 +183,12 @@ pub fn pgm_scale(requested: f64, int_scale: f64, rmsd: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::image::Roi;
 
     #[test]
     fn stats_of_a_tiny_image() {
         let img = [0.0f32, 1.0, 2.0, 3.0];
-        let st = image_stats(&img, 2, 2, [0, 2, 0, 2], None, 1e-4, 1);
+        let st = image_stats(&ImageView::new(&img, 2, 2, Roi::from_c_bounds([0, 2, 0, 2], 2, 2)), None, 1e-4, 1);
         assert_eq!(st.max_i, 3.0);
         assert_eq!(st.n, 4);
         assert_eq!(st.mean, 1.5);

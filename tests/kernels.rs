@@ -374,12 +374,11 @@ fn a_panel_cut_in_two_renders_the_same_image() {
         let rows = 25;
         let mut top = p.clone();
         top.spixels = rows;
-        top.roi[3] = top.roi[3].min(rows as i64 - 1);
+        top.roi.slow = p.roi.slow.start.min(rows)..p.roi.slow.end.min(rows);
         let mut bottom = p.clone();
         bottom.spixels = p.spixels - rows;
         bottom.pix0_vector = std::array::from_fn(|i| p.pix0_vector[i] + rows as f64 * p.pixel_size * p.sdet_vector[i]);
-        bottom.roi[2] = (bottom.roi[2] - rows as i64).max(0);
-        bottom.roi[3] -= rows as i64;
+        bottom.roi.slow = p.roi.slow.start.saturating_sub(rows)..p.roi.slow.end.saturating_sub(rows);
         cut.det.panels = vec![top, bottom];
         assert_eq!((cut.det.rows(), cut.pixels()), (61, 61 * 61));
         for level in std::iter::once(Backend::Reference).chain(levels()) {

@@ -2,6 +2,7 @@
 //! distributions of the C's `poidev` (Poisson up to a mean of 1e6, its Gaussian approximation above),
 //! checked against the Poisson probabilities computed here (not against our own output).
 
+use nanobragg::base::image::{ImageView, Roi};
 use nanobragg::noise::{noise_counts_fast, noise_image_fast, NoiseMode};
 
 fn pool(n: usize) -> rayon::ThreadPool {
@@ -14,13 +15,13 @@ fn same_image_at_any_thread_count() {
     // means from 0 to 3e6: every regime, varying along the image
     let float: Vec<f32> = (0..fp * sp).map(|i| ((i * 7919) % 1000) as f32 * 0.013 + if i % 97 == 5 { 3.0e6 } else { 0.0 } + if i % 13 == 0 { 250.0 } else { 0.0 }).collect();
     let roi = [3, 90, 2, 58];
-    let runs: Vec<_> = [1, 2, 3].iter().map(|&n| pool(n).install(|| noise_image_fast(-12345, &float, fp, sp, roi, 40.0))).collect();
+    let runs: Vec<_> = [1, 2, 3].iter().map(|&n| pool(n).install(|| noise_image_fast(-12345, &ImageView::new(&float, fp, sp, Roi::from_c_bounds(roi, fp, sp)), 40.0))).collect();
     for r in &runs[1..] {
         assert_eq!(r.pixels, runs[0].pixels);
         assert_eq!(r.photons.to_bits(), runs[0].photons.to_bits());
         assert_eq!(r.overloads, runs[0].overloads);
     }
-    let counts: Vec<_> = [1, 3].iter().map(|&n| pool(n).install(|| noise_counts_fast(-12345, &float, fp, sp, roi, 40.0))).collect();
+    let counts: Vec<_> = [1, 3].iter().map(|&n| pool(n).install(|| noise_counts_fast(-12345, &ImageView::new(&float, fp, sp, Roi::from_c_bounds(roi, fp, sp)), 40.0))).collect();
     assert_eq!(counts[0], counts[1]);
     // the SMV pixels are the counts capped at 65535
     for (p, c) in runs[0].pixels.iter().zip(&counts[0]) {
@@ -37,7 +38,7 @@ fn same_image_at_any_thread_count() {
     // the Gaussian regime overloads the 16-bit image
     assert!(runs[0].overloads > 0);
     // another seed, another image
-    let other = noise_image_fast(-12346, &float, fp, sp, roi, 40.0);
+    let other = noise_image_fast(-12346, &ImageView::new(&float, fp, sp, Roi::from_c_bounds(roi, fp, sp)), 40.0);
     assert_ne!(other.pixels, runs[0].pixels);
 }
 
@@ -45,7 +46,7 @@ fn same_image_at_any_thread_count() {
 fn rows_draw_independent_streams() {
     let (fp, sp) = (512usize, 4usize);
     let float = vec![5.0f32; fp * sp];
-    let img = noise_counts_fast(7, &float, fp, sp, [0, fp as i64 - 1, 0, sp as i64 - 1], 0.0);
+    let img = noise_counts_fast(7, &ImageView::new(&float, fp, sp, Roi::from_c_bounds([0, fp as i64 - 1, 0, sp as i64 - 1], fp, sp)), 0.0);
     for s in 1..sp {
         assert_ne!(img[..fp], img[s * fp..(s + 1) * fp], "row {s} repeats row 0");
     }
@@ -64,7 +65,7 @@ fn poisson_pmf(lambda: f64, k: u64) -> f64 {
 fn draws(lambda: f32, n_rows: usize, seed: i64) -> Vec<i32> {
     let fp = 1000;
     let float = vec![lambda; fp * n_rows];
-    noise_counts_fast(seed, &float, fp, n_rows, [0, fp as i64 - 1, 0, n_rows as i64 - 1], 0.0)
+    noise_counts_fast(seed, &ImageView::new(&float, fp, n_rows, Roi::from_c_bounds([0, fp as i64 - 1, 0, n_rows as i64 - 1], fp, n_rows)), 0.0)
 }
 
 #[test]
@@ -123,7 +124,7 @@ fn gaussian_above_a_million_as_the_c() {
 #[test]
 fn zero_negative_and_nan_means_draw_nothing() {
     let float = [0.0f32, -3.0, f32::NAN, 0.0];
-    let img = noise_image_fast(5, &float, 4, 1, [0, 3, 0, 0], 40.0);
+    let img = noise_image_fast(5, &ImageView::new(&float, 4, 1, Roi::from_c_bounds([0, 3, 0, 0], 4, 1)), 40.0);
     assert_eq!(img.pixels, [40, 40, 40, 40]);
     assert_eq!(img.photons, 0.0);
 }
@@ -151,10 +152,10 @@ fn the_streamed_writer_writes_the_image_at_any_thread_count() {
     let (fp, sp) = (700usize, 3 * FAST_BATCH_PIXELS / 700 + 5);
     let float: Vec<f32> = (0..fp * sp).map(|i| ((i * 7919) % 1000) as f32 * 0.002 + if i % 211 == 0 { 40.0 } else { 0.0 }).collect();
     let roi = [2, 650, 1, sp as i64 - 3];
-    let img = noise_image_fast(77, &float, fp, sp, roi, 10.0);
+    let img = noise_image_fast(77, &ImageView::new(&float, fp, sp, Roi::from_c_bounds(roi, fp, sp)), 10.0);
     for n in [1, 2, 3] {
         let mut out = Vec::new();
-        let (photons, overloads) = pool(n).install(|| write_noise_rows_fast(&mut out, 77, &float, fp, sp, roi, 10.0)).unwrap();
+        let (photons, overloads) = pool(n).install(|| write_noise_rows_fast(&mut out, 77, &ImageView::new(&float, fp, sp, Roi::from_c_bounds(roi, fp, sp)), 10.0)).unwrap();
         let want: Vec<u8> = img.pixels.iter().flat_map(|p| p.to_le_bytes()).collect();
         assert!(out == want, "{n} threads: streamed pixels differ from the image");
         assert_eq!(photons.to_bits(), img.photons.to_bits());

@@ -3,6 +3,7 @@
 //! ROI / ADC / overload handling are checked independently of the simulation kernel.
 mod common;
 
+use nanobragg::base::image::{ImageView, Roi};
 use nanobragg::noise::noise_image;
 use nanobragg::base::c::rng::NrRandom;
 
@@ -51,7 +52,7 @@ fn noise_images_match_c() {
         let float = common::read_f32_le(&common::output_path(&golden, case, "float"));
         assert_eq!(float.len(), fpixels * spixels, "{id}: float.bin size");
         let mut rng = NrRandom::new();
-        let img = noise_image(&mut rng, &mut seed, &float, fpixels, spixels, roi, adc);
+        let img = noise_image(&mut rng, &mut seed, &ImageView::new(&float, fpixels, spixels, Roi::from_c_bounds(roi, fpixels, spixels)), adc);
 
         let (header_bytes, want) = common::read_smv(&common::output_path(&golden, case, "noise"));
         assert_eq!(header_bytes, 512, "{id}: HEADER_BYTES");

@@ -5,6 +5,7 @@
 //! C's pixels exactly; the headers written from the golden header's own values must reproduce the
 //! C's files byte for byte.
 
+use nanobragg::base::image::{ImageView, Roi};
 use nanobragg::base::c::printf::cf;
 use nanobragg::io::pgm::{pgm_header, pgm_pixels, write_pgm};
 use nanobragg::io::smv::{header_value, int_pixels, read_smv, smv_header_bytes, write_smv, SmvHeader};
@@ -130,7 +131,7 @@ fn golden_int_and_pgm_images() {
             assert_eq!(golden.len(), 512 + 2 * fp * sp, "{id}: C header stayed within 512 bytes");
             let r = read_smv(&path).unwrap();
             assert_eq!((r.width, r.height), (fp, sp), "{id}");
-            let ours = int_pixels(&float, fp, sp, roi, scale, adc);
+            let ours = int_pixels(&ImageView::new(&float, fp, sp, Roi::from_c_bounds(roi, fp, sp)), scale, adc);
             let bad = ours.iter().zip(&r.data).filter(|(a, b)| a != b).count();
             assert_eq!(bad, 0, "{id}: {bad} int pixels differ");
 
@@ -173,7 +174,7 @@ fn golden_int_and_pgm_images() {
             }
             let head = pgm_header(fp, sp, pgm_scale);
             assert_eq!(&golden[..head.len()], head.as_bytes(), "{id}: PGM header");
-            let ours = pgm_pixels(&float, fp, sp, roi, pgm_scale);
+            let ours = pgm_pixels(&ImageView::new(&float, fp, sp, Roi::from_c_bounds(roi, fp, sp)), pgm_scale);
             let bad = ours.iter().zip(&golden[head.len()..]).filter(|(a, b)| a != b).count();
             assert_eq!(bad, 0, "{id}: {bad} PGM pixels differ");
             let out = tmp.path().join(format!("{id}.pgm"));

@@ -80,7 +80,7 @@ impl Core {
 
     fn stats_of(&self, image: &[f32]) -> nbcore::stats::ImageStats {
         let e = &self.exp;
-        nbcore::stats::image_stats(image, e.det.panel().fpixels, e.det.panel().spixels, e.det.panel().roi, e.det.panel().mask.as_deref(), e.sampling.subpixel_size, e.sampling.oversample)
+        nbcore::stats::image_stats(&e.det.panel().image(image), e.det.panel().mask.as_deref(), e.sampling.subpixel_size, e.sampling.oversample)
     }
 }
 
@@ -200,10 +200,11 @@ impl Core {
         let adc = adc.unwrap_or(self.cfg.output.adc_offset);
         let mut rng = e.rng.clone();
         let mut seed = seed.map(|s| -s).unwrap_or(e.seed);
-        let (fp, sp, roi) = (e.det.panel().fpixels, e.det.panel().spixels, e.det.panel().roi);
+        let (fp, sp) = (e.det.panel().fpixels, e.det.panel().spixels);
+        let image = e.det.panel().image(data);
         let img = py.detach(|| match mode {
-            nbcore::noise::NoiseMode::C => nbcore::noise::noise_image(&mut rng, &mut seed, data, fp, sp, roi, adc),
-            nbcore::noise::NoiseMode::Fast => nbcore::noise::noise_image_fast(seed, data, fp, sp, roi, adc),
+            nbcore::noise::NoiseMode::C => nbcore::noise::noise_image(&mut rng, &mut seed, &image, adc),
+            nbcore::noise::NoiseMode::Fast => nbcore::noise::noise_image_fast(seed, &image, adc),
         });
         let arr = Array2::from_shape_vec((sp, fp), img.pixels).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
         Ok(arr.into_pyarray(py))
@@ -238,7 +239,7 @@ impl Core {
         let e = &self.exp;
         let header = simulate::smv_header(e);
         py.detach(|| {
-            let ints = nbcore::io::smv::int_pixels(data, e.det.panel().fpixels, e.det.panel().spixels, e.det.panel().roi, scale, self.cfg.output.adc_offset);
+            let ints = nbcore::io::smv::int_pixels(&e.det.panel().image(data), scale, self.cfg.output.adc_offset);
             nbcore::io::smv::write_smv(&path, &header, &ints)
         })
         .map_err(to_py)?;
@@ -273,7 +274,7 @@ impl Core {
         };
         let e = &self.exp;
         py.detach(|| {
-            let bytes = nbcore::io::pgm::pgm_pixels(data, e.det.panel().fpixels, e.det.panel().spixels, e.det.panel().roi, scale);
+            let bytes = nbcore::io::pgm::pgm_pixels(&e.det.panel().image(data), scale);
             nbcore::io::pgm::write_pgm(&path, e.det.panel().fpixels, e.det.panel().spixels, scale, &bytes)
         })
         .map_err(to_py)?;
@@ -329,7 +330,7 @@ impl Core {
         g.set_item("curved_detector", panel.curved)?;
         g.set_item("oversample", e.sampling.oversample)?;
         g.set_item("subpixel_size_m", e.sampling.subpixel_size)?;
-        g.set_item("roi", e.det.panel().roi.to_vec())?;
+        g.set_item("roi", nbcore::experiment::detector::c_roi_bounds(&self.cfg.params, panel.fpixels, panel.spixels).to_vec())?; // the C's inclusive bounds
         // beam centre: on the rotated detector (fast, slow from pixel 0's corner) and per convention
         g.set_item("fbeam_m", d.fbeam)?;
         g.set_item("sbeam_m", d.sbeam)?;

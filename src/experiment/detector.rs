@@ -4,6 +4,7 @@
 
 use crate::experiment::params::Params;
 use crate::experiment::params::{Convention, Pivot};
+use crate::base::image::{ImageView, Roi};
 use crate::base::log::Log;
 use crate::base::vec3::{cross, dot, rotate, rotate_axis, unitize, V3};
 
@@ -112,8 +113,8 @@ pub struct Panel {
     /// `-point_pixel`: solid angle 1/R² instead of the pixel's.
     pub point_pixel: bool,
     pub sensor: Sensor,
-    /// Inclusive ROI bounds xmin xmax ymin ymax (the C's default upper bound is one past the end).
-    pub roi: [i64; 4],
+    /// The pixels rendered (`-roi`, clipped to the panel).
+    pub roi: Roi,
     /// fpixels × spixels, 0 = not rendered.
     pub mask: Option<Vec<u16>>,
     pub mask_path: Option<std::path::PathBuf>,
@@ -129,6 +130,13 @@ pub struct Sensor {
     pub mu: f64,
     pub thicksteps: i32,
     pub thickstep: f64,
+}
+
+impl Panel {
+    /// `float` (this panel's pixels, slow-major) with the panel's size and ROI.
+    pub fn image<'a>(&self, float: &'a [f32]) -> ImageView<'a> {
+        ImageView::new(float, self.fpixels, self.spixels, self.roi.clone())
+    }
 }
 
 impl Detector {
@@ -183,6 +191,18 @@ impl Detector {
         }
         panic!("row {s} is past the detector's {first} rows");
     }
+}
+
+/// The `-roi` bounds as the C keeps and prints them (L1164): inclusive, each unset (negative) bound
+/// defaulting to the image's edge, the upper ones one past the end.
+pub fn c_roi_bounds(params: &Params, fpixels: usize, spixels: usize) -> [i64; 4] {
+    let mut roi = params.roi.unwrap_or([-1, -1, -1, -1]);
+    for (i, full) in [(0, 0), (1, fpixels as i64), (2, 0), (3, spixels as i64)] {
+        if roi[i] < 0 {
+            roi[i] = full;
+        }
+    }
+    roi
 }
 
 /// Detector size in pixels from `-detpixels`/`-detsize` (C L1119-L1126).

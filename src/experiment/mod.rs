@@ -21,7 +21,8 @@ use crate::base::c::printf::g;
 use crate::experiment::params::Params;
 use crate::base::consts::{AVOGADRO, R_E_SQR, RTD};
 use crate::experiment::crystal::{build_lattice, cells_from_size, Lattice};
-use crate::experiment::detector::{apply_convention, detector_pixels, orient_detector, ConventionGeometry, Detector, Panel, Sensor};
+use crate::base::image::Roi;
+use crate::experiment::detector::{apply_convention, c_roi_bounds, detector_pixels, orient_detector, ConventionGeometry, Detector, Panel, Sensor};
 use crate::experiment::beam::Beam;
 use crate::experiment::crystal::Crystal;
 use crate::experiment::scan::Scan;
@@ -110,6 +111,7 @@ pub struct SetupNotes {
 /// The detector and its region of interest.
 pub struct DetectorSetup {
     pub det: ConventionGeometry,
+    /// The C's inclusive `-roi` bounds with its defaults (see [`c_roi_bounds`]).
     pub roi: [i64; 4],
 }
 
@@ -185,7 +187,7 @@ impl Experiment {
             curved: flat.curved_detector,
             point_pixel: flat.point_pixel,
             sensor: Sensor { thick: s.thick.range, mu: s.detector_mu, thicksteps: s.thick.steps, thickstep: s.thick.step },
-            roi,
+            roi: Roi::from_c_bounds(roi, flat.fpixels, flat.spixels),
             mask: inputs.mask.as_ref().map(|m| m.data.clone()),
             mask_path: inputs.mask.as_ref().map(|m| m.path.clone()),
         };
@@ -250,13 +252,7 @@ pub fn resolve_detector(params: &Params, notes: &mut SetupNotes) -> Result<Detec
     }
     let (fpixels, spixels) = (fpixels as usize, spixels as usize);
 
-    // ROI (L1164): the C's default upper bound is one past the end
-    let mut roi = params.roi.unwrap_or([-1, -1, -1, -1]);
-    for (i, full) in [(0, 0), (1, fpixels as i64), (2, 0), (3, spixels as i64)] {
-        if roi[i] < 0 {
-            roi[i] = full;
-        }
-    }
+    let roi = c_roi_bounds(params, fpixels, spixels);
 
     let conv = apply_convention(params, detsize_f, detsize_s, fpixels, spixels, &mut notes.convention);
     let det = orient_detector(conv, &mut notes.geometry);

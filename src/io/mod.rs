@@ -15,6 +15,8 @@ pub mod png;
 pub mod smv;
 pub mod text;
 
+use crate::base::image::ImageView;
+
 /// Little-endian bytes of a slice of plain numbers, without copying on little-endian machines (every
 /// format nanoBragg writes is little-endian on x86). Converting element by element into a byte buffer
 /// costs more than the write itself at 4096².
@@ -64,39 +66,25 @@ pub fn write_le<T: LeBytes>(w: &mut (impl std::io::Write + ?Sized), data: &[T]) 
     }
 }
 
-/// The ROI's columns inside the image, as a range (ROI bounds are inclusive; the C's default upper
-/// bound is one past the end).
-pub fn roi_columns(roi: [i64; 4], fpixels: usize) -> std::ops::Range<usize> {
-    let lo = (roi[0].max(0) as usize).min(fpixels);
-    let hi = ((roi[1] + 1).clamp(0, fpixels as i64) as usize).max(lo);
-    lo..hi
-}
-
 /// An image of `convert(v)` for every float pixel inside the inclusive ROI, `T::default()` elsewhere;
 /// rows are converted in parallel, each over its ROI columns only (a loop that vectorizes).
-pub fn map_roi<T: Copy + Default + Send>(
-    float: &[f32],
-    fpixels: usize,
-    spixels: usize,
-    roi: [i64; 4],
-    convert: impl Fn(f32) -> T + Sync,
-) -> Vec<T> {
-    assert!(float.len() >= fpixels * spixels, "float image smaller than {fpixels}x{spixels}");
-    let mut out = vec![T::default(); fpixels * spixels];
-    map_roi_rows(float, fpixels, roi, 0, &mut out, &convert);
+pub fn map_roi<T: Copy + Default + Send>(image: &ImageView, convert: impl Fn(f32) -> T + Sync) -> Vec<T> {
+    let mut out = vec![T::default(); image.pixels.len()];
+    map_roi_rows(image, 0, &mut out, &convert);
     out
 }
 
 /// [`map_roi`] for the whole rows from row `s0` on that `out` holds (in parallel over rows).
-pub fn map_roi_rows<T: Copy + Default + Send>(float: &[f32], fpixels: usize, roi: [i64; 4], s0: usize, out: &mut [T], convert: &(impl Fn(f32) -> T + Sync)) {
+pub fn map_roi_rows<T: Copy + Default + Send>(image: &ImageView, s0: usize, out: &mut [T], convert: &(impl Fn(f32) -> T + Sync)) {
     use rayon::prelude::*;
+    let (float, fpixels) = (image.data(), image.fpixels());
     if fpixels == 0 {
         return;
     }
-    let cols = roi_columns(roi, fpixels);
+    let cols = image.roi.fast.clone();
     out.par_chunks_mut(fpixels).enumerate().for_each(|(i, row)| {
         let s = s0 + i;
-        if (s as i64) < roi[2] || (s as i64) > roi[3] {
+        if !image.roi.slow.contains(&s) {
             row.fill(T::default());
             return;
         }
@@ -120,16 +108,8 @@ pub const STREAM_BATCH_PIXELS: usize = 1 << 18;
 
 /// Write the image [`map_roi`] makes, little-endian, without ever holding it: batch by batch of about
 /// [`STREAM_BATCH_PIXELS`] (whole rows), each converted in parallel while the previous one is written.
-pub fn write_map_roi<T: LeBytes + Default + Copy + Send + Sync>(
-    w: &mut (dyn std::io::Write + Send),
-    float: &[f32],
-    fpixels: usize,
-    spixels: usize,
-    roi: [i64; 4],
-    convert: impl Fn(f32) -> T + Sync,
-) -> std::io::Result<()> {
-    assert!(float.len() >= fpixels * spixels, "float image smaller than {fpixels}x{spixels}");
-    write_batched(w, fpixels, spixels, STREAM_BATCH_PIXELS, |s0, out: &mut [T]| map_roi_rows(float, fpixels, roi, s0, out, &convert))?;
+pub fn write_map_roi<T: LeBytes + Default + Copy + Send + Sync>(w: &mut (dyn std::io::Write + Send), image: &ImageView, convert: impl Fn(f32) -> T + Sync) -> std::io::Result<()> {
+    write_batched(w, image.fpixels(), image.spixels(), STREAM_BATCH_PIXELS, |s0, out: &mut [T]| map_roi_rows(image, s0, out, &convert))?;
     Ok(())
 }
 

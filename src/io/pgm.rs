@@ -2,6 +2,7 @@
 
 use super::atomic::AtomicFile;
 use crate::base::c::printf::cf;
+use crate::base::image::ImageView;
 use crate::{Error, Result};
 use std::io::Write;
 use std::path::Path;
@@ -10,13 +11,13 @@ use std::path::Path;
 ///
 /// The C cast truncates through a 32-bit int on x86 (gcc), so e.g. a negative value wraps
 /// (-3.5 → 253) and NaN gives 0; reproduced with `as i32 as u8`.
-pub fn pgm_pixels(float: &[f32], fpixels: usize, spixels: usize, roi: [i64; 4], scale: f64) -> Vec<u8> {
-    super::map_roi(float, fpixels, spixels, roi, pgm_pixel(scale))
+pub fn pgm_pixels(image: &ImageView, scale: f64) -> Vec<u8> {
+    super::map_roi(image, pgm_pixel(scale))
 }
 
 /// The PGM pixel data ([`pgm_pixels`]) written to `w` in batches, never held whole.
-pub fn write_pgm_pixels(w: &mut (dyn std::io::Write + Send), float: &[f32], fpixels: usize, spixels: usize, roi: [i64; 4], scale: f64) -> std::io::Result<()> {
-    super::write_map_roi(w, float, fpixels, spixels, roi, pgm_pixel(scale))
+pub fn write_pgm_pixels(w: &mut (dyn std::io::Write + Send), image: &ImageView, scale: f64) -> std::io::Result<()> {
+    super::write_map_roi(w, image, pgm_pixel(scale))
 }
 
 /// One PGM pixel from its float value.
@@ -50,12 +51,13 @@ pub fn write_pgm(path: &Path, fpixels: usize, spixels: usize, scale: f64, data: 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::image::Roi;
 
     #[test]
     fn pixels_truncate_and_clip() {
         let f = [0.0f32, 1.99, 300.0, -3.5, f32::NAN, 254.9];
-        assert_eq!(pgm_pixels(&f, 3, 2, [0, 2, 0, 1], 1.0), vec![0, 1, 255, 253, 0, 254]);
-        assert_eq!(pgm_pixels(&[100.0; 4], 2, 2, [1, 5, 1, 5], 2.0), vec![0, 0, 0, 200]);
+        assert_eq!(pgm_pixels(&ImageView::new(&f, 3, 2, Roi::from_c_bounds([0, 2, 0, 1], 3, 2)), 1.0), vec![0, 1, 255, 253, 0, 254]);
+        assert_eq!(pgm_pixels(&ImageView::new(&[100.0; 4], 2, 2, Roi::from_c_bounds([1, 5, 1, 5], 2, 2)), 2.0), vec![0, 0, 0, 200]);
     }
 
     #[test]

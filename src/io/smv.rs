@@ -12,6 +12,7 @@
 //! Input follows the C's `GetFrame`/`ValueOf`, quirks included (last substring match of a key, data
 //! never byte-swapped); where the C crashes or reads garbage the reader returns a one-line error.
 
+use crate::base::image::ImageView;
 use super::atomic::AtomicFile;
 use super::text::atof;
 use crate::base::c::printf::{cf, ci};
@@ -177,13 +178,13 @@ pub fn write_smv(path: &Path, header: &SmvHeader, data: &[u16]) -> Result<()> {
 /// As in the C, `test = v*scale + adc` and `test + 0.5` are computed in double; `floorf` takes a
 /// float, so the sum is rounded to f32 before the floor (this decides halves near large counts).
 /// The final cast truncates through a 32-bit int like gcc on x86 (NaN gives 0).
-pub fn int_pixels(float: &[f32], fpixels: usize, spixels: usize, roi: [i64; 4], scale: f64, adc: f64) -> Vec<u16> {
-    super::map_roi(float, fpixels, spixels, roi, int_pixel(scale, adc))
+pub fn int_pixels(image: &ImageView, scale: f64, adc: f64) -> Vec<u16> {
+    super::map_roi(image, int_pixel(scale, adc))
 }
 
 /// The `-intfile` pixel data ([`int_pixels`]) written to `w` in batches, never held whole.
-pub fn write_int_pixels(w: &mut (dyn std::io::Write + Send), float: &[f32], fpixels: usize, spixels: usize, roi: [i64; 4], scale: f64, adc: f64) -> std::io::Result<()> {
-    super::write_map_roi(w, float, fpixels, spixels, roi, int_pixel(scale, adc))
+pub fn write_int_pixels(w: &mut (dyn std::io::Write + Send), image: &ImageView, scale: f64, adc: f64) -> std::io::Result<()> {
+    super::write_map_roi(w, image, int_pixel(scale, adc))
 }
 
 /// One `-intfile` pixel from its float value.
@@ -302,6 +303,7 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::image::Roi;
 
     fn sample() -> SmvHeader {
         SmvHeader {
@@ -374,13 +376,13 @@ mod tests {
     #[test]
     fn int_pixels_rounding_and_clamp() {
         let f = [0.0f32, 1.25, -100.0, 1e9, 2.0, f32::NAN];
-        let v = int_pixels(&f, 3, 2, [0, 3, 0, 2], 1.0, 40.0);
+        let v = int_pixels(&ImageView::new(&f, 3, 2, Roi::from_c_bounds([0, 3, 0, 2], 3, 2)), 1.0, 40.0);
         assert_eq!(v, vec![40, 41, 0, 65535, 42, 0]);
         // 0.5 rounds up; ROI excludes column 0 and row 1
-        let v = int_pixels(&[0.5, 0.5, 0.5, 0.5], 2, 2, [1, 1, 0, 0], 1.0, 0.0);
+        let v = int_pixels(&ImageView::new(&[0.5, 0.5, 0.5, 0.5], 2, 2, Roi::from_c_bounds([1, 1, 0, 0], 2, 2)), 1.0, 0.0);
         assert_eq!(v, vec![0, 1, 0, 0]);
         // floorf takes a float: 40.49999999 + 0.5 rounds to 41.0f before the floor (double: 40)
-        assert_eq!(int_pixels(&[0.0], 1, 1, [0, 1, 0, 1], 1.0, 40.499_999_99), vec![41]);
+        assert_eq!(int_pixels(&ImageView::new(&[0.0], 1, 1, Roi::from_c_bounds([0, 1, 0, 1], 1, 1)), 1.0, 40.499_999_99), vec![41]);
     }
 
     #[test]

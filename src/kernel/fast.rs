@@ -193,8 +193,8 @@ pub fn render_row<T: HandKernel, const L: usize, const C: usize, const HAND: boo
     let fpixels = panel.fpixels;
     let mut omega_row = 0.0;
     // pixel_active with the row's part hoisted: the ROI's columns and this row's mask
-    let row_in_roi = (s as i64) >= panel.roi[2] && (s as i64) <= panel.roi[3];
-    let cols = crate::io::roi_columns(panel.roi, fpixels);
+    let row_in_roi = panel.roi.slow.contains(&s);
+    let cols = panel.roi.fast.clone();
     let mask_row = panel.mask.as_deref().map(|m| &m[s * fpixels..(s + 1) * fpixels]);
     // the hand loop's hoisted Miller indices (several sources): one sub-pixel's A at a time
     let hoist = if HAND && !interpolate { prep.hand.as_ref().and_then(|h| h.hoist.as_ref()) } else { None };

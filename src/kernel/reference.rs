@@ -226,9 +226,7 @@ pub fn lattice_factor(exp: &Experiment, h: f64, k: f64, l: f64, h0: i32, k0: i32
 /// Whether pixel (f, s) is rendered at all: inside the inclusive ROI and not masked.
 #[inline(always)]
 pub fn pixel_active(panel: &Panel, f: usize, s: usize) -> bool {
-    let r = panel.roi;
-    let (fi, si) = (f as i64, s as i64);
-    if fi < r[0] || fi > r[1] || si < r[2] || si > r[3] {
+    if !panel.roi.contains(f, s) {
         return false;
     }
     match &panel.mask {

@@ -59,13 +59,13 @@ pub fn photon_counts(cfg: &Config, exp: &Experiment, float: &[f32]) -> Vec<i32> 
     let panel = d.panel();
     let adc = cfg.output.adc_offset;
     if cfg.output.calculate_noise && cfg.output.noise_mode == crate::noise::NoiseMode::Fast {
-        crate::noise::noise_counts_fast(exp.seed, float, panel.fpixels, panel.spixels, exp.det.panel().roi, adc)
+        crate::noise::noise_counts_fast(exp.seed, &panel.image(float), adc)
     } else if cfg.output.calculate_noise {
         let mut rng = exp.rng.clone();
         let mut seed = exp.seed;
-        crate::noise::noise_counts(&mut rng, &mut seed, float, panel.fpixels, panel.spixels, exp.det.panel().roi, adc)
+        crate::noise::noise_counts(&mut rng, &mut seed, &panel.image(float), adc)
     } else {
-        crate::io::map_roi(float, panel.fpixels, panel.spixels, exp.det.panel().roi, |v| ((v as f64) + adc + 0.5).floor() as i32)
+        crate::io::map_roi(&panel.image(float), |v| ((v as f64) + adc + 0.5).floor() as i32)
     }
 }
 
@@ -155,7 +155,7 @@ impl OutputWriter for IntWriter {
         let d = &ctx.exp.det;
         w.write_all(&smv_header_bytes(&ctx.header).map_err(|e| with_path(e, path))?).map_err(io_err(path))?;
         // converted and written batch by batch: the 16-bit image is never held whole
-        write_int_pixels(w, ctx.float, d.panel().fpixels, d.panel().spixels, ctx.exp.det.panel().roi, ctx.intfile_scale, ctx.cfg.output.adc_offset).map_err(io_err(path))?;
+        write_int_pixels(w, &d.panel().image(ctx.float), ctx.intfile_scale, ctx.cfg.output.adc_offset).map_err(io_err(path))?;
         Ok(vec![format!("writing {} as 2-byte integers", ctx.cfg.output.intfile.display())])
     }
     fn memory(&self, pixels: u64) -> u64 {
@@ -175,7 +175,7 @@ impl OutputWriter for PgmWriter {
     fn write(&self, ctx: &OutputCtx, path: &Path, w: &mut (dyn Write + Send)) -> Result<Vec<String>> {
         let d = &ctx.exp.det;
         w.write_all(crate::io::pgm::pgm_header(d.panel().fpixels, d.panel().spixels, ctx.pgm_scale).as_bytes()).map_err(io_err(path))?;
-        crate::io::pgm::write_pgm_pixels(w, ctx.float, d.panel().fpixels, d.panel().spixels, ctx.exp.det.panel().roi, ctx.pgm_scale).map_err(io_err(path))?;
+        crate::io::pgm::write_pgm_pixels(w, &d.panel().image(ctx.float), ctx.pgm_scale).map_err(io_err(path))?;
         Ok(vec![format!("pgm_scale = {}", g(ctx.pgm_scale)), format!("writing {} as 1-byte integers", ctx.cfg.output.pgmfile.display())])
     }
     fn memory(&self, pixels: u64) -> u64 {
@@ -220,11 +220,11 @@ impl OutputWriter for NoiseWriter {
                 // the noise stream continues the experiment's RNG state (misset and mosaic draws came first)
                 let mut rng = ctx.exp.rng.clone();
                 let mut seed = ctx.exp.seed;
-                crate::noise::write_noise_rows(w, &mut rng, &mut seed, ctx.float, d.panel().fpixels, d.panel().spixels, ctx.exp.det.panel().roi, ctx.cfg.output.adc_offset)
+                crate::noise::write_noise_rows(w, &mut rng, &mut seed, &d.panel().image(ctx.float), ctx.cfg.output.adc_offset)
                     .map_err(io_err(path))?
             }
             crate::noise::NoiseMode::Fast => {
-                crate::noise::write_noise_rows_fast(w, ctx.exp.seed, ctx.float, d.panel().fpixels, d.panel().spixels, ctx.exp.det.panel().roi, ctx.cfg.output.adc_offset)
+                crate::noise::write_noise_rows_fast(w, ctx.exp.seed, &d.panel().image(ctx.float), ctx.cfg.output.adc_offset)
                     .map_err(io_err(path))?
             }
         };

@@ -227,8 +227,7 @@ fn write_planned(planned: &[Planned], cfg: &Config, exp: &Experiment, r: &Render
     }
     let d = &exp.det;
     let panel = d.panel();
-    let (fp, sp) = (panel.fpixels, panel.spixels);
-    let stats = image_stats(&r.float, fp, sp, exp.det.panel().roi, exp.det.panel().mask.as_deref(), exp.sampling.subpixel_size, exp.sampling.oversample);
+    let stats = image_stats(&panel.image(&r.float), panel.mask.as_deref(), exp.sampling.subpixel_size, exp.sampling.oversample);
     let intfile_scale = crate::stats::int_scale(cfg.output.intfile_scale, stats.max_i);
     let pgm_scale = crate::stats::pgm_scale(cfg.output.pgm_scale, intfile_scale, stats.rmsd);
     let stats_lines = vec![

@@ -97,7 +97,7 @@ pub fn summary_block(cfg: &Config, exp: &Experiment) -> Vec<String> {
     v.push(format!("  spindle ROTATION_AXIS= {}", v3(&exp.scan.spindle_vector)));
     v.push(format!("  POLARIZATION_PLANE_NORMAL= {}", v3(&crate::base::vec3::cross(&exp.beam.beam_vector, &exp.beam.polar_vector))));
     v.push(format!("  dials origin= {}", v3(&det.dials_origin)));
-    let roi = exp.det.panel().roi;
+    let roi = crate::experiment::detector::c_roi_bounds(&cfg.params, panel.fpixels, panel.spixels);
     v.push(format!("  roi: {} < x < {} && {} < y < {}", roi[0], roi[1], roi[2], roi[3]));
     v.push(format!("  hdivrange={} hdivstep={}  radians", g(exp.beam.hdiv.range), g(exp.beam.hdiv.step)));
     v.push(format!("  vdivrange={} vdivstep={}  radians", g(exp.beam.vdiv.range), g(exp.beam.vdiv.step)));

@@ -171,7 +171,7 @@ fn write_images(
     let intfile_scale = crate::stats::int_scale(c.intfile_scale, st.max_i);
     let _ = writeln!(s, "intfile_scale = {}", cf("%g", intfile_scale));
     let (fp, sp) = (grid.fpixels as usize, grid.spixels as usize);
-    let intimage = crate::io::smv::int_pixels(floatimage, fp, sp, grid.roi.bounds(), intfile_scale, c.adc);
+    let intimage = crate::io::smv::int_pixels(&grid.image(floatimage), intfile_scale, c.adc);
     let _ = writeln!(s, "writing {} as 2-byte integers", c.intfile);
     flush(out, s)?;
     write_atomic(Path::new(&c.intfile), &output::smv_bytes(header, &intimage))?;
@@ -179,7 +179,7 @@ fn write_images(
     let pgm_scale = crate::stats::pgm_scale(c.pgm_scale, intfile_scale, st.rmsd);
     let _ = writeln!(s, "pgm_scale = {}", cf("%g", pgm_scale));
     if c.write_pgm {
-        let pgm = crate::io::pgm::pgm_pixels(floatimage, fp, sp, grid.roi.bounds(), pgm_scale);
+        let pgm = crate::io::pgm::pgm_pixels(&grid.image(floatimage), pgm_scale);
         let _ = writeln!(s, "writing {} as 1-byte integers", c.pgmfile);
         flush(out, s)?;
         crate::io::pgm::write_pgm(Path::new(&c.pgmfile), fp, sp, pgm_scale, &pgm)?;

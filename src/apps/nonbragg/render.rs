@@ -22,6 +22,10 @@ pub(super) struct Grid {
 }
 
 impl Grid {
+    /// `float` with the grid's size and region of interest.
+    pub fn image<'a>(&self, float: &'a [f32]) -> crate::base::image::ImageView<'a> {
+        crate::base::image::ImageView::new(float, self.fpixels as usize, self.spixels as usize, self.roi.clipped())
+    }
     pub fn new(c: &NonBraggConfig, fpixels: i64, spixels: i64, roi: Roi) -> Grid {
         let oversample = if c.oversample <= 0 { 1 } else { c.oversample as i64 };
         Grid { fpixels, spixels, roi, oversample, subpixel_size: c.pixel / oversample as f64 }

@@ -59,9 +59,9 @@ impl Roi {
         }
     }
 
-    /// `[xmin, xmax, ymin, ymax]`, as `io` takes a region of interest.
-    pub fn bounds(&self) -> [i64; 4] {
-        [self.xmin, self.xmax, self.ymin, self.ymax]
+    /// The region clipped to the image, as `io` takes it.
+    pub fn clipped(&self) -> crate::base::image::Roi {
+        crate::base::image::Roi::from_c_bounds([self.xmin, self.xmax, self.ymin, self.ymax], self.fpixels as usize, self.spixels as usize)
     }
 
     pub fn contains(&self, fpixel: i64, spixel: i64) -> bool {
