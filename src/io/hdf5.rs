@@ -1,4 +1,4 @@
-//! The few HDF5 C-library calls the NeXus writer needs, bound at run time (dlopen) so that the
+//! The few HDF5 C-library calls the NeXus writer needs, bound at run time (libloading) so that the
 //! program builds on any machine; `-nexusfile` needs the shared library (Debian: libhdf5-103-1 or
 //! libhdf5-dev; any HDF5 ≥ 1.10, whose ids are 64-bit) only when it is used. The file-level API
 //! below is small and safe: every id is closed by its owner's Drop.
@@ -45,6 +45,8 @@ pub struct Lib {
     t_int64: Hid,
     t_c_s1: Hid,
     p_dataset_create: Hid,
+    /// Kept open for the function pointers above (the library is loaded once, for the process).
+    _library: libloading::Library,
 }
 
 // SAFETY: the ids and function pointers are plain values; every call goes through `LOCK`.
@@ -66,74 +68,83 @@ const NAMES: &[&str] = &[
     "libhdf5.dylib",
 ];
 
-unsafe fn sym<T: Copy>(h: *mut c_void, name: &str) -> Result<T, String> {
-    let c = CString::new(name).map_err(|e| e.to_string())?;
-    let p = libc::dlsym(h, c.as_ptr());
-    if p.is_null() {
-        return Err(format!("the HDF5 library has no {name}"));
-    }
-    Ok(std::mem::transmute_copy::<*mut c_void, T>(&p))
+/// The function or variable `name` of the loaded library.
+///
+/// # Safety
+/// `T` must be the symbol's C type.
+unsafe fn sym<T: Copy>(lib: &libloading::Library, name: &str) -> Result<T, String> {
+    lib.get::<T>(name.as_bytes()).map(|s| *s).map_err(|_| format!("the HDF5 library has no {name}"))
 }
 
-unsafe fn global(h: *mut c_void, name: &str) -> Result<Hid, String> {
-    let p: *const Hid = sym(h, name)?;
+/// The value of the global id `name` (e.g. `H5T_NATIVE_DOUBLE_g`).
+///
+/// # Safety
+/// `name` must be an `hid_t` variable of the library, initialised (after `H5open`).
+unsafe fn global(lib: &libloading::Library, name: &str) -> Result<Hid, String> {
+    let p: *const Hid = sym(lib, name)?;
     Ok(*p)
 }
 
-fn load() -> Result<Lib, String> {
-    let mut handle = std::ptr::null_mut();
+/// The first HDF5 shared library that opens: `NANOBRAGG_HDF5_LIB`, then the usual names.
+fn open_library() -> Result<libloading::Library, String> {
     let env = std::env::var("NANOBRAGG_HDF5_LIB").ok();
     for name in env.iter().map(|s| s.as_str()).chain(NAMES.iter().copied()) {
-        let c = CString::new(name).map_err(|e| e.to_string())?;
-        // SAFETY: dlopen of a library name; HDF5's initialisers have no requirements on the caller.
-        handle = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-        if !handle.is_null() {
-            break;
+        // SAFETY: loading HDF5 runs its initialisers, which have no requirements on the caller.
+        #[cfg(unix)]
+        let opened = unsafe { libloading::os::unix::Library::open(Some(name), libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_LOCAL).map(libloading::Library::from) };
+        #[cfg(not(unix))]
+        let opened = unsafe { libloading::Library::new(name) };
+        if let Ok(lib) = opened {
+            return Ok(lib);
         }
     }
-    if handle.is_null() {
-        return Err("-nexusfile needs the HDF5 shared library (libhdf5, version 1.10 or later) at run time, and none was found \
-                    (Debian/Ubuntu: apt-get install libhdf5-dev; or set NANOBRAGG_HDF5_LIB to its path)"
-            .into());
-    }
+    Err("-nexusfile needs the HDF5 shared library (libhdf5, version 1.10 or later) at run time, and none was found \
+         (Debian/Ubuntu: apt-get install libhdf5-dev; or set NANOBRAGG_HDF5_LIB to its path)"
+        .into())
+}
+
+fn load() -> Result<Lib, String> {
+    let library = open_library()?;
     // SAFETY: the symbols are HDF5's public API with the C signatures declared in `Lib` (HDF5 ≥ 1.10).
-    unsafe {
-        let h5open: unsafe extern "C" fn() -> Herr = sym(handle, "H5open")?;
+    let lib = unsafe {
+        let h5open: unsafe extern "C" fn() -> Herr = sym(&library, "H5open")?;
         if h5open() < 0 {
             return Err("the HDF5 library failed to initialise".into());
         }
-        let eset: unsafe extern "C" fn(Hid, *const c_void, *mut c_void) -> Herr = sym(handle, "H5Eset_auto2")?;
+        let eset: unsafe extern "C" fn(Hid, *const c_void, *mut c_void) -> Herr = sym(&library, "H5Eset_auto2")?;
         eset(0, std::ptr::null(), std::ptr::null_mut()); // errors come back as return codes, not printed
-        Ok(Lib {
-            fcreate: sym(handle, "H5Fcreate")?,
-            fclose: sym(handle, "H5Fclose")?,
-            gcreate2: sym(handle, "H5Gcreate2")?,
-            gclose: sym(handle, "H5Gclose")?,
-            screate: sym(handle, "H5Screate")?,
-            screate_simple: sym(handle, "H5Screate_simple")?,
-            sselect_hyperslab: sym(handle, "H5Sselect_hyperslab")?,
-            sclose: sym(handle, "H5Sclose")?,
-            tcopy: sym(handle, "H5Tcopy")?,
-            tset_size: sym(handle, "H5Tset_size")?,
-            tclose: sym(handle, "H5Tclose")?,
-            dcreate2: sym(handle, "H5Dcreate2")?,
-            dget_space: sym(handle, "H5Dget_space")?,
-            dwrite: sym(handle, "H5Dwrite")?,
-            dclose: sym(handle, "H5Dclose")?,
-            acreate2: sym(handle, "H5Acreate2")?,
-            awrite: sym(handle, "H5Awrite")?,
-            aclose: sym(handle, "H5Aclose")?,
-            pcreate: sym(handle, "H5Pcreate")?,
-            pset_chunk: sym(handle, "H5Pset_chunk")?,
-            pset_deflate: sym(handle, "H5Pset_deflate")?,
-            pclose: sym(handle, "H5Pclose")?,
-            t_double: global(handle, "H5T_NATIVE_DOUBLE_g")?,
-            t_int32: global(handle, "H5T_NATIVE_INT_g")?,
-            t_int64: global(handle, "H5T_NATIVE_LLONG_g")?,
-            t_c_s1: global(handle, "H5T_C_S1_g")?,
-            p_dataset_create: global(handle, "H5P_CLS_DATASET_CREATE_ID_g")?,
-        })
-    }
+        Lib {
+            fcreate: sym(&library, "H5Fcreate")?,
+            fclose: sym(&library, "H5Fclose")?,
+            gcreate2: sym(&library, "H5Gcreate2")?,
+            gclose: sym(&library, "H5Gclose")?,
+            screate: sym(&library, "H5Screate")?,
+            screate_simple: sym(&library, "H5Screate_simple")?,
+            sselect_hyperslab: sym(&library, "H5Sselect_hyperslab")?,
+            sclose: sym(&library, "H5Sclose")?,
+            tcopy: sym(&library, "H5Tcopy")?,
+            tset_size: sym(&library, "H5Tset_size")?,
+            tclose: sym(&library, "H5Tclose")?,
+            dcreate2: sym(&library, "H5Dcreate2")?,
+            dget_space: sym(&library, "H5Dget_space")?,
+            dwrite: sym(&library, "H5Dwrite")?,
+            dclose: sym(&library, "H5Dclose")?,
+            acreate2: sym(&library, "H5Acreate2")?,
+            awrite: sym(&library, "H5Awrite")?,
+            aclose: sym(&library, "H5Aclose")?,
+            pcreate: sym(&library, "H5Pcreate")?,
+            pset_chunk: sym(&library, "H5Pset_chunk")?,
+            pset_deflate: sym(&library, "H5Pset_deflate")?,
+            pclose: sym(&library, "H5Pclose")?,
+            t_double: global(&library, "H5T_NATIVE_DOUBLE_g")?,
+            t_int32: global(&library, "H5T_NATIVE_INT_g")?,
+            t_int64: global(&library, "H5T_NATIVE_LLONG_g")?,
+            t_c_s1: global(&library, "H5T_C_S1_g")?,
+            p_dataset_create: global(&library, "H5P_CLS_DATASET_CREATE_ID_g")?,
+            _library: library,
+        }
+    };
+    Ok(lib)
 }
 
 /// The library, loaded once.

@@ -2,6 +2,7 @@
 //! and region of interest, the sample, the oscillation range, the beam's divergence and dispersion
 //! steps.
 
+use crate::experiment::sampling::{resolve_sweep, sanitize};
 use super::config::NonBraggConfig;
 use crate::base::c::printf::cf;
 use crate::base::consts::{AVOGADRO, RTD};
@@ -142,25 +143,12 @@ pub(super) fn osc_range(c: &NonBraggConfig) -> f64 {
     osc
 }
 
-/// One sampled range: its width, step and number of steps.
-#[derive(Clone, Copy)]
-pub(super) struct Steps {
-    pub range: f64,
-    pub step: f64,
-    pub steps: i32,
-}
+/// A divergence or dispersion grid: nanoBragg's rules (nonBragg.c applies the same code), then a
+/// range that comes out empty is one step of zero width.
+pub(super) type Steps = crate::experiment::sampling::Sweep;
 
-impl Steps {
-    /// The step-count rules nonBragg.c applies to divergence and dispersion (same code for both),
-    /// then a range that comes out empty is one step of zero width.
-    fn resolve(range: f64, step: f64, steps: i32) -> Steps {
-        let (mut range, mut step, mut steps) = (range, step, steps);
-        auto_steps(&mut range, &mut step, &mut steps, 1.0);
-        if range <= 0.0 || step <= 0.0 || steps <= 0 {
-            return Steps { range: 0.0, step: 0.0, steps: 1 };
-        }
-        Steps { range, step, steps }
-    }
+fn resolve_steps(range: f64, step: f64, steps: i32) -> Steps {
+    sanitize(resolve_sweep(range, step, steps, 1.0))
 }
 
 /// The beam's horizontal and vertical divergence (radians) and its spectral dispersion (fraction).
@@ -173,43 +161,9 @@ pub(super) struct BeamSteps {
 impl BeamSteps {
     pub fn new(c: &NonBraggConfig) -> BeamSteps {
         BeamSteps {
-            hdiv: Steps::resolve(c.hdivrange, c.hdivstep, c.hdivsteps),
-            vdiv: Steps::resolve(c.vdivrange, c.vdivstep, c.vdivsteps),
-            disp: Steps::resolve(c.dispersion, -1.0, c.dispsteps),
+            hdiv: resolve_steps(c.hdivrange, c.hdivstep, c.hdivsteps),
+            vdiv: resolve_steps(c.vdivrange, c.vdivstep, c.vdivsteps),
+            disp: resolve_steps(c.dispersion, -1.0, c.dispsteps),
         }
-    }
-}
-
-/// The step-count rules nonBragg.c applies to divergence and dispersion (same code for both).
-fn auto_steps(range: &mut f64, step: &mut f64, steps: &mut i32, full_default: f64) {
-    if *steps <= 0 {
-        if *range < 0.0 {
-            if *step <= 0.0 {
-                *steps = 1;
-                *range = 0.0;
-                *step = 0.0;
-            } else {
-                *range = *step;
-                *steps = 2;
-            }
-        } else if *step <= 0.0 {
-            *step = *range;
-            *steps = 2;
-        } else {
-            *steps = (*range / *step).ceil() as i32;
-        }
-    } else if *range < 0.0 {
-        if *step <= 0.0 {
-            *range = full_default;
-            *step = *range / *steps as f64;
-        } else {
-            *range = *step;
-            *steps = 2;
-        }
-    } else if *step <= 0.0 {
-        if *steps <= 1 {
-            *steps = 2;
-        }
-        *step = *range / (*steps - 1) as f64;
     }
 }
