@@ -183,6 +183,7 @@ pub fn pgm_scale(requested: f64, int_scale: f64, rmsd: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use approx::assert_abs_diff_eq;
     use crate::base::image::Roi;
 
     #[test]
@@ -192,15 +193,15 @@ mod tests {
         assert_eq!(st.max_i, 3.0);
         assert_eq!(st.n, 4);
         assert_eq!(st.mean, 1.5);
-        assert!((st.rms - (14.0f64 / 3.0).sqrt()).abs() < 1e-15);
-        assert!((st.rmsd - (5.0f64 / 3.0).sqrt()).abs() < 1e-15);
-        assert!((st.max_i_x - 1.5e-4).abs() < 1e-18);
+        assert_abs_diff_eq!(st.rms, (14.0f64 / 3.0).sqrt(), epsilon = 1e-15);
+        assert_abs_diff_eq!(st.rmsd, (5.0f64 / 3.0).sqrt(), epsilon = 1e-15);
+        assert_abs_diff_eq!(st.max_i_x, 1.5e-4, epsilon = 1e-18);
     }
 
     #[test]
     fn pearson_identical_is_one() {
         let a = [1.0f32, 2.0, 5.0];
-        assert!((pearson(&a, &a) - 1.0).abs() < 1e-15);
+        assert_abs_diff_eq!(pearson(&a, &a), 1.0, epsilon = 1e-15);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! variables, a real `mpirun -n 2`) together equal the unsharded run, `--resume` after a killed run
 //! completes the set with identical files, and `--verify` finds incomplete or altered datasets.
 
+use approx::assert_abs_diff_eq;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -361,8 +362,8 @@ fn nexus_series_is_one_multi_frame_file_equal_to_single_runs() {
     for (i, o) in omega.iter().enumerate() {
         assert!((o - (10.0 + 0.1 * i as f64)).abs() < 1e-9, "omega {omega:?}");
     }
-    assert!((sweep["increment"].as_f64().unwrap() - 0.1).abs() < 1e-12);
-    assert!((one["omega"][0].as_f64().unwrap() - 10.2).abs() < 1e-9);
+    assert_abs_diff_eq!(sweep["increment"].as_f64().unwrap(), 0.1, epsilon = 1e-12);
+    assert_abs_diff_eq!(one["omega"][0].as_f64().unwrap(), 10.2, epsilon = 1e-9);
     assert_eq!(sweep["frames"][2], one["frames"][0], "frame 3 of the series NeXus differs from the single-image NeXus");
     let total: i64 = sweep["frames"][2].as_array().unwrap().iter().map(|x| x.as_i64().unwrap()).sum();
     assert!(total > 0, "empty frame");
@@ -380,7 +381,7 @@ fn nexus_series_is_one_multi_frame_file_equal_to_single_runs() {
     assert!(!sh.path().join("sweep.nxs").exists());
     let v = read_nexus(&py, &[&sh.path().join("sweep.shard-0-of-2.nxs"), &sh.path().join("sweep.shard-1-of-2.nxs")]);
     assert_eq!(v[0]["shape"], serde_json::json!([2, 48, 48]));
-    assert!((v[1]["omega"][0].as_f64().unwrap() - 10.2).abs() < 1e-9);
+    assert_abs_diff_eq!(v[1]["omega"][0].as_f64().unwrap(), 10.2, epsilon = 1e-9);
     assert_eq!(v[1]["frames"][0], one["frames"][0]);
     assert_eq!(v[0]["frames"][1], sweep["frames"][1]);
 

@@ -69,6 +69,7 @@ pub fn polin3(ha: &[f64; 4], ka: &[f64; 4], la: &[f64; 4], ya: &[[[f64; 4]; 4]; 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use approx::assert_abs_diff_eq;
 
     #[test]
     fn sincg_peak_and_zero() {
@@ -81,7 +82,7 @@ mod tests {
     fn sinc3_limit() {
         assert_eq!(sinc3(0.0), 1.0);
         // series: 1 - x^2/10 near 0
-        assert!((sinc3(1e-2) - (1.0 - 1e-4 / 10.0)).abs() < 1e-9);
+        assert_abs_diff_eq!(sinc3(1e-2), (1.0 - 1e-4 / 10.0), epsilon = 1e-9);
     }
 
     #[test]
@@ -90,7 +91,7 @@ mod tests {
         let c = 60f64.to_radians().cos();
         let s = 60f64.to_radians().sin();
         let (p, _) = polarization_factor(0.0, &inc, &[c, s, 0.0], &[0.0, 0.0, 1.0]);
-        assert!((p - 0.5 * (1.0 + c * c)).abs() < 1e-15);
+        assert_abs_diff_eq!(p, 0.5 * (1.0 + c * c), epsilon = 1e-15);
     }
 
     #[test]
@@ -100,7 +101,7 @@ mod tests {
         assert!(p.abs() < 1e-15);
         // Scattering perpendicular to E: full intensity.
         let (p, _) = polarization_factor(1.0, &[1.0, 0.0, 0.0], &[0.0, 1.0, 0.0], &[0.0, 0.0, 1.0]);
-        assert!((p - 1.0).abs() < 1e-15);
+        assert_abs_diff_eq!(p, 1.0, epsilon = 1e-15);
     }
 
     #[test]
@@ -116,6 +117,6 @@ mod tests {
             }
         }
         let v = polin3(&ha, &ha, &ha, &ya, 0.3, 0.7, 1.2);
-        assert!((v - f(0.3, 0.7, 1.2)).abs() < 1e-12);
+        assert_abs_diff_eq!(v, f(0.3, 0.7, 1.2), epsilon = 1e-12);
     }
 }

@@ -115,6 +115,7 @@ pub fn lookup(symbol: &str, gamma: f64) -> Result<SpaceGroup> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use approx::assert_abs_diff_eq;
 
     #[test]
     fn common_groups() {
@@ -132,6 +133,6 @@ mod tests {
         assert!(lookup("Q 7", 90.0).is_err());
         let op = parse_op("-x+y+1/3,-x+2/3,z+2/3").unwrap();
         assert_eq!(op.r, [[-1.0, 1.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]);
-        assert!((op.t[1] - 2.0 / 3.0).abs() < 1e-15);
+        assert_abs_diff_eq!(op.t[1], 2.0 / 3.0, epsilon = 1e-15);
     }
 }
