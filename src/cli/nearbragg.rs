@@ -93,8 +93,9 @@ static NEARBRAGG_FLAGS: &[StrstrFlag<C>] = &[
     is(&["-detpixels"], |c, a, v| { c.xpixels = int(a, v, 0)?; c.ypixels = c.xpixels; Ok(()) }),
     has(&["-detpixels_x"], 1, |c, a, v| { c.xpixels = int(a, v, 0)?; Ok(()) }),
     has(&["-detpixels_y"], 1, |c, a, v| { c.ypixels = int(a, v, 0)?; Ok(()) }),
-    // the C requires a following argument but does not read it (see parse_nearbragg_args)
-    has(&["-curved_det"], 0, |_, _, _| Ok(())),
+    // the C requires a following argument but does not read it: that argument is taken as its value
+    // (a following flag still counts as a flag); as the last argument it is ignored, as in the C
+    has(&["-curved_det"], 1, |c, _, _| { c.curved = true; Ok(()) }),
     has(&["-pixel"], 1, |c, a, v| { c.pixel = mm(a, v, 0)?; Ok(()) }),
     has(&["-point_pixel"], 0, |c, _, _| { c.point_pixel = true; Ok(()) }),
     has(&["-nopolar"], 0, |c, _, _| { c.nopolar = true; Ok(()) }),
@@ -142,10 +143,12 @@ static NEARBRAGG_LINE: StrstrLine<C> = StrstrLine {
 /// Parse nearBragg.c's arguments; an atom list (`-file`) is required.
 pub fn parse_nearbragg_args(args: &[String]) -> Result<NearBraggConfig> {
     let mut c = NearBraggConfig::default();
+    // `-curved_det` counts only when an argument follows it (line 293): the C ignores it last
+    let args = match args.split_last() {
+        Some((last, rest)) if last.starts_with('-') && last.contains("-curved_det") => rest,
+        _ => args,
+    };
     parse_strstr(&NEARBRAGG_LINE, args, &mut c)?;
-    // `-curved_det` counts only when an argument follows it (line 293)
-    let last = args.len().saturating_sub(1);
-    c.curved = args.iter().enumerate().any(|(i, a)| i < last && a.starts_with('-') && a.contains("-curved_det"));
     if c.file.is_none() {
         return Err(Error::flag("-file", format!("no atom list given ({NEARBRAGG_USAGE})")));
     }
@@ -163,6 +166,7 @@ mod tests {
     #[test]
     fn strstr_matching_as_the_c() {
         let c = p("-file a.txt -detpixels 64 -hdivstep 0.5 -hdivsteps 3 -source_dist 500 -printout_pixel 3 4 -noprogress -curved_det -energy 12398.42").unwrap();
+        assert!(p("-file a.txt -curved_det 1").unwrap().curved);
         assert_eq!(c.file.as_deref(), Some("a.txt"));
         assert_eq!((c.xpixels, c.ypixels), (64, 64));
         assert_eq!((c.hdivstep, c.hdivsteps), (0.5e-3, 3));
