@@ -43,6 +43,7 @@ __all__ = [
     "Frame",
     "flag_help",
     "flag_names",
+    "nearbragg",
     "BENCHMARK_CRYSTAL",
     "__version__",
 ]
@@ -525,3 +526,23 @@ def iter_renders(stills: Iterable[Sequence[str]], threads: Optional[int] = None)
     """Render stills one at a time, yielding each float image."""
     for s in stills:
         yield _render_one(s, threads)
+
+
+def nearbragg(flags: Sequence[str] | str, threads: Optional[int] = None):
+    """``nanobragg-rs nearbragg`` (nearBragg.c: point scatterers summed over exact source -> atom ->
+    pixel paths) in memory: ``flags`` are nearBragg.c's command-line flags, verbatim (a list, or one
+    string split like a shell would), e.g. ``["-file", "atoms.txt", "-detpixels", "256"]``.
+
+    Returns the float image (float32, shape (slow, fast), photons/pixel), the same pixels as the
+    command line's ``-floatfile``; with ``-coherent`` a tuple ``(image, sin, cos)`` with the sin and cos
+    images. Nothing is written (``-accumulate`` reads the earlier run's files). Bad flags or a bad atom
+    list raise ValueError, an unreadable file OSError."""
+    if isinstance(flags, str):
+        import shlex
+        flags = shlex.split(flags)
+    if threads is not None:
+        threads = _positive_int("threads", threads)
+    image, sin, cos = _nanobragg.nearbragg([os.fspath(f) for f in flags], threads)
+    if sin is None:
+        return image
+    return image, sin, cos

@@ -393,6 +393,36 @@ fn series_frames(args: Vec<String>) -> PyResult<(Vec<String>, Vec<Vec<String>>)>
     Ok((sa.simulate, frames))
 }
 
+/// `nanobragg-rs nearbragg` (nearBragg.c) without files: its flags verbatim in; out the float image
+/// (float32, slow x fast, photons/pixel) and, with `-coherent`, the sin and cos images (else None).
+/// The same images the command line writes (an `-accumulate` run reads the earlier files); nothing is
+/// written. The GIL is released while rendering.
+#[pyfunction]
+#[pyo3(signature = (args, threads=None))]
+#[allow(clippy::type_complexity)]
+fn nearbragg<'py>(
+    py: Python<'py>,
+    args: Vec<String>,
+    threads: Option<usize>,
+) -> PyResult<(Bound<'py, PyArray2<f32>>, Option<Bound<'py, PyArray2<f32>>>, Option<Bound<'py, PyArray2<f32>>>)> {
+    if threads == Some(0) {
+        return Err(PyValueError::new_err("threads: must be at least 1"));
+    }
+    let mut c = nbcore::cli::nearbragg::parse_nearbragg_args(&args).map_err(to_py)?;
+    if let Some(t) = threads {
+        c.threads = t;
+    }
+    let img = py.detach(|| nbcore::apps::nearbragg::simulate(&c)).map_err(to_py)?;
+    let shape = (img.ypixels, img.xpixels);
+    let arr = |v: Vec<f32>| Array2::from_shape_vec(shape, v).map(|a| a.into_pyarray(py)).map_err(|e| PyRuntimeError::new_err(e.to_string()));
+    let coherent = img.coherent;
+    let float = arr(img.float)?;
+    if !coherent {
+        return Ok((float, None, None));
+    }
+    Ok((float, Some(arr(img.sin)?), Some(arr(img.cos)?)))
+}
+
 #[pymodule]
 fn _nanobragg(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // the library's warnings (non-finite pixels, a cache not written) on stderr, as the CLI shows them
@@ -401,6 +431,7 @@ fn _nanobragg(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(flag_names, m)?)?;
     m.add_function(wrap_pyfunction!(flag_help, m)?)?;
     m.add_function(wrap_pyfunction!(series_frames, m)?)?;
+    m.add_function(wrap_pyfunction!(nearbragg, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -2,6 +2,14 @@
 //! (B matrix from the cell, U from missetting angles applied as U·Rz·Ry·Rx, or a random isotropic
 //! rotation, A = U·B, scaled by λ), in UBtoA.awk's nine-line layout, which `simulate -mat` reads.
 //!
+//! `-mat A.mat` is UBtoA.awk's MATRIX mode: start from an existing A matrix (the first nine numbers
+//! of a MOSFLM matrix file, rows x, y, z, as written), instead of one made from `-cell`. Alone, the
+//! output is that matrix times λ (`-lambda`, default 1, as the awk's `WAVE`; leave it out to keep the
+//! file's scaling) plus the awk's 1e-9, U the identity and the cell line zeros (no CELL), exactly as
+//! UBtoA.awk prints `MATRIX` input. With `-misset`/`-umat` the matrix is rotated, A = U·A₀ (U built
+//! as UBtoA.awk builds it), where UBtoA.awk would drop the MATRIX and use the B of a CELL line (or
+//! zeros without one, a bug).
+//!
 //! Difference from UBtoA.awk: the random orientation draws its three numbers from the suite's
 //! `ran1` with `-seed` (awk's `rand()` differs between awk implementations), so a seed gives the
 //! same matrix everywhere.
@@ -115,6 +123,7 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
     let mut seed: Option<i64> = None;
     let mut spread = 90.0;
     let mut outfile: Option<String> = None;
+    let mut a0: Option<M3> = None;
     let num = |flag: &str, s: Option<&String>| -> Result<f64> {
         let s = s.ok_or_else(|| Error::flag(flag, "needs a value"))?;
         let v = atof(s.as_bytes());
@@ -172,14 +181,24 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
                 seed = Some(num(a, args.get(i + 1))? as i64);
                 i += 2;
             }
+            "-mat" => {
+                let p = args.get(i + 1).ok_or_else(|| Error::flag(a, "needs an A-matrix file"))?;
+                a0 = Some(start_matrix(std::path::Path::new(p))?);
+                i += 2;
+            }
             "-o" | "-out" | "-matfile" => {
                 outfile = Some(args.get(i + 1).ok_or_else(|| Error::flag(a, "needs a file name"))?.clone());
                 i += 2;
             }
-            _ => return Err(Error::flag(a, "unknown matrix flag (usage: matrix -cell a b c alpha beta gamma [-lambda A] [-misset x y z | -misset random [-seed N] [-spread deg]] [-umat 9 numbers] [-o A.mat])")),
+            _ => return Err(Error::flag(a, "unknown matrix flag (usage: matrix -cell a b c alpha beta gamma [-lambda A] [-misset x y z | -misset random [-seed N] [-spread deg]] [-umat 9 numbers] [-o A.mat] | matrix -mat A.mat [-lambda A] [-misset ..] [-umat ..] [-o new.mat])")),
         }
     }
-    let cell = cell.ok_or_else(|| Error::flag("-cell", "matrix needs -cell a b c alpha beta gamma"))?;
+    let (b, cell) = match (a0, cell) {
+        (Some(_), Some(_)) => return Err(Error::flag("-mat", "give either -mat or -cell, not both")),
+        (Some(m), None) => (m, [0.0; 6]),
+        (None, Some(c)) => (b_matrix(c), c),
+        (None, None) => return Err(Error::flag("-cell", "matrix needs -cell a b c alpha beta gamma (or -mat A.mat)")),
+    };
     let mut rng = NrRandom::new();
     let mut idum: i64 = -seed.unwrap_or_else(|| {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(1)
@@ -193,12 +212,21 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
             }
         };
     }
-    let a = matmul(&u, &b_matrix(cell));
+    let a = matmul(&u, &b);
     let text = format_matrix(&a, &u, cell, lambda);
     match outfile {
         Some(p) => crate::io::atomic::write_atomic(std::path::Path::new(&p), text.as_bytes()),
         None => out.write_all(text.as_bytes()).map_err(|e| Error::setup(format!("writing stdout: {e}"))),
     }
+}
+
+/// The starting matrix of `-mat` (UBtoA.awk's `MATRIX AX BX CX AY BY CY AZ BZ CZ`), checked finite.
+fn start_matrix(path: &std::path::Path) -> Result<M3> {
+    let m = crate::io::matrix::read_matrix_file(path)?;
+    if m.iter().flatten().any(|v| !v.is_finite()) {
+        return Err(Error::file(path, "-mat: the A matrix holds a non-finite number"));
+    }
+    Ok(m)
 }
 
 #[cfg(test)]
@@ -220,5 +248,35 @@ mod tests {
         let u = misset_u(&id, [0.0, 0.0, 90.0]);
         let a = matmul(&u, &b);
         assert!((a[1][0] - 0.1).abs() < 1e-12 && a[0][0].abs() < 1e-12);
+    }
+
+    /// UBtoA.awk's MATRIX mode, by hand from its formulas: with MATRIX alone the END block prints
+    /// `AX*lambda+1e-9` etc. with %12.8f, U the identity (%12.7f) and, without a CELL line, the cell
+    /// as zeros (%12.4f); with a 90° MISSET about z, U = Rz and A = U·A0.
+    #[test]
+    fn mat_mode_by_hand() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("in.mat");
+        std::fs::write(&p, " 0.01 0.002 -0.003\n0.0 0.02 0.001\n -0.004 0.0 0.015\n 0 0 0\n").unwrap();
+        let run_s = |args: &[&str]| {
+            let mut out = Vec::new();
+            let mut v: Vec<String> = vec!["-mat".into(), p.to_string_lossy().into_owned()];
+            v.extend(args.iter().map(|s| s.to_string()));
+            run(&v, &mut out).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let want_plain = "  0.01000000  0.00200000 -0.00300000\n  0.00000000  0.02000000  0.00100000\n -0.00400000  0.00000000  0.01500000\n       0.000       0.000       0.000\n   1.0000000   0.0000000   0.0000000\n   0.0000000   1.0000000   0.0000000\n   0.0000000   0.0000000   1.0000000\n      0.0000      0.0000      0.0000      0.0000      0.0000      0.0000\n       0.000       0.000       0.000\n";
+        assert_eq!(run_s(&[]), want_plain);
+        // -lambda 2: every A entry doubled (awk's WAVE 2), +1e-9 invisible at %12.8f
+        assert!(run_s(&["-lambda", "2"]).starts_with("  0.02000000  0.00400000 -0.00600000\n"));
+        // MISSET 0 0 90: U = Rz(90°) = [[0,-1,0],[1,0,0],[0,0,1]] (cos 90° = 6.1e-17 prints as 0),
+        // A = U·A0: row x = -row y of A0, row y = row x of A0
+        let got = run_s(&["-misset", "0", "0", "90"]);
+        let want = "  0.00000000 -0.02000000 -0.00100000\n  0.01000000  0.00200000 -0.00300000\n -0.00400000  0.00000000  0.01500000\n       0.000       0.000       0.000\n   0.0000000  -1.0000000   0.0000000\n   1.0000000   0.0000000   0.0000000\n   0.0000000   0.0000000   1.0000000\n";
+        assert!(got.starts_with(want), "{got}");
+        // -mat with -cell, a missing file: refused
+        let mut out = Vec::new();
+        assert!(run(&["-mat".into(), p.to_string_lossy().into_owned(), "-cell".into(), "1".into(), "1".into(), "1".into(), "90".into(), "90".into(), "90".into()], &mut out).is_err());
+        assert!(run(&["-mat".into(), "/nonexistent/x.mat".into()], &mut out).is_err());
     }
 }

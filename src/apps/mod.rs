@@ -2,6 +2,7 @@
 
 pub mod float_add;
 pub mod matrix;
+pub mod nearbragg;
 pub mod noisify;
 pub mod nonbragg;
 pub mod series;

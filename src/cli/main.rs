@@ -23,6 +23,7 @@ fn usage() -> String {
          nanobragg-rs series [FLAGS] --frames N | --stills N --orientation random   a dataset (see README)\n  \
          nanobragg-rs noisify [FLAGS]    noisify.c: detector noise and PSF on a float image\n  \
          nanobragg-rs nonbragg [FLAGS]   nonBragg.c: water/air background from a stol table\n  \
+         nanobragg-rs nearbragg [FLAGS]  nearBragg.c: point scatterers summed over exact near-field paths\n  \
          nanobragg-rs float-add A.bin B.bin ... [-scale s..] -o sum.bin\n  \
          nanobragg-rs matrix -cell a b c al be ga [-lambda L] [-misset x y z | -misset random -seed N] -o A.mat\n  \
          nanobragg-rs flags --markdown   the flag reference as a Markdown table\n  \
@@ -193,7 +194,7 @@ fn dispatch(args: &[String]) -> Result<(), Failure> {
             crate::io::atomic::install_signal_cleanup();
             crate::cli::series::main(rest).map_err(Failure::Error)
         }
-        "noisify" | "nonbragg" | "float-add" | "matrix" => {
+        "noisify" | "nonbragg" | "nearbragg" | "float-add" | "matrix" => {
             check_thread_env()?;
             crate::io::atomic::install_signal_cleanup();
             crate::cli::suite::suite_main(cmd, rest).map_err(Failure::Error)
@@ -201,6 +202,6 @@ fn dispatch(args: &[String]) -> Result<(), Failure> {
         "flags" => print_out(&help::markdown_reference()),
         "--version" | "-V" | "version" => print_out(&format!("{}\n", version())),
         "--help" | "-h" | "help" => print_out(&usage()),
-        other => Err(crate::Error::flag(other, "unknown command (expected simulate, series, noisify, nonbragg, float-add or matrix; see `nanobragg-rs --help`)").into()),
+        other => Err(crate::Error::flag(other, "unknown command (expected simulate, series, noisify, nonbragg, nearbragg, float-add or matrix; see `nanobragg-rs --help`)").into()),
     }
 }

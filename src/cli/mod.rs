@@ -5,6 +5,7 @@ pub mod args;
 pub mod flags;
 pub mod help;
 pub mod main;
+pub mod nearbragg;
 pub mod noisify;
 pub mod nonbragg;
 pub mod parse;

@@ -17,6 +17,10 @@ pub fn suite_main(cmd: &str, args: &[String]) -> Result<()> {
             let c = crate::cli::nonbragg::parse_nonbragg_args(args)?;
             crate::apps::nonbragg::run(&c, &mut out)
         }
+        "nearbragg" => {
+            let c = crate::cli::nearbragg::parse_nearbragg_args(args)?;
+            crate::apps::nearbragg::run(&c, &mut out)
+        }
         "float-add" => crate::apps::float_add::run(args, &mut out),
         "matrix" => crate::apps::matrix::run(args, &mut out),
         other => Err(crate::Error::flag(other, "unknown command")),

@@ -1,0 +1,262 @@
+//! nearBragg.c's pixel loop (lines 957-1209): for every pixel, sub-pixel, wavelength, divergence
+//! point and source depth, the waves of every atom summed over the exact source → atom → pixel
+//! path, then squared (after each divergence point, or once per pixel with `-coherent`).
+//!
+//! Rows are rendered in parallel; each pixel's sums keep the C's order and arithmetic, so the images
+//! do not depend on the number of threads.
+
+use super::atoms::Atoms;
+use super::config::{NearBraggConfig, TWO_PI};
+use super::setup::{BeamSteps, Detector};
+use crate::base::c::printf::cf;
+use crate::base::consts::R_E_SQR;
+use crate::base::vec3::V3;
+use rayon::prelude::*;
+use std::fmt::Write as _;
+
+/// Everything the pixel loop reads.
+pub struct Scene<'a> {
+    pub c: &'a NearBraggConfig,
+    pub det: &'a Detector,
+    pub atoms: &'a Atoms,
+    pub steps: &'a BeamSteps,
+    /// the divergence points inside the ellipse
+    pub div: &'a [(f64, f64)],
+    pub oversample: i32,
+    /// the C's `steps` (line 934)
+    pub nsteps: i32,
+}
+
+/// The images the loop writes into (the float image, and the coherent sin/cos images).
+pub struct Images {
+    pub float: Vec<f32>,
+    pub sin: Vec<f32>,
+    pub cos: Vec<f32>,
+}
+
+/// The C's `rotate(v, new, 0, phiy, phiz)` (lines 1279-1329) of (distance, 0, 0): the curved
+/// detector's pixel (line 1022), with the C's exact operations.
+fn curved_position(distance: f64, phiy: f64, phiz: f64) -> V3 {
+    let (mut x, mut y, mut z) = (distance, 0.0f64, 0.0f64);
+    if phiy != 0.0 {
+        let (rxx, rxy, rxz) = (phiy.cos(), 0.0, phiy.sin());
+        let (rzx, rzy, rzz) = (-phiy.sin(), 0.0, phiy.cos());
+        let rx = x * rxx + y * rxy + z * rxz;
+        let rz = x * rzx + y * rzy + z * rzz;
+        (x, z) = (rx, rz);
+    }
+    if phiz != 0.0 {
+        let (rxx, rxy) = (phiz.cos(), -phiz.sin());
+        let (ryx, ryy) = (phiz.sin(), phiz.cos());
+        let rx = x * rxx + y * rxy;
+        let ry = x * ryx + y * ryy;
+        (x, y) = (rx, ry);
+    }
+    [x, y, z]
+}
+
+/// Sub-pixel (subz, suby) of pixel (x, y): its detector coordinates and position (lines 1007-1026).
+pub fn subpixel_position(s: &Scene, x: i32, y: i32, suby: i32, subz: i32) -> (f64, f64, V3) {
+    let (det, over) = (s.det, s.oversample);
+    let sub = s.c.pixel / over as f64;
+    let xdet = sub * (x * over + subz) as f64 + sub / 2.0;
+    let ydet = sub * (y * over + suby) as f64 + sub / 2.0;
+    let p = |k: usize| xdet * det.fdet[k] + ydet * det.sdet[k] + det.pix0[k];
+    let mut pos = [p(0), p(1), p(2)];
+    if s.c.curved {
+        pos = curved_position(s.c.distance, pos[2] / s.c.distance, pos[1] / s.c.distance);
+    }
+    (xdet, ydet, pos)
+}
+
+/// The solid-angle factor of a sub-pixel at `pos` (lines 1030-1034), and its air path.
+pub fn omega(c: &NearBraggConfig, pos: &V3) -> (f64, f64) {
+    let airpath = (pos[0] * pos[0] + pos[1] * pos[1] + pos[2] * pos[2]).sqrt();
+    let om = if c.point_pixel { 1.0 } else { c.pixel * c.pixel * c.distance / airpath };
+    (om, airpath)
+}
+
+/// One source point and wavelength, seen from one pixel position.
+struct Wave {
+    src: V3,
+    lambda: f64,
+    pix: V3,
+}
+
+/// The atom loop (lines 1070-1116): add every atom's wave to (fa, fb).
+fn atom_sum(c: &NearBraggConfig, a: &Atoms, w: &Wave, f: &mut (f64, f64), mut trace: Option<&mut String>) {
+    let (src, pix, lambda) = (w.src, w.pix, w.lambda);
+    let far = c.far_source;
+    for i in 0..a.len() {
+        let (ax, ay, az) = (a.x[i], a.y[i], a.z[i]);
+        let mut s2a = if far {
+            ax
+        } else {
+            ((src[0] - ax) * (src[0] - ax) + (src[1] - ay) * (src[1] - ay) + (src[2] - az) * (src[2] - az)).sqrt()
+        };
+        let a2p = ((pix[0] - ax) * (pix[0] - ax) + (pix[1] - ay) * (pix[1] - ay) + (pix[2] - az) * (pix[2] - az)).sqrt();
+        let phase = TWO_PI * (s2a + a2p) / lambda + a.phase[i];
+        if far {
+            s2a = 1.0;
+        }
+        let mut dwf = a.occ[i];
+        if a.b[i] != 0.0 {
+            let s0 = if far { [1.0, 0.0, 0.0] } else { [(ax - src[0]) / s2a, (ay - src[1]) / s2a, (az - src[2]) / s2a] };
+            let sv = [(pix[0] - ax) / a2p, (pix[1] - ay) / a2p, (pix[2] - az) / a2p];
+            let l = lambda * 1e10;
+            let (sx, sy, sz) = ((sv[0] - s0[0]) / l, (sv[1] - s0[1]) / l, (sv[2] - s0[2]) / l);
+            let stol = (sx * sx + sy * sy + sz * sz).sqrt() / 2.0;
+            dwf *= (-a.b[i] * stol * stol).exp();
+        }
+        f.0 += dwf * phase.cos() / s2a / a2p;
+        f.1 += dwf * phase.sin() / s2a / a2p;
+        if let Some(t) = trace.as_deref_mut() {
+            let g = |x: f64| cf("%g", x);
+            let _ = writeln!(t, "{}  {} {} {} -> {} {} {}", i, g(ax), g(ay), g(az), g(phase), g(f.0), g(f.1));
+        }
+    }
+}
+
+/// What one pixel's loop leaves: the amplitudes and intensity, and its last sub-pixel's solid angle,
+/// air path and position (the C's loop variables after the loop).
+pub struct PixelSum {
+    pub fa: f64,
+    pub fb: f64,
+    pub i: f64,
+    pub omega: f64,
+    pub airpath: f64,
+    pub pos: V3,
+}
+
+/// The loops over sub-pixels, wavelengths, divergence and depth of pixel (x, y) (lines 1004-1145).
+fn pixel_sum(s: &Scene, x: i32, y: i32, mut trace: Option<&mut String>) -> PixelSum {
+    let c = s.c;
+    let (mut fa, mut fb, mut i) = (0.0f64, 0.0f64, 0.0f64);
+    let mut last = PixelSum { fa: 0.0, fb: 0.0, i: 0.0, omega: 0.0, airpath: 0.0, pos: [0.0; 3] };
+    for suby in 0..s.oversample {
+        for subz in 0..s.oversample {
+            let (_, _, pos) = subpixel_position(s, x, y, suby, subz);
+            (last.omega, last.airpath) = omega(c, &pos);
+            last.pos = pos;
+            for disp in 0..s.steps.disp.steps {
+                let lambda = s.steps.lambda(c.lambda0, disp);
+                for &(hdiv, vdiv) in s.div {
+                    for depth in 0..s.steps.depth.steps {
+                        let ddepth = s.steps.ddepth(depth);
+                        let src = if c.far_source {
+                            [0.0; 3]
+                        } else {
+                            [-c.source_distance + ddepth, hdiv.atan() * c.source_distance, vdiv.atan() * c.source_distance]
+                        };
+                        let mut f = (fa, fb);
+                        atom_sum(c, s.atoms, &Wave { src, lambda, pix: pos }, &mut f, trace.as_deref_mut());
+                        (fa, fb) = f;
+                    }
+                    if !c.coherent {
+                        i += fa * fa + fb * fb;
+                        (fa, fb) = (0.0, 0.0);
+                    }
+                }
+                if !c.coherent {
+                    i += fa * fa + fb * fb;
+                    (fa, fb) = (0.0, 0.0);
+                }
+            }
+        }
+    }
+    (last.fa, last.fb, last.i) = (fa, fb, i);
+    last
+}
+
+/// Finish pixel `j` (lines 1147-1172): the coherent images, the intensity, the float image.
+fn finish_pixel(s: &Scene, p: &mut PixelSum, float: &mut f32, sin: &mut f32, cos: &mut f32) {
+    let steps = s.nsteps;
+    if s.c.coherent {
+        // float * int is a float product in C
+        p.fa += (*cos * steps as f32) as f64;
+        p.fb += (*sin * steps as f32) as f64;
+        *cos = (p.fa / steps as f64) as f32;
+        *sin = (p.fb / steps as f64) as f32;
+        p.fa /= (steps as f64).sqrt();
+        p.fb /= (steps as f64).sqrt();
+    }
+    p.i += p.fa * p.fa + p.fb * p.fb;
+    *float = (*float as f64 + p.i / steps as f64 * p.omega * s.c.fluence * R_E_SQR) as f32;
+}
+
+/// The C's `-printout` lines of one pixel (lines 1183-1196).
+fn printout(s: &Scene, x: i32, y: i32, p: &PixelSum, float: f32, sin: f32, cos: f32, out: &mut String) {
+    let pos = p.pos;
+    let twotheta = (pos[1] * pos[1] + pos[2] * pos[2]).sqrt().atan2(pos[0]);
+    let stol = (twotheta / 2.0).sin() / (s.c.lambda0 * 1e10);
+    let om = p.omega / p.airpath / p.airpath;
+    let _ = writeln!(out, "{x:4} {y:4} : stol = {}", cf("%g", stol));
+    let _ = writeln!(out, " Fa={}  Fb={}   I = {}", cf("%g", p.fa), cf("%g", p.fb), cf("%g", p.i));
+    let _ = writeln!(out, "cos={} sin={}", cf("%g", cos as f64), cf("%g", sin as f64));
+    let _ = writeln!(out, "I/sr   {}", cf("%15.10g", float as f64 / om));
+    let _ = writeln!(out, "omega  {}", cf("%15.10g", om));
+    let _ = writeln!(out, "pixel  {}", cf("%15.10g", float as f64));
+}
+
+/// Does `-printout` print pixel (x, y)?
+fn printed(c: &NearBraggConfig, x: i32, y: i32) -> bool {
+    match c.printout_pixel {
+        Some((px, py)) => (x == px && y == py) || px < 0,
+        None => true,
+    }
+}
+
+/// Render one row into its slices of the images; returns the row's `-printout` text.
+fn render_row(s: &Scene, y: i32, float: &mut [f32], sin: &mut [f32], cos: &mut [f32]) -> String {
+    let mut text = String::new();
+    for x in 0..s.det.xpixels {
+        if !s.det.in_roi(x, y) {
+            continue;
+        }
+        let xi = x as usize;
+        let show = s.c.printout && printed(s.c, x, y);
+        let mut trace = String::new();
+        let tr = if show && s.c.debug { Some(&mut trace) } else { None };
+        let mut p = pixel_sum(s, x, y, tr);
+        finish_pixel(s, &mut p, &mut float[xi], &mut sin[xi], &mut cos[xi]);
+        if show {
+            text += &trace;
+            printout(s, x, y, &p, float[xi], sin[xi], cos[xi], &mut text);
+        }
+    }
+    text
+}
+
+/// Render every pixel of the ROI into `img` (which holds the accumulated input, or zeros); returns
+/// the `-printout` text in raster order.
+pub fn render(s: &Scene, img: &mut Images) -> String {
+    let w = s.det.xpixels as usize;
+    let rows: Vec<String> = img
+        .float
+        .par_chunks_mut(w)
+        .zip(img.sin.par_chunks_mut(w))
+        .zip(img.cos.par_chunks_mut(w))
+        .enumerate()
+        .map(|(y, ((f, sn), cs))| render_row(s, y as i32, f, sn, cs))
+        .collect();
+    rows.concat()
+}
+
+/// The solid angle the rendered sub-pixels subtend (line 1036), summed in the C's order.
+pub fn omega_sum(s: &Scene) -> f64 {
+    let mut sum = 0.0;
+    for y in 0..s.det.ypixels {
+        for x in 0..s.det.xpixels {
+            if !s.det.in_roi(x, y) {
+                continue;
+            }
+            for suby in 0..s.oversample {
+                for subz in 0..s.oversample {
+                    let (_, _, pos) = subpixel_position(s, x, y, suby, subz);
+                    sum += omega(s.c, &pos).0;
+                }
+            }
+        }
+    }
+    sum
+}
