@@ -21,12 +21,14 @@ pub fn add_images(images: &[Vec<f32>], scales: &[f64]) -> Vec<f32> {
         .collect()
 }
 
+pub const FLOAT_ADD_USAGE: &str = "usage: float-add A.bin B.bin ... [-scale s1 s2 ...] -o sum.bin";
+
 pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
     let mut inputs: Vec<PathBuf> = Vec::new();
     let mut scales: Vec<f64> = Vec::new();
     let mut output: Option<PathBuf> = None;
     let mut i = 0;
-    let usage = "usage: float-add A.bin B.bin ... [-scale s1 s2 ...] -o sum.bin";
+    let usage = FLOAT_ADD_USAGE;
     while i < args.len() {
         let a = args[i].as_str();
         match a {
@@ -68,6 +70,7 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
     let mut images = Vec::with_capacity(inputs.len());
     for p in &inputs {
         let img = read_float_image(p)?;
+        crate::io::float::require_finite(&img, p, "float-add", None)?;
         if let Some(first) = images.first() {
             let first: &Vec<f32> = first;
             if first.len() != img.len() {
@@ -77,6 +80,10 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
         images.push(img);
     }
     let sum = add_images(&images, &scales);
+    if let Some((i, v)) = crate::io::float::first_non_finite(&sum) {
+        // finite inputs, but a scale too large for a float pixel
+        return Err(Error::flag("-scale", format!("the sum's pixel {i} is {v} (beyond the largest float): use smaller scales")));
+    }
     write_float_image(Path::new(&output), &sum)?;
     let _ = writeln!(out, "wrote {} ({} pixels, sum of {} images)", output.display(), sum.len(), images.len());
     Ok(())

@@ -115,6 +115,8 @@ pub fn format_matrix(a: &M3, u: &M3, cell: [f64; 6], lambda: f64) -> String {
 
 /// `nanobragg-rs matrix -cell a b c α β γ [-lambda λ] [-misset x y z | -misset random [-seed N]]
 /// [-umat 9 numbers] [-o A.mat]`.
+pub const MATRIX_USAGE: &str = "usage: matrix -cell a b c alpha beta gamma [-lambda A] [-misset x y z | -misset random [-seed N] [-spread deg]] [-umat 9 numbers] [-o A.mat] | matrix -mat A.mat [-lambda A] [-misset ..] [-umat ..] [-o new.mat]";
+
 pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
     let mut cell: Option<[f64; 6]> = None;
     let mut lambda = 1.0;
@@ -190,7 +192,7 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
                 outfile = Some(args.get(i + 1).ok_or_else(|| Error::flag(a, "needs a file name"))?.clone());
                 i += 2;
             }
-            _ => return Err(Error::flag(a, "unknown matrix flag (usage: matrix -cell a b c alpha beta gamma [-lambda A] [-misset x y z | -misset random [-seed N] [-spread deg]] [-umat 9 numbers] [-o A.mat] | matrix -mat A.mat [-lambda A] [-misset ..] [-umat ..] [-o new.mat])")),
+            _ => return Err(Error::flag(a, format!("unknown matrix flag ({MATRIX_USAGE})"))),
         }
     }
     let (b, cell) = match (a0, cell) {

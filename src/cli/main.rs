@@ -136,6 +136,7 @@ fn print_out(text: &str) -> Result<(), Failure> {
 
 /// RAYON_NUM_THREADS as rayon reads it, refused when it cannot work (rayon would panic later).
 fn check_thread_env() -> Result<(), crate::Error> {
+    check_memory_env()?;
     let Ok(v) = std::env::var("RAYON_NUM_THREADS") else { return Ok(()) };
     let Ok(n) = v.trim().parse::<usize>() else { return Ok(()) }; // rayon ignores what it cannot parse
     if n > MAX_THREADS {
@@ -147,6 +148,21 @@ fn check_thread_env() -> Result<(), crate::Error> {
     rayon::ThreadPoolBuilder::new()
         .build_global()
         .map_err(|e| crate::Error::flag("RAYON_NUM_THREADS", format!("cannot start {n} threads: {e}")))
+}
+
+/// A `NANOBRAGG_MAX_MEMORY` that is not a size is refused (ignoring it would lift the limit the user
+/// meant to set).
+fn check_memory_env() -> Result<(), crate::Error> {
+    match std::env::var_os("NANOBRAGG_MAX_MEMORY") {
+        None => Ok(()),
+        Some(v) => match v.to_str().and_then(crate::base::memory::parse_size) {
+            Some(_) => Ok(()),
+            None => Err(crate::Error::flag(
+                "NANOBRAGG_MAX_MEMORY",
+                format!("{}: not a size (e.g. 4G, 512M or a number of bytes)", v.to_string_lossy()),
+            )),
+        },
+    }
 }
 
 /// Most worker threads we agree to start.
@@ -174,6 +190,18 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// A subcommand's usage (its `--help`).
+fn subcommand_usage(cmd: &str) -> &'static str {
+    match cmd {
+        "series" => crate::cli::series::SERIES_USAGE.trim_end(),
+        "noisify" => crate::cli::noisify::NOISIFY_USAGE,
+        "nonbragg" => crate::cli::nonbragg::NONBRAGG_USAGE,
+        "nearbragg" => crate::cli::nearbragg::NEARBRAGG_USAGE,
+        "float-add" => crate::apps::float_add::FLOAT_ADD_USAGE,
+        _ => crate::apps::matrix::MATRIX_USAGE,
+    }
+}
+
 fn dispatch(args: &[String]) -> Result<(), Failure> {
     let Some(cmd) = args.first() else {
         return print_out(&usage());
@@ -188,6 +216,9 @@ fn dispatch(args: &[String]) -> Result<(), Failure> {
             // SIGINT/SIGTERM/SIGHUP remove this run's temporary files (exit 130/143/129)
             crate::io::atomic::install_signal_cleanup();
             simulate(rest)
+        }
+        "series" | "noisify" | "nonbragg" | "nearbragg" | "float-add" | "matrix" if rest.iter().any(|a| a == "--help" || a == "-h" || a == "-help") => {
+            print_out(&format!("{}\n", subcommand_usage(cmd)))
         }
         "series" => {
             check_thread_env()?;

@@ -10,7 +10,6 @@
 //! nonbragg's command line, which nonBragg.c matches the same way.
 
 use crate::apps::noisify::{NoisifyConfig, PsfType};
-use crate::io::text::atof;
 use crate::{Error, Result};
 
 /// C `atoi` of a string (leading blanks, sign, digits; nothing gives 0; overflow as glibc's `strtol`
@@ -26,8 +25,24 @@ fn atof_like_int(s: &str) -> i64 {
     unsafe { libc::strtol(buf.as_ptr() as *const libc::c_char, std::ptr::null_mut(), 10) as i64 }
 }
 
-fn f(s: &str) -> f64 {
-    atof(s.as_bytes())
+/// A flag's number, strictly: the whole word a finite number. The C's `atof` reads "abc" as 0 and
+/// "nan" as NaN, which then poison the image or hang the noise; the port refuses them (the driver,
+/// [`parse_strstr`], names the flag).
+pub(crate) fn number(s: &str) -> Result<f64> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() => Ok(x),
+        Ok(_) => Err(Error::flag("", format!("{s}: not a finite number"))),
+        Err(_) => Err(Error::flag("", format!("{s}: not a number"))),
+    }
+}
+
+/// A flag's integer, strictly (the C's `atoi` reads "1e9" as 1 and "abc" as 0).
+pub(crate) fn integer(s: &str) -> Result<i32> {
+    s.trim().parse::<i32>().map_err(|_| Error::flag("", format!("{s}: not an integer (at most {})", i32::MAX)))
+}
+
+fn f(s: &str) -> Result<f64> {
+    number(s)
 }
 
 /// One flag of a C program that matches its arguments with `strstr` (noisify.c, nonBragg.c).
@@ -84,7 +99,11 @@ pub(crate) fn parse_strstr<C>(line: &StrstrLine<C>, args: &[String], c: &mut C) 
                 continue;
             }
             let vals = args.get(i + 1..i + 1 + flag.values).ok_or_else(|| Error::flag(a, (line.needs)(flag.values)))?;
-            (flag.set)(c, a, vals)?;
+            // a value's own error (empty flag) is named after the flag as typed
+            (flag.set)(c, a, vals).map_err(|e| match e {
+                Error::Flag { flag, reason } if flag.is_empty() => Error::flag(a, reason),
+                e => e,
+            })?;
             nvals = Some(nvals.unwrap_or(0).max(flag.values));
         }
         match nvals {
@@ -124,7 +143,7 @@ fn set_psf(c: &mut N, a: &str, v: &[String]) -> Result<()> {
 
 /// noisify.c `-bits 16|32`.
 fn set_bits(c: &mut N, a: &str, v: &[String]) -> Result<()> {
-    c.intimage_bits = atoi(&v[0]);
+    c.intimage_bits = integer(&v[0])?;
     if c.intimage_bits != 16 && c.intimage_bits != 32 {
         // the C then writes headers and data for neither width
         return Err(Error::flag(a, format!("{} bits: only 16 or 32 are supported", c.intimage_bits)));
@@ -135,22 +154,22 @@ fn set_bits(c: &mut N, a: &str, v: &[String]) -> Result<()> {
 /// noisify.c's flags, in the order its `main` tests them.
 #[rustfmt::skip]
 static NOISIFY_FLAGS: &[StrstrFlag<N>] = &[
-    one(&["-lambda"], |c, _, v| { c.lambda = f(&v[0]); Ok(()) }),
-    one(&["-Xbeam"], |c, _, v| { c.xbeam = f(&v[0]) / 1000.0; Ok(()) }),
-    one(&["-Ybeam"], |c, _, v| { c.ybeam = f(&v[0]) / 1000.0; Ok(()) }),
-    one(&["-distance"], |c, _, v| { c.distance = f(&v[0]) / 1000.0; Ok(()) }),
-    StrstrFlag { has: &[], is: &["-detsize"], values: 1, set: |c, _, v| { c.detsize_x = f(&v[0]) / 1000.0; c.detsize_y = c.detsize_x; Ok(()) } },
-    one(&["-detsize_x"], |c, _, v| { c.detsize_x = f(&v[0]) / 1000.0; Ok(()) }),
-    one(&["-detsize_y"], |c, _, v| { c.detsize_y = f(&v[0]) / 1000.0; Ok(()) }),
-    StrstrFlag { has: &[], is: &["-detpixels"], values: 1, set: |c, _, v| { c.xpixels = atoi(&v[0]); c.ypixels = c.xpixels; Ok(()) } },
-    one(&["-detpixels_x"], |c, _, v| { c.xpixels = atoi(&v[0]); Ok(()) }),
-    one(&["-detpixels_y"], |c, _, v| { c.ypixels = atoi(&v[0]); Ok(()) }),
-    one(&["-pixel"], |c, _, v| { c.pixel = f(&v[0]) / 1000.0; Ok(()) }),
+    one(&["-lambda"], |c, _, v| { c.lambda = f(&v[0])?; Ok(()) }),
+    one(&["-Xbeam"], |c, _, v| { c.xbeam = f(&v[0])? / 1000.0; Ok(()) }),
+    one(&["-Ybeam"], |c, _, v| { c.ybeam = f(&v[0])? / 1000.0; Ok(()) }),
+    one(&["-distance"], |c, _, v| { c.distance = f(&v[0])? / 1000.0; Ok(()) }),
+    StrstrFlag { has: &[], is: &["-detsize"], values: 1, set: |c, _, v| { c.detsize_x = f(&v[0])? / 1000.0; c.detsize_y = c.detsize_x; Ok(()) } },
+    one(&["-detsize_x"], |c, _, v| { c.detsize_x = f(&v[0])? / 1000.0; Ok(()) }),
+    one(&["-detsize_y"], |c, _, v| { c.detsize_y = f(&v[0])? / 1000.0; Ok(()) }),
+    StrstrFlag { has: &[], is: &["-detpixels"], values: 1, set: |c, _, v| { c.xpixels = integer(&v[0])?; c.ypixels = c.xpixels; Ok(()) } },
+    one(&["-detpixels_x"], |c, _, v| { c.xpixels = integer(&v[0])?; Ok(()) }),
+    one(&["-detpixels_y"], |c, _, v| { c.ypixels = integer(&v[0])?; Ok(()) }),
+    one(&["-pixel"], |c, _, v| { c.pixel = f(&v[0])? / 1000.0; Ok(()) }),
     StrstrFlag { has: &[], is: &["-psf"], values: 1, set: set_psf },
     // `psf_radius = atof(...)`: double to int truncation
-    one(&["-psf_rad"], |c, _, v| { c.psf_radius = f(&v[0]) as i32; Ok(()) }),
-    one(&["-psf_si", "-psf_fw", "-psf_wi"], |c, _, v| { c.psf_fwhm = (f(&v[0]) / 1e6) as f32; Ok(()) }),
-    one(&["-fluence"], |c, _, v| { c.fluence = f(&v[0]); Ok(()) }),
+    one(&["-psf_rad"], |c, _, v| { c.psf_radius = f(&v[0])? as i32; Ok(()) }),
+    one(&["-psf_si", "-psf_fw", "-psf_wi"], |c, _, v| { c.psf_fwhm = (f(&v[0])? / 1e6) as f32; Ok(()) }),
+    one(&["-fluence"], |c, _, v| { c.fluence = f(&v[0])?; Ok(()) }),
     one(&["-floatfile", "-floatimage", "-bin"], |c, _, v| { c.floatfile = Some(v[0].clone()); Ok(()) }),
     one(&["-header"], |c, _, v| { c.headerfile = Some(v[0].clone()); Ok(()) }),
     one(&["-pgmfile", "-pgmimage"], |c, _, v| { c.pgmfile = v[0].clone(); Ok(()) }),
@@ -159,19 +178,19 @@ static NOISIFY_FLAGS: &[StrstrFlag<N>] = &[
     one(&["-noisefile", "-noiseimage"], |c, _, v| { c.noisefile = v[0].clone(); Ok(()) }),
     StrstrFlag { has: &["-nonoise"], is: &[], values: 0, set: |c, _, _| { c.calculate_noise = false; Ok(()) } },
     StrstrFlag { has: &["-nopgm"], is: &[], values: 0, set: |c, _, _| { c.write_pgm = false; Ok(()) } },
-    one(&["-readout", "-readnoi"], |c, _, v| { c.readout_noise = f(&v[0]); Ok(()) }),
-    one(&["-flicker"], |c, _, v| { c.flicker_noise = f(&v[0]); Ok(()) }),
-    one(&["-calibration"], |c, _, v| { c.calibration_noise = f(&v[0]); Ok(()) }),
-    one(&["-scale"], |c, _, v| { c.photon_scale = f(&v[0]); Ok(()) }),
-    one(&["-seed"], |c, _, v| { c.seed = Some(-(atoi(&v[0]) as i64)); Ok(()) }),
-    one(&["-calib_seed"], |c, _, v| { c.calib_seed = -(atoi(&v[0]) as i64); Ok(()) }),
+    one(&["-readout", "-readnoi"], |c, _, v| { c.readout_noise = f(&v[0])?; Ok(()) }),
+    one(&["-flicker"], |c, _, v| { c.flicker_noise = f(&v[0])?; Ok(()) }),
+    one(&["-calibration"], |c, _, v| { c.calibration_noise = f(&v[0])?; Ok(()) }),
+    one(&["-scale"], |c, _, v| { c.photon_scale = f(&v[0])?; Ok(()) }),
+    one(&["-seed"], |c, _, v| { c.seed = Some(-(integer(&v[0])? as i64)); Ok(()) }),
+    one(&["-calib_seed"], |c, _, v| { c.calib_seed = -(integer(&v[0])? as i64); Ok(()) }),
     // read and unused by noisify.c
     one(&["-badpix_seed", "-hotpix_seed"], |_, _, _| Ok(())),
-    one(&["-adc"], |c, _, v| { c.adc_offset = f(&v[0]); Ok(()) }),
-    one(&["-gain"], |c, _, v| { c.quantum_gain = f(&v[0]); Ok(()) }),
-    one(&["-phi"], |c, _, v| { c.phi0 = f(&v[0]); Ok(()) }),
+    one(&["-adc"], |c, _, v| { c.adc_offset = f(&v[0])?; Ok(()) }),
+    one(&["-gain"], |c, _, v| { c.quantum_gain = f(&v[0])?; Ok(()) }),
+    one(&["-phi"], |c, _, v| { c.phi0 = f(&v[0])?; Ok(()) }),
     StrstrFlag { has: &[], is: &["--png", "-pngfile"], values: 1, set: |c, _, v| { c.png = Some(v[0].clone()); Ok(()) } },
-    one(&["-osc"], |c, _, v| { c.osc = f(&v[0]); Ok(()) }),
+    one(&["-osc"], |c, _, v| { c.osc = f(&v[0])?; Ok(()) }),
 ];
 
 static NOISIFY_LINE: StrstrLine<N> = StrstrLine {

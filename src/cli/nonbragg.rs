@@ -5,8 +5,7 @@
 
 use crate::apps::nonbragg::{NonBraggConfig, Pivot};
 use crate::base::consts::RTD;
-use crate::cli::noisify::{atoi, parse_strstr, StrstrFlag, StrstrLine};
-use crate::io::text::atof;
+use crate::cli::noisify::{integer, number, parse_strstr, StrstrFlag, StrstrLine};
 use crate::{Error, Result};
 
 pub const NONBRAGG_USAGE: &str = "usage: nonbragg -stol water.stol [-thickness mm -samplesize mm -density g/cm3 -MW g/mol -molecules n -lambda A -energy eV -dispersion % -dispsteps n -hdivrange mrad -vdivrange mrad -hdivstep mrad -vdivstep mrad -divergence mrad -sourcefile f -distance mm -detsize mm -detpixels n -pixel mm -Xbeam -Ybeam -oversample n -fluence -flux -exposure -beamsize mm -floatfile -intfile -pgmfile -noisefile -nonoise -seed n -noprogress ...]";
@@ -14,18 +13,18 @@ pub const NONBRAGG_USAGE: &str = "usage: nonbragg -stol water.stol [-thickness m
 type B = NonBraggConfig;
 type Set = fn(&mut B, &str, &[String]) -> Result<()>;
 
-/// Value `k` of a flag, as the C's `atof`.
-fn n(v: &[String], k: usize) -> f64 {
-    atof(v[k].as_bytes())
+/// Value `k` of a flag: a finite number (see [`number`]).
+fn n(v: &[String], k: usize) -> Result<f64> {
+    number(&v[k])
 }
 
 /// Value `k` of a flag, in mm, as metres.
-fn mm(v: &[String], k: usize) -> f64 {
-    n(v, k) / 1000.0
+fn mm(v: &[String], k: usize) -> Result<f64> {
+    Ok(n(v, k)? / 1000.0)
 }
 
-fn v3(v: &[String]) -> [f64; 3] {
-    [n(v, 0), n(v, 1), n(v, 2)]
+fn v3(v: &[String]) -> Result<[f64; 3]> {
+    Ok([n(v, 0)?, n(v, 1)?, n(v, 2)?])
 }
 
 /// A flag selected by a substring, reading `values` values.
@@ -45,85 +44,85 @@ static NONBRAGG_FLAGS: &[StrstrFlag<B>] = &[
         Err(Error::flag(a, "fitting a stol curve to an input image (-img/-stolout/-ignore) is not supported by this port"))
     }),
     // the sample
-    has(&["-samplesize", "-sample_size"], 1, |c, _, v| { (c.sample_x, c.sample_y, c.sample_z) = (mm(v, 0), mm(v, 0), mm(v, 0)); Ok(()) }),
-    has(&["-sample_thick", "-sample_x", "-thick"], 1, |c, _, v| { c.sample_x = mm(v, 0); Ok(()) }),
-    has(&["-sample_width", "-sample_y", "-width"], 1, |c, _, v| { c.sample_y = mm(v, 0); Ok(()) }),
-    has(&["-sample_heigh", "-sample_z", "-heigh"], 1, |c, _, v| { c.sample_z = mm(v, 0); Ok(()) }),
-    has(&["-density", "-sample_den"], 1, |c, _, v| { c.density = n(v, 0) * 1e6; Ok(()) }),
-    has(&["-molecules", "-sample_molecules"], 1, |c, _, v| { c.molecules = n(v, 0); Ok(()) }),
-    StrstrFlag { has: &["-molecular"], is: &["-MW"], values: 1, set: |c, _, v| { c.molecular_weight = n(v, 0); Ok(()) } },
+    has(&["-samplesize", "-sample_size"], 1, |c, _, v| { (c.sample_x, c.sample_y, c.sample_z) = (mm(v, 0)?, mm(v, 0)?, mm(v, 0)?); Ok(()) }),
+    has(&["-sample_thick", "-sample_x", "-thick"], 1, |c, _, v| { c.sample_x = mm(v, 0)?; Ok(()) }),
+    has(&["-sample_width", "-sample_y", "-width"], 1, |c, _, v| { c.sample_y = mm(v, 0)?; Ok(()) }),
+    has(&["-sample_heigh", "-sample_z", "-heigh"], 1, |c, _, v| { c.sample_z = mm(v, 0)?; Ok(()) }),
+    has(&["-density", "-sample_den"], 1, |c, _, v| { c.density = n(v, 0)? * 1e6; Ok(()) }),
+    has(&["-molecules", "-sample_molecules"], 1, |c, _, v| { c.molecules = n(v, 0)?; Ok(()) }),
+    StrstrFlag { has: &["-molecular"], is: &["-MW"], values: 1, set: |c, _, v| { c.molecular_weight = n(v, 0)?; Ok(()) } },
     // the detector's position
-    has(&["-Xbeam"], 1, |c, _, v| { c.xbeam = mm(v, 0); c.pivot = Pivot::Beam; Ok(()) }),
-    has(&["-Ybeam"], 1, |c, _, v| { c.ybeam = mm(v, 0); c.pivot = Pivot::Beam; Ok(()) }),
-    has(&["-Xclose"], 1, |c, _, v| { c.xclose = mm(v, 0); c.pivot = Pivot::Sample; Ok(()) }),
-    has(&["-Yclose"], 1, |c, _, v| { c.yclose = mm(v, 0); c.pivot = Pivot::Sample; Ok(()) }),
-    has(&["-ORGX"], 1, |c, _, v| { c.orgx = n(v, 0); c.pivot = Pivot::Sample; Ok(()) }),
-    has(&["-ORGY"], 1, |c, _, v| { c.orgy = n(v, 0); c.pivot = Pivot::Sample; Ok(()) }),
+    has(&["-Xbeam"], 1, |c, _, v| { c.xbeam = mm(v, 0)?; c.pivot = Pivot::Beam; Ok(()) }),
+    has(&["-Ybeam"], 1, |c, _, v| { c.ybeam = mm(v, 0)?; c.pivot = Pivot::Beam; Ok(()) }),
+    has(&["-Xclose"], 1, |c, _, v| { c.xclose = mm(v, 0)?; c.pivot = Pivot::Sample; Ok(()) }),
+    has(&["-Yclose"], 1, |c, _, v| { c.yclose = mm(v, 0)?; c.pivot = Pivot::Sample; Ok(()) }),
+    has(&["-ORGX"], 1, |c, _, v| { c.orgx = n(v, 0)?; c.pivot = Pivot::Sample; Ok(()) }),
+    has(&["-ORGY"], 1, |c, _, v| { c.orgy = n(v, 0)?; c.pivot = Pivot::Sample; Ok(()) }),
     has(&["-pivot"], 1, |c, _, v| {
         if v[0].contains("sample") { c.pivot = Pivot::Sample; }
         if v[0].contains("beam") { c.pivot = Pivot::Beam; }
         Ok(())
     }),
-    has(&["-fdet_vector"], 3, |c, _, v| { c.fdet = v3(v); Ok(()) }),
-    has(&["-sdet_vector"], 3, |c, _, v| { c.sdet = v3(v); Ok(()) }),
-    has(&["-odet_vector"], 3, |c, _, v| { c.odet = v3(v); Ok(()) }),
-    has(&["-beam_vector"], 3, |c, _, v| { c.beam = v3(v); Ok(()) }),
-    has(&["-polar_vector"], 3, |c, _, v| { c.polar_vector = v3(v); Ok(()) }),
-    has(&["-spindle_axis"], 3, |c, _, v| { c.spindle = v3(v); Ok(()) }),
-    has(&["-twotheta_axis"], 3, |c, _, v| { c.twotheta_axis = v3(v); Ok(()) }),
-    has(&["-pix0_vector"], 3, |c, _, v| { c.pix0 = Some(v3(v)); Ok(()) }),
-    has(&["-distance"], 1, |c, _, v| { c.distance = mm(v, 0); c.pivot = Pivot::Beam; Ok(()) }),
-    has(&["-close_distance"], 1, |c, _, v| { c.close_distance = mm(v, 0); c.pivot = Pivot::Sample; Ok(()) }),
-    has(&["-source_distance"], 1, |c, _, v| { c.source_distance = mm(v, 0); Ok(()) }),
-    has(&["-twotheta"], 1, |c, _, v| { c.twotheta = n(v, 0) / RTD; c.pivot = Pivot::Sample; Ok(()) }),
-    has(&["-detector_rotx"], 1, |c, _, v| { c.rotx = n(v, 0) / RTD; Ok(()) }),
-    has(&["-detector_roty"], 1, |c, _, v| { c.roty = n(v, 0) / RTD; Ok(()) }),
-    has(&["-detector_rotz"], 1, |c, _, v| { c.rotz = n(v, 0) / RTD; Ok(()) }),
+    has(&["-fdet_vector"], 3, |c, _, v| { c.fdet = v3(v)?; Ok(()) }),
+    has(&["-sdet_vector"], 3, |c, _, v| { c.sdet = v3(v)?; Ok(()) }),
+    has(&["-odet_vector"], 3, |c, _, v| { c.odet = v3(v)?; Ok(()) }),
+    has(&["-beam_vector"], 3, |c, _, v| { c.beam = v3(v)?; Ok(()) }),
+    has(&["-polar_vector"], 3, |c, _, v| { c.polar_vector = v3(v)?; Ok(()) }),
+    has(&["-spindle_axis"], 3, |c, _, v| { c.spindle = v3(v)?; Ok(()) }),
+    has(&["-twotheta_axis"], 3, |c, _, v| { c.twotheta_axis = v3(v)?; Ok(()) }),
+    has(&["-pix0_vector"], 3, |c, _, v| { c.pix0 = Some(v3(v)?); Ok(()) }),
+    has(&["-distance"], 1, |c, _, v| { c.distance = mm(v, 0)?; c.pivot = Pivot::Beam; Ok(()) }),
+    has(&["-close_distance"], 1, |c, _, v| { c.close_distance = mm(v, 0)?; c.pivot = Pivot::Sample; Ok(()) }),
+    has(&["-source_distance"], 1, |c, _, v| { c.source_distance = mm(v, 0)?; Ok(()) }),
+    has(&["-twotheta"], 1, |c, _, v| { c.twotheta = n(v, 0)? / RTD; c.pivot = Pivot::Sample; Ok(()) }),
+    has(&["-detector_rotx"], 1, |c, _, v| { c.rotx = n(v, 0)? / RTD; Ok(()) }),
+    has(&["-detector_roty"], 1, |c, _, v| { c.roty = n(v, 0)? / RTD; Ok(()) }),
+    has(&["-detector_rotz"], 1, |c, _, v| { c.rotz = n(v, 0)? / RTD; Ok(()) }),
     // the detector's size and pixels
-    is(&["-detsize"], |c, _, v| { (c.detsize_x, c.detsize_y) = (mm(v, 0), mm(v, 0)); Ok(()) }),
-    has(&["-detsize_x"], 1, |c, _, v| { c.detsize_x = mm(v, 0); Ok(()) }),
-    has(&["-detsize_y"], 1, |c, _, v| { c.detsize_y = mm(v, 0); Ok(()) }),
-    is(&["-detpixels"], |c, _, v| { c.fpixels = atoi(&v[0]); c.spixels = c.fpixels; Ok(()) }),
-    has(&["-detpixels_f", "-detpixels_x"], 1, |c, _, v| { c.fpixels = atoi(&v[0]); Ok(()) }),
-    has(&["-detpixels_s", "-detpixels_y"], 1, |c, _, v| { c.spixels = atoi(&v[0]); Ok(()) }),
+    is(&["-detsize"], |c, _, v| { (c.detsize_x, c.detsize_y) = (mm(v, 0)?, mm(v, 0)?); Ok(()) }),
+    has(&["-detsize_x"], 1, |c, _, v| { c.detsize_x = mm(v, 0)?; Ok(()) }),
+    has(&["-detsize_y"], 1, |c, _, v| { c.detsize_y = mm(v, 0)?; Ok(()) }),
+    is(&["-detpixels"], |c, _, v| { c.fpixels = integer(&v[0])?; c.spixels = c.fpixels; Ok(()) }),
+    has(&["-detpixels_f", "-detpixels_x"], 1, |c, _, v| { c.fpixels = integer(&v[0])?; Ok(()) }),
+    has(&["-detpixels_s", "-detpixels_y"], 1, |c, _, v| { c.spixels = integer(&v[0])?; Ok(()) }),
     // the C requires a following argument but does not read it
     has(&["-curved_det"], 0, |c, _, _| { c.curved = true; Ok(()) }),
-    has(&["-pixel"], 1, |c, _, v| { c.pixel = mm(v, 0); Ok(()) }),
+    has(&["-pixel"], 1, |c, _, v| { c.pixel = mm(v, 0)?; Ok(()) }),
     has(&["-point_pixel"], 0, |c, _, _| { c.point_pixel = true; Ok(()) }),
     has(&["-Fmap"], 0, |c, _, _| { c.fmap = true; Ok(()) }),
-    is(&["-polar"], |c, _, v| { c.polarization = n(v, 0); c.nopolar = false; Ok(()) }),
+    is(&["-polar"], |c, _, v| { c.polarization = n(v, 0)?; c.nopolar = false; Ok(()) }),
     has(&["-nopolar"], 0, |c, _, _| { c.nopolar = true; Ok(()) }),
-    has(&["-oversample"], 1, |c, _, v| { c.oversample = atoi(&v[0]); Ok(()) }),
+    has(&["-oversample"], 1, |c, _, v| { c.oversample = integer(&v[0])?; Ok(()) }),
     has(&["-roi"], 4, |c, _, v| {
-        for k in 0..4 { c.roi[k] = atoi(&v[k]); }
+        for k in 0..4 { c.roi[k] = integer(&v[k])?; }
         Ok(())
     }),
     // the beam
-    has(&["-lambda", "-wave"], 1, |c, _, v| { c.lambda0 = n(v, 0) / 1.0e10; Ok(()) }),
-    has(&["-energy"], 1, |c, _, v| { c.lambda0 = (12398.42 / n(v, 0)) / 1.0e10; Ok(()) }),
-    has(&["-fluence"], 1, |c, _, v| { c.fluence = n(v, 0); Ok(()) }),
-    has(&["-flux"], 1, |c, _, v| { c.flux = n(v, 0); Ok(()) }),
-    has(&["-exposure"], 1, |c, _, v| { c.exposure = n(v, 0); Ok(()) }),
-    has(&["-beamsize"], 1, |c, _, v| { c.beamsize = mm(v, 0); Ok(()) }),
-    has(&["-dispersion"], 1, |c, _, v| { c.dispersion = n(v, 0) / 100.0; Ok(()) }),
-    has(&["-dispsteps"], 1, |c, _, v| { c.dispsteps = atoi(&v[0]); Ok(()) }),
-    has(&["-divergence"], 1, |c, _, v| { c.hdivrange = mm(v, 0); c.vdivrange = c.hdivrange; Ok(()) }),
-    has(&["-hdivrange"], 1, |c, _, v| { c.hdivrange = mm(v, 0); Ok(()) }),
-    has(&["-vdivrange"], 1, |c, _, v| { c.vdivrange = mm(v, 0); Ok(()) }),
-    is(&["-hdivstep"], |c, _, v| { c.hdivstep = mm(v, 0); Ok(()) }),
-    has(&["-hdivsteps"], 1, |c, _, v| { c.hdivsteps = atoi(&v[0]); Ok(()) }),
-    is(&["-vdivstep"], |c, _, v| { c.vdivstep = mm(v, 0); Ok(()) }),
-    has(&["-vdivsteps"], 1, |c, _, v| { c.vdivsteps = atoi(&v[0]); Ok(()) }),
-    has(&["-divsteps"], 1, |c, _, v| { c.hdivsteps = atoi(&v[0]); c.vdivsteps = c.hdivsteps; Ok(()) }),
+    has(&["-lambda", "-wave"], 1, |c, _, v| { c.lambda0 = n(v, 0)? / 1.0e10; Ok(()) }),
+    has(&["-energy"], 1, |c, _, v| { c.lambda0 = (12398.42 / n(v, 0)?) / 1.0e10; Ok(()) }),
+    has(&["-fluence"], 1, |c, _, v| { c.fluence = n(v, 0)?; Ok(()) }),
+    has(&["-flux"], 1, |c, _, v| { c.flux = n(v, 0)?; Ok(()) }),
+    has(&["-exposure"], 1, |c, _, v| { c.exposure = n(v, 0)?; Ok(()) }),
+    has(&["-beamsize"], 1, |c, _, v| { c.beamsize = mm(v, 0)?; Ok(()) }),
+    has(&["-dispersion"], 1, |c, _, v| { c.dispersion = n(v, 0)? / 100.0; Ok(()) }),
+    has(&["-dispsteps"], 1, |c, _, v| { c.dispsteps = integer(&v[0])?; Ok(()) }),
+    has(&["-divergence"], 1, |c, _, v| { c.hdivrange = mm(v, 0)?; c.vdivrange = c.hdivrange; Ok(()) }),
+    has(&["-hdivrange"], 1, |c, _, v| { c.hdivrange = mm(v, 0)?; Ok(()) }),
+    has(&["-vdivrange"], 1, |c, _, v| { c.vdivrange = mm(v, 0)?; Ok(()) }),
+    is(&["-hdivstep"], |c, _, v| { c.hdivstep = mm(v, 0)?; Ok(()) }),
+    has(&["-hdivsteps"], 1, |c, _, v| { c.hdivsteps = integer(&v[0])?; Ok(()) }),
+    is(&["-vdivstep"], |c, _, v| { c.vdivstep = mm(v, 0)?; Ok(()) }),
+    has(&["-vdivsteps"], 1, |c, _, v| { c.vdivsteps = integer(&v[0])?; Ok(()) }),
+    has(&["-divsteps"], 1, |c, _, v| { c.hdivsteps = integer(&v[0])?; c.vdivsteps = c.hdivsteps; Ok(()) }),
     has(&["-round_div"], 0, |c, _, _| { c.round_div = true; Ok(()) }),
     has(&["-square_div"], 0, |c, _, _| { c.round_div = false; Ok(()) }),
-    has(&["-adc"], 1, |c, _, v| { c.adc = n(v, 0); Ok(()) }),
-    has(&["-gain"], 1, |c, _, v| { c.gain = n(v, 0); Ok(()) }),
+    has(&["-adc"], 1, |c, _, v| { c.adc = n(v, 0)?; Ok(()) }),
+    has(&["-gain"], 1, |c, _, v| { c.gain = n(v, 0)?; Ok(()) }),
     // the rotation (only the header's OSC_RANGE)
-    is(&["-phi"], |c, _, v| { c.phi0 = n(v, 0) / RTD; Ok(()) }),
-    has(&["-osc"], 1, |c, _, v| { c.osc = n(v, 0) / RTD; Ok(()) }),
-    is(&["-phistep"], |c, _, v| { c.phistep = n(v, 0) / RTD; Ok(()) }),
-    has(&["-phisteps"], 1, |c, _, v| { c.phisteps = atoi(&v[0]); Ok(()) }),
+    is(&["-phi"], |c, _, v| { c.phi0 = n(v, 0)? / RTD; Ok(()) }),
+    has(&["-osc"], 1, |c, _, v| { c.osc = n(v, 0)? / RTD; Ok(()) }),
+    is(&["-phistep"], |c, _, v| { c.phistep = n(v, 0)? / RTD; Ok(()) }),
+    has(&["-phisteps"], 1, |c, _, v| { c.phisteps = integer(&v[0])?; Ok(()) }),
     // files
     is(&["-stol"], |c, _, v| { c.stolfile = Some(v[0].clone()); c.stol_file_mult = 1e10; Ok(()) }),
     is(&["-4stol"], |c, _, v| { c.stolfile = Some(v[0].clone()); c.stol_file_mult = 1e10 / 4.0; Ok(()) }),
@@ -137,12 +136,12 @@ static NONBRAGG_FLAGS: &[StrstrFlag<B>] = &[
     has(&["-nopgm"], 0, |c, _, _| { c.write_pgm = false; Ok(()) }),
     // no effect on the images (the C's -printout per-pixel dump is not reproduced)
     has(&["-noreject", "-coherent", "-printout"], 0, |_, _, _| Ok(())),
-    has(&["-scale"], 1, |c, _, v| { c.intfile_scale = n(v, 0); Ok(()) }),
-    has(&["-pgmscale"], 1, |c, _, v| { c.pgm_scale = n(v, 0); Ok(()) }),
+    has(&["-scale"], 1, |c, _, v| { c.intfile_scale = n(v, 0)?; Ok(()) }),
+    has(&["-pgmscale"], 1, |c, _, v| { c.pgm_scale = n(v, 0)?; Ok(()) }),
     has(&["-noprogress"], 0, |c, _, _| { c.progress = false; Ok(()) }),
     has(&["-progress"], 0, |c, _, _| { c.progress = true; Ok(()) }),
     has(&["-printout_pixel"], 2, |_, _, _| Ok(())),
-    has(&["-seed"], 1, |c, _, v| { c.seed = Some(-(atoi(&v[0]) as i64)); Ok(()) }),
+    has(&["-seed"], 1, |c, _, v| { c.seed = Some(-(integer(&v[0])? as i64)); Ok(()) }),
 ];
 
 static NONBRAGG_LINE: StrstrLine<B> = StrstrLine {

@@ -5,6 +5,19 @@ use super::parse::parse_simulate_args;
 use crate::apps::series::{run, verify, SeriesArgs};
 use crate::{Error, Result};
 
+/// `series --help`.
+pub const SERIES_USAGE: &str = "usage: nanobragg-rs series [simulate flags] --frames N | --stills N --orientation random \
+[--name PATTERN] [--shard I/N] [--only K|K-L] [--resume] [--verify]
+  --frames N       a rotation sweep: frame k starts at -phi + (k-1)*-osc
+  --stills N       N stills (with --orientation random: a random crystal orientation each)
+  --name PATTERN   file names per frame (see docs/datasets.md)
+  --shard I/N      this job's share of the frames (Slurm and MPI set it themselves)
+  --only K|K-L     only these frames, counted from 1
+  --resume         skip frames already written and verified
+  --verify         check a finished dataset against its manifest and write nothing
+Every simulate flag applies to each frame (`nanobragg-rs simulate --help` lists them).
+";
+
 fn parse_count(flag: &str, v: Option<&String>) -> Result<usize> {
     let w = v.ok_or_else(|| Error::flag(flag, "missing value: expects a frame count"))?;
     match w.parse::<usize>() {

@@ -11,6 +11,27 @@ pub fn write_float_image(path: &Path, float: &[f32]) -> Result<()> {
     f.commit()
 }
 
+/// The first pixel (index, value) that is NaN or infinite: such a pixel cannot be scaled, summed
+/// or given Poisson noise, so readers of float images refuse it.
+pub fn first_non_finite(image: &[f32]) -> Option<(usize, f32)> {
+    image.iter().position(|v| !v.is_finite()).map(|i| (i, image[i]))
+}
+
+/// Refuse an image with a NaN or infinite pixel, naming the file, the flag, the pixel and its
+/// (fast, slow) position when the row length is known.
+pub fn require_finite(image: &[f32], path: &Path, flag: &str, fpixels: Option<usize>) -> Result<()> {
+    match first_non_finite(image) {
+        None => Ok(()),
+        Some((i, v)) => {
+            let at = match fpixels {
+                Some(fp) if fp > 0 => format!("pixel {i} (fast {}, slow {})", i % fp, i / fp),
+                _ => format!("pixel {i}"),
+            };
+            Err(Error::file(path, format!("{flag}: {at} is {v}: the image must hold finite values")))
+        }
+    }
+}
+
 /// Read a float image written by nanoBragg or this port.
 pub fn read_float_image(path: &Path) -> Result<Vec<f32>> {
     let bytes = std::fs::read(path).map_err(|e| Error::file(path, format!("cannot read float image: {e}")))?;

@@ -393,6 +393,7 @@ pub fn add_into(image: &mut [f32], path: &Path) -> Result<()> {
     if add.len() != image.len() {
         return Err(Error::file(path, format!("-add_float: has {} pixels, the detector has {}", add.len(), image.len())));
     }
+    crate::io::float::require_finite(&add, path, "-add_float", None)?;
     for (o, a) in image.iter_mut().zip(&add) {
         *o = (*o as f64 + *a as f64) as f32;
     }

@@ -218,8 +218,10 @@ fn import_floats(floatname: &str, bytes: &[u8], frame: &Frame, out: &mut dyn Wri
             format!("-floatfile: holds {} floats, the {}x{} image needs {}", bytes.len() / 4, frame.xpixels, frame.ypixels, np),
         ));
     }
+    let pixels: Vec<f32> = bytes[..np * 4].chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+    crate::io::float::require_finite(&pixels, Path::new(floatname), "-floatfile", Some(frame.xpixels as usize))?;
     writeln!(out, "importing {} pixel intensites: {}", np, floatname).map_err(io)?;
-    Ok(bytes[..np * 4].chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
+    Ok(pixels)
 }
 
 /// The parameter summary noisify.c prints before it starts.

@@ -49,6 +49,7 @@ pub fn run(c: &NonBraggConfig, out: &mut dyn Write) -> Result<()> {
     let sample = setup::sample(c, &mut s);
     let osc = setup::osc_range(c);
     let steps = BeamSteps::new(c);
+    setup::validate(c, &det, &steps)?;
     let g = geometry::geometry(c, &det, &mut s);
 
     let _ = writeln!(s, "reading {stolfile}");

@@ -2,6 +2,7 @@
 //! and region of interest, the sample, the oscillation range, the beam's divergence and dispersion
 //! steps.
 
+use crate::base::memory::{human, memory_budget};
 use crate::experiment::sampling::{resolve_sweep, sanitize};
 use super::config::NonBraggConfig;
 use crate::base::c::printf::cf;
@@ -20,6 +21,9 @@ pub(super) struct DetectorSize {
 /// `-detsize` or `-detpixels` times `-pixel`.
 pub(super) fn detector_size(c: &NonBraggConfig) -> Result<DetectorSize> {
     let pixel = c.pixel;
+    if !(pixel > 0.0) {
+        return Err(Error::flag("-pixel", "the pixel size must be greater than 0"));
+    }
     let (mut detsize_x, mut detsize_y) = (c.detsize_x, c.detsize_y);
     if c.fpixels != 0 {
         detsize_x = pixel * c.fpixels as f64;
@@ -33,6 +37,35 @@ pub(super) fn detector_size(c: &NonBraggConfig) -> Result<DetectorSize> {
         return Err(Error::flag("-detsize", format!("{fpixels}x{spixels} pixels is not a detector")));
     }
     Ok(DetectorSize { detsize_x, detsize_y, fpixels, spixels })
+}
+
+/// Bytes per pixel a nonbragg run holds at its peak: the float image, each pixel's last sub-pixel
+/// position, and the int, PGM and noise images with their file copies.
+const BYTES_PER_PIXEL: u64 = 4 + 16 + 2 * 2 + 1 + 2 * 2;
+
+/// What the C does not refuse but cannot simulate: a wavelength, pixel or distance that is not
+/// positive (the image would be NaN or infinite, and its noise never end), and a run too large for
+/// the memory (the detector, or the divergence × dispersion sources).
+pub(super) fn validate(c: &NonBraggConfig, det: &DetectorSize, steps: &BeamSteps) -> Result<()> {
+    if c.sourcefile.is_none() && !(c.lambda0 > 0.0) {
+        return Err(Error::flag("-lambda", format!("{} A: the wavelength must be greater than 0 (or give -energy)", c.lambda0 * 1e10)));
+    }
+    let (flag, d) = if c.close_distance.is_nan() { ("-distance", c.distance) } else { ("-close_distance", c.close_distance) };
+    if !(d.is_finite() && d != 0.0) {
+        return Err(Error::flag(flag, "the detector cannot be at the sample"));
+    }
+    let pixels = (det.fpixels as u64).saturating_mul(det.spixels as u64);
+    let need = pixels.saturating_mul(BYTES_PER_PIXEL);
+    crate::base::memory::check_alloc(
+        || Error::flag("-detpixels", format!("{}x{} pixels need about {} of memory; {} is available", det.fpixels, det.spixels, human(need), human(memory_budget()))),
+        Some(need),
+    )?;
+    let sources = [steps.hdiv.steps, steps.vdiv.steps, steps.disp.steps].iter().fold(1u64, |n, &s| n.saturating_mul(s.max(1) as u64));
+    let need = sources.saturating_mul(std::mem::size_of::<super::geometry::Source>() as u64);
+    crate::base::memory::check_alloc(
+        || Error::flag("-dispsteps", format!("{sources} sources (divergence steps × dispersion steps) need about {} of memory; {} is available", human(need), human(memory_budget()))),
+        Some(need),
+    )
 }
 
 /// The region of interest (`-roi xmin xmax ymin ymax`, inclusive; the whole detector by default).

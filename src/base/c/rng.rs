@@ -154,6 +154,11 @@ impl NrRandom {
     }
 
     pub fn poidev(&mut self, xm: f32, idum: &mut i64) -> f32 {
+        if xm.is_nan() {
+            // the C's rejection loop never ends on a NaN mean; callers refuse non-finite images, and
+            // whatever still reaches here gives NaN back (no draw) instead of hanging
+            return xm;
+        }
         if xm as f64 > 1.0e6 {
             // `return xm+sqrt(xm)*gaussdev(idum);`: double arithmetic, returned as float.
             let gd = self.gaussdev(idum) as f64;

@@ -1,0 +1,162 @@
+//! Hostile input, round 2, across every subcommand (not only `simulate`): non-finite values never
+//! reach a sampler (they hung noisify and nonbragg), non-numbers are refused where the C's `atof`
+//! read them as 0, runs too large for the memory are refused before they allocate, sums that
+//! overflow a float are refused, `--help` works everywhere, and a junk memory limit is refused.
+//! Each case runs the binary as a child under an address-space limit and a time limit: a hang or a
+//! runaway allocation fails the test.
+
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_nanobragg-rs");
+/// Address-space limit for child runs: far below what any refused case would allocate.
+const AS_LIMIT: u64 = 3 << 30;
+
+struct Ran {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+/// Run `nanobragg-rs args…` in `dir`, killed after `secs` (a hang fails the test).
+fn run_in(dir: &Path, args: &[&str], env: &[(&str, &str)], secs: u64) -> Ran {
+    let mut c = Command::new(BIN);
+    c.current_dir(dir).args(args).env_remove("RAYON_NUM_THREADS").env_remove("NANOBRAGG_MAX_MEMORY");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        c.pre_exec(|| {
+            let rl = libc::rlimit { rlim_cur: AS_LIMIT, rlim_max: AS_LIMIT };
+            if libc::setrlimit(libc::RLIMIT_AS, &rl) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = c.spawn().expect("start nanobragg-rs");
+    let t = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if t.elapsed() > Duration::from_secs(secs) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{args:?} hung (killed after {secs} s)");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    Ran { code: out.status.code(), stdout: String::from_utf8_lossy(&out.stdout).into(), stderr: String::from_utf8_lossy(&out.stderr).into() }
+}
+
+/// The run is refused: exit 9 and one line on stderr that contains `want`, and no new file in `dir`.
+fn refused(dir: &Path, args: &[&str], env: &[(&str, &str)], want: &str) {
+    let before = files(dir);
+    let r = run_in(dir, args, env, 60);
+    assert_eq!(r.code, Some(9), "{args:?}: exit {:?}, stderr {}", r.code, r.stderr);
+    assert_eq!(r.stderr.trim_end().lines().count(), 1, "{args:?}: not one line: {}", r.stderr);
+    assert!(r.stderr.contains(want), "{args:?}: {:?} does not say {want:?}", r.stderr);
+    assert_eq!(files(dir), before, "{args:?}: wrote files");
+}
+
+fn files(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    v.sort();
+    v
+}
+
+fn write_floats(path: &Path, v: &[f32]) {
+    std::fs::write(path, v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
+}
+
+/// A 32×32 float image of 5 photons per pixel, with `bad` at pixel 40 (fast 8, slow 1).
+fn image_with(dir: &Path, name: &str, bad: f32) {
+    let mut v = vec![5.0f32; 32 * 32];
+    v[40] = bad;
+    write_floats(&dir.join(name), &v);
+}
+
+#[test]
+fn non_finite_pixels_are_refused_by_every_reader_of_float_images() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    image_with(d, "nan.bin", f32::NAN);
+    image_with(d, "inf.bin", f32::INFINITY);
+    image_with(d, "ok.bin", 5.0);
+    for bad in ["nan.bin", "inf.bin"] {
+        // noisify's Poisson loop never ended on a NaN mean
+        refused(d, &["noisify", "-floatfile", bad, "-detpixels", "32"], &[], "pixel 40 (fast 8, slow 1)");
+        refused(d, &["float-add", bad, "ok.bin", "-o", "sum.bin"], &[], "pixel 40");
+        refused(
+            d,
+            &["simulate", "-cell", "50", "50", "50", "90", "90", "90", "-default_F", "10", "-N", "3", "-detpixels", "32", "-add_float", bad],
+            &[],
+            "-add_float: pixel 40",
+        );
+    }
+}
+
+#[test]
+fn non_numbers_and_non_finite_flag_values_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    image_with(d, "ok.bin", 5.0);
+    std::fs::write(d.join("w.stol"), "0.0 1.0\n0.5 2.0\n").unwrap();
+    for v in ["nan", "inf", "-inf"] {
+        refused(d, &["noisify", "-floatfile", "ok.bin", "-detpixels", "32", "-scale", v], &[], "-scale: ");
+    }
+    refused(d, &["noisify", "-floatfile", "ok.bin", "-detpixels", "thirty"], &[], "-detpixels: thirty: not an integer");
+    refused(d, &["nonbragg", "-stol", "w.stol", "-detpixels", "32", "-distance", "abc"], &[], "-distance: abc: not a number");
+    refused(d, &["nonbragg", "-stol", "w.stol", "-detpixels", "32", "-lambda", "nan"], &[], "-lambda: nan: not a finite number");
+    // a zero wavelength made every pixel NaN and the noise loop endless
+    refused(d, &["nonbragg", "-stol", "w.stol", "-detpixels", "32", "-lambda", "0"], &[], "-lambda: 0 A: the wavelength must be greater than 0");
+    refused(d, &["nonbragg", "-stol", "w.stol", "-detpixels", "32", "-pixel", "0"], &[], "-pixel: ");
+    refused(d, &["nonbragg", "-stol", "w.stol", "-detpixels", "32", "-distance", "0"], &[], "-distance: the detector cannot be at the sample");
+}
+
+#[test]
+fn runs_too_large_for_the_memory_are_refused_before_they_allocate() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::write(d.join("w.stol"), "0.0 1.0\n0.5 2.0\n").unwrap();
+    let small = [("NANOBRAGG_MAX_MEMORY", "1G")];
+    refused(d, &["nonbragg", "-stol", "w.stol", "-detpixels", "30000"], &small, "-detpixels: 30000x30000 pixels need about");
+    refused(d, &["nonbragg", "-stol", "w.stol", "-detpixels", "16", "-dispersion", "10", "-dispsteps", "1000000000"], &small, "-dispsteps: 1000000000 sources");
+    // a count beyond an int is no count
+    refused(d, &["nonbragg", "-stol", "w.stol", "-detpixels", "16", "-dispsteps", "1e9"], &small, "-dispsteps: 1e9: not an integer");
+}
+
+#[test]
+fn a_sum_beyond_the_largest_float_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    image_with(d, "ok.bin", 5.0);
+    refused(d, &["float-add", "ok.bin", "ok.bin", "-scale", "1e300", "-o", "sum.bin"], &[], "-scale: the sum's pixel 0 is inf");
+}
+
+#[test]
+fn a_junk_memory_limit_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    for cmd in [&["matrix", "-cell", "50", "50", "50", "90", "90", "90", "-o", "a.mat"][..], &["simulate", "--detector", "16"][..]] {
+        refused(tmp.path(), cmd, &[("NANOBRAGG_MAX_MEMORY", "lots")], "NANOBRAGG_MAX_MEMORY: lots: not a size");
+    }
+}
+
+#[test]
+fn every_subcommand_has_help() {
+    let tmp = tempfile::tempdir().unwrap();
+    for cmd in ["simulate", "series", "noisify", "nonbragg", "nearbragg", "float-add", "matrix"] {
+        for flag in ["--help", "-h"] {
+            let r = run_in(tmp.path(), &[cmd, flag], &[], 30);
+            assert_eq!(r.code, Some(0), "{cmd} {flag}: exit {:?}: {}", r.code, r.stderr);
+            assert!(r.stdout.to_lowercase().contains("usage") || r.stdout.contains(cmd), "{cmd} {flag}: {}", r.stdout);
+        }
+    }
+    assert!(files(tmp.path()).is_empty(), "--help wrote files");
+}
