@@ -232,3 +232,28 @@ fn a_dangling_symlink_output_is_written_through() {
         assert!(d.join("target").is_file(), "{args:?}: the link's file was not written");
     }
 }
+
+/// `matrix` never prints nan or numbers that run together: an impossible cell, or a cell or
+/// wavelength that gives values wider than the file's columns, is refused.
+#[test]
+fn matrix_refuses_what_it_cannot_print() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let cell = |c: &str| -> Vec<String> { c.split(' ').map(String::from).collect() };
+    for (args, want) in [
+        ("-cell 50 50 50 170 170 170", "impossible unit cell angles 170 170 170"),
+        ("-cell 50 50 50 10 10 90", "impossible unit cell angles"),
+        ("-cell 1e300 50 50 90 90 90", "cell edges must be positive and below"),
+        ("-cell 1e-300 50 50 90 90 90", "more than the file's columns can hold"),
+        ("-cell 50 50 50 90 90 90 -lambda 1e300", "more than the file's columns can hold"),
+    ] {
+        let mut a = vec!["matrix".to_string()];
+        a.extend(cell(args));
+        a.extend(["-o".to_string(), "A.mat".to_string()]);
+        let a: Vec<&str> = a.iter().map(|s| s.as_str()).collect();
+        refused(d, &a, &[], want);
+    }
+    let r = run_in(d, &["matrix", "-cell", "2000", "3000", "1000", "90", "90", "120", "-lambda", "1.5"], &[], 30);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(!r.stdout.contains("nan") && r.stdout.lines().all(|l| l.split_whitespace().all(|w| w.len() < 12)), "{}", r.stdout);
+}

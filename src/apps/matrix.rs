@@ -115,6 +115,12 @@ pub fn format_matrix(a: &M3, u: &M3, cell: [f64; 6], lambda: f64) -> String {
 
 /// `nanobragg-rs matrix -cell a b c α β γ [-lambda λ] [-misset x y z | -misset random [-seed N]]
 /// [-umat 9 numbers] [-o A.mat]`.
+/// Cell edges (Å) `matrix` takes are below this: the cell line's `%12.4f` fills its columns from here.
+const MAX_EDGE: f64 = 1e6;
+
+/// Largest matrix element printed: `%12.8f` keeps the columns apart below 100.
+const MAX_PRINTED: f64 = 100.0;
+
 pub const MATRIX_USAGE: &str = "usage: matrix -cell a b c alpha beta gamma [-lambda A] [-misset x y z | -misset random [-seed N] [-spread deg]] [-umat 9 numbers] [-o A.mat] | matrix -mat A.mat [-lambda A] [-misset ..] [-umat ..] [-o new.mat]";
 
 pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
@@ -143,8 +149,15 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
                 for (k, v) in c.iter_mut().enumerate() {
                     *v = num(a, args.get(i + 1 + k))?;
                 }
-                if c[..3].iter().any(|&x| x <= 0.0) || c[3..].iter().any(|&x| x <= 0.0 || x >= 180.0) {
-                    return Err(Error::flag(a, "cell edges must be positive and angles between 0 and 180 degrees"));
+                if c[..3].iter().any(|&x| !(x > 0.0 && x < MAX_EDGE)) {
+                    return Err(Error::flag(a, format!("cell edges must be positive and below {MAX_EDGE} A")));
+                }
+                let rad = |d: f64| d.to_radians();
+                if !crate::experiment::crystal::cell_angles_possible(rad(c[3]), rad(c[4]), rad(c[5])) {
+                    return Err(Error::flag(
+                        a,
+                        format!("impossible unit cell angles {} {} {} (each must be below 180, smaller than the sum of the other two, and all three below 360 degrees)", c[3], c[4], c[5]),
+                    ));
                 }
                 cell = Some(c);
                 i += 7;
@@ -215,6 +228,14 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
         };
     }
     let a = matmul(&u, &b);
+    // the file's columns are 12 wide: a value that is not finite or too wide to keep them apart
+    // would run the numbers together (or print nan)
+    if let Some(v) = a.iter().flatten().map(|v| v * lambda).find(|v| !(v.abs() < MAX_PRINTED)) {
+        return Err(Error::flag(
+            if a0.is_some() { "-mat" } else { "-cell" },
+            format!("the matrix would hold {v:e} (with -lambda {}): more than the file's columns can hold; check the cell, -lambda and -mat", crate::base::c::printf::g(lambda)),
+        ));
+    }
     let text = format_matrix(&a, &u, cell, lambda);
     match outfile {
         Some(p) => crate::io::atomic::write_atomic(std::path::Path::new(&p), text.as_bytes()),

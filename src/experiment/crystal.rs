@@ -56,6 +56,13 @@ pub struct Lattice {
 }
 
 
+/// Whether three cell angles (radians) make a cell: each below π, each smaller than the sum of the
+/// other two, all three below 2π (otherwise the cell volume is imaginary or zero).
+pub fn cell_angles_possible(alpha: f64, beta: f64, gamma: f64) -> bool {
+    use std::f64::consts::PI;
+    alpha > 0.0 && beta > 0.0 && gamma > 0.0 && alpha < PI && beta < PI && gamma < PI && alpha < beta + gamma && beta < alpha + gamma && gamma < alpha + beta && alpha + beta + gamma < 2.0 * PI
+}
+
 /// Build the lattice exactly as the C does. `mat` holds the reciprocal vectors (a*, b*, c*) read from
 /// a `-mat` file (lambda-scaled, as MOSFLM writes them).
 pub fn build_lattice(
@@ -156,13 +163,7 @@ fn user_cell_volume(cell: &CellInput) -> Result<([f64; 3], [f64; 3], f64)> {
         skew = -skew;
     }
     let v_cell = 2.0 * a_in * b_in * c_in * skew.sqrt();
-    let angles_possible = alpha < std::f64::consts::PI
-        && beta < std::f64::consts::PI
-        && gamma < std::f64::consts::PI
-        && alpha < beta + gamma
-        && beta < alpha + gamma
-        && gamma < alpha + beta
-        && alpha + beta + gamma < 2.0 * std::f64::consts::PI;
+    let angles_possible = cell_angles_possible(alpha, beta, gamma);
     if !(v_cell > 0.0) || !angles_possible {
         return Err(Error::flag(
             "-cell",
