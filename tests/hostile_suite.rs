@@ -257,3 +257,28 @@ fn matrix_refuses_what_it_cannot_print() {
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(!r.stdout.contains("nan") && r.stdout.lines().all(|l| l.split_whitespace().all(|w| w.len() < 12)), "{}", r.stdout);
 }
+
+/// File names that are not UTF-8 work in every subcommand (the bytes reach the file system), as
+/// they do in simulate.
+#[test]
+fn non_utf8_file_names_work_in_every_subcommand() {
+    use std::os::unix::ffi::OsStrExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let name = |s: &[u8]| std::ffi::OsStr::from_bytes(s).to_os_string();
+    write_floats(&d.join(name(b"in\xff.bin")), &[5.0; 32 * 32]);
+    std::fs::write(d.join(name(b"w\xfe.stol")), "0.0 1.0\n0.5 2.0\n").unwrap();
+    std::fs::write(d.join(name(b"a\xfe.txt")), "1 2 3\n4 5 6\n").unwrap();
+    let runs: Vec<(Vec<std::ffi::OsString>, &[u8])> = vec![
+        (vec!["noisify".into(), "-floatfile".into(), name(b"in\xff.bin"), "-detpixels".into(), "32".into(), "-noisefile".into(), name(b"n\xff.img")], b"n\xff.img"),
+        (vec!["nonbragg".into(), "-stol".into(), name(b"w\xfe.stol"), "-detpixels".into(), "16".into(), "-floatfile".into(), name(b"f\xff.bin")], b"f\xff.bin"),
+        (vec!["float-add".into(), name(b"in\xff.bin"), name(b"in\xff.bin"), "-o".into(), name(b"s\xff.bin")], b"s\xff.bin"),
+        (vec!["matrix".into(), "-cell".into(), "50".into(), "50".into(), "50".into(), "90".into(), "90".into(), "90".into(), "-o".into(), name(b"m\xff.mat")], b"m\xff.mat"),
+        (vec!["nearbragg".into(), "-file".into(), name(b"a\xfe.txt"), "-detpixels".into(), "16".into(), "-floatfile".into(), name(b"g\xff.bin")], b"g\xff.bin"),
+    ];
+    for (args, out) in runs {
+        let r = Command::new(BIN).current_dir(d).args(&args).env_remove("RAYON_NUM_THREADS").stdin(Stdio::null()).output().unwrap();
+        assert_eq!(r.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&r.stderr));
+        assert!(d.join(name(out)).is_file(), "{args:?}: no {:?}", name(out));
+    }
+}

@@ -2,10 +2,11 @@
 //! scaled: `float-add A.bin B.bin ... [-scale s1 s2 ...] -o sum.bin`. Each output pixel is
 //! Σ scale_k · image_k[i], summed in double in the order given and stored as float.
 
+use crate::base::os_text::os_path;
 use crate::io::float::{read_float_image, write_float_image};
 use crate::{Error, Result};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Σ scale_k · image_k in double, stored as float; the images must have the same length.
 pub fn add_images(images: &[Vec<f32>], scales: &[f64]) -> Vec<f32> {
@@ -33,7 +34,7 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
         let a = args[i].as_str();
         match a {
             "-o" | "-out" | "-floatfile" => {
-                output = Some(PathBuf::from(args.get(i + 1).ok_or_else(|| Error::flag(a, "needs a file name"))?));
+                output = Some(os_path(args.get(i + 1).ok_or_else(|| Error::flag(a, "needs a file name"))?));
                 i += 2;
             }
             "-scale" => {
@@ -51,7 +52,7 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
             }
             s if s.starts_with('-') && s.len() > 1 => return Err(Error::flag(s, format!("unknown float-add flag ({usage})"))),
             s => {
-                inputs.push(PathBuf::from(s));
+                inputs.push(os_path(s));
                 i += 1;
             }
         }
@@ -84,7 +85,7 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
         // finite inputs, but a scale too large for a float pixel
         return Err(Error::flag("-scale", format!("the sum's pixel {i} is {v} (beyond the largest float): use smaller scales")));
     }
-    write_float_image(Path::new(&output), &sum)?;
+    write_float_image(&output, &sum)?;
     let _ = writeln!(out, "wrote {} ({} pixels, sum of {} images)", output.display(), sum.len(), images.len());
     Ok(())
 }

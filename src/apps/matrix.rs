@@ -198,7 +198,7 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
             }
             "-mat" => {
                 let p = args.get(i + 1).ok_or_else(|| Error::flag(a, "needs an A-matrix file"))?;
-                a0 = Some(start_matrix(std::path::Path::new(p))?);
+                a0 = Some(start_matrix(&crate::base::os_text::os_path(p))?);
                 i += 2;
             }
             "-o" | "-out" | "-matfile" => {
@@ -238,7 +238,7 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
     }
     let text = format_matrix(&a, &u, cell, lambda);
     match outfile {
-        Some(p) => crate::io::atomic::write_atomic(std::path::Path::new(&p), text.as_bytes()),
+        Some(p) => crate::io::atomic::write_atomic(&crate::base::os_text::os_path(&p), text.as_bytes()),
         None => out.write_all(text.as_bytes()).map_err(|e| Error::setup(format!("writing stdout: {e}"))),
     }
 }

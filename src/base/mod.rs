@@ -10,5 +10,6 @@ pub mod error;
 pub mod image;
 pub mod log;
 pub mod memory;
+pub mod os_text;
 pub mod progress;
 pub mod vec3;

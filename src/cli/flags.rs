@@ -156,7 +156,7 @@ impl Vals<'_> {
     }
 
     pub fn path(&self, i: usize) -> PathBuf {
-        super::args::os_path(&self.words[i])
+        crate::base::os_text::os_path(&self.words[i])
     }
 
     pub fn word(&self, i: usize) -> &str {

@@ -1,7 +1,7 @@
 //! `nanobragg-rs`: dispatch of every subcommand, one-line errors and the exit code. The binary
 //! (`src/main.rs`) only calls [`main`].
 
-use super::{args, help, parse};
+use super::{help, parse};
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -173,7 +173,7 @@ pub fn main() -> ExitCode {
     #[cfg(feature = "progress")]
     crate::base::progress::set_progress_display(super::progress::terminal_bar);
     // Arguments are bytes on Unix: file names need not be UTF-8 (the C accepts any bytes).
-    let args: Vec<String> = args::os_args(std::env::args_os().skip(1).collect());
+    let args: Vec<String> = crate::base::os_text::os_args(std::env::args_os().skip(1).collect());
     let result = dispatch(&args);
     match result {
         Ok(()) => ExitCode::SUCCESS,

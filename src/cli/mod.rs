@@ -1,7 +1,6 @@
 //! Command line: argv in, exit code out. One table of flags ([`flags::FLAGS`]) from which the parser
-//! ([`parse`]), `--help` and the flag reference ([`help`]) are made; [`args`] keeps non-UTF-8 words.
+//! ([`parse`]), `--help` and the flag reference ([`help`]) are made; `base::os_text` keeps non-UTF-8 words.
 
-pub mod args;
 pub mod flags;
 pub mod help;
 pub mod main;

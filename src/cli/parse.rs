@@ -5,7 +5,7 @@
 //! error, and the last occurrence of a flag wins. `-img`/`-mask` headers are applied first (mask, then
 //! img), as the C's pre-pass does, so every other flag overrides them.
 
-use super::args::os_path;
+use crate::base::os_text::os_path;
 use super::flags::{units, Arity, Flag, Vals, FLAGS};
 use crate::io::smv::SmvImage;
 use crate::io::smv::{header_value, read_smv};

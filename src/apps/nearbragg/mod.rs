@@ -27,13 +27,13 @@ pub use config::{NearBraggConfig, PI, RTD, TWO_PI, UNSET};
 pub use output::Stats;
 pub use setup::{resolve_steps, BeamSteps, Detector, Steps};
 
+use crate::base::os_text::os_path;
 use crate::base::c::printf::cf;
 use crate::io::atomic::{commit_all, AtomicFile};
 use crate::{Error, Result};
 use render::{Images, Scene};
 use std::fmt::Write as _;
 use std::io::Write;
-use std::path::Path;
 
 /// Most atom-wave sums (rendered pixels × sub-pixels × wavelengths × divergence points × depths ×
 /// atoms) of one run: more would take days.
@@ -65,7 +65,7 @@ struct Prepared {
 
 /// Read `path` as native floats (`fread`, lines 872-899): the first `n`; a shorter file is refused.
 fn read_floats(path: &str, n: usize, flag: &str) -> Result<Vec<f32>> {
-    let bytes = std::fs::read(path).map_err(|e| Error::file(path, format!("{flag}: cannot read: {e}")))?;
+    let bytes = std::fs::read(os_path(path)).map_err(|e| Error::file(path, format!("{flag}: cannot read: {e}")))?;
     if bytes.len() < 4 * n {
         return Err(Error::file(path, format!("{flag}: {} bytes, fewer than the image's {} 4-byte floats (-accumulate)", bytes.len(), n)));
     }
@@ -79,7 +79,7 @@ fn start_images(c: &NearBraggConfig, n: usize, log: &mut String) -> Result<Image
         return Ok(img);
     }
     let mut load = |name: &str, what: &str, init: &str, flag: &str, dst: &mut Vec<f32>| -> Result<()> {
-        if !Path::new(name).exists() {
+        if !os_path(name).as_path().exists() {
             let _ = writeln!(log, "WARNING: no {name} {what}-file to read!\nsetting initial {init} to all zeroes...");
             return Ok(());
         }
@@ -124,7 +124,7 @@ fn check_size(det: &Detector, atoms: usize, steps: f64) -> Result<()> {
 fn prepare(c: &NearBraggConfig, log: &mut String) -> Result<Prepared> {
     setup::check(c)?;
     let file = c.file.as_deref().ok_or_else(|| Error::flag("-file", "no atom list given (usage: nearbragg -file atom_list.txt)"))?;
-    let bytes = std::fs::read(file).map_err(|e| Error::file(file, format!("cannot read atom list: {e}")))?;
+    let bytes = std::fs::read(os_path(file)).map_err(|e| Error::file(file, format!("cannot read atom list: {e}")))?;
     let counted = atoms::count_atoms(&bytes);
     if c.debug {
         let blanks = bytes.split_inclusive(|&b| b == b'\n').count().saturating_sub(counted);
@@ -134,7 +134,7 @@ fn prepare(c: &NearBraggConfig, log: &mut String) -> Result<Prepared> {
     let det = setup::detector(c)?;
     let steps = BeamSteps::new(c)?;
     let _ = writeln!(log, "reading {file}");
-    let atoms = parse_atoms(Path::new(file), &bytes, c.debug, log)?;
+    let atoms = parse_atoms(os_path(file).as_path(), &bytes, c.debug, log)?;
     let oversample = setup::oversample(c, atoms.size_max, log)?;
     let div = steps.divergence();
     let nsteps_f = div.len() as f64 * steps.disp.steps as f64 * steps.depth.steps as f64 * oversample as f64 * oversample as f64;
@@ -239,7 +239,7 @@ fn write_outputs(c: &NearBraggConfig, p: &Prepared, st: &Stats, s: &mut String, 
     let mut files = Vec::new();
     let mut floats = |name: &str, v: &[f32], s: &mut String| -> Result<()> {
         let _ = writeln!(s, "writing {name} as {n} 4-byte floats");
-        let mut f = AtomicFile::create(Path::new(name))?;
+        let mut f = AtomicFile::create(os_path(name).as_path())?;
         crate::io::write_le(&mut f, v).map_err(|e| Error::write(name, e))?;
         files.push(f.finish()?);
         Ok(())
@@ -255,7 +255,7 @@ fn write_outputs(c: &NearBraggConfig, p: &Prepared, st: &Stats, s: &mut String, 
     let _ = writeln!(s, "intfile_scale = {}", cf("%g", scale));
     let ints = output::int_image(&p.det, &p.images.float, scale);
     let _ = writeln!(s, "writing {} as 2-byte integers", c.intfile);
-    let mut f = AtomicFile::create(Path::new(&c.intfile))?;
+    let mut f = AtomicFile::create(os_path(&c.intfile).as_path())?;
     f.write_all(&output::smv_bytes(c, &p.det, &ints)).map_err(|e| Error::write(&c.intfile, e))?;
     files.push(f.finish()?);
     commit_all(files)?;

@@ -1,6 +1,7 @@
 //! noisify.c's SMV frames: the `-header` file it takes its geometry and header from (`GetFrame`,
 //! `ValueOf`), the header it writes otherwise, and the integer images' bytes.
 
+use crate::base::os_text::os_path;
 use super::config::NoisifyConfig;
 use crate::base::c::printf::cf;
 use crate::io::smv::header_value; // noisify.c `ValueOf`
@@ -14,7 +15,7 @@ pub(super) struct HeaderFile {
 }
 
 pub(super) fn get_frame(path: &str) -> Result<HeaderFile> {
-    let bytes = std::fs::read(path).map_err(|e| Error::file(path, format!("-header: cannot read: {e}")))?;
+    let bytes = std::fs::read(os_path(path)).map_err(|e| Error::file(path, format!("-header: cannot read: {e}")))?;
     if bytes.len() < 512 {
         return Err(Error::file(path, "-header: shorter than a 512-byte SMV header"));
     }

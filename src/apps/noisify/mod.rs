@@ -14,6 +14,7 @@ mod psf;
 pub use config::{NoisifyConfig, PsfType};
 pub use psf::{apply_psf, convolve_c_order, integrate_fiber_over_pixel, integrate_gauss_over_pixel, psf_kernel};
 
+use crate::base::os_text::os_path;
 use crate::base::c::printf::{cf, ci};
 use crate::base::c::rng::NrRandom;
 use crate::io::atomic::OutputSet;
@@ -22,7 +23,6 @@ use crate::io::smv::header_value;
 use frame::{c_header, get_frame, image_bytes, to_u16, to_u32, HeaderFile};
 use rayon::prelude::*;
 use std::io::Write;
-use std::path::Path;
 
 /// Thomson cross section (noisify.c `r_e_sqr`).
 use crate::base::consts::R_E_SQR;
@@ -81,7 +81,7 @@ pub fn run(c: &NoisifyConfig, out: &mut dyn Write) -> Result<NoisifySummary> {
     let Some(floatname) = c.floatfile.as_deref() else {
         return Err(Error::flag("-floatfile", "no input image given"));
     };
-    let bytes = std::fs::read(floatname).map_err(|e| Error::file(floatname, format!("-floatfile: cannot read: {e}")))?;
+    let bytes = std::fs::read(os_path(floatname)).map_err(|e| Error::file(floatname, format!("-floatfile: cannot read: {e}")))?;
     writeln!(out, "noisify - add noise to pixels - James Holton 3-19-16").map_err(io)?;
     let (mut frame, header) = header_frame(c, out)?;
     let pixels = match &header {
@@ -138,7 +138,7 @@ pub fn run(c: &NoisifyConfig, out: &mut dyn Write) -> Result<NoisifySummary> {
     let (int16, int32, sum, overloads) = read_out(c, &photonimage, noise.readout, &mut rng, &mut seed);
     writeln!(out, "{} photons on noise image ({} overloads)", cf("%.0f", sum), overloads).map_err(io)?;
     writeln!(out, "writing {} as {}-byte integers", c.noisefile, if c.intimage_bits == 16 { 2 } else { 4 }).map_err(io)?;
-    files.add_bytes(Path::new(&c.noisefile), &image_bytes(hbytes, c.intimage_bits, &int16, &int32))?;
+    files.add_bytes(os_path(&c.noisefile).as_path(), &image_bytes(hbytes, c.intimage_bits, &int16, &int32))?;
     write_png(c, xu, yu, &int16, &int32, &mut files)?;
     files.commit()?;
     summary.photons = sum;
@@ -223,7 +223,7 @@ fn import_floats(floatname: &str, bytes: &[u8], frame: &Frame, out: &mut dyn Wri
         ));
     }
     let pixels: Vec<f32> = bytes[..np * 4].chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-    crate::io::float::require_finite(&pixels, Path::new(floatname), "-floatfile", Some(frame.xpixels as usize))?;
+    crate::io::float::require_finite(&pixels, os_path(floatname).as_path(), "-floatfile", Some(frame.xpixels as usize))?;
     writeln!(out, "importing {} pixel intensites: {}", np, floatname).map_err(io)?;
     Ok(pixels)
 }
@@ -305,7 +305,7 @@ fn write_noiseless(c: &NoisifyConfig, frame: &Frame, hbytes: &[u8], photonimage:
     } else {
         writeln!(out, "writing {} as {} 4-byte integers", c.intfile, pixels).map_err(io)?;
     }
-    files.add_bytes(Path::new(&c.intfile), &image_bytes(hbytes, c.intimage_bits, &int16, &int32))?;
+    files.add_bytes(os_path(&c.intfile).as_path(), &image_bytes(hbytes, c.intimage_bits, &int16, &int32))?;
     let (xu, yu) = (frame.xpixels as usize, frame.ypixels as usize);
     if !c.calculate_noise {
         write_png(c, xu, yu, &int16, &int32, files)?;
@@ -314,7 +314,7 @@ fn write_noiseless(c: &NoisifyConfig, frame: &Frame, hbytes: &[u8], photonimage:
         writeln!(out, "writing {} as 1-byte integers", c.pgmfile).map_err(io)?;
         let mut b = format!("P5\n{} {}\n# pixels scaled by 1\n255\n", xu, yu).into_bytes();
         b.extend(int16.iter().map(|&v| v.min(255) as u8));
-        files.add_bytes(Path::new(&c.pgmfile), &b)?;
+        files.add_bytes(os_path(&c.pgmfile).as_path(), &b)?;
     }
     Ok(())
 }
@@ -372,7 +372,8 @@ fn read_out(c: &NoisifyConfig, photonimage: &[f32], readout_noise: f64, rng: &mu
 fn write_png(c: &NoisifyConfig, xu: usize, yu: usize, int16: &[u16], int32: &[u32], files: &mut OutputSet) -> Result<()> {
     let Some(p) = &c.png else { return Ok(()) };
     let adu: Vec<f32> = if c.intimage_bits == 16 { int16.iter().map(|&v| v as f32).collect() } else { int32.iter().map(|&v| v as f32).collect() };
-    let p = Path::new(p);
+    let p = os_path(p);
+    let p = p.as_path();
     files.add_bytes(p, &crate::io::png::png_preview_bytes(p, &adu, xu, yu)?)
 }
 

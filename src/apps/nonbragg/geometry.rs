@@ -1,13 +1,13 @@
 //! nonBragg.c's geometry: the beam, the detector's axes and origin (around either pivot), and the
 //! sources (a `-sourcefile`, or the divergence and dispersion steps).
 
+use crate::base::os_text::os_path;
 use super::config::{NonBraggConfig, Pivot};
 use super::setup::{BeamSteps, DetectorSize};
 use crate::base::c::printf::cf;
 use crate::base::vec3::{cross, dot, rotate, rotate_axis, unitize, V3};
 use crate::{Error, Result};
 use std::fmt::Write as _;
-use std::path::Path;
 
 /// The beam and the detector, as the pixel loop sees them (metres).
 pub(super) struct Geometry {
@@ -141,7 +141,7 @@ pub(super) fn sources(c: &NonBraggConfig, g: &Geometry, b: &BeamSteps, s: &mut S
 /// `-sourcefile`: x y z intensity lambda per line, a missing column taking the default (a point
 /// `-source_distance` up the beam, intensity 1, `-lambda`).
 fn sources_from_file(c: &NonBraggConfig, g: &Geometry, sf: &str) -> Result<Vec<Source>> {
-    let cols = crate::io::text::read_text_file(Path::new(sf), 5)?;
+    let cols = crate::io::text::read_text_file(os_path(sf).as_path(), 5)?;
     if cols[0].is_empty() {
         return Err(Error::file(sf, "-sourcefile: no sources in file"));
     }

@@ -25,6 +25,7 @@ mod stol;
 pub use config::{NonBraggConfig, Pivot};
 pub use stol::{read_stol_table, StolTable};
 
+use crate::base::os_text::os_path;
 use crate::base::c::printf::cf;
 use crate::base::consts::R_E_SQR;
 use crate::base::vec3::V3;
@@ -35,7 +36,6 @@ use render::{Grid, Scene, Stats};
 use setup::{BeamSteps, DetectorSize, Sample};
 use std::fmt::Write as _;
 use std::io::Write;
-use std::path::Path;
 
 /// Run nonBragg.c: render, print its report to `out`, write its files.
 pub fn run(c: &NonBraggConfig, out: &mut dyn Write) -> Result<()> {
@@ -54,7 +54,7 @@ pub fn run(c: &NonBraggConfig, out: &mut dyn Write) -> Result<()> {
 
     let _ = writeln!(s, "reading {stolfile}");
     flush(out, &mut s)?;
-    let table = stol::read_stol_table(Path::new(stolfile), c.stol_file_mult)?;
+    let table = stol::read_stol_table(os_path(stolfile).as_path(), c.stol_file_mult)?;
     let (src, divsteps) = geometry::sources(c, &g, &steps, &mut s)?;
     let _ = writeln!(s, "  {} initialized F points (will cubic-spline interpolate between them)", table.stol.len());
     report(c, &Report { det: &det, grid: &grid, sample: &sample, steps: &steps, g: &g, src: &src, divsteps }, &mut s);
@@ -85,7 +85,7 @@ pub fn run(c: &NonBraggConfig, out: &mut dyn Write) -> Result<()> {
     // every file under a temporary name until the last is written: all of them or none
     let mut files = OutputSet::default();
     let floats: Vec<u8> = floatimage.iter().flat_map(|v| v.to_le_bytes()).collect();
-    files.add_bytes(Path::new(&c.floatfile), &floats)?;
+    files.add_bytes(os_path(&c.floatfile).as_path(), &floats)?;
     drop(floats);
     let header = output::smv_header(c, &g, &grid, det.detsize_y, osc);
     write_images(c, &grid, &floatimage, &stats, &header, &mut seed, &mut s, &mut files, out)?;
@@ -181,7 +181,7 @@ fn write_images(
     let intimage = crate::io::smv::int_pixels(&grid.image(floatimage), intfile_scale, c.adc);
     let _ = writeln!(s, "writing {} as 2-byte integers", c.intfile);
     flush(out, s)?;
-    files.add_bytes(Path::new(&c.intfile), &output::smv_bytes(header, &intimage))?;
+    files.add_bytes(os_path(&c.intfile).as_path(), &output::smv_bytes(header, &intimage))?;
 
     let pgm_scale = crate::stats::pgm_scale(c.pgm_scale, intfile_scale, st.rmsd);
     let _ = writeln!(s, "pgm_scale = {}", cf("%g", pgm_scale));
@@ -189,7 +189,7 @@ fn write_images(
         let pgm = crate::io::pgm::pgm_pixels(&grid.image(floatimage), pgm_scale);
         let _ = writeln!(s, "writing {} as 1-byte integers", c.pgmfile);
         flush(out, s)?;
-        files.add_bytes(Path::new(&c.pgmfile), &crate::io::pgm::pgm_bytes(fp, sp, pgm_scale, &pgm))?;
+        files.add_bytes(os_path(&c.pgmfile).as_path(), &crate::io::pgm::pgm_bytes(fp, sp, pgm_scale, &pgm))?;
     }
     if !c.calculate_noise {
         return flush(out, s);
@@ -198,7 +198,7 @@ fn write_images(
     let _ = writeln!(s, "{} photons on noise image ({} overloads)", cf("%.0f", psum), overloads);
     let _ = writeln!(s, "writing {} as 2-byte integers", c.noisefile);
     flush(out, s)?;
-    files.add_bytes(Path::new(&c.noisefile), &output::smv_bytes(header, &noise))?;
+    files.add_bytes(os_path(&c.noisefile).as_path(), &output::smv_bytes(header, &noise))?;
     Ok(())
 }
 

@@ -1,5 +1,5 @@
-//! Command-line words as bytes: arguments that are not UTF-8 (file names) survive the parser and come
-//! back as the same bytes when used as paths.
+//! Command-line words as bytes: arguments that are not UTF-8 (file names) survive the parsers (which
+//! take text) and come back as the same bytes when used as paths, in every subcommand.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
