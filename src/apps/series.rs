@@ -548,7 +548,31 @@ fn write_manifest(path: &Path, m: &Manifest) -> Result<()> {
     crate::io::atomic::write_atomic(path, text.as_bytes())
 }
 
-fn read_manifest(path: &Path) -> Result<Manifest> {
+/// Bytes of memory per byte of a manifest read (its text and the records parsed from it).
+const MANIFEST_MEMORY_FACTOR: u64 = 4;
+
+/// Refuse manifests of `bytes` in all that would not fit in the memory once read, naming `flag`.
+fn check_manifest_memory(flag: &str, path: &Path, bytes: u64) -> Result<()> {
+    crate::base::memory::check_alloc(
+        || {
+            Error::flag(
+                flag,
+                format!(
+                    "the manifest {} ({}) needs about {} of memory to read but only {} is available",
+                    path.display(),
+                    crate::base::memory::human(bytes),
+                    crate::base::memory::human(bytes.saturating_mul(MANIFEST_MEMORY_FACTOR)),
+                    crate::base::memory::human(crate::base::memory::memory_budget())
+                ),
+            )
+        },
+        bytes.checked_mul(MANIFEST_MEMORY_FACTOR),
+    )
+}
+
+fn read_manifest(path: &Path, flag: &str) -> Result<Manifest> {
+    let len = std::fs::metadata(path).map_err(|e| Error::file(path, format!("cannot read manifest: {e}")))?.len();
+    check_manifest_memory(flag, path, len)?;
     let text = std::fs::read_to_string(path).map_err(|e| Error::file(path, format!("cannot read manifest: {e}")))?;
     let m: Manifest = serde_json::from_str(&text).map_err(|e| Error::file_line(path, e.line(), format!("not a series manifest: {e}")))?;
     if m.format != MANIFEST_FORMAT {
@@ -746,7 +770,7 @@ fn resumed_frames(
     let mut done: BTreeMap<usize, FrameRecord> = BTreeMap::new();
     let mut sweep_done: Vec<SweepFile> = Vec::new();
     if sa.resume && mpath.is_file() {
-        let old = read_manifest(mpath)?;
+        let old = read_manifest(mpath, "--resume")?;
         sweep_done = old.sweep_files.iter().filter(|f| sweep_file_matches(&plan.base, f)).cloned().collect();
         if old.params_sha256 != params {
             return Err(Error::file(mpath, "manifest is from a run with other parameters (or --frames/--stills); use another --name or remove it"));
@@ -1111,9 +1135,15 @@ pub fn verify(sa: &SeriesArgs) -> Result<VerifyReport> {
     if paths.is_empty() {
         return Err(Error::file(&dir, format!("no manifests {prefix}*.json here (run the series first, or give --name / --out-dir)")));
     }
+    // all of them are held at once: their sizes together must fit
+    let mut total = 0u64;
+    for p in &paths {
+        total = total.saturating_add(std::fs::metadata(p).map(|m| m.len()).unwrap_or(0));
+        check_manifest_memory("--verify", p, total)?;
+    }
     let mut manifests = Vec::new();
     for p in &paths {
-        manifests.push((p.clone(), read_manifest(p)?));
+        manifests.push((p.clone(), read_manifest(p, "--verify")?));
     }
     let (p0, m0) = &manifests[0];
     if sa.frames.is_some() || sa.stills.is_some() {
@@ -1123,7 +1153,8 @@ pub fn verify(sa: &SeriesArgs) -> Result<VerifyReport> {
         }
     }
     let n = m0.shard_count;
-    let mut seen_shards = vec![false; n];
+    // counts come from files: nothing below is sized by them
+    let mut seen_shards: std::collections::BTreeSet<usize> = std::collections::BTreeSet::new();
     let mut owner: HashMap<usize, PathBuf> = HashMap::new();
     let mut files = 0;
     for (p, m) in &manifests {
@@ -1133,11 +1164,10 @@ pub fn verify(sa: &SeriesArgs) -> Result<VerifyReport> {
         if m.shard_count != n {
             return Err(Error::file(p, format!("shard of {} but {} is a shard of {n}: mixed runs in one directory", m.shard_count, p0.display())));
         }
-        if m.shard_index >= n || seen_shards[m.shard_index] {
+        if m.shard_index >= n || !seen_shards.insert(m.shard_index) {
             return Err(Error::file(p, format!("shard {} twice or out of range", m.shard_index)));
         }
-        seen_shards[m.shard_index] = true;
-        let expect: Vec<usize> = shard_frames(m.total_frames, &Shard { index: m.shard_index, count: n, reason: String::new() }).collect();
+        let expect = shard_frames(m.total_frames, &Shard { index: m.shard_index, count: n, reason: String::new() });
         for f in &m.sweep_files {
             let full = resolve_out(&cfg, &f.path);
             if f.first_frame > f.last_frame || !expect.contains(&f.first_frame) || !expect.contains(&f.last_frame) {
@@ -1169,14 +1199,23 @@ pub fn verify(sa: &SeriesArgs) -> Result<VerifyReport> {
             }
         }
     }
-    if let Some(i) = seen_shards.iter().position(|s| !s) {
+    if seen_shards.len() < n {
+        // the shards seen are distinct and below n: the first absent one is the first gap
+        let i = seen_shards.iter().zip(0..).find(|(s, i)| **s != *i).map(|(_, i)| i).unwrap_or(seen_shards.len());
         return Err(Error::file(&dir, format!("no manifest for shard {i} of {n} ({name}.shard-{i}-of-{n}.json)")));
     }
-    let missing: Vec<usize> = (1..=m0.total_frames).filter(|k| !owner.contains_key(k)).collect();
-    if let Some(&k) = missing.first() {
+    // every frame recorded is one of 1..=total, once: the first missing one is the first gap
+    let mut recorded: Vec<usize> = owner.keys().copied().collect();
+    recorded.sort_unstable();
+    let first_missing = recorded.iter().zip(1..).find(|(k, i)| **k != *i).map(|(_, i)| i).unwrap_or(recorded.len() + 1);
+    if recorded.len() < m0.total_frames {
         return Err(Error::file(
             &dir,
-            format!("dataset incomplete: {} of {} frames missing, first frame {k} (rerun that shard with --resume)", missing.len(), m0.total_frames),
+            format!(
+                "dataset incomplete: {} of {} frames missing, first frame {first_missing} (rerun that shard with --resume)",
+                m0.total_frames - recorded.len(),
+                m0.total_frames
+            ),
         ));
     }
     Ok(VerifyReport { shards: n, frames: m0.total_frames, files })
