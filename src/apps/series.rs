@@ -1280,6 +1280,23 @@ mod tests {
         assert!(resolve_shard(None, &env_of(&[("PMI_RANK", "x"), ("PMI_SIZE", "3")])).is_err());
     }
 
+    #[test]
+    fn shard_arithmetic_never_overflows() {
+        let m = usize::MAX;
+        let s = |index, count| shard_frames(3, &Shard { index, count, reason: String::new() });
+        assert_eq!(s(m - 1, m), 3..=3);
+        assert_eq!(s(m / 3 * 2 - 1, m), 2..=2);
+        assert!(s(0, m).is_empty());
+        let big = shard_frames(m, &Shard { index: 1, count: 2, reason: String::new() });
+        assert_eq!((*big.start(), *big.end()), (m / 2 + 1, m));
+        // 2^32 × 2^32 shards do not fit: refused, not wrapped to 0 (a division by zero)
+        let e = resolve_shard(None, &env_of(&[("SLURM_ARRAY_TASK_ID", "0"), ("SLURM_ARRAY_TASK_COUNT", "4294967296"), ("PMI_RANK", "0"), ("PMI_SIZE", "4294967296")]));
+        assert!(e.unwrap_err().to_string().contains("PMI_SIZE"));
+        assert!(seed_plus("-seed", 1, m).is_err());
+        assert!(seed_plus("-seed", i64::MAX, 2).is_err());
+        assert_eq!(seed_plus("-seed", -5, 3).unwrap(), -3);
+    }
+
     /// Haar-uniform rotations: every matrix element has mean 0 and mean square 1/3, and the rotation
     /// angle θ has E[cos θ] = −1/2 (density (1 − cos θ)/π on [0, π]). Checked on the rotation that the
     /// misset angles rebuild through `vec3::rotate` (the path a still takes).
