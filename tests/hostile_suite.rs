@@ -160,3 +160,75 @@ fn every_subcommand_has_help() {
     }
     assert!(files(tmp.path()).is_empty(), "--help wrote files");
 }
+
+/// A PDB atom name with a non-ASCII character (columns 13-16) is no panic: the element rule takes
+/// characters, and an atom whose element cannot be told is refused.
+#[test]
+fn a_non_ascii_atom_name_is_refused_not_a_panic() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let mut pdb = b"CRYST1   50.000   50.000   50.000  90.00  90.00  90.00 P 1           1\n".to_vec();
+    pdb.extend_from_slice(b"ATOM      1  ");
+    pdb.extend_from_slice("\u{e9}".as_bytes());
+    pdb.extend_from_slice(b"  ALA A   1      10.000  10.000  10.000  1.00 20.00              \nEND\n");
+    std::fs::write(d.join("m.pdb"), pdb).unwrap();
+    refused(d, &["simulate", "-pdb", "m.pdb", "-N", "3", "-detpixels", "16", "-floatfile", "f.bin"], &[], "m.pdb line 2: cannot tell the element");
+}
+
+/// An error in a model's cell names the model's file, not `-cell` (which was not given).
+#[test]
+fn a_bad_model_cell_names_the_model() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    for (cell, want) in [("-5.000   50.000   50.000  90.00  90.00  90.00", "cell edge a must be positive"), ("50.000   50.000   50.000 170.00 170.00 170.00", "impossible unit cell angles"), ("0.000   50.000   50.000  90.00  90.00  90.00", "has an edge a of 0")] {
+        let pdb = format!("CRYST1   {cell} P 1           1\nATOM      1  N   ALA A   1      10.000  10.000  10.000  1.00 20.00           N\nEND\n");
+        std::fs::write(d.join("m.pdb"), pdb).unwrap();
+        refused(d, &["simulate", "-pdb", "m.pdb", "-N", "3", "-detpixels", "16", "-floatfile", "f.bin"], &[], &format!("m.pdb: the model's unit cell (CRYST1 or _cell)"));
+        refused(d, &["simulate", "-pdb", "m.pdb", "-N", "3", "-detpixels", "16", "-floatfile", "f.bin"], &[], want);
+    }
+    // -dump is the -hkl cache: a run from a model says nothing about writing one
+    let pdb = "CRYST1   50.000   50.000   50.000  90.00  90.00  90.00 P 1           1\nATOM      1  N   ALA A   1      10.000  10.000  10.000  1.00 20.00           N\nEND\n";
+    std::fs::write(d.join("m.pdb"), pdb).unwrap();
+    let r = run_in(d, &["simulate", "-pdb", "m.pdb", "-N", "3", "-detpixels", "16", "-floatfile", "f.bin", "-dump", "x.bin"], &[], 60);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(!r.stdout.contains("writing dump file") && !d.join("x.bin").exists(), "{}", r.stdout);
+}
+
+/// noisify and nonbragg write all their files or none: a file that cannot be created (its folder
+/// is missing) leaves none of the others, and no temporary file.
+#[test]
+fn suite_outputs_are_all_or_none() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    image_with(d, "ok.bin", 5.0);
+    std::fs::write(d.join("w.stol"), "0.0 1.0\n0.5 2.0\n").unwrap();
+    refused(d, &["nonbragg", "-stol", "w.stol", "-detpixels", "16", "-noisefile", "missing/noise.img"], &[], "missing/noise.img");
+    refused(d, &["noisify", "-floatfile", "ok.bin", "-detpixels", "32", "-noisefile", "missing/noise.img"], &[], "missing/noise.img");
+    refused(d, &["noisify", "-floatfile", "ok.bin", "-detpixels", "32", "-nonoise", "-pgmfile", "missing/i.pgm"], &[], "missing/i.pgm");
+}
+
+/// A dangling symbolic link given as an output is written through (the file it names is created),
+/// never replaced by a regular file, in every subcommand.
+#[test]
+fn a_dangling_symlink_output_is_written_through() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    image_with(d, "ok.bin", 5.0);
+    std::fs::write(d.join("w.stol"), "0.0 1.0\n0.5 2.0\n").unwrap();
+    let runs: [&[&str]; 5] = [
+        &["simulate", "-cell", "50", "50", "50", "90", "90", "90", "-default_F", "10", "-N", "3", "-detpixels", "16", "-floatfile", "link"],
+        &["noisify", "-floatfile", "ok.bin", "-detpixels", "32", "-noisefile", "link"],
+        &["nonbragg", "-stol", "w.stol", "-detpixels", "16", "-floatfile", "link"],
+        &["float-add", "ok.bin", "ok.bin", "-o", "link"],
+        &["matrix", "-cell", "50", "50", "50", "90", "90", "90", "-o", "link"],
+    ];
+    for args in runs {
+        let _ = std::fs::remove_file(d.join("link"));
+        let _ = std::fs::remove_file(d.join("target"));
+        std::os::unix::fs::symlink("target", d.join("link")).unwrap();
+        let r = run_in(d, args, &[], 60);
+        assert_eq!(r.code, Some(0), "{args:?}: {}", r.stderr);
+        assert!(std::fs::symlink_metadata(d.join("link")).unwrap().file_type().is_symlink(), "{args:?}: the link was replaced");
+        assert!(d.join("target").is_file(), "{args:?}: the link's file was not written");
+    }
+}

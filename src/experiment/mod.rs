@@ -272,6 +272,11 @@ fn require_inputs(params: &Params, inputs: &Inputs, det: &ConventionGeometry) ->
         if params.cell.is_some() {
             return Err(Error::flag("-cell", "the cell edge a must be greater than 0"));
         }
+        if let (None, Some(m)) = (&params.cell, &inputs.model) {
+            if m.model.cell.is_some() {
+                return Err(Error::file(&m.path, "the model's unit cell (CRYST1 or _cell) has an edge a of 0: give -cell a b c alpha beta gamma"));
+            }
+        }
         if let Some(dump_path) = dump {
             return Err(Error::setup(format!(
                 "no unit cell: give -cell a b c alpha beta gamma or -mat FILE (structure factors would come from {}, found in this folder; without it and with no crystal flags the built-in crystal runs)",
@@ -289,6 +294,16 @@ fn require_inputs(params: &Params, inputs: &Inputs, det: &ConventionGeometry) ->
         }
     }
     Ok(())
+}
+
+/// A cell error of a cell that came from the model (no `-cell`) names the model's file, not `-cell`.
+fn model_cell_error(params: &Params, inputs: &Inputs, e: Error) -> Error {
+    match (e, &inputs.model) {
+        (Error::Flag { flag, reason }, Some(m)) if flag == "-cell" && params.cell.is_none() => {
+            Error::file(&m.path, format!("the model's unit cell (CRYST1 or _cell): {reason}"))
+        }
+        (e, _) => e,
+    }
 }
 
 /// The unit cell: `-cell`, else the model's (a `-mat` file overrides both in [`build_lattice`]).
@@ -372,7 +387,8 @@ pub fn resolve_crystal_and_orientations(
     let p = params;
     let mut rng = NrRandom::new();
     let mut misset_seed = p.misset_seed.unwrap_or(clock_seed);
-    let lattice = build_lattice(cell_input(params, inputs), inputs.matrix, p.misset, p.lambda0, &mut rng, &mut misset_seed, &mut notes.lattice)?;
+    let lattice = build_lattice(cell_input(params, inputs), inputs.matrix, p.misset, p.lambda0, &mut rng, &mut misset_seed, &mut notes.lattice)
+        .map_err(|e| model_cell_error(params, inputs, e))?;
     let na = cells_from_size(p.na, sample[0], lattice.a_len);
     let nb = cells_from_size(p.nb, sample[1], lattice.b_len);
     let nc = cells_from_size(p.nc, sample[2], lattice.c_len);

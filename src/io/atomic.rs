@@ -77,6 +77,10 @@ pub fn target_kind(path: &Path) -> Result<TargetKind> {
             };
             Ok(TargetKind::Regular(real))
         }
+        Err(e) if e.kind() == io::ErrorKind::NotFound && is_symlink(path) => {
+            // a dangling symlink: write through it (create the file it names), never replace the link
+            dangling_link_target(path)
+        }
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             if path.file_name().is_none() {
                 return Err(out_err(path, "not a file name"));
@@ -89,6 +93,29 @@ pub fn target_kind(path: &Path) -> Result<TargetKind> {
         }
         Err(e) => Err(out_err(path, e)),
     }
+}
+
+fn is_symlink(path: &Path) -> bool {
+    fs::symlink_metadata(path).map(|m| m.file_type().is_symlink()).unwrap_or(false)
+}
+
+/// The file a dangling symlink names (following a chain of them), which must be in an existing
+/// directory.
+fn dangling_link_target(path: &Path) -> Result<TargetKind> {
+    let mut link = path.to_path_buf();
+    for _ in 0..40 {
+        let to = fs::read_link(&link).map_err(|e| out_err(path, e))?;
+        let to = if to.is_absolute() { to } else { parent_dir(&link).join(to) };
+        if !is_symlink(&to) {
+            let dir = parent_dir(&to);
+            if to.file_name().is_none() || !dir.is_dir() {
+                return Err(out_err(path, format!("is a symbolic link to {}, whose directory does not exist", to.display())));
+            }
+            return Ok(TargetKind::Regular(to));
+        }
+        link = to;
+    }
+    Err(out_err(path, "too many levels of symbolic links"))
 }
 
 fn parent_dir(path: &Path) -> PathBuf {
@@ -137,6 +164,28 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let mut f = AtomicFile::create(path)?;
     f.write_all(bytes).map_err(|e| out_err(path, e))?;
     f.commit()
+}
+
+/// Files written under temporary names that appear together, all of them or none: a program with
+/// several outputs adds each as it is made and commits the set at the end ([`commit_all`]). Dropped
+/// uncommitted (a refusal, an error, a signal), it removes every temporary file.
+#[derive(Default)]
+pub struct OutputSet {
+    files: Vec<Finished>,
+}
+
+impl OutputSet {
+    /// Write `bytes` to `path`'s temporary file.
+    pub fn add_bytes(&mut self, path: &Path, bytes: &[u8]) -> Result<()> {
+        let mut f = AtomicFile::create(path)?;
+        f.write_all(bytes).map_err(|e| out_err(path, e))?;
+        self.files.push(f.finish()?);
+        Ok(())
+    }
+    /// Rename every file onto its name.
+    pub fn commit(self) -> Result<()> {
+        commit_all(self.files)
+    }
 }
 
 /// A file being written under a temporary name; it appears under its final name only on

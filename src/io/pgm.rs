@@ -36,6 +36,13 @@ pub fn pgm_header(fpixels: usize, spixels: usize, scale: f64) -> String {
     format!("P5\n{fpixels} {spixels}\n# pixels scaled by {}\n255\n", cf("%lg", scale))
 }
 
+/// The PGM file: [`pgm_header`] + `data`.
+pub fn pgm_bytes(fpixels: usize, spixels: usize, scale: f64, data: &[u8]) -> Vec<u8> {
+    let mut b = pgm_header(fpixels, spixels, scale).into_bytes();
+    b.extend_from_slice(data);
+    b
+}
+
 /// Write `P5\n<f> <s>\n# pixels scaled by <%lg>\n255\n` + bytes, atomically.
 pub fn write_pgm(path: &Path, fpixels: usize, spixels: usize, scale: f64, data: &[u8]) -> Result<()> {
     let err = |reason: String| Error::Output { path: path.to_path_buf(), reason };

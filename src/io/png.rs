@@ -71,11 +71,15 @@ pub fn png_bytes(float: &[f32], fpixels: usize, spixels: usize) -> Result<Vec<u8
 
 /// Write an 8-bit greyscale PNG preview of the float image, atomically.
 pub fn write_png_preview(path: &Path, float: &[f32], fpixels: usize, spixels: usize) -> Result<()> {
-    let bytes = png_bytes(float, fpixels, spixels).map_err(|e| match e {
+    write_atomic(path, &png_preview_bytes(path, float, fpixels, spixels)?)
+}
+
+/// [`png_bytes`], an error naming `path`.
+pub fn png_preview_bytes(path: &Path, float: &[f32], fpixels: usize, spixels: usize) -> Result<Vec<u8>> {
+    png_bytes(float, fpixels, spixels).map_err(|e| match e {
         Error::Output { reason, .. } => Error::Output { path: path.to_path_buf(), reason },
         e => e,
-    })?;
-    write_atomic(path, &bytes)
+    })
 }
 
 #[cfg(test)]

@@ -50,7 +50,9 @@ fn cols(line: &str, a: usize, b: usize) -> &str {
 /// Element symbol from a PDB atom name (columns 13-16) when columns 77-78 are blank.
 fn element_from_name(name: &str) -> String {
     // Two-letter element names are right-justified into columns 13-14; a one-letter one sits in column 14.
-    let raw = if name.len() >= 2 { &name[..2] } else { name };
+    // by characters: a non-ASCII name (not PDB, but seen) must not split a character
+    let raw: String = name.chars().take(2).collect();
+    let raw = raw.as_str();
     let letters: String = raw.chars().filter(|c| c.is_ascii_alphabetic()).collect();
     if raw.starts_with(' ') || raw.chars().next().map(|c| c.is_ascii_digit()).unwrap_or(false) || letters.len() < 2 {
         letters.chars().take(1).collect()
@@ -426,6 +428,15 @@ fn cif_anisou(path: &Path, loops: &[CifLoop], id_index: &HashMap<String, usize>,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_non_ascii_atom_name_is_no_panic() {
+        // " é " in columns 13-16: the element rule takes characters, not bytes
+        assert_eq!(element_from_name(" \u{e9} "), "");
+        assert_eq!(element_from_name("\u{e9}N"), "N");
+        assert_eq!(element_from_name(" N  "), "N");
+        assert_eq!(element_from_name("FE  "), "FE");
+    }
 
     #[test]
     fn pdb_columns() {

@@ -16,7 +16,7 @@ pub use psf::{apply_psf, convolve_c_order, integrate_fiber_over_pixel, integrate
 
 use crate::base::c::printf::{cf, ci};
 use crate::base::c::rng::NrRandom;
-use crate::io::atomic::write_atomic;
+use crate::io::atomic::OutputSet;
 use crate::{Error, Result};
 use crate::io::smv::header_value;
 use frame::{c_header, get_frame, image_bytes, to_u16, to_u32, HeaderFile};
@@ -118,9 +118,12 @@ pub fn run(c: &NoisifyConfig, out: &mut dyn Write) -> Result<NoisifySummary> {
     }
     let own_header = c_header(c, xu as i32, yu as i32, frame.detsize_y, frame.xbeam, frame.ybeam);
     let hbytes: &[u8] = header.as_ref().map_or(&own_header, |h| &h.header);
-    write_noiseless(c, &frame, hbytes, &photonimage, out)?;
+    // every file under a temporary name until the last is written: all of them or none
+    let mut files = OutputSet::default();
+    write_noiseless(c, &frame, hbytes, &photonimage, &mut files, out)?;
     let mut summary = NoisifySummary { xpixels: xu, ypixels: yu, ..Default::default() };
     if !c.calculate_noise {
+        files.commit()?;
         return Ok(summary);
     }
 
@@ -135,8 +138,9 @@ pub fn run(c: &NoisifyConfig, out: &mut dyn Write) -> Result<NoisifySummary> {
     let (int16, int32, sum, overloads) = read_out(c, &photonimage, noise.readout, &mut rng, &mut seed);
     writeln!(out, "{} photons on noise image ({} overloads)", cf("%.0f", sum), overloads).map_err(io)?;
     writeln!(out, "writing {} as {}-byte integers", c.noisefile, if c.intimage_bits == 16 { 2 } else { 4 }).map_err(io)?;
-    write_atomic(Path::new(&c.noisefile), &image_bytes(hbytes, c.intimage_bits, &int16, &int32))?;
-    write_png(c, xu, yu, &int16, &int32)?;
+    files.add_bytes(Path::new(&c.noisefile), &image_bytes(hbytes, c.intimage_bits, &int16, &int32))?;
+    write_png(c, xu, yu, &int16, &int32, &mut files)?;
+    files.commit()?;
     summary.photons = sum;
     summary.overloads = overloads;
     Ok(summary)
@@ -283,7 +287,7 @@ fn photon_image(c: &NoisifyConfig, floatname: &str, floatimage: &[f32], out: &mu
 }
 
 /// The noiseless integer image (`-intfile`), its `--png` preview under `-nonoise`, and the PGM.
-fn write_noiseless(c: &NoisifyConfig, frame: &Frame, hbytes: &[u8], photonimage: &[f32], out: &mut dyn Write) -> Result<()> {
+fn write_noiseless(c: &NoisifyConfig, frame: &Frame, hbytes: &[u8], photonimage: &[f32], files: &mut OutputSet, out: &mut dyn Write) -> Result<()> {
     let conv = |adu: f64| -> (u16, u32) {
         let mut adu = adu;
         if adu > 2147483647.0 {
@@ -301,16 +305,16 @@ fn write_noiseless(c: &NoisifyConfig, frame: &Frame, hbytes: &[u8], photonimage:
     } else {
         writeln!(out, "writing {} as {} 4-byte integers", c.intfile, pixels).map_err(io)?;
     }
-    write_atomic(Path::new(&c.intfile), &image_bytes(hbytes, c.intimage_bits, &int16, &int32))?;
+    files.add_bytes(Path::new(&c.intfile), &image_bytes(hbytes, c.intimage_bits, &int16, &int32))?;
     let (xu, yu) = (frame.xpixels as usize, frame.ypixels as usize);
     if !c.calculate_noise {
-        write_png(c, xu, yu, &int16, &int32)?;
+        write_png(c, xu, yu, &int16, &int32, files)?;
     }
     if c.write_pgm {
         writeln!(out, "writing {} as 1-byte integers", c.pgmfile).map_err(io)?;
         let mut b = format!("P5\n{} {}\n# pixels scaled by 1\n255\n", xu, yu).into_bytes();
         b.extend(int16.iter().map(|&v| v.min(255) as u8));
-        write_atomic(Path::new(&c.pgmfile), &b)?;
+        files.add_bytes(Path::new(&c.pgmfile), &b)?;
     }
     Ok(())
 }
@@ -365,10 +369,11 @@ fn read_out(c: &NoisifyConfig, photonimage: &[f32], readout_noise: f64, rng: &mu
 }
 
 /// `--png`: a preview of the integer image just written (the port's option, not noisify.c's).
-fn write_png(c: &NoisifyConfig, xu: usize, yu: usize, int16: &[u16], int32: &[u32]) -> Result<()> {
+fn write_png(c: &NoisifyConfig, xu: usize, yu: usize, int16: &[u16], int32: &[u32], files: &mut OutputSet) -> Result<()> {
     let Some(p) = &c.png else { return Ok(()) };
     let adu: Vec<f32> = if c.intimage_bits == 16 { int16.iter().map(|&v| v as f32).collect() } else { int32.iter().map(|&v| v as f32).collect() };
-    crate::io::png::write_png_preview(Path::new(p), &adu, xu, yu)
+    let p = Path::new(p);
+    files.add_bytes(p, &crate::io::png::png_preview_bytes(p, &adu, xu, yu)?)
 }
 
 fn detsize_x_of(pixel: f64, xpixels: i64) -> f64 {

@@ -28,7 +28,7 @@ pub use stol::{read_stol_table, StolTable};
 use crate::base::c::printf::cf;
 use crate::base::consts::R_E_SQR;
 use crate::base::vec3::V3;
-use crate::io::atomic::write_atomic;
+use crate::io::atomic::OutputSet;
 use crate::{Error, Result};
 use geometry::{Geometry, Source};
 use render::{Grid, Scene, Stats};
@@ -82,9 +82,14 @@ pub fn run(c: &NonBraggConfig, out: &mut dyn Write) -> Result<()> {
     );
     let _ = writeln!(s, "writing {} as {} 4-byte floats", c.floatfile, floatimage.len());
     flush(out, &mut s)?;
-    crate::io::float::write_float_image(Path::new(&c.floatfile), &floatimage)?;
+    // every file under a temporary name until the last is written: all of them or none
+    let mut files = OutputSet::default();
+    let floats: Vec<u8> = floatimage.iter().flat_map(|v| v.to_le_bytes()).collect();
+    files.add_bytes(Path::new(&c.floatfile), &floats)?;
+    drop(floats);
     let header = output::smv_header(c, &g, &grid, det.detsize_y, osc);
-    write_images(c, &grid, &floatimage, &stats, &header, &mut seed, &mut s, out)
+    write_images(c, &grid, &floatimage, &stats, &header, &mut seed, &mut s, &mut files, out)?;
+    files.commit()
 }
 
 /// What the parameter report prints besides the configuration.
@@ -165,6 +170,7 @@ fn write_images(
     header: &[u8],
     seed: &mut i64,
     s: &mut String,
+    files: &mut OutputSet,
     out: &mut dyn Write,
 ) -> Result<()> {
     let _ = writeln!(s, "max_I = {}  at {} {}", cf("%g", st.max_i), cf("%g", st.max_x), cf("%g", st.max_y));
@@ -175,7 +181,7 @@ fn write_images(
     let intimage = crate::io::smv::int_pixels(&grid.image(floatimage), intfile_scale, c.adc);
     let _ = writeln!(s, "writing {} as 2-byte integers", c.intfile);
     flush(out, s)?;
-    write_atomic(Path::new(&c.intfile), &output::smv_bytes(header, &intimage))?;
+    files.add_bytes(Path::new(&c.intfile), &output::smv_bytes(header, &intimage))?;
 
     let pgm_scale = crate::stats::pgm_scale(c.pgm_scale, intfile_scale, st.rmsd);
     let _ = writeln!(s, "pgm_scale = {}", cf("%g", pgm_scale));
@@ -183,7 +189,7 @@ fn write_images(
         let pgm = crate::io::pgm::pgm_pixels(&grid.image(floatimage), pgm_scale);
         let _ = writeln!(s, "writing {} as 1-byte integers", c.pgmfile);
         flush(out, s)?;
-        crate::io::pgm::write_pgm(Path::new(&c.pgmfile), fp, sp, pgm_scale, &pgm)?;
+        files.add_bytes(Path::new(&c.pgmfile), &crate::io::pgm::pgm_bytes(fp, sp, pgm_scale, &pgm))?;
     }
     if !c.calculate_noise {
         return flush(out, s);
@@ -192,7 +198,7 @@ fn write_images(
     let _ = writeln!(s, "{} photons on noise image ({} overloads)", cf("%.0f", psum), overloads);
     let _ = writeln!(s, "writing {} as 2-byte integers", c.noisefile);
     flush(out, s)?;
-    write_atomic(Path::new(&c.noisefile), &output::smv_bytes(header, &noise))?;
+    files.add_bytes(Path::new(&c.noisefile), &output::smv_bytes(header, &noise))?;
     Ok(())
 }
 

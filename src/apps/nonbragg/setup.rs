@@ -41,7 +41,10 @@ pub(super) fn detector_size(c: &NonBraggConfig) -> Result<DetectorSize> {
 
 /// Bytes per pixel a nonbragg run holds at its peak: the float image, each pixel's last sub-pixel
 /// position, and the int, PGM and noise images with their file copies.
-const BYTES_PER_PIXEL: u64 = 4 + 16 + 2 * 2 + 1 + 2 * 2;
+const BYTES_PER_PIXEL: u64 = 2 * 4 + 16 + 2 * 2 + 1 + 2 * 2;
+
+/// Bytes of one source (`geometry::Source`: position, intensity, wavelength).
+const SOURCE_BYTES: u64 = 5 * 8;
 
 /// What the C does not refuse but cannot simulate: a wavelength, pixel or distance that is not
 /// positive (the image would be NaN or infinite, and its noise never end), and a run too large for
@@ -61,7 +64,7 @@ pub(super) fn validate(c: &NonBraggConfig, det: &DetectorSize, steps: &BeamSteps
         Some(need),
     )?;
     let sources = [steps.hdiv.steps, steps.vdiv.steps, steps.disp.steps].iter().fold(1u64, |n, &s| n.saturating_mul(s.max(1) as u64));
-    let need = sources.saturating_mul(std::mem::size_of::<super::geometry::Source>() as u64);
+    let need = sources.saturating_mul(SOURCE_BYTES);
     crate::base::memory::check_alloc(
         || Error::flag("-dispsteps", format!("{sources} sources (divergence steps × dispersion steps) need about {} of memory; {} is available", human(need), human(memory_budget()))),
         Some(need),
