@@ -133,8 +133,13 @@ pub fn resolve_shard(explicit: Option<&str>, env: &dyn Fn(&str) -> Option<String
             if n == 0 || r >= n {
                 return Err(Error::setup(format!("{rank_var}={r} is not below {size_var}={n}")));
             }
-            index = index * n + r;
-            count *= n;
+            let (Some(i), Some(c)) = (index.checked_mul(n).and_then(|i| i.checked_add(r)), count.checked_mul(n)) else {
+                return Err(Error::flag(
+                    size_var,
+                    format!("{size_var}={n} times SLURM_ARRAY_TASK_COUNT={count} shards is more than this program can count (at most {})", usize::MAX),
+                ));
+            };
+            (index, count) = (i, c);
             why.push(format!("{rank_var}={r} {size_var}={n}"));
             break;
         }
@@ -145,8 +150,9 @@ pub fn resolve_shard(explicit: Option<&str>, env: &dyn Fn(&str) -> Option<String
 
 /// Frames 1..=total of shard `index` of `count`: one contiguous block each, sizes differing by at most 1.
 pub fn shard_frames(total: usize, shard: &Shard) -> std::ops::RangeInclusive<usize> {
-    let lo = shard.index * total / shard.count;
-    let hi = (shard.index + 1) * total / shard.count;
+    // in 128 bits: index × total cannot overflow, and a block never reaches past `total`
+    let at = |i: usize| (i as u128 * total as u128 / shard.count.max(1) as u128) as usize;
+    let (lo, hi) = (at(shard.index), at(shard.index.saturating_add(1).min(shard.count)));
     (lo + 1)..=hi
 }
 
@@ -390,11 +396,10 @@ pub struct Plan {
 }
 
 fn seed_plus(flag: &str, base: i64, k: usize) -> Result<i64> {
-    let v = base + k as i64 - 1;
-    if v > i32::MAX as i64 {
-        return Err(Error::flag(flag, format!("{base} + frame number exceeds the largest seed ({})", i32::MAX)));
+    match i64::try_from(k).ok().and_then(|k| base.checked_add(k - 1)) {
+        Some(v) if v <= i32::MAX as i64 => Ok(v),
+        _ => Err(Error::flag(flag, format!("{base} + frame number {k} - 1 exceeds the largest seed ({})", i32::MAX))),
     }
-    Ok(v)
 }
 
 impl Plan {
@@ -543,7 +548,31 @@ fn write_manifest(path: &Path, m: &Manifest) -> Result<()> {
     crate::io::atomic::write_atomic(path, text.as_bytes())
 }
 
-fn read_manifest(path: &Path) -> Result<Manifest> {
+/// Bytes of memory per byte of a manifest read (its text and the records parsed from it).
+const MANIFEST_MEMORY_FACTOR: u64 = 4;
+
+/// Refuse manifests of `bytes` in all that would not fit in the memory once read, naming `flag`.
+fn check_manifest_memory(flag: &str, path: &Path, bytes: u64) -> Result<()> {
+    crate::base::memory::check_alloc(
+        || {
+            Error::flag(
+                flag,
+                format!(
+                    "the manifest {} ({}) needs about {} of memory to read but only {} is available",
+                    path.display(),
+                    crate::base::memory::human(bytes),
+                    crate::base::memory::human(bytes.saturating_mul(MANIFEST_MEMORY_FACTOR)),
+                    crate::base::memory::human(crate::base::memory::memory_budget())
+                ),
+            )
+        },
+        bytes.checked_mul(MANIFEST_MEMORY_FACTOR),
+    )
+}
+
+fn read_manifest(path: &Path, flag: &str) -> Result<Manifest> {
+    let len = std::fs::metadata(path).map_err(|e| Error::file(path, format!("cannot read manifest: {e}")))?.len();
+    check_manifest_memory(flag, path, len)?;
     let text = std::fs::read_to_string(path).map_err(|e| Error::file(path, format!("cannot read manifest: {e}")))?;
     let m: Manifest = serde_json::from_str(&text).map_err(|e| Error::file_line(path, e.line(), format!("not a series manifest: {e}")))?;
     if m.format != MANIFEST_FORMAT {
@@ -601,7 +630,7 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
     let shard = resolve_shard(sa.shard.as_deref(), env)?;
     let name = sa.name.clone().unwrap_or_else(|| "series".to_string());
     let quiet_user = sa.simulate.iter().any(|a| a == "--quiet" || a == "-quiet");
-    let frames = shard_frames_to_render(sa, &plan, &shard)?;
+    let frames: Vec<usize> = shard_frames_to_render(sa, &plan, &shard)?.collect();
     let nexus_name = plan.nexus_name(&shard);
     let mpath = manifest_path(&plan.base, &name, &shard);
     if !quiet_user {
@@ -622,7 +651,9 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
     let (done, sweep_done) = resumed_frames(sa, &plan, &frames, &mpath, &params, nexus_name.as_deref(), quiet_user, log_out)?;
     let skipped = done.len();
     let todo: Vec<usize> = frames.iter().copied().filter(|k| !done.contains_key(k)).collect();
-    check_outputs_before_rendering(&plan, &todo, nexus_name.as_deref())?;
+    // every check before the first file is written: a refused run changes nothing
+    let prepared = prepare(&plan, &todo)?;
+    check_outputs_before_rendering(&plan, &todo, nexus_name.as_deref(), &mpath)?;
     if !quiet_user && skipped > 0 {
         let _ = writeln!(log_out, "series: --resume: {skipped} frames already complete, {} to render", todo.len());
     }
@@ -647,7 +678,7 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
     write_manifest(&mpath, &manifest)?;
 
     let t0 = Instant::now();
-    let (inputs, mut nexus) = setup_once(&plan, &todo, nexus_name.as_ref(), quiet_user, log_out)?;
+    let (inputs, mut nexus) = setup_once(&plan, prepared, &todo, nexus_name.as_ref(), quiet_user, log_out)?;
     let first_frame = todo.first().copied().unwrap_or(1);
     let bar = crate::base::progress::Bar::start(!quiet_user && !todo.is_empty(), todo.len() as u64, "frames");
     let mut result = {
@@ -679,16 +710,37 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
     Ok(SeriesSummary { shard, rendered: todo.len(), skipped, seconds, manifest: mpath })
 }
 
+/// Bytes of bookkeeping per frame of the shard (its number in the manifest, in memory and as JSON).
+const PLANNED_FRAME_BYTES: u64 = 64;
+/// Bytes of bookkeeping per frame to render: its record (values, flags, files) in memory and as JSON
+/// text, and its file names in the check that no two outputs collide.
+const RENDERED_FRAME_BYTES: u64 = 4096;
+
 /// The frames of `shard`, narrowed by `--only` (refused past the last frame, or with `-nexusfile`,
-/// whose file holds the shard's whole sweep).
-fn shard_frames_to_render(sa: &SeriesArgs, plan: &Plan, shard: &Shard) -> Result<Vec<usize>> {
-    let mut frames: Vec<usize> = shard_frames(plan.total, shard).collect();
+/// whose file holds the shard's whole sweep), after checking that their records fit in the memory.
+fn shard_frames_to_render(sa: &SeriesArgs, plan: &Plan, shard: &Shard) -> Result<std::ops::RangeInclusive<usize>> {
+    let mut frames = shard_frames(plan.total, shard);
     if let Some((lo, hi)) = sa.only {
         if hi > plan.total {
             return Err(Error::flag("--only", format!("frame {hi} is past the last frame ({})", plan.total)));
         }
-        frames.retain(|k| (lo..=hi).contains(k));
+        frames = (*frames.start()).max(lo)..=(*frames.end()).min(hi);
     }
+    let n = if frames.is_empty() { 0 } else { (frames.end() - frames.start()) as u64 + 1 };
+    let flag = if plan.mode == Mode::Rotation { "--frames" } else { "--stills" };
+    crate::base::memory::check_alloc(
+        || {
+            Error::flag(
+                flag,
+                format!(
+                    "{n} frames in one run need about {} of memory for their records but only {} is available; split the dataset with --shard I/N or --only K-L",
+                    crate::base::memory::human(n.saturating_mul(PLANNED_FRAME_BYTES + RENDERED_FRAME_BYTES)),
+                    crate::base::memory::human(crate::base::memory::memory_budget())
+                ),
+            )
+        },
+        n.checked_mul(PLANNED_FRAME_BYTES + RENDERED_FRAME_BYTES),
+    )?;
     if plan.nexus.is_some() {
         if let Some((lo, hi)) = sa.only {
             return Err(Error::flag(
@@ -718,13 +770,13 @@ fn resumed_frames(
     let mut done: BTreeMap<usize, FrameRecord> = BTreeMap::new();
     let mut sweep_done: Vec<SweepFile> = Vec::new();
     if sa.resume && mpath.is_file() {
-        let old = read_manifest(mpath)?;
+        let old = read_manifest(mpath, "--resume")?;
         sweep_done = old.sweep_files.iter().filter(|f| sweep_file_matches(&plan.base, f)).cloned().collect();
         if old.params_sha256 != params {
             return Err(Error::file(mpath, "manifest is from a run with other parameters (or --frames/--stills); use another --name or remove it"));
         }
         for rec in old.frames {
-            if frames.contains(&rec.frame) && files_match(&plan.base, &rec) && Some(&rec) == plan.frame(rec.frame).ok().map(|mut r| {
+            if frames.binary_search(&rec.frame).is_ok() && files_match(&plan.base, &rec) && Some(&rec) == plan.frame(rec.frame).ok().map(|mut r| {
                 r.files = rec.files.clone();
                 r
             }).as_ref() {
@@ -752,35 +804,137 @@ fn resumed_frames(
     Ok((done, sweep_done))
 }
 
-/// Before anything is rendered: the first frame's outputs (and the NeXus file) are checked as
-/// `simulate` checks its own; with nothing to render, the output folder is still made.
-fn check_outputs_before_rendering(plan: &Plan, todo: &[usize], nexus_name: Option<&Path>) -> Result<()> {
+/// The inputs read and the first frame's experiment built, before any file is written.
+pub struct Prepared {
+    inputs: Inputs,
+    exp: Experiment,
+    cfg: Config,
+}
+
+/// Before anything is written: the values and memory of a frame checked as `simulate` checks them
+/// (with every frame in flight at once: one rendering, two being written and two queued), the inputs
+/// read and the first frame's experiment built.
+fn prepare(plan: &Plan, todo: &[usize]) -> Result<Prepared> {
+    let first = todo.first().copied().unwrap_or(1);
+    let cfg = plan.frame_config(&plan.frame(first)?);
+    crate::run::outputs::check_inputs(&cfg)?;
+    crate::run::limits::check_values(&cfg)?;
+    let est = crate::run::limits::check_run(&cfg)?;
+    let writers = plan.base.run.threads.unwrap_or(usize::MAX).clamp(1, 2) as u64;
+    let in_flight = (2 * writers + 1).min(todo.len().max(1) as u64);
+    let frame_bytes = est.bytes.saturating_sub(32 << 20);
+    let bytes = frame_bytes.saturating_mul(in_flight).saturating_add(32 << 20);
+    crate::base::memory::check_alloc(
+        || {
+            Error::flag(
+                "-detpixels",
+                format!(
+                    "{in_flight} frames in flight (one rendering, the others being written) need about {} of memory but only {} is available; reduce the detector or raise the limit",
+                    crate::base::memory::human(bytes),
+                    crate::base::memory::human(crate::base::memory::memory_budget())
+                ),
+            )
+        },
+        Some(bytes),
+    )?;
+    let inputs = crate::run::load::load_inputs(&cfg)?;
+    let exp = crate::run::setup::build_experiment(&cfg, &inputs)?;
+    crate::run::simulate::check_geometry_outputs(&cfg, &exp)?;
+    Ok(Prepared { inputs, exp, cfg })
+}
+
+/// Before anything is written: every frame's seeds and outputs are checked as `simulate` checks its
+/// own (a directory, a missing folder, a name too long, an input overwritten), and no two outputs of
+/// the run (the frames' files, the NeXus file, the manifest) name the same file. `--out-dir` is made
+/// here, and removed again when the run is refused.
+fn check_outputs_before_rendering(plan: &Plan, todo: &[usize], nexus_name: Option<&Path>, mpath: &Path) -> Result<()> {
+    let created = crate::run::outputs::create_out_dir(&plan.base)?;
+    let checked = check_every_frame(plan, todo, nexus_name, mpath).inspect_err(|_| crate::run::outputs::remove_created_dirs(&created));
+    checked?;
     if let Some(&k) = todo.first() {
-        let mut c = plan.frame_config(&plan.frame(k)?);
-        if let Some(nx) = nexus_name {
-            crate::io::nexus::available().map_err(|e| Error::Output { path: resolve_out(&c, nx), reason: e })?;
-            c.output.nexusfile = Some(nx.to_path_buf()); // checked with the first frame's files (no aliasing)
-        }
-        crate::run::simulate::check_outputs(&c)?;
-    } else if let Some(dir) = &plan.base.output.out_dir {
-        std::fs::create_dir_all(dir).map_err(|e| Error::Output { path: dir.clone(), reason: format!("cannot create the output directory: {e}") })?;
+        // the first frame as `simulate` checks it: also sweeps stale temporary files of killed runs
+        crate::run::simulate::check_outputs(&plan.frame_config(&plan.frame(k)?))?;
     }
     Ok(())
 }
 
-/// Setup once: the inputs are read (and the structure factors computed) here and handed to every
-/// frame; `-hklout` and the setup summary come from the first frame; the NeXus file is opened.
+/// Which file a path names: (device, inode) when it exists, else its canonical folder and name.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum FileKey {
+    Inode(u64, u64),
+    Path(PathBuf),
+}
+
+/// The outputs already claimed by the run, by file, with what claimed them.
+struct Claims {
+    files: HashMap<FileKey, String>,
+    dirs: HashMap<PathBuf, Option<PathBuf>>,
+}
+
+impl Claims {
+    fn key(&mut self, p: &Path) -> FileKey {
+        use std::os::unix::fs::MetadataExt;
+        if let Ok(m) = std::fs::metadata(p) {
+            return FileKey::Inode(m.dev(), m.ino());
+        }
+        let dir = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
+        let canon = self.dirs.entry(dir.clone()).or_insert_with(|| std::fs::canonicalize(&dir).ok()).clone();
+        match (canon, p.file_name()) {
+            (Some(d), Some(f)) => FileKey::Path(d.join(f)),
+            _ => FileKey::Path(p.to_path_buf()),
+        }
+    }
+
+    /// Refuse `p` when an earlier output of the run names the same file.
+    fn claim(&mut self, p: &Path, what: String) -> Result<()> {
+        let key = self.key(p);
+        if let Some(other) = self.files.get(&key) {
+            return Err(Error::Output {
+                path: p.to_path_buf(),
+                reason: format!("{what} and {other} name the same file (refused before any frame is rendered: give the outputs distinct names)"),
+            });
+        }
+        self.files.insert(key, what);
+        Ok(())
+    }
+}
+
+/// Every frame to render: its seeds and flags, its outputs as `simulate` plans them, and no file
+/// named twice by the run.
+fn check_every_frame(plan: &Plan, todo: &[usize], nexus_name: Option<&Path>, mpath: &Path) -> Result<()> {
+    let mut claims = Claims { files: HashMap::new(), dirs: HashMap::new() };
+    claims.claim(mpath, "the manifest".to_string())?;
+    if let Some(nx) = nexus_name {
+        crate::io::nexus::available().map_err(|e| Error::Output { path: resolve_out(&plan.base, nx), reason: e })?;
+        claims.claim(&resolve_out(&plan.base, nx), "the NeXus file".to_string())?;
+    }
+    for (i, &k) in todo.iter().enumerate() {
+        let rec = plan.frame(k)?;
+        let mut c = plan.frame_config(&rec);
+        if let (0, Some(nx)) = (i, nexus_name) {
+            c.output.nexusfile = Some(nx.to_path_buf()); // checked with the first frame's files (no aliasing with an input)
+        }
+        crate::run::outputs::plan(&c)?;
+        for (role, p) in &plan.outputs {
+            let full = resolve_out(&c, Path::new(&frame_name(&p.to_string_lossy(), k)));
+            claims.claim(&full, format!("the {role} file of frame {k}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// Setup once, after every check: the inputs read by [`prepare`] (and the structure factors
+/// computed) are handed to every frame; `-hklout` and the setup summary come from the first frame;
+/// the NeXus file is opened.
 fn setup_once(
     plan: &Plan,
+    prepared: Prepared,
     todo: &[usize],
     nexus_name: Option<&PathBuf>,
     quiet_user: bool,
     log_out: &mut dyn std::io::Write,
 ) -> Result<(Inputs, Option<(crate::io::nexus::NexusWriter, PathBuf)>)> {
-    let first = todo.first().copied().unwrap_or(1);
-    let cfg = plan.frame_config(&plan.frame(first)?);
-    let mut inputs = crate::run::load::load_inputs(&cfg)?;
-    let exp = crate::run::setup::build_experiment(&cfg, &inputs)?;
+    let Prepared { mut inputs, exp, cfg } = prepared;
     write_setup_outputs(&cfg, &exp)?;
     if !quiet_user {
         let mut log = Log { lines: crate::run::summary::setup_summary(&cfg, &inputs, &exp) };
@@ -981,9 +1135,15 @@ pub fn verify(sa: &SeriesArgs) -> Result<VerifyReport> {
     if paths.is_empty() {
         return Err(Error::file(&dir, format!("no manifests {prefix}*.json here (run the series first, or give --name / --out-dir)")));
     }
+    // all of them are held at once: their sizes together must fit
+    let mut total = 0u64;
+    for p in &paths {
+        total = total.saturating_add(std::fs::metadata(p).map(|m| m.len()).unwrap_or(0));
+        check_manifest_memory("--verify", p, total)?;
+    }
     let mut manifests = Vec::new();
     for p in &paths {
-        manifests.push((p.clone(), read_manifest(p)?));
+        manifests.push((p.clone(), read_manifest(p, "--verify")?));
     }
     let (p0, m0) = &manifests[0];
     if sa.frames.is_some() || sa.stills.is_some() {
@@ -993,7 +1153,8 @@ pub fn verify(sa: &SeriesArgs) -> Result<VerifyReport> {
         }
     }
     let n = m0.shard_count;
-    let mut seen_shards = vec![false; n];
+    // counts come from files: nothing below is sized by them
+    let mut seen_shards: std::collections::BTreeSet<usize> = std::collections::BTreeSet::new();
     let mut owner: HashMap<usize, PathBuf> = HashMap::new();
     let mut files = 0;
     for (p, m) in &manifests {
@@ -1003,11 +1164,10 @@ pub fn verify(sa: &SeriesArgs) -> Result<VerifyReport> {
         if m.shard_count != n {
             return Err(Error::file(p, format!("shard of {} but {} is a shard of {n}: mixed runs in one directory", m.shard_count, p0.display())));
         }
-        if m.shard_index >= n || seen_shards[m.shard_index] {
+        if m.shard_index >= n || !seen_shards.insert(m.shard_index) {
             return Err(Error::file(p, format!("shard {} twice or out of range", m.shard_index)));
         }
-        seen_shards[m.shard_index] = true;
-        let expect: Vec<usize> = shard_frames(m.total_frames, &Shard { index: m.shard_index, count: n, reason: String::new() }).collect();
+        let expect = shard_frames(m.total_frames, &Shard { index: m.shard_index, count: n, reason: String::new() });
         for f in &m.sweep_files {
             let full = resolve_out(&cfg, &f.path);
             if f.first_frame > f.last_frame || !expect.contains(&f.first_frame) || !expect.contains(&f.last_frame) {
@@ -1039,14 +1199,23 @@ pub fn verify(sa: &SeriesArgs) -> Result<VerifyReport> {
             }
         }
     }
-    if let Some(i) = seen_shards.iter().position(|s| !s) {
+    if seen_shards.len() < n {
+        // the shards seen are distinct and below n: the first absent one is the first gap
+        let i = seen_shards.iter().zip(0..).find(|(s, i)| **s != *i).map(|(_, i)| i).unwrap_or(seen_shards.len());
         return Err(Error::file(&dir, format!("no manifest for shard {i} of {n} ({name}.shard-{i}-of-{n}.json)")));
     }
-    let missing: Vec<usize> = (1..=m0.total_frames).filter(|k| !owner.contains_key(k)).collect();
-    if let Some(&k) = missing.first() {
+    // every frame recorded is one of 1..=total, once: the first missing one is the first gap
+    let mut recorded: Vec<usize> = owner.keys().copied().collect();
+    recorded.sort_unstable();
+    let first_missing = recorded.iter().zip(1..).find(|(k, i)| **k != *i).map(|(_, i)| i).unwrap_or(recorded.len() + 1);
+    if recorded.len() < m0.total_frames {
         return Err(Error::file(
             &dir,
-            format!("dataset incomplete: {} of {} frames missing, first frame {k} (rerun that shard with --resume)", missing.len(), m0.total_frames),
+            format!(
+                "dataset incomplete: {} of {} frames missing, first frame {first_missing} (rerun that shard with --resume)",
+                m0.total_frames - recorded.len(),
+                m0.total_frames
+            ),
         ));
     }
     Ok(VerifyReport { shards: n, frames: m0.total_frames, files })
@@ -1109,6 +1278,23 @@ mod tests {
         assert_eq!((s.index, s.count), (2, 3));
         assert!(resolve_shard(Some("3/3"), &env_of(&[])).is_err());
         assert!(resolve_shard(None, &env_of(&[("PMI_RANK", "x"), ("PMI_SIZE", "3")])).is_err());
+    }
+
+    #[test]
+    fn shard_arithmetic_never_overflows() {
+        let m = usize::MAX;
+        let s = |index, count| shard_frames(3, &Shard { index, count, reason: String::new() });
+        assert_eq!(s(m - 1, m), 3..=3);
+        assert_eq!(s(m / 3 * 2 - 1, m), 2..=2);
+        assert!(s(0, m).is_empty());
+        let big = shard_frames(m, &Shard { index: 1, count: 2, reason: String::new() });
+        assert_eq!((*big.start(), *big.end()), (m / 2 + 1, m));
+        // 2^32 × 2^32 shards do not fit: refused, not wrapped to 0 (a division by zero)
+        let e = resolve_shard(None, &env_of(&[("SLURM_ARRAY_TASK_ID", "0"), ("SLURM_ARRAY_TASK_COUNT", "4294967296"), ("PMI_RANK", "0"), ("PMI_SIZE", "4294967296")]));
+        assert!(e.unwrap_err().to_string().contains("PMI_SIZE"));
+        assert!(seed_plus("-seed", 1, m).is_err());
+        assert!(seed_plus("-seed", i64::MAX, 2).is_err());
+        assert_eq!(seed_plus("-seed", -5, 3).unwrap(), -3);
     }
 
     /// Haar-uniform rotations: every matrix element has mean 0 and mean square 1/3, and the rotation

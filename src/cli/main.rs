@@ -128,6 +128,20 @@ fn simulate(args: &[String]) -> Result<(), Failure> {
     Ok(())
 }
 
+/// Run a subcommand that prints to standard output through [`Stdout`]: its files are still written
+/// when standard output fails, and the failure then ends the run (quietly for a closed pipe, exit 9
+/// for a full device); an error of the run itself comes first.
+fn with_stdout(f: impl FnOnce(&mut dyn Write) -> crate::Result<()>) -> Result<(), Failure> {
+    let mut out = Stdout { inner: std::io::stdout().lock(), error: None };
+    let r = f(&mut out);
+    let _ = out.flush();
+    r?;
+    match out.error.take() {
+        Some(e) => Err(Failure::Stream(e)),
+        None => Ok(()),
+    }
+}
+
 /// Print `text` on standard output (help, version).
 fn print_out(text: &str) -> Result<(), Failure> {
     let mut o = std::io::stdout().lock();
@@ -223,12 +237,12 @@ fn dispatch(args: &[String]) -> Result<(), Failure> {
         "series" => {
             check_thread_env()?;
             crate::io::atomic::install_signal_cleanup();
-            crate::cli::series::main(rest).map_err(Failure::Error)
+            with_stdout(|out| crate::cli::series::main(rest, out))
         }
         "noisify" | "nonbragg" | "nearbragg" | "float-add" | "matrix" => {
             check_thread_env()?;
             crate::io::atomic::install_signal_cleanup();
-            crate::cli::suite::suite_main(cmd, rest).map_err(Failure::Error)
+            with_stdout(|out| crate::cli::suite::suite_main(cmd, rest, out))
         }
         "flags" => print_out(&help::markdown_reference()),
         "--version" | "-V" | "version" => print_out(&format!("{}\n", version())),

@@ -89,18 +89,16 @@ pub fn split_args(args: &[String]) -> Result<SeriesArgs> {
     Ok(s)
 }
 
-/// `nanobragg-rs series ...`: run or verify; messages to stdout.
-pub fn main(args: &[String]) -> Result<()> {
+/// `nanobragg-rs series ...`: run or verify; messages to `out` (standard output).
+pub fn main(args: &[String], out: &mut dyn std::io::Write) -> Result<()> {
     let sa = split_args(args)?;
     if sa.verify {
         let r = verify(&sa)?;
-        println!("series verify: complete and consistent: {} frames, {} files, {} shard(s), every sha256 matches", r.frames, r.files, r.shards);
+        let _ = writeln!(out, "series verify: complete and consistent: {} frames, {} files, {} shard(s), every sha256 matches", r.frames, r.files, r.shards);
         return Ok(());
     }
     let env = |k: &str| std::env::var(k).ok();
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    run(&sa, &env, &mut out)?;
+    run(&sa, &env, out)?;
     Ok(())
 }
 
