@@ -282,3 +282,48 @@ fn non_utf8_file_names_work_in_every_subcommand() {
         assert!(d.join(name(out)).is_file(), "{args:?}: no {:?}", name(out));
     }
 }
+
+/// No output of any subcommand replaces one of its inputs (-pdb/-cif, -add_float, --params, -stol,
+/// the suite's inputs), whatever writes it (images, -hklout, --save-params); side outputs are
+/// written only when the whole run succeeds.
+#[test]
+fn outputs_never_replace_inputs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let pdb = "CRYST1   50.000   50.000   50.000  90.00  90.00  90.00 P 1           1\nATOM      1  N   ALA A   1      10.000  10.000  10.000  1.00 20.00           N\nEND\n";
+    std::fs::write(d.join("m.pdb"), pdb).unwrap();
+    write_floats(&d.join("add.bin"), &[1.0; 16 * 16]);
+    image_with(d, "ok.bin", 5.0);
+    std::fs::write(d.join("p.json"), "{}").unwrap();
+    std::fs::write(d.join("w.stol"), "0.0 1.0\n0.5 2.0\n").unwrap();
+    std::fs::write(d.join("at.txt"), "1 2 3\n4 5 6\n").unwrap();
+    let r = run_in(d, &["matrix", "-cell", "50", "50", "50", "90", "90", "90", "-o", "A.mat"], &[], 30);
+    assert_eq!(r.code, Some(0));
+    let sim = |extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = "simulate -cell 50 50 50 90 90 90 -default_F 10 -N 3 -detpixels 16".split(' ').map(String::from).collect();
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (sim(&["-pdb", "m.pdb", "-floatfile", "m.pdb"]), "the float output would overwrite the -pdb input"),
+        (sim(&["-pdb", "m.pdb", "-hklout", "m.pdb"]), "the -hklout output would overwrite the -pdb input"),
+        (sim(&["-add_float", "add.bin", "-floatfile", "add.bin"]), "would overwrite the -add_float input"),
+        (sim(&["-pdb", "m.pdb", "--save-params", "m.pdb"]), "the --save-params output would overwrite the -pdb input"),
+        (sim(&["--params", "p.json", "-intfile", "p.json"]), "would overwrite the --params input"),
+        (sim(&["-pdb", "m.pdb", "-hklout", "h.hkl", "-floatfile", "h.hkl"]), "name the same file"),
+        // refused after the setup: neither side output may appear
+        (sim(&["-pdb", "m.pdb", "-hklout", "h.hkl", "--save-params", "s.json", "-intfile", "missing/x.img"]), "missing/x.img"),
+        (["noisify", "-floatfile", "ok.bin", "-detpixels", "32", "-noisefile", "ok.bin"].map(String::from).to_vec(), "would overwrite the -floatfile input"),
+        (["nonbragg", "-stol", "w.stol", "-detpixels", "16", "-floatfile", "w.stol"].map(String::from).to_vec(), "would overwrite the -stol input"),
+        (["float-add", "ok.bin", "ok.bin", "-o", "ok.bin"].map(String::from).to_vec(), "would overwrite the float-add input"),
+        (["matrix", "-mat", "A.mat", "-o", "A.mat"].map(String::from).to_vec(), "would overwrite the -mat input"),
+        (["nearbragg", "-file", "at.txt", "-detpixels", "16", "-floatfile", "at.txt"].map(String::from).to_vec(), "would overwrite the -file input"),
+    ];
+    for (args, want) in cases {
+        let a: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+        let before: Vec<Vec<u8>> = files(d).iter().map(|f| std::fs::read(d.join(f)).unwrap()).collect();
+        refused(d, &a, &[], want);
+        let after: Vec<Vec<u8>> = files(d).iter().map(|f| std::fs::read(d.join(f)).unwrap()).collect();
+        assert_eq!(before, after, "{a:?} changed a file");
+    }
+}

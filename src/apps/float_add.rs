@@ -68,6 +68,8 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
     } else if scales.len() != inputs.len() {
         return Err(Error::flag("-scale", format!("{} scales for {} images", scales.len(), inputs.len())));
     }
+    let named: Vec<(&str, PathBuf)> = inputs.iter().map(|p| ("float-add", p.clone())).collect();
+    crate::io::atomic::check_no_clobber(&named, &[("-o", output.clone())])?;
     let mut images = Vec::with_capacity(inputs.len());
     for p in &inputs {
         let img = read_float_image(p)?;

@@ -131,6 +131,7 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
     let mut seed: Option<i64> = None;
     let mut spread = 90.0;
     let mut outfile: Option<String> = None;
+    let mut mat_file: Option<std::path::PathBuf> = None;
     let mut a0: Option<M3> = None;
     let num = |flag: &str, s: Option<&String>| -> Result<f64> {
         let s = s.ok_or_else(|| Error::flag(flag, "needs a value"))?;
@@ -199,6 +200,7 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
             "-mat" => {
                 let p = args.get(i + 1).ok_or_else(|| Error::flag(a, "needs an A-matrix file"))?;
                 a0 = Some(start_matrix(&crate::base::os_text::os_path(p))?);
+                mat_file = Some(crate::base::os_text::os_path(p));
                 i += 2;
             }
             "-o" | "-out" | "-matfile" => {
@@ -237,6 +239,9 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
         ));
     }
     let text = format_matrix(&a, &u, cell, lambda);
+    if let (Some(m), Some(o)) = (&mat_file, &outfile) {
+        crate::io::atomic::check_no_clobber(&[("-mat", m.clone())], &[("-o", crate::base::os_text::os_path(o))])?;
+    }
     match outfile {
         Some(p) => crate::io::atomic::write_atomic(&crate::base::os_text::os_path(&p), text.as_bytes()),
         None => out.write_all(text.as_bytes()).map_err(|e| Error::setup(format!("writing stdout: {e}"))),

@@ -95,15 +95,16 @@ fn simulate(args: &[String]) -> Result<(), Failure> {
             let _ = writeln!(out, "no crystal given: using the built-in benchmark crystal ({})", DEFAULT_CRYSTAL.join(" "));
         }
     }
-    if let Some(p) = &cfg.run.save_params {
-        cfg.save_json(p)?;
-    }
     // $NANOBRAGG_TIMINGS_JSON (set by bench-detailed): checked before the run, written after it
     let timings_json = std::env::var_os(crate::run::simulate::TIMINGS_JSON_ENV).filter(|p| !p.is_empty()).map(std::path::PathBuf::from);
     if let Some(p) = &timings_json {
         crate::io::atomic::target_kind(p)?;
     }
     let summary = crate::run::simulate::run(&cfg, &mut out)?;
+    // after every check and output of the run (its target was checked with the images)
+    if let Some(p) = &cfg.run.save_params {
+        cfg.save_json(p)?;
+    }
     let _ = out.flush();
     if let Some(e) = out.error.take() {
         return Err(Failure::Stream(e));

@@ -273,6 +273,7 @@ pub fn parse_simulate_args(args: &[String]) -> Result<Config> {
     // `--params FILE`: a saved parameter set is the base; every flag on the command line overrides it.
     if let Some(o) = last("--params") {
         c = Config::load_json(&os_path(&o.words[0])).map_err(|e| Error::flag(&o.typed, e.to_string()))?;
+        c.run.params_file = Some(os_path(&o.words[0]));
     }
 
     // Pre-pass (C L400-L502): the last -mask and the last -img are read before every other flag.

@@ -55,6 +55,53 @@ pub enum TargetKind {
     Special,
 }
 
+/// Which paths name the same file: (device, inode) when it exists (through links), else the
+/// canonical directory plus the name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FileId {
+    Inode(u64, u64),
+    Path(PathBuf),
+}
+
+/// The [`FileId`] of `p` (None when its directory does not exist).
+pub fn file_id(p: &Path) -> Option<FileId> {
+    use std::os::unix::fs::MetadataExt;
+    if let Ok(m) = fs::metadata(p) {
+        return Some(FileId::Inode(m.dev(), m.ino()));
+    }
+    let dir = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let dir = fs::canonicalize(dir).ok()?;
+    Some(FileId::Path(dir.join(p.file_name()?)))
+}
+
+/// Refuse an output that names one of the run's inputs or another of its outputs (by any spelling
+/// or link): `inputs` and `outputs` are (flag, path). Special files (devices, FIFOs) may repeat.
+pub fn check_no_clobber(inputs: &[(&str, PathBuf)], outputs: &[(&str, PathBuf)]) -> Result<()> {
+    let special = |p: &Path| matches!(target_kind(p), Ok(TargetKind::Special));
+    let ids: Vec<Option<FileId>> = inputs.iter().map(|(_, p)| file_id(p)).collect();
+    let mut seen: Vec<(&str, Option<FileId>)> = Vec::new();
+    for (flag, out) in outputs {
+        if special(out) {
+            continue;
+        }
+        let id = file_id(out);
+        if id.is_none() {
+            continue;
+        }
+        if let Some(k) = ids.iter().position(|i| *i == id) {
+            return Err(out_err(out, format!("the {flag} output would overwrite the {} input {}", inputs[k].0, inputs[k].1.display())));
+        }
+        if let Some((other, _)) = seen.iter().find(|(_, i)| *i == id) {
+            return Err(out_err(out, format!("the {other} and {flag} outputs name the same file")));
+        }
+        seen.push((flag, id));
+    }
+    Ok(())
+}
+
 /// Decide how `path` will be written; refuses a directory, an empty name and a missing directory.
 pub fn target_kind(path: &Path) -> Result<TargetKind> {
     if path.as_os_str().is_empty() {

@@ -125,6 +125,9 @@ pub struct RunOptions {
     /// Where `--save-params` writes the parameters (not itself saved).
     #[serde(skip)]
     pub save_params: Option<PathBuf>,
+    /// The `--params` file the parameters were loaded from (an input: no output may replace it).
+    #[serde(skip)]
+    pub params_file: Option<PathBuf>,
 }
 
 impl RunOptions {
@@ -136,7 +139,7 @@ impl RunOptions {
 
 impl Default for RunOptions {
     fn default() -> Self {
-        RunOptions { threads: None, precision: Precision::Double, progress: true, quiet: false, printout: false, printout_pixel: None, save_params: None }
+        RunOptions { threads: None, precision: Precision::Double, progress: true, quiet: false, printout: false, printout_pixel: None, save_params: None, params_file: None }
     }
 }
 

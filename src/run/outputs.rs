@@ -327,25 +327,7 @@ pub struct Planned {
     pub kind: TargetKind,
 }
 
-/// Which files identify the same file: (device, inode) when it exists, else the canonical directory
-/// plus the name.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum FileId {
-    Inode(u64, u64),
-    Path(PathBuf),
-}
-
-fn file_id(p: &Path) -> Option<FileId> {
-    if let Ok(m) = std::fs::metadata(p) {
-        return Some(FileId::Inode(m.dev(), m.ino()));
-    }
-    let dir = match p.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let dir = std::fs::canonicalize(dir).ok()?;
-    Some(FileId::Path(dir.join(p.file_name()?)))
-}
+use crate::io::atomic::{file_id, FileId};
 
 /// Every input file a run reads (the Fdump cache when it will be read), with the flag naming it.
 pub fn input_files(cfg: &Config) -> Vec<(&'static str, PathBuf)> {
@@ -373,7 +355,44 @@ pub fn input_files(cfg: &Config) -> Vec<(&'static str, PathBuf)> {
     if let Some(m) = &cfg.img {
         v.push(("-img", m.path.clone()));
     }
+    if let Some(p) = cfg.params.model.path() {
+        v.push((if cfg.params.model.cif.is_some() { "-cif" } else { "-pdb" }, p.to_path_buf()));
+    }
+    for p in &cfg.params.add_float {
+        v.push(("-add_float", p.clone()));
+    }
+    if let Some(p) = &cfg.run.params_file {
+        v.push(("--params", p.clone()));
+    }
     v
+}
+
+/// The files a run writes besides its images: `-hklout` and `--save-params`. They are checked with
+/// the images (never over an input or another output) and written only after every check passed.
+pub fn side_outputs(cfg: &Config) -> Vec<(&'static str, PathBuf)> {
+    let mut v = Vec::new();
+    if let Some(p) = &cfg.params.model.hklout {
+        v.push(("-hklout", resolve_out(cfg, p)));
+    }
+    if let Some(p) = &cfg.run.save_params {
+        v.push(("--save-params", p.clone()));
+    }
+    v
+}
+
+/// Refuse a side output ([`side_outputs`]) that names an input or an image output.
+fn check_side_outputs(cfg: &Config, inputs: &[(&str, PathBuf, Option<FileId>)], planned: &[(Planned, Option<FileId>)]) -> Result<()> {
+    for (flag, path) in side_outputs(cfg) {
+        atomic::target_kind(&path)?;
+        let Some(id) = file_id(&path) else { continue };
+        if let Some((iflag, inp, _)) = inputs.iter().find(|(_, _, iid)| *iid == Some(id.clone())) {
+            return Err(Error::Output { path, reason: format!("the {flag} output would overwrite the {iflag} input {}", inp.display()) });
+        }
+        if let Some((p, _)) = planned.iter().find(|(p, oid)| matches!(p.kind, TargetKind::Regular(_)) && *oid == Some(id.clone())) {
+            return Err(Error::Output { path, reason: format!("the {flag} and {} outputs name the same file", p.writer.role()) });
+        }
+    }
+    Ok(())
 }
 
 /// Check every input can be opened (before anything is created, `--out-dir` included).
@@ -450,6 +469,7 @@ pub fn plan(cfg: &Config) -> Result<Vec<Planned>> {
         }
         planned.push((Planned { writer: w, given, path, kind }, id));
     }
+    check_side_outputs(cfg, &inputs, &planned)?;
     Ok(planned.into_iter().map(|(p, _)| p).collect())
 }
 

@@ -82,12 +82,11 @@ pub struct RunSummary {
 }
 
 /// The setup phase: read the inputs ([`Inputs::load`]), build the experiment from them without I/O
-/// ([`Experiment::build`]), write `-hklout` ([`experiment::write_setup_outputs`]) and return the
-/// experiment with the C's setup messages ([`crate::run::summary::setup_summary`]).
+/// ([`Experiment::build`]) and return the experiment with the C's setup messages
+/// ([`crate::run::summary::setup_summary`]). `-hklout` is written with the images ([`write_outputs`]).
 pub fn setup(cfg: &Config) -> Result<(Experiment, Log)> {
     let inputs = crate::run::load::load_inputs(cfg)?;
     let exp = crate::run::setup::build_experiment(cfg, &inputs)?;
-    write_setup_outputs(cfg, &exp)?;
     let log = Log { lines: crate::run::summary::setup_summary(cfg, &inputs, &exp) };
     Ok((exp, log))
 }
@@ -220,6 +219,11 @@ pub fn write_outputs(cfg: &Config, exp: &mut Experiment, r: &RenderOutput, out: 
     write_planned(&planned, cfg, exp, r, out)
 }
 
+/// `-hklout`, once every check has passed: just before the images.
+fn write_side_outputs(cfg: &Config, exp: &Experiment) -> Result<()> {
+    write_setup_outputs(cfg, exp)
+}
+
 fn write_planned(planned: &[Planned], cfg: &Config, exp: &Experiment, r: &RenderOutput, out: &mut dyn Write) -> Result<(ImageStats, Vec<PathBuf>)> {
     if exp.det.panels.len() != 1 {
         // the kernels render any number of panels; the image formats here describe one
@@ -311,6 +315,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
         let _ = log.flush_to(out);
     }
     check_geometry_outputs(cfg, &exp)?;
+    check_add_float(cfg, exp.pixels())?;
     let setup_s = t0.elapsed().as_secs_f64();
 
     let t1 = Instant::now();
@@ -364,6 +369,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
         g(100.0 * r.omega_sum / steps / 4.0 / std::f64::consts::PI)
     );
     let t2 = Instant::now();
+    write_side_outputs(cfg, &exp)?;
     let (stats, files) = write_planned(&planned, cfg, &exp, &r, out)?;
     // a silently wrong image must not look like a good one
     let bad = {
@@ -384,6 +390,18 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
         steps: exp.sampling.steps,
         files,
     })
+}
+
+/// Each `-add_float` image has the detector's size (checked before the render; its pixels are
+/// checked finite when it is added).
+fn check_add_float(cfg: &Config, pixels: usize) -> Result<()> {
+    for p in &cfg.params.add_float {
+        let len = std::fs::metadata(p).map_err(|e| Error::file(p, format!("-add_float: cannot read: {e}")))?.len();
+        if len != 4 * pixels as u64 {
+            return Err(Error::file(p, format!("-add_float: has {} bytes, the detector's {pixels} floats need {}", len, 4 * pixels)));
+        }
+    }
+    Ok(())
 }
 
 /// Add the float image in `path` to `image` (pixel by pixel, in double, stored as float): the

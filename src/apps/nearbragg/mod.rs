@@ -72,6 +72,18 @@ fn read_floats(path: &str, n: usize, flag: &str) -> Result<Vec<f32>> {
     Ok(bytes[..4 * n].chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
 }
 
+/// No output over the atom list or another output (with `-accumulate` the images are read and then
+/// written again on purpose).
+fn check_files(c: &NearBraggConfig) -> Result<()> {
+    let inputs: Vec<(&str, std::path::PathBuf)> = c.file.iter().map(|f| ("-file", os_path(f))).collect();
+    let mut outputs = vec![("-floatfile", os_path(&c.floatfile)), ("-intfile", os_path(&c.intfile))];
+    if c.coherent {
+        outputs.push(("-sinfile", os_path(&c.sinfile)));
+        outputs.push(("-cosfile", os_path(&c.cosfile)));
+    }
+    crate::io::atomic::check_no_clobber(&inputs, &outputs)
+}
+
 /// The starting images (lines 860-902): zeros, or the earlier run's files with `-accumulate`.
 fn start_images(c: &NearBraggConfig, n: usize, log: &mut String) -> Result<Images> {
     let mut img = Images { float: vec![0.0; n], sin: vec![0.0; n], cos: vec![0.0; n] };
@@ -207,6 +219,7 @@ pub fn simulate(c: &NearBraggConfig) -> Result<NearBraggImages> {
 
 /// Run nearBragg.c: render, print its report to `out`, write its files (all of them, or none).
 pub fn run(c: &NearBraggConfig, out: &mut dyn Write) -> Result<()> {
+    check_files(c)?;
     let mut s = String::from("nearBragg assumption-free diffraction simulator - James Holton 11-21-17\n");
     let prepared = prepare(c, &mut s);
     let mut p = match prepared {

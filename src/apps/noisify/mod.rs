@@ -81,6 +81,7 @@ pub fn run(c: &NoisifyConfig, out: &mut dyn Write) -> Result<NoisifySummary> {
     let Some(floatname) = c.floatfile.as_deref() else {
         return Err(Error::flag("-floatfile", "no input image given"));
     };
+    check_files(c, floatname)?;
     let bytes = std::fs::read(os_path(floatname)).map_err(|e| Error::file(floatname, format!("-floatfile: cannot read: {e}")))?;
     writeln!(out, "noisify - add noise to pixels - James Holton 3-19-16").map_err(io)?;
     let (mut frame, header) = header_frame(c, out)?;
@@ -211,6 +212,25 @@ fn image_size(pixels: i64, xpixels: i64, ypixels: i64, out: &mut dyn Write) -> R
         return Err(Error::flag("-detpixels", "image has no pixels"));
     }
     Ok((xpixels, ypixels))
+}
+
+/// No output over the float image, the header file or another output.
+fn check_files(c: &NoisifyConfig, floatname: &str) -> Result<()> {
+    let mut inputs = vec![("-floatfile", os_path(floatname))];
+    if let Some(h) = &c.headerfile {
+        inputs.push(("-header", os_path(h)));
+    }
+    let mut outputs = vec![("-intfile", os_path(&c.intfile))];
+    if c.calculate_noise {
+        outputs.push(("-noisefile", os_path(&c.noisefile)));
+    }
+    if c.write_pgm {
+        outputs.push(("-pgmfile", os_path(&c.pgmfile)));
+    }
+    if let Some(p) = &c.png {
+        outputs.push(("--png", os_path(p)));
+    }
+    crate::io::atomic::check_no_clobber(&inputs, &outputs)
 }
 
 /// The float image's pixels (little-endian floats), refused if the file is too short.

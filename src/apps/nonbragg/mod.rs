@@ -44,6 +44,7 @@ pub fn run(c: &NonBraggConfig, out: &mut dyn Write) -> Result<()> {
     let Some(stolfile) = &c.stolfile else {
         return Err(Error::flag("-stol", "no stol table given"));
     };
+    check_files(c, stolfile)?;
     let det = setup::detector_size(c)?;
     let grid = Grid::new(c, det.fpixels, det.spixels, setup::Roi::new(c, det.fpixels, det.spixels));
     let sample = setup::sample(c, &mut s);
@@ -200,6 +201,22 @@ fn write_images(
     flush(out, s)?;
     files.add_bytes(os_path(&c.noisefile).as_path(), &output::smv_bytes(header, &noise))?;
     Ok(())
+}
+
+/// No output over the stol table, the source file or another output.
+fn check_files(c: &NonBraggConfig, stolfile: &str) -> Result<()> {
+    let mut inputs = vec![("-stol", os_path(stolfile))];
+    if let Some(f) = &c.sourcefile {
+        inputs.push(("-sourcefile", os_path(f)));
+    }
+    let mut outputs = vec![("-floatfile", os_path(&c.floatfile)), ("-intfile", os_path(&c.intfile))];
+    if c.write_pgm {
+        outputs.push(("-pgmfile", os_path(&c.pgmfile)));
+    }
+    if c.calculate_noise {
+        outputs.push(("-noisefile", os_path(&c.noisefile)));
+    }
+    crate::io::atomic::check_no_clobber(&inputs, &outputs)
 }
 
 /// Print what `s` holds to `out` and empty it.
