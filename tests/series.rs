@@ -436,3 +436,24 @@ fn nexus_series_refusals_name_the_flag() {
     }
     assert!(std::fs::read_dir(tmp.path()).unwrap().next().is_none(), "a refused series wrote files");
 }
+
+/// `-add_float` is added under every frame, as in the single-image run (it was ignored).
+#[test]
+fn series_adds_add_float_to_every_frame() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let add: Vec<u8> = std::iter::repeat(1000.0f32.to_le_bytes()).take(16 * 16).flatten().collect();
+    std::fs::write(d.join("add.bin"), add).unwrap();
+    let common = "-cell 50 50 50 90 90 90 -default_F 10 -N 3 -detpixels 16 -add_float add.bin -nonoise -osc 0.1";
+    let run = |args: Vec<&str>| {
+        let r = std::process::Command::new(env!("CARGO_BIN_EXE_nanobragg-rs")).current_dir(d).args(args).output().unwrap();
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    };
+    let mut a = vec!["series", "--frames", "2"];
+    a.extend(common.split(' '));
+    run(a);
+    let mut a = vec!["simulate", "-floatfile", "single.bin"];
+    a.extend(common.split(' '));
+    run(a);
+    assert_eq!(std::fs::read(d.join("floatimage_00001.bin")).unwrap(), std::fs::read(d.join("single.bin")).unwrap());
+}

@@ -191,6 +191,11 @@ impl Core {
             Some(m) => nbcore::noise::NoiseMode::parse(m).ok_or_else(|| PyValueError::new_err(format!("mode: expects 'c' or 'fast' (got '{m}')")))?,
         };
         let data = self.image_slice(&image)?;
+        if let Some((i, v)) = nbcore::io::float::first_non_finite(data) {
+            // the Poisson sampler cannot draw from it (the C's loops forever)
+            let fp = self.exp.det.panel().fpixels.max(1);
+            return Err(PyValueError::new_err(format!("image: pixel {i} (fast {}, slow {}) is {v}: the image must hold finite values", i % fp, i / fp)));
+        }
         if let Some(a) = adc {
             if !a.is_finite() {
                 return Err(PyValueError::new_err("adc: must be a finite number"));

@@ -76,6 +76,15 @@ def test_noise_seed(sim, image):
     assert (flat == 0).all()
 
 
+def test_noise_refuses_non_finite_pixels(sim, image):
+    # the C's Poisson sampler never returns on a NaN mean: the image is refused, naming the pixel
+    for bad in (np.nan, np.inf):
+        img = image.copy()
+        img[1, 8] = bad
+        with pytest.raises(ValueError, match=r"pixel 72 \(fast 8, slow 1\)"):
+            sim.noise(img)
+
+
 def test_writers(sim, image, tmp_path):
     sim.write_float(tmp_path / "f.bin", image)
     assert (tmp_path / "f.bin").read_bytes() == image.astype("<f4").tobytes()

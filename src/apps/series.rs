@@ -1037,8 +1037,12 @@ fn render_and_write(plan: &Plan, todo: &[usize], inputs: &Inputs, sink: &FrameSi
                 let rec = plan.frame(k)?;
                 let cfg = plan.frame_config(&rec);
                 let exp = crate::run::setup::build_experiment(&cfg, inputs)?;
-                let out = crate::run::simulate::render(&exp, &cfg.run.render_options(), threads, &|_| {});
-                Ok(Rendered { rec, cfg, exp, out: out? })
+                let mut out = crate::run::simulate::render(&exp, &cfg.run.render_options(), threads, &|_| {})?;
+                // -add_float as in a single-image run (the same image under every frame)
+                for p in &cfg.params.add_float {
+                    crate::run::simulate::add_into(&mut out.float, p)?;
+                }
+                Ok(Rendered { rec, cfg, exp, out })
             })();
             match step {
                 Ok(job) => {

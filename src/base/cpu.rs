@@ -74,3 +74,10 @@ pub fn detected_level() -> SimdLevel {
     SimdLevel::Portable
 }
 
+
+/// Threads worth starting for `requested`: at most four per core (more only cost the time to start
+/// them: 4,000 threads took seconds). The images never depend on the thread count.
+pub fn useful_threads(requested: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    requested.clamp(1, 4 * cores)
+}

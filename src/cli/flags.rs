@@ -273,10 +273,7 @@ fn set_curved(c: &mut Config, v: &Vals) -> Result<()> {
     if v.has_next {
         c.params.curved_detector = true;
     } else {
-        eprintln!(
-            "WARNING: {} is ignored as the last word of the command line (as nanoBragg.c does)",
-            v.flag
-        );
+        crate::base::log::warn(format!("WARNING: {} is ignored as the last word of the command line (as nanoBragg.c does)", v.flag));
     }
     Ok(())
 }

@@ -161,6 +161,7 @@ fn check_thread_env() -> Result<(), crate::Error> {
         ));
     }
     rayon::ThreadPoolBuilder::new()
+        .num_threads(crate::base::cpu::useful_threads(n))
         .build_global()
         .map_err(|e| crate::Error::flag("RAYON_NUM_THREADS", format!("cannot start {n} threads: {e}")))
 }
@@ -184,7 +185,10 @@ fn check_memory_env() -> Result<(), crate::Error> {
 const MAX_THREADS: usize = 4096;
 
 pub fn main() -> ExitCode {
-    crate::base::log::set_warning_sink(|w| eprintln!("{w}"));
+    // a closed or full stderr loses the warning, never panics
+    crate::base::log::set_warning_sink(|w| {
+        let _ = writeln!(std::io::stderr(), "{w}");
+    });
     #[cfg(feature = "progress")]
     crate::base::progress::set_progress_display(super::progress::terminal_bar);
     // Arguments are bytes on Unix: file names need not be UTF-8 (the C accepts any bytes).

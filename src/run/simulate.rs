@@ -94,6 +94,7 @@ pub fn setup(cfg: &Config) -> Result<(Experiment, Log)> {
 /// A rayon pool with `n` threads, built once per process and reused (warm runs should not pay for
 /// starting threads).
 fn thread_pool(n: usize) -> Result<std::sync::Arc<rayon::ThreadPool>> {
+    let n = crate::base::cpu::useful_threads(n);
     use std::collections::HashMap;
     use std::sync::{Arc, Mutex, OnceLock};
     static POOLS: OnceLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();

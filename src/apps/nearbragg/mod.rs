@@ -192,7 +192,7 @@ fn render_all(c: &NearBraggConfig, p: &mut Prepared) -> Result<String> {
     if c.threads == 0 {
         return Ok(render::render(&scene, &mut p.images));
     }
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(c.threads).build().map_err(|e| Error::setup(format!("nearbragg: cannot start {} threads: {e}", c.threads)))?;
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(crate::base::cpu::useful_threads(c.threads)).build().map_err(|e| Error::setup(format!("nearbragg: cannot start {} threads: {e}", c.threads)))?;
     Ok(pool.install(|| render::render(&scene, &mut p.images)))
 }
 
