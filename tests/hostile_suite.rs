@@ -327,3 +327,17 @@ fn outputs_never_replace_inputs() {
         assert_eq!(before, after, "{a:?} changed a file");
     }
 }
+
+/// An absurd thread count runs at once (threads beyond four per core are not started) and gives the
+/// same image.
+#[test]
+fn absurd_thread_counts_are_capped_quickly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let t = Instant::now();
+    let a = run_in(d, &["simulate", "--detector", "16", "-floatfile", "a.bin", "--threads", "20000"], &[], 30);
+    let b = run_in(d, &["simulate", "--detector", "16", "-floatfile", "b.bin", "--threads", "1"], &[], 30);
+    assert_eq!((a.code, b.code), (Some(0), Some(0)), "{} {}", a.stderr, b.stderr);
+    assert!(t.elapsed() < Duration::from_secs(20), "took {:?}", t.elapsed());
+    assert_eq!(std::fs::read(d.join("a.bin")).unwrap(), std::fs::read(d.join("b.bin")).unwrap());
+}
