@@ -413,7 +413,9 @@ class Simulation:
             raise ValueError(f"image has shape {a.shape} but the detector is (slow, fast) = {self.shape}")
         a = np.ascontiguousarray(a, dtype=np.float32)
         if not np.isfinite(a).all():
-            raise ValueError("image holds NaN or infinite values")
+            i = int(np.flatnonzero(~np.isfinite(a.ravel()))[0])
+            s, f = divmod(i, a.shape[1])
+            raise ValueError(f"image: pixel {i} (fast {f}, slow {s}) is {a.ravel()[i]}: the image must hold finite values")
         return a
 
     def _counts(self, counts: np.ndarray) -> np.ndarray:
