@@ -17,6 +17,15 @@ use std::time::Duration;
 
 /// The library's one-line errors as Python exceptions: files that cannot be read or written are
 /// OSError, everything else the user gave (flags, file contents, impossible setups) is ValueError.
+/// A noise seed no other call or process shares: std's hasher keys come from the OS's entropy, a
+/// counter makes calls of one process differ. Negative, as the C keeps its seeds.
+fn fresh_seed() -> i64 {
+    use std::hash::BuildHasher;
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    let v = std::collections::hash_map::RandomState::new().hash_one(CALLS.fetch_add(1, Ordering::Relaxed));
+    -((v >> 2) as i64).max(1)
+}
+
 fn to_py(e: nbcore::Error) -> PyErr {
     let msg = e.to_string();
     match &e {
@@ -175,6 +184,11 @@ impl Core {
                 res.map_err(|_| PyRuntimeError::new_err("render thread panicked"))?.map_err(to_py)?
             }
         };
+        let mut out = out;
+        // the flags' -add_float images, as the command line's -floatfile has them
+        for p in &self.cfg.params.add_float {
+            simulate::add_into(&mut out.float, p).map_err(to_py)?;
+        }
         let (s, f) = shape_of(exp);
         let arr = Array2::from_shape_vec((s, f), out.float).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
         Ok(arr.into_pyarray(py))
@@ -204,7 +218,12 @@ impl Core {
         let e = &self.exp;
         let adc = adc.unwrap_or(self.cfg.output.adc_offset);
         let mut rng = e.rng.clone();
-        let mut seed = seed.map(|s| -s).unwrap_or(e.seed);
+        // without `seed=` or the flags' -seed, every call draws new noise
+        let mut seed = match (seed, self.cfg.params.seed) {
+            (Some(s), _) => -s,
+            (None, Some(_)) => e.seed,
+            (None, None) => fresh_seed(),
+        };
         let (fp, sp) = (e.det.panel().fpixels, e.det.panel().spixels);
         let image = e.det.panel().image(data);
         let img = py.detach(|| match mode {
@@ -294,7 +313,7 @@ impl Core {
     }
 
     /// Write every file the command line would write for these flags (-floatfile, -intfile, -pgmfile,
-    /// -noisefile, --png; relative to --out-dir), from `image`. Returns the paths written.
+    /// -noisefile, --png, -hklout; relative to --out-dir), from `image`. Returns the image paths written.
     fn write_outputs(&self, py: Python<'_>, image: PyReadonlyArray2<'_, f32>) -> PyResult<Vec<PathBuf>> {
         let data = self.image_slice(&image)?;
         let r = Self::render_output(data);
@@ -302,6 +321,8 @@ impl Core {
         let cfg = &self.cfg;
         py.detach(|| {
             simulate::check_outputs(cfg)?;
+            // -hklout (a model's reflection list) with the images, as the command line writes it
+            nbcore::run::setup::write_setup_outputs(cfg, &exp)?;
             let mut sink = std::io::sink();
             simulate::write_outputs(cfg, &mut exp, &r, &mut sink).map(|(_, files)| files)
         })

@@ -76,6 +76,21 @@ def test_noise_seed(sim, image):
     assert (flat == 0).all()
 
 
+def test_noise_without_a_seed_is_new_each_call(image):
+    # no -seed in the flags and no seed=: every call draws new noise; seed= still reproduces
+    s = nanobragg.from_args(nanobragg.BENCHMARK_CRYSTAL + ["-detpixels", "64"])
+    a, b = s.noise(image), s.noise(image)
+    assert (a != b).any()
+    assert (s.noise(image, seed=3) == s.noise(image, seed=3)).all()
+
+
+def test_render_adds_add_float(tmp_path, image):
+    extra = np.full(image.shape, 1000.0, dtype=np.float32)
+    extra.tofile(tmp_path / "add.bin")
+    s = nanobragg.from_args(SMALL + ["-add_float", str(tmp_path / "add.bin")])
+    assert s.render().tobytes() == (image.astype(np.float64) + 1000.0).astype(np.float32).tobytes()
+
+
 def test_noise_refuses_non_finite_pixels(sim, image):
     # the C's Poisson sampler never returns on a NaN mean: the image is refused, naming the pixel
     for bad in (np.nan, np.inf):
