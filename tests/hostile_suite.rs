@@ -186,12 +186,15 @@ fn a_bad_model_cell_names_the_model() {
         refused(d, &["simulate", "-pdb", "m.pdb", "-N", "3", "-detpixels", "16", "-floatfile", "f.bin"], &[], &format!("m.pdb: the model's unit cell (CRYST1 or _cell)"));
         refused(d, &["simulate", "-pdb", "m.pdb", "-N", "3", "-detpixels", "16", "-floatfile", "f.bin"], &[], want);
     }
-    // -dump is the -hkl cache: a run from a model says nothing about writing one
+    // -dump with a model: it says it writes the cache and does, and the cache gives the same image
     let pdb = "CRYST1   50.000   50.000   50.000  90.00  90.00  90.00 P 1           1\nATOM      1  N   ALA A   1      10.000  10.000  10.000  1.00 20.00           N\nEND\n";
     std::fs::write(d.join("m.pdb"), pdb).unwrap();
     let r = run_in(d, &["simulate", "-pdb", "m.pdb", "-N", "3", "-detpixels", "16", "-floatfile", "f.bin", "-dump", "x.bin"], &[], 60);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
-    assert!(!r.stdout.contains("writing dump file") && !d.join("x.bin").exists(), "{}", r.stdout);
+    assert!(r.stdout.contains("writing dump file for next time: x.bin") && d.join("x.bin").is_file(), "{}", r.stdout);
+    let r = run_in(d, &["simulate", "-cell", "50", "50", "50", "90", "90", "90", "-N", "3", "-detpixels", "16", "-floatfile", "g.bin", "-dump", "x.bin"], &[], 60);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert_eq!(std::fs::read(d.join("f.bin")).unwrap(), std::fs::read(d.join("g.bin")).unwrap(), "the cache gives another image");
 }
 
 /// noisify and nonbragg write all their files or none: a file that cannot be created (its folder

@@ -373,7 +373,7 @@ pub static FLAGS: &[Flag] = &[
         category: StructureFactors, help: "Text file of h k l F (P1, no symmetry); also writes the -dump cache.",
         set: |c, v| { c.params.hkl_file = Some(v.path(0)); Ok(()) } },
     Flag { name: "-dump", aliases: &[], arity: Path, values: "FILE", units: "", default: "Fdump.bin",
-        category: StructureFactors, help: "Structure-factor cache: written with -hkl, read without it.",
+        category: StructureFactors, help: "Structure-factor cache: written with -hkl or -pdb/-cif, read without them.",
         set: |c, v| { c.params.dump_file = v.path(0); Ok(()) } },
     Flag { name: "-default_F", aliases: &["--default-F"], arity: Numbers(1), values: "F", units: "electrons",
         default: "0", category: StructureFactors,

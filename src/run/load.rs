@@ -47,10 +47,10 @@ pub fn load_inputs(cfg: &Config) -> Result<Inputs> {
         inp.fhkl = Some(Arc::new(read_fdump(&dump_path)?));
         inp.fhkl_source = FhklSource::Fdump(dump_path.clone());
     }
-    if p.hkl_file.is_some() {
+    if p.hkl_file.is_some() || inp.model.is_some() {
         // The cache is written with the other outputs at the end of the run (run::outputs), so a
         // refused run never leaves one; here only the C's message, from a check of the target.
-        // (F computed from a -pdb/-cif model are not cached: -hklout writes them.)
+        // F computed from a -pdb/-cif model are cached too.
         if crate::io::atomic::target_kind(&dump_path).is_ok() {
             inp.log.dump.line(format!("writing dump file for next time: {}", dump_path.display()));
         } else {

@@ -101,14 +101,15 @@ fn io_err(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
     move |e| Error::write(path, e)
 }
 
-/// `-dump` (Fdump.bin), written when `-hkl` was read (nanoBragg.c L2200).
+/// `-dump` (Fdump.bin), written when `-hkl` was read (nanoBragg.c L2200) or F were computed from a
+/// `-pdb`/`-cif` model (reading it back gives the same image).
 pub struct FdumpWriter;
 impl OutputWriter for FdumpWriter {
     fn role(&self) -> &'static str {
         "dump"
     }
     fn requested(&self, cfg: &Config) -> Option<PathBuf> {
-        cfg.params.hkl_file.as_ref().map(|_| cfg.params.dump_file.clone())
+        (cfg.params.hkl_file.is_some() || cfg.params.model.path().is_some()).then(|| cfg.params.dump_file.clone())
     }
     fn write(&self, ctx: &OutputCtx, path: &Path, w: &mut (dyn Write + Send)) -> Result<Vec<String>> {
         if let Some(grid) = &ctx.exp.structure_factors.fhkl {
