@@ -127,8 +127,18 @@ def _hkl_arrays(hkl: Any) -> tuple[np.ndarray, np.ndarray]:
             raise ValueError("hkl: give (h, k, l, F) arrays, an (n, 4) array or a file name") from None
         if len(cols) != 4:
             raise ValueError(f"hkl: give four arrays (h, k, l, F), not {len(cols)}")
+    def column(c: Any, name: str) -> np.ndarray:
+        a = np.asarray(c)
+        if np.iscomplexobj(a):
+            if name == "F":
+                return np.abs(a).astype(np.float64)  # complex structure factors: the kernel takes |F|
+            if (a.imag != 0).any():
+                raise ValueError(f"hkl: {name} must be real (Miller indices), not complex")
+            a = a.real
+        return np.asarray(a, dtype=np.float64)
+
     try:
-        arrs = [np.asarray(c, dtype=np.float64) for c in cols]
+        arrs = [column(c, name) for c, name in zip(cols, "hklF")]
     except (TypeError, ValueError) as e:
         raise ValueError(f"hkl: arrays must be numeric: {e}") from None
     for name, a in zip("hklF", arrs):

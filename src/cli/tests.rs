@@ -753,6 +753,15 @@ fn nanobragg_run_with(mut r: crate::run::config::RunOptions, params_file: &std::
 }
 
 #[test]
+fn save_params_never_saves_quiet() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("run.json");
+    parse("-cell 70 80 90 90 90 90 -quiet").save_json(&f).unwrap();
+    let back = parse(&format!("--params {}", f.display()));
+    assert!(!back.run.quiet);
+}
+
+#[test]
 fn params_file_is_the_base_and_flags_override_it() {
     let d = tempfile::tempdir().unwrap();
     let f = d.path().join("run.json");

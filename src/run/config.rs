@@ -54,7 +54,11 @@ impl Config {
 
     /// Write the JSON form to `path` (atomically: no partial file on failure).
     pub fn save_json(&self, path: &Path) -> Result<()> {
-        let mut text = self.to_json();
+        // `-quiet` is how this run was watched, not part of the experiment: a `--params` run of the
+        // saved file would print nothing, and no flag turns it back on
+        let mut saved = self.clone();
+        saved.run.quiet = false;
+        let mut text = saved.to_json();
         text.push('\n');
         crate::io::atomic::write_atomic(path, text.as_bytes())
     }
