@@ -344,3 +344,28 @@ fn absurd_thread_counts_are_capped_quickly() {
     assert!(t.elapsed() < Duration::from_secs(20), "took {:?}", t.elapsed());
     assert_eq!(std::fs::read(d.join("a.bin")).unwrap(), std::fs::read(d.join("b.bin")).unwrap());
 }
+
+/// Called as one of the C programs (a link named nanoBragg, noisify, nonBragg, nearBragg), the binary
+/// runs that program with the C's flags: scripts written for the C suite run unchanged.
+#[test]
+fn drop_in_names_run_the_c_programs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    image_with(d, "ok.bin", 5.0);
+    std::fs::write(d.join("w.stol"), "0.0 1.0\n0.5 2.0\n").unwrap();
+    std::fs::write(d.join("at.txt"), "1 2 3\n4 5 6\n").unwrap();
+    for name in ["nanoBragg", "noisify", "nonBragg", "nearBragg"] {
+        std::os::unix::fs::symlink(BIN, d.join(name)).unwrap();
+    }
+    let runs: [(&str, &[&str], &str); 4] = [
+        ("nanoBragg", &["-cell", "50", "50", "50", "90", "90", "90", "-default_F", "10", "-N", "3", "-detpixels", "16", "-floatfile", "a.bin"], "a.bin"),
+        ("noisify", &["-floatfile", "ok.bin", "-detpixels", "32", "-noisefile", "n.img"], "n.img"),
+        ("nonBragg", &["-stol", "w.stol", "-detpixels", "16", "-floatfile", "b.bin"], "b.bin"),
+        ("nearBragg", &["-file", "at.txt", "-detpixels", "16", "-floatfile", "c.bin"], "c.bin"),
+    ];
+    for (name, args, out) in runs {
+        let r = Command::new(d.join(name)).current_dir(d).args(args).stdin(Stdio::null()).output().unwrap();
+        assert_eq!(r.status.code(), Some(0), "{name}: {}", String::from_utf8_lossy(&r.stderr));
+        assert!(d.join(out).is_file(), "{name} wrote no {out}");
+    }
+}

@@ -192,7 +192,11 @@ pub fn main() -> ExitCode {
     #[cfg(feature = "progress")]
     crate::base::progress::set_progress_display(super::progress::terminal_bar);
     // Arguments are bytes on Unix: file names need not be UTF-8 (the C accepts any bytes).
-    let args: Vec<String> = crate::base::os_text::os_args(std::env::args_os().skip(1).collect());
+    let mut args: Vec<String> = crate::base::os_text::os_args(std::env::args_os().skip(1).collect());
+    // called as one of the C programs (a link named nanoBragg, noisify, nonBragg, nearBragg): run it
+    if let Some(sub) = std::env::args_os().next().as_deref().and_then(|a| drop_in_subcommand(std::path::Path::new(a))) {
+        args.insert(0, sub.to_string());
+    }
     let result = dispatch(&args);
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -206,6 +210,18 @@ pub fn main() -> ExitCode {
             let _ = writeln!(std::io::stderr(), "nanobragg-rs: error: cannot write to standard output or error: {e}");
             ExitCode::from(EXIT_BAD_INPUT)
         }
+    }
+}
+
+/// The subcommand a drop-in name of the C suite stands for (the program's file name, e.g. a symbolic
+/// link `nanoBragg` to this binary), so scripts written for the C programs run unchanged.
+fn drop_in_subcommand(argv0: &std::path::Path) -> Option<&'static str> {
+    match argv0.file_name()?.to_str()? {
+        "nanoBragg" => Some("simulate"),
+        "noisify" => Some("noisify"),
+        "nonBragg" => Some("nonbragg"),
+        "nearBragg" => Some("nearbragg"),
+        _ => None,
     }
 }
 
