@@ -11,7 +11,11 @@
 //! `NANOBRAGG_FUZZ_SECONDS` (default 60) or 4,000 cases.
 
 use std::os::unix::ffi::OsStringExt;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
+
+mod common;
+
+use common::child::{limit_address_space, wait_or_kill};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -90,25 +94,9 @@ fn run_case(d: &Path, args: &[Vec<u8>]) -> Result<(), String> {
     c.current_dir(d).args(args.iter().map(|a| std::ffi::OsString::from_vec(a.clone())));
     c.env_remove("RAYON_NUM_THREADS").env_remove("NANOBRAGG_MAX_MEMORY").env("NANOBRAGG_MAX_MEMORY", "1G");
     c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        c.pre_exec(|| {
-            let rl = libc::rlimit { rlim_cur: AS_LIMIT, rlim_max: AS_LIMIT };
-            libc::setrlimit(libc::RLIMIT_AS, &rl);
-            Ok(())
-        });
-    }
-    let mut child = c.spawn().map_err(|e| e.to_string())?;
-    let t = Instant::now();
-    while child.try_wait().map_err(|e| e.to_string())?.is_none() {
-        if t.elapsed() > CASE_LIMIT {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(format!("hung (killed after {} s)", CASE_LIMIT.as_secs()));
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    limit_address_space(&mut c, AS_LIMIT);
+    let child = c.spawn().map_err(|e| e.to_string())?;
+    let out = wait_or_kill(child, CASE_LIMIT)?;
     let stderr = String::from_utf8_lossy(&out.stderr);
     if let Some(sig) = out.status.signal() {
         return Err(format!("killed by signal {sig}: {stderr}"));

@@ -6,12 +6,14 @@
 //! Each case runs the binary as a child under an address-space limit and a time limit: a runaway
 //! allocation or a hang fails the test.
 
+mod common;
+
+use common::child::{limit_address_space, wait_or_kill};
 use std::collections::BTreeMap;
 use std::os::fd::{FromRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_nanobragg-rs");
 /// Address-space limit for child runs: far below what any refused case would allocate.
@@ -74,27 +76,9 @@ fn run(dir: &Path, args: &[&str], env: &[(&str, &str)], out: Out) -> Ran {
         Out::ClosedPipe => c.stdout(closed_pipe()),
         Out::File(p) => c.stdout(std::fs::OpenOptions::new().write(true).open(p).unwrap()),
     };
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        c.pre_exec(|| {
-            let rl = libc::rlimit { rlim_cur: AS_LIMIT, rlim_max: AS_LIMIT };
-            if libc::setrlimit(libc::RLIMIT_AS, &rl) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let mut child = c.spawn().expect("start nanobragg-rs");
-    let t = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if t.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{args:?} hung (killed after 60 s)");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let o = child.wait_with_output().unwrap();
+    limit_address_space(&mut c, AS_LIMIT);
+    let child = c.spawn().expect("start nanobragg-rs");
+    let o = wait_or_kill(child, Duration::from_secs(60)).unwrap_or_else(|e| panic!("{args:?} {e}"));
     Ran { code: o.status.code(), stdout: String::from_utf8_lossy(&o.stdout).into(), stderr: String::from_utf8_lossy(&o.stderr).into() }
 }
 

@@ -5,7 +5,9 @@
 //! Each case runs the binary as a child under an address-space limit and a time limit: a hang or a
 //! runaway allocation fails the test.
 
-use std::os::unix::process::CommandExt;
+mod common;
+
+use common::child::{limit_address_space, wait_or_kill};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -28,30 +30,9 @@ fn run_in(dir: &Path, args: &[&str], env: &[(&str, &str)], secs: u64) -> Ran {
         c.env(k, v);
     }
     c.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        c.pre_exec(|| {
-            let rl = libc::rlimit { rlim_cur: AS_LIMIT, rlim_max: AS_LIMIT };
-            if libc::setrlimit(libc::RLIMIT_AS, &rl) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let mut child = c.spawn().expect("start nanobragg-rs");
-    let t = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            break;
-        }
-        if t.elapsed() > Duration::from_secs(secs) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{args:?} hung (killed after {secs} s)");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().unwrap();
+    limit_address_space(&mut c, AS_LIMIT);
+    let child = c.spawn().expect("start nanobragg-rs");
+    let out = wait_or_kill(child, Duration::from_secs(secs)).unwrap_or_else(|e| panic!("{args:?} {e}"));
     Ran { code: out.status.code(), stdout: String::from_utf8_lossy(&out.stdout).into(), stderr: String::from_utf8_lossy(&out.stderr).into() }
 }
 

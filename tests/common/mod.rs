@@ -5,6 +5,7 @@
 //! golden tests skip locally but fail under CI, where a silent skip would hide a regression.
 #![allow(dead_code)]
 
+pub mod child;
 pub mod random;
 
 use serde_json::Value;
