@@ -49,10 +49,10 @@ fn setup_matches_the_numbers_the_c_printed() {
         check("beam", &exp.beam.beam_vector, "  INCIDENT_BEAM_DIRECTION=");
         check("spindle", &exp.scan.spindle_vector, "  spindle ROTATION_AXIS=");
         // pix0 through the DIALS origin, beam centres in each convention
-        check("dials origin (pix0)", &d.dials_origin, "  dials origin=");
-        check("Fbeam/Sbeam", &[d.fbeam, d.sbeam], "  Fbeam=");
-        check("Fclose/Sclose", &[d.fclose, d.sclose], "  Fclose=");
-        check("Xbeam/Ybeam", &[d.xbeam, d.ybeam], "  Xbeam=");
+        check("dials origin (pix0)", &d.centre.dials_origin, "  dials origin=");
+        check("Fbeam/Sbeam", &[d.centre.fbeam, d.centre.sbeam], "  Fbeam=");
+        check("Fclose/Sclose", &[d.centre.fclose, d.centre.sclose], "  Fclose=");
+        check("Xbeam/Ybeam", &[d.centre.xbeam, d.centre.ybeam], "  Xbeam=");
         check("distance", &[panel.distance], "  distance=");
         // cell and orientation: real-space vectors (Angstrom) and reciprocal vectors (1/Angstrom)
         let l = &exp.crystal.lattice;

@@ -358,10 +358,10 @@ impl Core {
         g.set_item("subpixel_size_m", e.sampling.subpixel_size)?;
         g.set_item("roi", nbcore::experiment::detector::c_roi_bounds(&self.cfg.params, panel.fpixels, panel.spixels).to_vec())?; // the C's inclusive bounds
         // beam centre: on the rotated detector (fast, slow from pixel 0's corner) and per convention
-        g.set_item("fbeam_m", d.fbeam)?;
-        g.set_item("sbeam_m", d.sbeam)?;
-        g.set_item("fclose_m", d.fclose)?;
-        g.set_item("sclose_m", d.sclose)?;
+        g.set_item("fbeam_m", d.centre.fbeam)?;
+        g.set_item("sbeam_m", d.centre.sbeam)?;
+        g.set_item("fclose_m", d.centre.fclose)?;
+        g.set_item("sclose_m", d.centre.sclose)?;
         g.set_item("beam_center_mm", (h.beam_center_x, h.beam_center_y))?;
         g.set_item("adxv_center_mm", (h.adxv_center_x, h.adxv_center_y))?;
         g.set_item("mosflm_center_mm", (h.mosflm_center_x, h.mosflm_center_y))?;

@@ -35,6 +35,19 @@ pub struct ConventionGeometry {
     pub distance: f64,
     /// Sample-to-detector-plane distance (metres), after rotations.
     pub close_distance: f64,
+    /// Where the beam and the near point meet the detector, in each convention.
+    pub centre: BeamCentre,
+    pub detector_twotheta: f64,
+    pub curved_detector: bool,
+    pub point_pixel: bool,
+    /// beam · o′ (two-theta ignored, checklist Q4).
+    pub ratio: f64,
+}
+
+/// Where the direct beam and the near point (the foot of the perpendicular from the sample) meet the
+/// detector, in the frames the conventions and the image headers use.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BeamCentre {
     /// Input/convention beam centre (header BEAM_CENTER_X/Y), metres.
     pub xbeam: f64,
     pub ybeam: f64,
@@ -51,11 +64,6 @@ pub struct ConventionGeometry {
     pub orgy: f64,
     /// DIALS origin in mm.
     pub dials_origin: V3,
-    pub detector_twotheta: f64,
-    pub curved_detector: bool,
-    pub point_pixel: bool,
-    /// beam · o′ (two-theta ignored, checklist Q4).
-    pub ratio: f64,
 }
 
 /// The detector: its panels, and the beam centre and convention the image headers report (taken from
@@ -70,22 +78,8 @@ pub struct Detector {
     pub detsize_f: f64,
     pub detsize_s: f64,
     pub twotheta_axis: V3,
-    /// Input/convention beam centre (header BEAM_CENTER_X/Y), metres.
-    pub xbeam: f64,
-    pub ybeam: f64,
-    /// Direct-beam spot on the fast/slow axes after rotation, metres.
-    pub fbeam: f64,
-    pub sbeam: f64,
-    /// Near point (pre-geometry values as printed by the C).
-    pub xclose: f64,
-    pub yclose: f64,
-    /// Near point on the fast/slow axes after rotation, metres.
-    pub fclose: f64,
-    pub sclose: f64,
-    pub orgx: f64,
-    pub orgy: f64,
-    /// DIALS origin in mm.
-    pub dials_origin: V3,
+    /// Where the beam and the near point meet the detector, in each convention.
+    pub centre: BeamCentre,
     pub detector_twotheta: f64,
     /// beam · o′ (two-theta ignored, checklist Q4).
     pub ratio: f64,
@@ -149,17 +143,7 @@ impl Detector {
             detsize_f: g.detsize_f,
             detsize_s: g.detsize_s,
             twotheta_axis: g.twotheta_axis,
-            xbeam: g.xbeam,
-            ybeam: g.ybeam,
-            fbeam: g.fbeam,
-            sbeam: g.sbeam,
-            xclose: g.xclose,
-            yclose: g.yclose,
-            fclose: g.fclose,
-            sclose: g.sclose,
-            orgx: g.orgx,
-            orgy: g.orgy,
-            dials_origin: g.dials_origin,
+            centre: g.centre,
             detector_twotheta: g.detector_twotheta,
             ratio: g.ratio,
         }
@@ -402,17 +386,7 @@ pub fn apply_convention(params: &Params, detsize_f: f64, detsize_s: f64, fpixels
         pix0_vector: [0.0; 3],
         distance: params.distance,
         close_distance: f64::NAN,
-        xbeam,
-        ybeam,
-        fbeam,
-        sbeam,
-        xclose,
-        yclose,
-        fclose,
-        sclose,
-        orgx: f64::NAN,
-        orgy: f64::NAN,
-        dials_origin: [0.0; 3],
+        centre: BeamCentre { xbeam, ybeam, fbeam, sbeam, xclose, yclose, fclose, sclose, orgx: f64::NAN, orgy: f64::NAN, dials_origin: [0.0; 3] },
         detector_twotheta: params.detector_twotheta,
         curved_detector: params.curved_detector,
         point_pixel: params.point_pixel,
@@ -455,7 +429,7 @@ pub fn orient_detector(setup: ConventionSetup, log: &mut Log) -> ConventionGeome
     if det.pivot == Pivot::Sample {
         log.line("pivoting detector around sample");
         for i in 0..3 {
-            pix0[i] = -det.fclose * f[i] - det.sclose * s[i] + close_distance * o[i];
+            pix0[i] = -det.centre.fclose * f[i] - det.centre.sclose * s[i] + close_distance * o[i];
         }
         pix0 = rotate(&pix0, rx, ry, rz);
         pix0 = rotate_axis(&pix0, &det.twotheta_axis, det.detector_twotheta);
@@ -471,11 +445,11 @@ pub fn orient_detector(setup: ConventionSetup, log: &mut Log) -> ConventionGeome
         log.line("pivoting detector around direct beam spot");
         let b = det.beam_vector;
         for i in 0..3 {
-            pix0[i] = -det.fbeam * f[i] - det.sbeam * s[i] + distance * b[i];
+            pix0[i] = -det.centre.fbeam * f[i] - det.centre.sbeam * s[i] + distance * b[i];
         }
     }
-    det.fclose = -dot(&pix0, &f);
-    det.sclose = -dot(&pix0, &s);
+    det.centre.fclose = -dot(&pix0, &f);
+    det.centre.sclose = -dot(&pix0, &s);
     close_distance = dot(&pix0, &o);
     let b = det.beam_vector;
     let w = [
@@ -483,14 +457,14 @@ pub fn orient_detector(setup: ConventionSetup, log: &mut Log) -> ConventionGeome
         close_distance / ratio * b[1] - pix0[1],
         close_distance / ratio * b[2] - pix0[2],
     ];
-    det.fbeam = dot(&f, &w);
-    det.sbeam = dot(&s, &w);
+    det.centre.fbeam = dot(&f, &w);
+    det.centre.sbeam = dot(&s, &w);
     det.distance = close_distance / ratio;
     det.close_distance = close_distance;
     det.ratio = ratio;
-    det.orgx = det.fclose / det.pixel_size + 0.5;
-    det.orgy = det.sclose / det.pixel_size + 0.5;
-    det.dials_origin = [
+    det.centre.orgx = det.centre.fclose / det.pixel_size + 0.5;
+    det.centre.orgy = det.centre.sclose / det.pixel_size + 0.5;
+    det.centre.dials_origin = [
         1000.0 * dot(&pix0, &[0.0, 0.0, 1.0]),
         1000.0 * dot(&pix0, &[0.0, 1.0, 0.0]),
         1000.0 * dot(&pix0, &[-1.0, 0.0, 0.0]),

@@ -131,17 +131,17 @@ pub fn smv_header(exp: &Experiment) -> SmvHeader {
         pixel_size: px * 1000.0,
         distance: panel.distance * 1000.0,
         wavelength: exp.beam.lambda0 * 1e10,
-        beam_center_x: d.xbeam * 1000.0,
-        beam_center_y: d.ybeam * 1000.0,
-        adxv_center_x: d.fbeam * 1000.0,
-        adxv_center_y: (d.detsize_s - d.sbeam) * 1000.0,
-        mosflm_center_x: (d.sbeam - 0.5 * px) * 1000.0,
-        mosflm_center_y: (d.fbeam - 0.5 * px) * 1000.0,
-        denzo_x_beam: (d.sbeam - 0.0 * px) * 1000.0,
-        denzo_y_beam: (d.fbeam - 0.0 * px) * 1000.0,
-        dials_origin: d.dials_origin,
-        xds_orgx: d.orgx,
-        xds_orgy: d.orgy,
+        beam_center_x: d.centre.xbeam * 1000.0,
+        beam_center_y: d.centre.ybeam * 1000.0,
+        adxv_center_x: d.centre.fbeam * 1000.0,
+        adxv_center_y: (d.detsize_s - d.centre.sbeam) * 1000.0,
+        mosflm_center_x: (d.centre.sbeam - 0.5 * px) * 1000.0,
+        mosflm_center_y: (d.centre.fbeam - 0.5 * px) * 1000.0,
+        denzo_x_beam: (d.centre.sbeam - 0.0 * px) * 1000.0,
+        denzo_y_beam: (d.centre.fbeam - 0.0 * px) * 1000.0,
+        dials_origin: d.centre.dials_origin,
+        xds_orgx: d.centre.orgx,
+        xds_orgy: d.centre.orgy,
         close_distance: panel.close_distance * 1000.0,
         phi: exp.scan.phi0 * RTD,
         osc_start: exp.scan.phi0 * RTD,
@@ -157,8 +157,8 @@ pub fn dxtbx_beam_centre(h: &mut SmvHeader, exp: &Experiment) {
     let d = &exp.det;
     let panel = d.panel();
     let px = panel.pixel_size;
-    h.beam_center_x = (d.fbeam - px) * 1000.0;
-    h.beam_center_y = (panel.spixels as f64 * px - d.sbeam + px) * 1000.0;
+    h.beam_center_x = (d.centre.fbeam - px) * 1000.0;
+    h.beam_center_y = (panel.spixels as f64 * px - d.centre.sbeam + px) * 1000.0;
 }
 
 /// Refuse, before rendering, a CBF whose geometry a miniCBF header cannot carry and a NeXus file

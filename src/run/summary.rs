@@ -85,10 +85,10 @@ pub fn summary_block(cfg: &Config, exp: &Experiment) -> Vec<String> {
         panel.spixels
     ));
     v.push(format!("  sensor is {} m thick in {} layers with mu= {}", g(exp.det.panel().sensor.thick), exp.det.panel().sensor.thicksteps, g(exp.det.panel().sensor.mu)));
-    v.push(format!("  Xbeam={} Ybeam={}", g(det.xbeam), g(det.ybeam)));
-    v.push(format!("  Fbeam={} Sbeam={}", g(det.fbeam), g(det.sbeam)));
-    v.push(format!("  Xclose={} Yclose={}", g(det.xclose), g(det.yclose)));
-    v.push(format!("  Fclose={} Sclose={}", g(det.fclose), g(det.sclose)));
+    v.push(format!("  Xbeam={} Ybeam={}", g(det.centre.xbeam), g(det.centre.ybeam)));
+    v.push(format!("  Fbeam={} Sbeam={}", g(det.centre.fbeam), g(det.centre.sbeam)));
+    v.push(format!("  Xclose={} Yclose={}", g(det.centre.xclose), g(det.centre.yclose)));
+    v.push(format!("  Fclose={} Sclose={}", g(det.centre.fclose), g(det.centre.sclose)));
     let v3 = |x: &V3| format!("{} {} {}", g(x[0]), g(x[1]), g(x[2]));
     v.push(format!("  DIRECTION_OF_DETECTOR_X-AXIS= {}", v3(&panel.fdet_vector)));
     v.push(format!("  DIRECTION_OF_DETECTOR_Y-AXIS= {}", v3(&panel.sdet_vector)));
@@ -96,7 +96,7 @@ pub fn summary_block(cfg: &Config, exp: &Experiment) -> Vec<String> {
     v.push(format!("  INCIDENT_BEAM_DIRECTION= {}", v3(&exp.beam.beam_vector)));
     v.push(format!("  spindle ROTATION_AXIS= {}", v3(&exp.scan.spindle_vector)));
     v.push(format!("  POLARIZATION_PLANE_NORMAL= {}", v3(&crate::base::vec3::cross(&exp.beam.beam_vector, &exp.beam.polar_vector))));
-    v.push(format!("  dials origin= {}", v3(&det.dials_origin)));
+    v.push(format!("  dials origin= {}", v3(&det.centre.dials_origin)));
     let roi = crate::experiment::detector::c_roi_bounds(&cfg.params, panel.fpixels, panel.spixels);
     v.push(format!("  roi: {} < x < {} && {} < y < {}", roi[0], roi[1], roi[2], roi[3]));
     v.push(format!("  hdivrange={} hdivstep={}  radians", g(exp.beam.hdiv.range), g(exp.beam.hdiv.step)));
