@@ -222,12 +222,16 @@ pub struct OutputSet {
 }
 
 impl OutputSet {
-    /// Write `bytes` to `path`'s temporary file.
-    pub fn add_bytes(&mut self, path: &Path, bytes: &[u8]) -> Result<()> {
+    /// Write `path`'s temporary file with `write`.
+    pub fn add(&mut self, path: &Path, write: impl FnOnce(&mut AtomicFile) -> io::Result<()>) -> Result<()> {
         let mut f = AtomicFile::create(path)?;
-        f.write_all(bytes).map_err(|e| out_err(path, e))?;
+        write(&mut f).map_err(|e| out_err(path, e))?;
         self.files.push(f.finish()?);
         Ok(())
+    }
+    /// Write `bytes` to `path`'s temporary file.
+    pub fn add_bytes(&mut self, path: &Path, bytes: &[u8]) -> Result<()> {
+        self.add(path, |f| f.write_all(bytes))
     }
     /// Rename every file onto its name.
     pub fn commit(self) -> Result<()> {

@@ -220,11 +220,6 @@ pub fn write_outputs(cfg: &Config, exp: &mut Experiment, r: &RenderOutput, out: 
     write_planned(&planned, cfg, exp, r, out)
 }
 
-/// `-hklout`, once every check has passed: just before the images.
-fn write_side_outputs(cfg: &Config, exp: &Experiment) -> Result<()> {
-    write_setup_outputs(cfg, exp)
-}
-
 fn write_planned(planned: &[Planned], cfg: &Config, exp: &Experiment, r: &RenderOutput, out: &mut dyn Write) -> Result<(ImageStats, Vec<PathBuf>)> {
     if exp.det.panels.len() != 1 {
         // the kernels render any number of panels; the image formats here describe one
@@ -370,7 +365,8 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
         g(100.0 * r.omega_sum / steps / 4.0 / std::f64::consts::PI)
     );
     let t2 = Instant::now();
-    write_side_outputs(cfg, &exp)?;
+    // -hklout, once every check has passed: just before the images
+    write_setup_outputs(cfg, &exp)?;
     let (stats, files) = write_planned(&planned, cfg, &exp, &r, out)?;
     // a silently wrong image must not look like a good one
     let bad = {

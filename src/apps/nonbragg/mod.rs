@@ -85,9 +85,7 @@ pub fn run(c: &NonBraggConfig, out: &mut dyn Write) -> Result<()> {
     flush(out, &mut s)?;
     // every file under a temporary name until the last is written: all of them or none
     let mut files = OutputSet::default();
-    let floats: Vec<u8> = floatimage.iter().flat_map(|v| v.to_le_bytes()).collect();
-    files.add_bytes(os_path(&c.floatfile).as_path(), &floats)?;
-    drop(floats);
+    files.add(os_path(&c.floatfile).as_path(), |f| crate::io::write_le(f, &floatimage))?;
     let header = output::smv_header(c, &g, &grid, det.detsize_y, osc);
     write_images(c, &grid, &floatimage, &stats, &header, &mut seed, &mut s, &mut files, out)?;
     files.commit()
