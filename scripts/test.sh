@@ -49,20 +49,37 @@ for ex in examples/*.rs; do
     || { echo "FAILED: examples/$name.rs without arguments did not exit 0"; exit 1; }
 done
 
+# --- One virtual environment for every Python package the tests install ------------------------------
+# Nothing is pip-installed into the system's Python: fabio, pytest, numpy, dask and maturin go into
+# target/pyenv. The venv sees the system's packages (DIALS/dxtbx on Debian).
+PYBASE=python3
+if [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import venv, ensurepip" >/dev/null 2>&1; then PYBASE=/usr/bin/python3; fi
+VENV="$PWD/target/pyenv"
+PIPQ=(--quiet --disable-pip-version-check)
+VENV_OK=0
+if { [ -x "$VENV/bin/python" ] || "$PYBASE" -m venv --system-site-packages "$VENV"; } \
+   && "$VENV/bin/python" -m pip install "${PIPQ[@]}" maturin pytest numpy "dask[distributed]"; then
+  VENV_OK=1
+else
+  echo "SKIPPED: a virtual environment with pytest, numpy and dask could not be made (Python tests below skip)"
+fi
+
 # --- Independent readers -----------------------------------------------------------------------------
 # fabio (what DIALS/dxtbx users open SMV with) must read our images.
-if python3 -m pip install --quiet --disable-pip-version-check fabio >/dev/null 2>&1; then
-  python3 scripts/check_fabio.py target/release/nanobragg-rs "$(mktemp -d)"
+FABIO_PY=""
+if [ "$VENV_OK" = 1 ] && "$VENV/bin/python" -m pip install "${PIPQ[@]}" fabio >/dev/null 2>&1; then
+  FABIO_PY="$VENV/bin/python"
+  "$FABIO_PY" scripts/check_fabio.py target/release/nanobragg-rs "$(mktemp -d)"
 else
-  echo "SKIPPED: fabio check (could not install fabio from PyPI)"
+  echo "SKIPPED: fabio check (could not install fabio from PyPI into $VENV)"
 fi
 
 # --- CBF and NeXus/NXmx read back by real readers ------------------------------------------------------
 # fabio: CBF pixels are our photon counts. dxtbx (DIALS): every convention's geometry, checked against
 # what the C program prints for the same flags; then a 10-frame sweep, as CBF files and as one NeXus
 # file, through dials.import/find_spots/index.
-if python3 -c "import fabio" >/dev/null 2>&1; then
-  python3 scripts/check_fabio_cbf.py target/release/nanobragg-rs "$(mktemp -d)"
+if [ -n "$FABIO_PY" ]; then
+  "$FABIO_PY" scripts/check_fabio_cbf.py target/release/nanobragg-rs "$(mktemp -d)"
 else
   echo "SKIPPED: fabio CBF check because fabio is not installed"
 fi
@@ -84,17 +101,11 @@ else
   echo "SKIPPED: dxtbx geometry and DIALS sweep checks because DIALS's Python (dxtbx, h5py) is not installed"
 fi
 
-# --- Python module (python/): build it into a virtual environment, run its tests ----------------------
+# --- Python module (python/): build it into the virtual environment, run its tests ---------------------
 # Parity with the CLI on the golden cases, API and bad-input tests, Dask LocalCluster with 2 workers.
-# The venv sees the system's packages (DIALS/dxtbx on Debian); pytest and dask come from PyPI. The module
-# is built with `pip install ./python` into the same target/ as above, so the library's dependencies are
-# reused.
-PYBASE=python3
-if [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import venv, ensurepip" >/dev/null 2>&1; then PYBASE=/usr/bin/python3; fi
-VENV="$PWD/target/pyenv"
-PIPQ=(--quiet --disable-pip-version-check)
-if { [ -x "$VENV/bin/python" ] || "$PYBASE" -m venv --system-site-packages "$VENV"; } \
-   && "$VENV/bin/python" -m pip install "${PIPQ[@]}" maturin pytest numpy "dask[distributed]"; then
+# The module is built with `pip install ./python` into the same target/ as above, so the library's
+# dependencies are reused.
+if [ "$VENV_OK" = 1 ]; then
   # from here on a failure is a failure: the module must build and its tests pass
   CARGO_TARGET_DIR="$PWD/target" "$VENV/bin/python" -m pip install "${PIPQ[@]}" --force-reinstall --no-deps ./python
   NANOBRAGG_CLI="$PWD/target/release/nanobragg-rs" "$VENV/bin/python" -m pytest -q -rs python/tests
