@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Open nanobragg-rs CBF files with fabio (an independent CBF reader) and check that the pixels are our
-photon counts: equal to the noise SMV image where it is not capped at 65535, above the cap where it is,
-and the rounded noiseless photons (+ -adc) with -nonoise; header values as simulated.
+photon counts: without -adc, the noise SMV image's draws less its ADC offset 40 where it is not capped at
+65535, above the cap where it is; with -adc 40, the noise image itself; the rounded noiseless photons (+ an
+explicit -adc) with -nonoise; header values as simulated.
 
 usage: check_fabio_cbf.py NANOBRAGG_RS_BINARY WORKDIR
 """
@@ -29,11 +30,12 @@ d = img.data.astype(np.int64)
 capped = noise == 65535
 if img.data.shape != (S, F):
     problems.append(f"shape {img.data.shape}")
-if not np.array_equal(d[~capped], noise[~capped]):
-    problems.append("CBF pixels differ from the noise image")
+# without -adc the CBF holds plain photon counts: the noise image's draws less its ADC offset of 40
+if not np.array_equal(d[~capped], noise[~capped] - 40):
+    problems.append("CBF pixels differ from the noise image less its ADC offset 40")
 if not capped.any():
     problems.append("test setup: no pixel above 65535 (raise -default_F)")
-elif not (d[capped] > 65535).all() or abs(d[capped].sum() / (floats[capped].sum() + 40 * capped.sum()) - 1) > 0.01:
+elif not (d[capped] >= 65535 - 40).all() or abs(d[capped].sum() / floats[capped].sum() - 1) > 0.01:
     problems.append("CBF pixels above 65535 are not the uncapped counts")
 h = img.header
 text = open(os.path.join(work, "img_0001.cbf"), "rb").read(4096).decode("ascii", "replace")
@@ -42,7 +44,14 @@ for key, want in [("Wavelength 1.2", True), ("Detector_distance 0.12", True), ("
     if (key in text) != want:
         problems.append(f"header lacks {key!r}")
 
-subprocess.run(base + ["-nonoise", "-adc", "0", "-cbffile", "img_0002.cbf"], cwd=work, check=True)
+subprocess.run(base + ["-adc", "40", "-noisefile", "noise40.img", "-cbffile", "img_0003.cbf"], cwd=work, check=True)
+d40 = fabio.open(os.path.join(work, "img_0003.cbf")).data.astype(np.int64)
+if not np.array_equal(d40[~capped], noise[~capped]):
+    problems.append("with -adc 40 the CBF pixels differ from the noise image")
+if "+ 40 ADC offset" not in open(os.path.join(work, "img_0003.cbf"), "rb").read(4096).decode("ascii", "replace"):
+    problems.append("with -adc 40 the CBF header does not name the offset")
+
+subprocess.run(base + ["-nonoise", "-cbffile", "img_0002.cbf"], cwd=work, check=True)
 img = fabio.open(os.path.join(work, "img_0002.cbf"))
 if not np.array_equal(img.data.astype(np.int64), np.floor(floats.astype(np.float64) + 0.5).astype(np.int64)):
     problems.append("-nonoise CBF is not the rounded float image")

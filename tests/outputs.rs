@@ -148,3 +148,19 @@ fn out_dir_is_created_and_receives_the_files() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(files_in(&tmp.path().join("results/run1")), ["floatimage.bin", "intimage.img"]);
 }
+
+#[test]
+fn dxtbx_smv_headers_carry_the_adc_offset() {
+    // dxtbx's FormatSMVJHSim takes ADC_OFFSET as the pedestal and assumes 1 without it (#35 item 13)
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run_in(tmp.path(), &[CRYSTAL, &["-seed", "1", "-adc", "25", "-dxtbx_smv", "-nopgm"]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for f in ["intimage.img", "noiseimage.img"] {
+        let head = std::fs::read(tmp.path().join(f)).unwrap();
+        assert!(String::from_utf8_lossy(&head[..512]).contains("\nADC_OFFSET=25;\n"), "{f}");
+    }
+    let out = run_in(tmp.path(), &[CRYSTAL, &["-seed", "1", "-nopgm", "-intfile", "plain.img"]].concat());
+    assert!(out.status.success());
+    let head = std::fs::read(tmp.path().join("plain.img")).unwrap();
+    assert!(!String::from_utf8_lossy(&head[..512]).contains("ADC_OFFSET"), "the C's header has no ADC_OFFSET");
+}

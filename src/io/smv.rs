@@ -58,6 +58,9 @@ pub struct SmvHeader {
     pub osc_start: f64,
     pub osc_range: f64,
     pub twotheta: f64,
+    /// `ADC_OFFSET=` (dxtbx's FormatSMVJHSim reads it as the pedestal and assumes 1 without it); only
+    /// `-dxtbx_smv` writes it, the C's header has no such key.
+    pub adc_offset: Option<f64>,
 }
 
 /// Number of floating-point values in the header.
@@ -115,12 +118,13 @@ fn header_text(h: &SmvHeader, n: &[String; NFLOAT]) -> String {
          XDS_ORGX={};\nXDS_ORGY={};\n\
          CLOSE_DISTANCE={};\n\
          PHI={};\nOSC_START={};\nOSC_RANGE={};\n\
-         TWOTHETA={};\n\
+         TWOTHETA={};\n{}\
          DETECTOR_SN=000;\nBEAMLINE=fake;\n}}\x0c",
         ci("%ld", h.size1 as i64),
         ci("%ld", h.size2 as i64),
         n[0], n[1], n[2], n[3], n[4], n[5], n[6], n[7], n[8], n[9], n[10], n[11], n[12], n[13], n[14],
-        n[15], n[16], n[17], n[18], n[19], n[20]
+        n[15], n[16], n[17], n[18], n[19], n[20],
+        h.adc_offset.map(|a| format!("ADC_OFFSET={};\n", cf("%g", a))).unwrap_or_default()
     )
 }
 
@@ -328,7 +332,17 @@ mod tests {
             osc_start: 0.0,
             osc_range: 0.0,
             twotheta: 0.0,
+            adc_offset: None,
         }
+    }
+
+    #[test]
+    fn adc_offset_key_only_when_asked() {
+        let h = SmvHeader { adc_offset: Some(40.0), ..sample() };
+        let t = String::from_utf8(smv_header_bytes(&h).unwrap()).unwrap();
+        assert!(t.contains("TWOTHETA=0;\nADC_OFFSET=40;\nDETECTOR_SN=000;"));
+        let t = String::from_utf8(smv_header_bytes(&sample()).unwrap()).unwrap();
+        assert!(!t.contains("ADC_OFFSET"));
     }
 
     #[test]

@@ -89,8 +89,22 @@ pub struct OutputSettings {
     pub pgm_scale: f64,
     /// counts
     pub adc_offset: f64,
+    /// `-adc` was given: only then do the CBF and NeXus counts carry the offset (the SMV images always
+    /// do, as the C's); a DIALS user reading a CBF expects photons, and 40 in every empty pixel is not.
+    pub adc_given: bool,
     /// Directory that relative output names are resolved against.
     pub out_dir: Option<PathBuf>,
+}
+
+impl OutputSettings {
+    /// The offset added to the CBF and NeXus counts: `-adc` when given, else 0 (plain photon counts).
+    pub fn counts_offset(&self) -> f64 {
+        if self.adc_given {
+            self.adc_offset
+        } else {
+            0.0
+        }
+    }
 }
 
 impl Default for OutputSettings {
@@ -110,6 +124,7 @@ impl Default for OutputSettings {
             intfile_scale: 0.0,
             pgm_scale: 0.0,
             adc_offset: 40.0,
+            adc_given: false,
             out_dir: None,
         }
     }

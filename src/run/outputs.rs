@@ -35,18 +35,22 @@ pub struct OutputCtx<'a> {
 
 impl OutputCtx<'_> {
     /// Counts for the CBF and NeXus images: with noise, the noise image's own draws (the same random
-    /// stream, replayed from the experiment's RNG state) plus the ADC offset without the SMV's 65535
-    /// cap; with `-nonoise`, the expected photons rounded half up plus the ADC offset. 0 outside the ROI.
+    /// stream, replayed from the experiment's RNG state) without the SMV's 65535 cap; with `-nonoise`,
+    /// the expected photons rounded half up; plus `-adc` only when it was given. 0 outside the ROI.
     pub fn counts(&self) -> &[i32] {
         self.counts.get_or_init(|| photon_counts(self.cfg, self.exp, self.float))
     }
 
     /// What the CBF/NeXus pixels hold, for their headers and the log.
     pub fn counts_description(&self) -> String {
+        let offset = match self.cfg.output.counts_offset() {
+            0.0 => String::new(),
+            a => format!(" + {} ADC offset", g(a)),
+        };
         if self.cfg.output.calculate_noise {
-            format!("Poisson photon counts + {} ADC offset (the noise image without its 65535 cap)", g(self.cfg.output.adc_offset))
+            format!("Poisson photon counts{offset} (the noise image's draws without its 65535 cap)")
         } else {
-            format!("noiseless expected photons rounded to integers + {} ADC offset (-nonoise)", g(self.cfg.output.adc_offset))
+            format!("noiseless expected photons rounded to integers{offset} (-nonoise)")
         }
     }
 }
@@ -57,7 +61,7 @@ impl OutputCtx<'_> {
 pub fn photon_counts(cfg: &Config, exp: &Experiment, float: &[f32]) -> Vec<i32> {
     let d = &exp.det;
     let panel = d.panel();
-    let adc = cfg.output.adc_offset;
+    let adc = cfg.output.counts_offset();
     if cfg.output.calculate_noise && cfg.output.noise_mode == crate::noise::NoiseMode::Fast {
         crate::noise::noise_counts_fast(exp.seed, &panel.image(float), adc)
     } else if cfg.output.calculate_noise {

@@ -147,6 +147,7 @@ pub fn smv_header(exp: &Experiment) -> SmvHeader {
         osc_start: exp.scan.phi0 * RTD,
         osc_range: exp.scan.osc * RTD,
         twotheta: d.detector_twotheta * RTD,
+        adc_offset: None,
     }
 }
 
@@ -238,6 +239,7 @@ fn write_planned(planned: &[Planned], cfg: &Config, exp: &Experiment, r: &Render
     let mut header = smv_header(exp);
     if cfg.output.smv_dxtbx {
         dxtbx_beam_centre(&mut header, exp);
+        header.adc_offset = Some(cfg.output.adc_offset);
     }
     let ctx = OutputCtx { cfg, exp, float: &r.float, stats, intfile_scale, pgm_scale, header, counts: Default::default() };
     let (lines, files) = outputs::write_all(planned, &ctx, stats_lines)?;
