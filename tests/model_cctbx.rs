@@ -100,7 +100,7 @@ fn models_against_cctbx() {
         .unwrap();
     assert!(st.success(), "cctbx reference script failed");
 
-    let opts = |d_min: f64, lam: Option<f64>| SfOptions { d_min, anomalous_lambda: lam, bulk: None };
+    let opts = |d_min: f64, lam: Option<f64>| SfOptions { d_min, anomalous_lambda: lam, bulk: None, f000: true };
     // 1yjp, P 1 21 1
     let model = read_pdb(&m_1yjp).unwrap();
     let f = compute(&model, &m_1yjp, &opts(d1, None)).unwrap();
@@ -169,7 +169,7 @@ HETATM    2 ZN    ZN A   2       5.000   6.000   7.000  1.00 15.00          ZN2+
     assert!(log.contains("computed") && log.contains("structure factors"), "{log}");
     assert_eq!(std::fs::metadata(d.join("img.bin")).unwrap().len(), 64 * 64 * 4);
     let hkl = std::fs::read_to_string(d.join("P1.hkl")).unwrap();
-    assert!(hkl.lines().any(|l| l.starts_with("0 0 0 ")));
+    assert!(!hkl.lines().any(|l| l.starts_with("0 0 0 ")), "F000 is left out by default");
     // the written list reads back as an -hkl file
     let out = Command::new(exe)
         .current_dir(d)
@@ -179,6 +179,48 @@ HETATM    2 ZN    ZN A   2       5.000   6.000   7.000  1.00 15.00          ZN2+
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(std::fs::read(d.join("img.bin")).unwrap() == std::fs::read(d.join("img2.bin")).unwrap(), "-pdb and -hkl of its -hklout give different images");
+
+    // -F000 keeps it; everything else is the same list
+    let model_run = |model: &str, extra: &[&str], hklout: &str| {
+        Command::new(exe)
+            .current_dir(d)
+            .args(["simulate", "-pdb", model, "-lambda", "1", "-N", "5", "-detpixels", "64", "-pixel", "0.4", "-distance", "60", "-dmin", "3"])
+            .args(extra)
+            .args(["-hklout", hklout, "-floatfile", "scratch.bin", "-nonoise", "-nopgm"])
+            .output()
+            .unwrap()
+    };
+    let out = model_run("tiny.pdb", &["-F000"], "with_f000.hkl");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let with = std::fs::read_to_string(d.join("with_f000.hkl")).unwrap();
+    let f000: Vec<&str> = with.lines().filter(|l| l.starts_with("0 0 0 ")).collect();
+    assert_eq!(f000.len(), 1, "-F000 keeps F000");
+    assert_eq!(with.lines().filter(|l| !l.starts_with("0 0 0 ")).collect::<Vec<_>>(), hkl.lines().collect::<Vec<_>>());
+
+    // the same symmetry from a CNS remark (cctbx reads `REMARK sg= P2(1)2(1)2(1) a= ...` as P 21 21 21
+    // with that cell when there is no CRYST1), and from -cell and -spacegroup for a model with none
+    let atoms = "ATOM      1  C   ALA A   1       1.000   2.000   3.000  1.00 10.00           C
+HETATM    2 ZN    ZN A   2       5.000   6.000   7.000  1.00 15.00          ZN2+
+";
+    std::fs::write(d.join("cns.pdb"), format!("REMARK sg= P2(1)2(1)2(1) a= 20.000 b= 25.000 c= 30.000 alpha= 90.00 beta= 90.00 gamma= 90.00\n{atoms}")).unwrap();
+    std::fs::write(d.join("bare.pdb"), atoms).unwrap();
+    for (model, extra, name) in [
+        ("cns.pdb", vec![], "cns.hkl"),
+        ("bare.pdb", vec!["-cell", "20", "25", "30", "90", "90", "90", "-spacegroup", "19"], "bare19.hkl"),
+        ("bare.pdb", vec!["-cell", "20", "25", "30", "90", "90", "90", "-spacegroup", "P 21 21 21"], "bare_sym.hkl"),
+    ] {
+        let out = model_run(model, &extra, name);
+        assert!(out.status.success(), "{model} {extra:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(std::fs::read_to_string(d.join(name)).unwrap(), hkl, "{model} {extra:?}");
+    }
+    // a model with no cell and no -cell, and a space group that does not exist: one line, exit 9
+    for (extra, needle) in [(vec![], "-cell"), (vec!["-cell", "20", "25", "30", "90", "90", "90", "-spacegroup", "231"], "-spacegroup")] {
+        let out = model_run("bare.pdb", &extra, "never.hkl");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(9), "{err}");
+        assert!(err.contains(needle) && err.trim().lines().count() == 1, "{err}");
+        assert!(!d.join("never.hkl").exists());
+    }
 
     // unknown space group: exit 9 naming the file
     std::fs::write(d.join("bad.pdb"), "CRYST1   20.000   25.000   30.000  90.00  90.00  90.00 Q 7 7\nATOM      1  C   ALA A   1       1.000   2.000   3.000  1.00 10.00           C\n").unwrap();

@@ -84,6 +84,7 @@ fn sample_values(f: &Flag) -> Vec<String> {
         ("--max-memory", _) => &["64G"],
         ("--noise", _) => &["fast"],
         ("-detector_absorb", _) => &["250"],
+        ("-spacegroup", _) => &["P 21 21 21"],
         (_, Arity::Switch) => &[],
         (_, Arity::SwitchNeedsNext) => &["-nonoise"],
         (_, Arity::Numbers(1)) | (_, Arity::Ints(1)) => &["3"],

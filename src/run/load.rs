@@ -1,6 +1,7 @@
 //! Every input file a run names, read in one step before the experiment is built: the experiment
 //! itself then touches no file (`Experiment::build`).
 
+use crate::base::consts::RTD;
 use crate::base::image::Mask;
 use crate::experiment::inputs::{FhklSource, Inputs};
 use crate::io::fdump::read_fdump;
@@ -28,7 +29,8 @@ pub fn load_inputs(cfg: &Config) -> Result<Inputs> {
     }
 
     // -pdb/-cif: read now for its cell; its structure factors are computed in the build
-    inp.model = crate::sfcalc::load(&p.model, &mut inp.log.model)?;
+    let cell = p.cell.map(|c| [c.a, c.b, c.c, c.alpha * RTD, c.beta * RTD, c.gamma * RTD]);
+    inp.model = crate::sfcalc::load(&p.model, cell, &mut inp.log.model)?;
     if inp.model.is_some() && p.hkl_file.is_some() {
         return Err(Error::flag("-hkl", "give one source of structure factors: -hkl or -pdb/-cif, not both"));
     }

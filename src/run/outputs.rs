@@ -339,7 +339,8 @@ pub fn input_files(cfg: &Config) -> Vec<(&'static str, PathBuf)> {
     let mut v: Vec<(&'static str, PathBuf)> = Vec::new();
     if let Some(p) = &cfg.params.hkl_file {
         v.push(("-hkl", p.clone()));
-    } else {
+    } else if cfg.params.model.path().is_none() {
+        // with -pdb/-cif the cache is not read (run/load.rs) but rewritten from the model
         let dump = resolve_out(cfg, &cfg.params.dump_file);
         if dump.is_file() {
             v.push(("-dump (Fdump cache being read)", dump));

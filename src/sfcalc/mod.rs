@@ -35,6 +35,11 @@ pub struct ModelConfig {
     /// `-k_sol` (e/Å³) and `-b_sol` (Å²): bulk solvent (off when k_sol is 0).
     pub k_sol: f64,
     pub b_sol: f64,
+    /// `-F000`: keep F(0,0,0) in the list. Off by default: it only lands on the direct beam, where it
+    /// would be the brightest pixel of the image, and `-hkl` files never carry it.
+    pub f000: bool,
+    /// `-spacegroup NAME|NUMBER`: the model's space group (for a model without one, or to override it).
+    pub space_group: Option<String>,
 }
 
 impl ModelConfig {
@@ -60,6 +65,8 @@ pub struct SfOptions {
     /// Wavelength in Å for f′/f″ (None: no anomalous scattering).
     pub anomalous_lambda: Option<f64>,
     pub bulk: Option<BulkSolvent>,
+    /// Keep F(0,0,0) (`-F000`).
+    pub f000: bool,
 }
 
 /// Computed P1 structure factors of a model.
@@ -149,6 +156,12 @@ pub fn compute(model: &Model, path: &Path, opts: &SfOptions) -> Result<ModelF> {
     let types: Vec<sfcalc::SfType> =
         f0s.iter().zip(&anom).map(|(f0, &(fp, fdp))| sfcalc::SfType { f0: f0.as_ref(), fp, fdp }).collect();
     let mut r = sfcalc::structure_factors(&cell, &sg.ops, &atoms, &types, opts.d_min);
+    if !opts.f000 {
+        if let Some(i) = r.hkl.iter().position(|h| *h == [0, 0, 0]) {
+            r.hkl.remove(i);
+            r.f.remove(i);
+        }
+    }
     if let Some(b) = opts.bulk {
         for (h, f) in r.hkl.iter().zip(r.f.iter_mut()) {
             let s_sq = cell.s_sq(h.map(|v| v as f64));
@@ -167,13 +180,22 @@ pub struct LoadedModel {
     pub model: Model,
 }
 
-/// Read the model named by `-pdb`/`-cif`, if any (before the cell is needed).
-pub fn load(cfg: &ModelConfig, log: &mut Log) -> Result<Option<LoadedModel>> {
+/// Read the model named by `-pdb`/`-cif`, if any (before the cell is needed). `cell` (`-cell`, Å and
+/// degrees) is the model's cell when the file has none; `-spacegroup` sets its space group.
+pub fn load(cfg: &ModelConfig, cell: Option<[f64; 6]>, log: &mut Log) -> Result<Option<LoadedModel>> {
     let Some(path) = cfg.path() else { return Ok(None) };
     if cfg.pdb.is_some() && cfg.cif.is_some() {
         return Err(Error::flag("-cif", "give one model: -pdb or -cif, not both"));
     }
-    let model = read_model(path, cfg.cif.is_some())?;
+    let mut model = read_model(path, cfg.cif.is_some())?;
+    if model.cell.is_none() {
+        model.cell = cell;
+    }
+    if let Some(sg) = &cfg.space_group {
+        let gamma = model.cell.map(|c| c[5]).unwrap_or(90.0);
+        let found = spacegroup::lookup(sg, gamma).map_err(|e| Error::flag("-spacegroup", e.to_string()))?;
+        model.space_group = Some(found.name);
+    }
     log.line(format!(
         "read {} atoms from {} (space group {}, cell {})",
         model.atoms.len(),
@@ -182,7 +204,7 @@ pub fn load(cfg: &ModelConfig, log: &mut Log) -> Result<Option<LoadedModel>> {
         model.cell.map(|c| c.iter().map(|v| g(*v)).collect::<Vec<_>>().join(" ")).unwrap_or_else(|| "none".into())
     ));
     if model.cell.is_none() {
-        return Err(Error::file(path, "the model has no unit cell (CRYST1 or _cell)"));
+        return Err(Error::file(path, "the model has no unit cell (CRYST1, _cell or a CNS 'REMARK sg= a= ...' line): give -cell a b c alpha beta gamma"));
     }
     Ok(Some(LoadedModel { path: path.to_path_buf(), model }))
 }
@@ -215,6 +237,7 @@ pub fn entries_for_simulation(cfg: &ModelConfig, lm: &LoadedModel, d_limit: f64,
         d_min,
         anomalous_lambda: if cfg.anomalous { Some(lambda_angstrom) } else { None },
         bulk: if cfg.k_sol != 0.0 { Some(BulkSolvent { k_sol: cfg.k_sol, b_sol: cfg.b_sol }) } else { None },
+        f000: cfg.f000,
     };
     let t0 = std::time::Instant::now();
     let mf = compute(&lm.model, &lm.path, &opts)?;
@@ -223,8 +246,9 @@ pub fn entries_for_simulation(cfg: &ModelConfig, lm: &LoadedModel, d_limit: f64,
         log.line(format!("WARNING: {n}"));
     }
     log.line(format!(
-        "computed {} structure factors (P1, Friedel mates and F000 included) to {} A from {} atoms x {} symmetry operators of {} in {:.2} s{}{}",
+        "computed {} structure factors (P1, Friedel mates, {}) to {} A from {} atoms x {} symmetry operators of {} in {:.2} s{}{}",
         mf.hkl.len(),
+        if cfg.f000 { "F000 included" } else { "F000 left out" },
         g(d_min),
         lm.model.atoms.len(),
         mf.n_ops,

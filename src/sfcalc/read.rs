@@ -86,6 +86,25 @@ fn normalize_element(e: &str) -> String {
     out
 }
 
+/// The symmetry of a CNS remark, `REMARK sg= P2(1)2(1)2(1) a= 61.2 b= 71.3 c= 80.1 alpha= 90 beta= 90
+/// gamma= 90` (spaces after `=` optional), as cctbx's `iotbx.cns.pdb_remarks.extract_symmetry` reads it;
+/// `None` for any other remark or a number that does not parse.
+pub fn cns_symmetry(line: &str) -> Option<(String, [f64; 6])> {
+    let rest = line.strip_prefix("REMARK")?.trim_start();
+    if !rest.starts_with("sg=") {
+        return None;
+    }
+    let spaced = rest.replace('=', "= ");
+    let mut tokens = spaced.split_whitespace();
+    let mut value_of = |key: &str| if tokens.next()? == key { tokens.next() } else { None };
+    let sg = value_of("sg=")?.to_string();
+    let mut cell = [0.0; 6];
+    for (c, key) in cell.iter_mut().zip(["a=", "b=", "c=", "alpha=", "beta=", "gamma="]) {
+        *c = value_of(key)?.parse::<f64>().ok().filter(|v| v.is_finite())?;
+    }
+    Some((sg, cell))
+}
+
 /// Read a PDB-format coordinate file.
 pub fn read_pdb(path: &Path) -> Result<Model> {
     let bytes = std::fs::read(path).map_err(|e| Error::file(path, format!("cannot read PDB file: {e}")))?;
@@ -96,6 +115,8 @@ pub fn read_pdb(path: &Path) -> Result<Model> {
     // serial+name+altloc+resseq+chain key of the last ATOM, to attach the ANISOU that follows it
     let mut last_key: Option<String> = None;
     let mut models_seen = 0;
+    // a CNS `REMARK sg= … a= …` line, used when there is no CRYST1 (as cctbx's iotbx.pdb does)
+    let mut cns: Option<(String, [f64; 6])> = None;
     for (i, line) in text.lines().enumerate() {
         let lineno = i + 1;
         let rec = cols(line, 0, 6);
@@ -112,6 +133,7 @@ pub fn read_pdb(path: &Path) -> Result<Model> {
                 }
                 cell = Some(c);
             }
+            "REMARK" if cns.is_none() => cns = cns_symmetry(line),
             "MODEL " => {
                 models_seen += 1;
             }
@@ -160,6 +182,10 @@ pub fn read_pdb(path: &Path) -> Result<Model> {
     }
     if atoms.is_empty() {
         return Err(Error::file(path, "no ATOM or HETATM records"));
+    }
+    if let (None, Some((s, c))) = (cell, cns) {
+        cell = Some(c);
+        sg = Some(s);
     }
     Ok(Model { cell, space_group: sg, atoms })
 }
@@ -485,5 +511,19 @@ _atom_site_anisotrop.U[3][3]\n_atom_site_anisotrop.U[1][2]\n_atom_site_anisotrop
         assert_eq!(m.atoms[1].charge, 2);
         assert_eq!(m.atoms[1].u_aniso.unwrap()[5], 0.03);
         assert!(m.atoms[0].u_aniso.is_none());
+    }
+
+    #[test]
+    fn cns_remark_symmetry_as_cctbx_reads_it() {
+        // iotbx.pdb.input(...).crystal_symmetry() of these lines: P 21 21 21 (61.2, 71.3, 80.1, 90, 90, 90)
+        // and C 1 2 1 (61.2, 71.3, 80.1, 90, 101.5, 90)
+        let (sg, c) = cns_symmetry("REMARK sg= P2(1)2(1)2(1) a= 61.2 b= 71.3 c= 80.1 alpha= 90 beta= 90 gamma= 90").unwrap();
+        assert_eq!((sg.as_str(), c), ("P2(1)2(1)2(1)", [61.2, 71.3, 80.1, 90.0, 90.0, 90.0]));
+        assert_eq!(crate::sfcalc::spacegroup::lookup(&sg, c[5]).unwrap().number, 19);
+        let (sg, c) = cns_symmetry("REMARK sg=C2 a=61.2 b= 71.3 c= 80.1 alpha= 90 beta= 101.5 gamma= 90").unwrap();
+        assert_eq!((sg.as_str(), c[4]), ("C2", 101.5));
+        assert_eq!(crate::sfcalc::spacegroup::lookup(&sg, c[5]).unwrap().name, "C121");
+        assert!(cns_symmetry("REMARK   2 RESOLUTION. 1.80 ANGSTROMS.").is_none());
+        assert!(cns_symmetry("REMARK sg= P1 a= 61.2 b= x c= 80.1 alpha= 90 beta= 90 gamma= 90").is_none());
     }
 }

@@ -71,14 +71,30 @@ pub fn parse_op(s: &str) -> Option<SymOp> {
     Some(op)
 }
 
+/// The table's spelling: no spaces, underscores or CNS parentheses (`P2(1)2(1)2(1)` = `P 21 21 21`), upper case.
 fn key(s: &str) -> String {
-    s.chars().filter(|c| !c.is_whitespace() && *c != '_').collect::<String>().to_ascii_uppercase()
+    s.chars().filter(|c| !c.is_whitespace() && !matches!(c, '_' | '(' | ')')).collect::<String>().to_ascii_uppercase()
 }
 
-/// Look up a symbol as written in CRYST1 or mmCIF (`P 21 21 21`, `P 1 21 1`, `C 2`, `H 3`, `R 3 2`...).
+/// The table's first (standard) setting of space group number `n` (1-230).
+fn standard_setting(n: u32) -> Option<&'static str> {
+    TABLE.lines().filter(|l| !l.starts_with('#')).find_map(|l| {
+        let mut f = l.split('|');
+        (f.next()?.parse::<u32>().ok()? == n).then(|| f.next()?.split(',').next()).flatten()
+    })
+}
+
+/// Look up a symbol as written in CRYST1, mmCIF or a CNS remark (`P 21 21 21`, `P 1 21 1`, `C 2`, `H 3`,
+/// `R 3 2`, `P2(1)2(1)2(1)`...), or a number 1-230 (its standard setting).
 /// `gamma` (degrees) picks the hexagonal or rhombohedral setting of an R group written without `:H`/`:R`.
 pub fn lookup(symbol: &str, gamma: f64) -> Result<SpaceGroup> {
-    let k = key(symbol);
+    let k = match symbol.trim().parse::<u32>() {
+        // an R group's setting (hexagonal or rhombohedral axes) then follows gamma, as for a symbol
+        Ok(n) => standard_setting(n)
+            .map(|s| if s.starts_with('R') { s.trim_end_matches(":H").to_string() } else { s.to_string() })
+            .ok_or_else(|| Error::setup(format!("space group number {n} is not between 1 and 230")))?,
+        Err(_) => key(symbol),
+    };
     let mut candidates = vec![k.clone()];
     if let Some(rest) = k.strip_prefix('H') {
         // PDB writes the hexagonal setting of rhombohedral groups as "H 3", "H 3 2".
@@ -134,5 +150,17 @@ mod tests {
         let op = parse_op("-x+y+1/3,-x+2/3,z+2/3").unwrap();
         assert_eq!(op.r, [[-1.0, 1.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]);
         assert_abs_diff_eq!(op.t[1], 2.0 / 3.0, epsilon = 1e-15);
+    }
+
+    #[test]
+    fn numbers_and_cns_spellings() {
+        assert_eq!(lookup("19", 90.0).unwrap().name, "P212121");
+        assert_eq!(lookup("4", 90.0).unwrap().name, "P1211");
+        assert_eq!(lookup("P2(1)2(1)2(1)", 90.0).unwrap().number, 19);
+        assert_eq!(lookup("P2(1)/C", 90.0).unwrap().number, 14);
+        // R groups by number follow gamma, as R symbols do
+        assert_eq!(lookup("146", 120.0).unwrap().name, "R3:H");
+        assert_eq!(lookup("146", 80.0).unwrap().name, "R3:R");
+        assert!(lookup("231", 90.0).is_err() && lookup("0", 90.0).is_err());
     }
 }
