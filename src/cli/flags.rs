@@ -278,6 +278,22 @@ fn set_curved(c: &mut Config, v: &Vals) -> Result<()> {
     Ok(())
 }
 
+fn set_gradients(c: &mut Config, v: &Vals) -> Result<()> {
+    use crate::experiment::tangents::Param;
+    let mut names = Vec::new();
+    for w in v.word(0).split(',').map(str::trim).filter(|w| !w.is_empty()) {
+        let p = Param::parse(w).ok_or_else(|| v.err(format!("unknown parameter '{w}' (valid: {})", Param::names())))?;
+        if !names.contains(&p) {
+            names.push(p);
+        }
+    }
+    if names.is_empty() {
+        return Err(v.err(format!("expects a comma-separated list of parameters (valid: {})", Param::names())));
+    }
+    c.output.gradients = names;
+    Ok(())
+}
+
 fn set_precision(c: &mut Config, v: &Vals) -> Result<()> {
     c.run.precision = match v.word(0).to_ascii_lowercase().as_str() {
         "double" => Precision::Double,
@@ -330,15 +346,15 @@ pub static FLAGS: &[Flag] = &[
         category: Crystal,
         help: "Rotate the crystal about lab X, then Y, then Z. A word containing 'rand' draws a random orientation (seed: -misset_seed).",
         set: set_misset },
-    Flag { name: "-N", aliases: &["--N"], arity: Ints(1), values: "N", units: "unit cells", default: "1", category: Crystal,
-        help: "Unit cells along a, b and c (values <= 1 act as 1).",
-        set: |c, v| { c.params.n_cells(v.int(0)?); Ok(()) } },
-    Flag { name: "-Na", aliases: &[], arity: Ints(1), values: "N", units: "unit cells", default: "1", category: Crystal,
-        help: "Unit cells along a.", set: |c, v| { c.params.na = v.int(0)? as f64; Ok(()) } },
-    Flag { name: "-Nb", aliases: &[], arity: Ints(1), values: "N", units: "unit cells", default: "1", category: Crystal,
-        help: "Unit cells along b.", set: |c, v| { c.params.nb = v.int(0)? as f64; Ok(()) } },
-    Flag { name: "-Nc", aliases: &[], arity: Ints(1), values: "N", units: "unit cells", default: "1", category: Crystal,
-        help: "Unit cells along c.", set: |c, v| { c.params.nc = v.int(0)? as f64; Ok(()) } },
+    Flag { name: "-N", aliases: &["--N"], arity: Numbers(1), values: "N", units: "unit cells", default: "1", category: Crystal,
+        help: "Unit cells along a, b and c (values <= 1 act as 1). Real numbers are taken as they are (the C truncates with atoi): a square crystal's shape factor is then sin(N*pi*dh)/sin(pi*dh), dh = h - round(h), the same as the C's at integer N, so the image is smooth in N.",
+        set: |c, v| { let n = v.num(0)?; (c.params.na, c.params.nb, c.params.nc) = (n, n, n); Ok(()) } },
+    Flag { name: "-Na", aliases: &[], arity: Numbers(1), values: "N", units: "unit cells", default: "1", category: Crystal,
+        help: "Unit cells along a (a real number, as -N).", set: |c, v| { c.params.na = v.num(0)?; Ok(()) } },
+    Flag { name: "-Nb", aliases: &[], arity: Numbers(1), values: "N", units: "unit cells", default: "1", category: Crystal,
+        help: "Unit cells along b (a real number, as -N).", set: |c, v| { c.params.nb = v.num(0)?; Ok(()) } },
+    Flag { name: "-Nc", aliases: &[], arity: Numbers(1), values: "N", units: "unit cells", default: "1", category: Crystal,
+        help: "Unit cells along c (a real number, as -N).", set: |c, v| { c.params.nc = v.num(0)?; Ok(()) } },
     Flag { name: "-xtalsize", aliases: &["-xtal_size", "-samplesize", "-sample_size"], arity: Numbers(1), values: "SIZE",
         units: "mm", default: "0 (use N)", category: Crystal,
         help: "Crystal size along x, y and z; > 0 replaces N by ceil(size/cell edge).",
@@ -723,6 +739,17 @@ pub static FLAGS: &[Flag] = &[
             Some(b) => { crate::base::memory::set_max_memory(b); Ok(()) }
             None => Err(Error::flag(v.flag, format!("'{}' is not a size such as 4G or 512M", v.word(0)))),
         } },
+    Flag { name: "--crystal-rot", aliases: &[], arity: Numbers(3), values: "x y z", units: "deg", default: "0 0 0",
+        category: Crystal,
+        help: "An extra rotation of the crystal about lab x, then y, then z, after -mat/-cell/-misset and before the spindle and mosaic (the rot_x/rot_y/rot_z of --gradients and refine; not in the C).",
+        set: |c, v| { c.params.crystal_rot = [units::deg(v.num(0)?), units::deg(v.num(1)?), units::deg(v.num(2)?)]; Ok(()) } },
+    Flag { name: "--gradients", aliases: &[], arity: Word, values: "NAME[,NAME...]", units: "", default: "none",
+        category: Port,
+        help: "Also write the derivative of the float image by each named parameter, d(pixel)/d(value in the flag's unit), as <prefix><NAME>.bin (4-byte floats, the -floatfile layout), computed in double by forward-mode tangents through the pixel loop. Names: rot_x rot_y rot_z (deg, an extra rotation of the crystal about lab x, y, z after -mat/-cell/-misset), a b c (A) alpha beta gamma (deg; need -cell), Na Nb Nc, mosaic (deg), distance Xbeam Ybeam (mm), detector_rotx detector_roty detector_rotz (deg), lambda (A), fluence (photons/m^2). F is held fixed where the nearest-neighbour lookup jumps; -tophat_spots is refused.",
+        set: set_gradients },
+    Flag { name: "--gradient-prefix", aliases: &[], arity: Path, values: "P", units: "", default: "grad_",
+        category: Port, help: "Start of the --gradients file names (may name a folder: out/grad_).",
+        set: |c, v| { c.output.gradient_prefix = v.path(0); Ok(()) } },
     Flag { name: "--precision", aliases: &[], arity: Word, values: "double|single", units: "", default: "double",
         category: Port, help: "Arithmetic of the pixel kernel (double matches the C).", set: set_precision },
     Flag { name: "--noise", aliases: &["--noise-mode"], arity: Word, values: "c|fast", units: "", default: "c",

@@ -69,6 +69,7 @@ pub fn build_lattice(
     cell: Option<CellInput>,
     mat: Option<[[f64; 3]; 3]>,
     misset: Option<Misset>,
+    extra_rot: V3,
     lambda0: f64,
     rng: &mut NrRandom,
     misset_seed: &mut i64,
@@ -102,6 +103,14 @@ pub fn build_lattice(
         a_star = rotate(&a_star, mx, my, mz);
         b_star = rotate(&b_star, mx, my, mz);
         c_star = rotate(&c_star, mx, my, mz);
+    }
+    // the refinement rotation (`Params::crystal_rot`), composed after the misset as the C composes
+    // its misset after -mat (within L1791-L2047); skipped at zero so images stay bit-identical
+    if extra_rot != [0.0; 3] {
+        let [rx, ry, rz] = extra_rot;
+        a_star = rotate(&a_star, rx, ry, rz);
+        b_star = rotate(&b_star, rx, ry, rz);
+        c_star = rotate(&c_star, rx, ry, rz);
     }
 
     let mut a_star_cross_b_star = cross(&a_star, &b_star);

@@ -16,6 +16,7 @@ pub mod physics;
 pub mod sampling;
 pub mod scan;
 pub mod structure_factors;
+pub mod tangents;
 
 use crate::base::c::printf::g;
 use crate::experiment::params::Params;
@@ -307,7 +308,7 @@ fn model_cell_error(params: &Params, inputs: &Inputs, e: Error) -> Error {
 }
 
 /// The unit cell: `-cell`, else the model's (a `-mat` file overrides both in [`build_lattice`]).
-fn cell_input(params: &Params, inputs: &Inputs) -> Option<crate::experiment::params::CellInput> {
+pub fn cell_input(params: &Params, inputs: &Inputs) -> Option<crate::experiment::params::CellInput> {
     params.cell.or_else(|| {
         let c = inputs.model.as_ref()?.model.cell?;
         Some(crate::experiment::params::CellInput { a: c[0], b: c[1], c: c[2], alpha: c[3] / RTD, beta: c[4] / RTD, gamma: c[5] / RTD })
@@ -387,7 +388,7 @@ pub fn resolve_crystal_and_orientations(
     let p = params;
     let mut rng = NrRandom::new();
     let mut misset_seed = p.misset_seed.unwrap_or(clock_seed);
-    let lattice = build_lattice(cell_input(params, inputs), inputs.matrix, p.misset, p.lambda0, &mut rng, &mut misset_seed, &mut notes.lattice)
+    let lattice = build_lattice(cell_input(params, inputs), inputs.matrix, p.misset, p.crystal_rot, p.lambda0, &mut rng, &mut misset_seed, &mut notes.lattice)
         .map_err(|e| model_cell_error(params, inputs, e))?;
     let na = cells_from_size(p.na, sample[0], lattice.a_len);
     let nb = cells_from_size(p.nb, sample[1], lattice.b_len);

@@ -134,7 +134,12 @@ pub struct Params {
     /// MOSFLM orientation matrix file (`-mat`), read by the load step.
     pub mat_file: Option<PathBuf>,
     pub misset: Option<Misset>,
-    /// Unit cells along a, b, c (C: doubles filled by `atoi`).
+    /// An extra rotation of the crystal about lab X, then Y, then Z (radians), applied after `-mat`,
+    /// `-cell` and `-misset` and before the spindle and mosaic: the `rot_x/rot_y/rot_z` refinement
+    /// parameters. Zero (the default) leaves the lattice untouched, bit for bit.
+    pub crystal_rot: [f64; 3],
+    /// Unit cells along a, b, c. The C fills these doubles with `atoi`; here the flags take real
+    /// numbers, so the image is smooth in N (integer values give the C's images).
     pub na: f64,
     pub nb: f64,
     pub nc: f64,
@@ -278,6 +283,7 @@ impl Default for Params {
             cell: None,
             mat_file: None,
             misset: None,
+            crystal_rot: [0.0; 3],
             na: 1.0,
             nb: 1.0,
             nc: 1.0,

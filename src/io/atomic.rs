@@ -237,6 +237,10 @@ impl OutputSet {
     pub fn commit(self) -> Result<()> {
         commit_all(self.files)
     }
+    /// The written files, for a caller that commits them with others ([`commit_all`]).
+    pub fn into_finished(self) -> Vec<Finished> {
+        self.files
+    }
 }
 
 /// A file being written under a temporary name; it appears under its final name only on

@@ -15,6 +15,7 @@ pub mod lanes;
 pub mod plan;
 pub mod reference;
 pub mod simd;
+pub mod tangents;
 
 use crate::experiment::Experiment;
 pub use crate::base::cpu::{detected_level, SimdLevel};

@@ -190,13 +190,13 @@ pub fn lattice_factor(exp: &Experiment, h: f64, k: f64, l: f64, h0: i32, k0: i32
         CrystalShape::Square => {
             let mut f = 1.0;
             if na > 1.0 {
-                f *= sincg(PI * h, na);
+                f *= square_factor(h, h0, na);
             }
             if nb > 1.0 {
-                f *= sincg(PI * k, nb);
+                f *= square_factor(k, k0, nb);
             }
             if nc > 1.0 {
-                f *= sincg(PI * l, nc);
+                f *= square_factor(l, l0, nc);
             }
             f
         }
@@ -220,6 +220,19 @@ pub fn lattice_factor(exp: &Experiment, h: f64, k: f64, l: f64, h0: i32, k0: i32
                 0.0
             }
         }
+    }
+}
+
+/// One axis of the square crystal's shape factor (C L2822-L2834: sincg(pi*h, N)). At a non-integer N
+/// (the flags take real numbers; the C's atoi never gives one) sin(N*pi*h)/sin(pi*h) is not periodic
+/// in h, so the reduced index is used, sin(N*pi*dh)/sin(pi*dh) with dh = h - h0: equal in magnitude at
+/// integer N, and smooth in N.
+#[inline(always)]
+pub fn square_factor(h: f64, h0: i32, n: f64) -> f64 {
+    if n.fract() == 0.0 {
+        sincg(PI * h, n)
+    } else {
+        sincg(PI * (h - h0 as f64), n)
     }
 }
 

@@ -94,6 +94,10 @@ pub struct OutputSettings {
     pub adc_given: bool,
     /// Directory that relative output names are resolved against.
     pub out_dir: Option<PathBuf>,
+    /// `--gradients`: the parameters whose derivative images are written (`<prefix><name>.bin`).
+    pub gradients: Vec<crate::experiment::tangents::Param>,
+    /// `--gradient-prefix`: what the derivative images' names start with (default `grad_`).
+    pub gradient_prefix: PathBuf,
 }
 
 impl OutputSettings {
@@ -126,6 +130,8 @@ impl Default for OutputSettings {
             adc_offset: 40.0,
             adc_given: false,
             out_dir: None,
+            gradients: Vec::new(),
+            gradient_prefix: PathBuf::from("grad_"),
         }
     }
 }

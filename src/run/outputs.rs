@@ -373,7 +373,7 @@ pub fn input_files(cfg: &Config) -> Vec<(&'static str, PathBuf)> {
     v
 }
 
-/// The files a run writes besides its images: `-hklout` and `--save-params`. They are checked with
+/// The files a run writes besides its images: `-hklout`, `--save-params` and the `--gradients` images. They are checked with
 /// the images (never over an input or another output) and written only after every check passed.
 pub fn side_outputs(cfg: &Config) -> Vec<(&'static str, PathBuf)> {
     let mut v = Vec::new();
@@ -382,6 +382,9 @@ pub fn side_outputs(cfg: &Config) -> Vec<(&'static str, PathBuf)> {
     }
     if let Some(p) = &cfg.run.save_params {
         v.push(("--save-params", p.clone()));
+    }
+    for (_, p) in crate::run::gradients::gradient_paths(cfg) {
+        v.push(("--gradients", p));
     }
     v
 }
@@ -512,8 +515,9 @@ pub fn remove_created_dirs(created: &[PathBuf]) {
 
 /// Write every planned output: all regular files under temporary names, then renamed together.
 /// Returns the lines to print, in the C's order: lines of the `before_stats` writers, `stats_lines`,
-/// then the others.
-pub fn write_all(planned: &[Planned], ctx: &OutputCtx, stats_lines: Vec<String>) -> Result<(Vec<String>, Vec<PathBuf>)> {
+/// then the others. `extra` (files already written under temporary names, e.g. the derivative
+/// images) are renamed with them.
+pub fn write_all(planned: &[Planned], ctx: &OutputCtx, stats_lines: Vec<String>, extra: atomic::OutputSet) -> Result<(Vec<String>, Vec<PathBuf>)> {
     type One = Result<(Vec<String>, Option<Finished>)>;
     let run_one = |p: &Planned| -> One {
         let mut f = AtomicFile::create(&p.path)?;
@@ -566,6 +570,9 @@ pub fn write_all(planned: &[Planned], ctx: &OutputCtx, stats_lines: Vec<String>)
     if let Some(e) = first_err {
         return Err(e); // `finished` dropped: every temporary file removed, old files intact
     }
+    let extra = extra.into_finished();
+    files.extend(extra.iter().map(|f| f.path().to_path_buf()));
+    finished.extend(extra);
     atomic::commit_all(finished)?;
     before.extend(stats_lines);
     before.extend(after);

@@ -85,10 +85,15 @@ pub struct RunSummary {
 /// ([`Experiment::build`]) and return the experiment with the C's setup messages
 /// ([`crate::run::summary::setup_summary`]). `-hklout` is written with the images ([`write_outputs`]).
 pub fn setup(cfg: &Config) -> Result<(Experiment, Log)> {
+    setup_with_inputs(cfg).map(|(e, l, _)| (e, l))
+}
+
+/// [`setup`], keeping the inputs (the derivative images build the setup again around them).
+pub fn setup_with_inputs(cfg: &Config) -> Result<(Experiment, Log, crate::experiment::inputs::Inputs)> {
     let inputs = crate::run::load::load_inputs(cfg)?;
     let exp = crate::run::setup::build_experiment(cfg, &inputs)?;
     let log = Log { lines: crate::run::summary::setup_summary(cfg, &inputs, &exp) };
-    Ok((exp, log))
+    Ok((exp, log, inputs))
 }
 
 /// A rayon pool with `n` threads, built once per process and reused (warm runs should not pay for
@@ -218,10 +223,10 @@ pub fn check_outputs(cfg: &Config) -> Result<Vec<Planned>> {
 /// together: a failed run leaves no new file.
 pub fn write_outputs(cfg: &Config, exp: &mut Experiment, r: &RenderOutput, out: &mut dyn Write) -> Result<(ImageStats, Vec<PathBuf>)> {
     let planned = outputs::plan(cfg)?;
-    write_planned(&planned, cfg, exp, r, out)
+    write_planned(&planned, cfg, exp, r, out, Default::default())
 }
 
-fn write_planned(planned: &[Planned], cfg: &Config, exp: &Experiment, r: &RenderOutput, out: &mut dyn Write) -> Result<(ImageStats, Vec<PathBuf>)> {
+fn write_planned(planned: &[Planned], cfg: &Config, exp: &Experiment, r: &RenderOutput, out: &mut dyn Write, extra: crate::io::atomic::OutputSet) -> Result<(ImageStats, Vec<PathBuf>)> {
     if exp.det.panels.len() != 1 {
         // the kernels render any number of panels; the image formats here describe one
         return Err(Error::setup(format!("the image writers take a detector of one panel; this one has {}", exp.det.panels.len())));
@@ -242,7 +247,7 @@ fn write_planned(planned: &[Planned], cfg: &Config, exp: &Experiment, r: &Render
         header.adc_offset = Some(cfg.output.adc_offset);
     }
     let ctx = OutputCtx { cfg, exp, float: &r.float, stats, intfile_scale, pgm_scale, header, counts: Default::default() };
-    let (lines, files) = outputs::write_all(planned, &ctx, stats_lines)?;
+    let (lines, files) = outputs::write_all(planned, &ctx, stats_lines, extra)?;
     for l in lines {
         let _ = writeln!(out, "{l}");
     }
@@ -307,7 +312,8 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
         }
     }
     let t0 = Instant::now();
-    let (exp, mut log) = setup(cfg)?;
+    let (exp, mut log, inputs) = setup_with_inputs(cfg)?;
+    crate::run::gradients::check(cfg, &inputs)?;
     let planned = check_outputs(cfg)?;
     if !cfg.run.quiet {
         let _ = log.flush_to(out);
@@ -330,6 +336,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
     for p in &cfg.params.add_float {
         add_into(&mut r.float, p)?;
     }
+    let extra = write_gradients(cfg, &inputs, &exp)?;
     let render_s = t1.elapsed().as_secs_f64();
 
     let mut sink = std::io::sink();
@@ -369,7 +376,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
     let t2 = Instant::now();
     // -hklout, once every check has passed: just before the images
     write_setup_outputs(cfg, &exp)?;
-    let (stats, files) = write_planned(&planned, cfg, &exp, &r, out)?;
+    let (stats, files) = write_planned(&planned, cfg, &exp, &r, out, extra)?;
     // a silently wrong image must not look like a good one
     let bad = {
         use rayon::prelude::*;
@@ -389,6 +396,30 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
         steps: exp.sampling.steps,
         files,
     })
+}
+
+/// The `--gradients` images, written under temporary names (renamed with the other outputs).
+fn write_gradients(cfg: &Config, inputs: &crate::experiment::inputs::Inputs, exp: &Experiment) -> Result<crate::io::atomic::OutputSet> {
+    let mut set = crate::io::atomic::OutputSet::default();
+    let paths = crate::run::gradients::gradient_paths(cfg);
+    if paths.is_empty() {
+        return Ok(set);
+    }
+    let names: Vec<_> = paths.iter().map(|p| p.0).collect();
+    let images = in_pool(cfg.run.threads, || crate::run::gradients::derivative_images(cfg, inputs, exp, &names, None))??;
+    for ((_, path), img) in paths.iter().zip(&images.grads) {
+        let f32s: Vec<f32> = img.iter().map(|&v| v as f32).collect();
+        set.add(path, |f| crate::io::write_le(f, &f32s))?;
+    }
+    Ok(set)
+}
+
+/// Run `f` on the requested thread count (None: rayon's default).
+pub fn in_pool<R: Send>(threads: Option<usize>, f: impl FnOnce() -> R + Send) -> Result<R> {
+    match threads {
+        Some(n) => Ok(thread_pool(n)?.install(f)),
+        None => Ok(f()),
+    }
 }
 
 /// Each `-add_float` image has the detector's size (checked before the render; its pixels are

@@ -1,0 +1,209 @@
+//! `simulate --gradients`: every derivative image against central finite differences of its flag
+//! (fourth order, Richardson: (8(f₊ₕ − f₋ₕ) − (f₊₂ₕ − f₋₂ₕ))/12h), to ≤ 1e-3 relative L2, on small
+//! stills from `-mat` and from `-cell -misset` and on a run through every sampling loop; the dual
+//! pass's own image equals the kernel's; the refusals.
+//!
+//! The finite differences are taken of the `-floatfile` images (4-byte floats; `--precision double`
+//! renders in double, the file rounds): the steps are chosen so that rounding stays near 1e-5
+//! relative. Structure factors are `-default_F` (no Fdump.bin in the scratch folder), so F does not
+//! jump between the differences (the derivatives hold the nearest-neighbour F fixed).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_nanobragg-rs");
+
+fn golden_input(name: &str) -> Option<PathBuf> {
+    common::golden_dir().map(|g| g.join("inputs").join(name)).filter(|p| p.is_file())
+}
+
+/// Run `simulate base + extra` in `dir`; returns the float image and the derivative images.
+fn run(dir: &Path, base: &[String], extra: &[String], grads: &[&str]) -> (Vec<f64>, Vec<Vec<f64>>) {
+    let mut cmd = Command::new(BIN);
+    cmd.current_dir(dir).arg("simulate").args(base).args(extra);
+    cmd.args(["-floatfile", "f.bin", "-intfile", "i.img", "-nonoise", "-nopgm", "-noprogress", "-quiet", "--precision", "double"]);
+    if !grads.is_empty() {
+        cmd.args(["--gradients", &grads.join(","), "--gradient-prefix", "g_"]);
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{:?}: {}", cmd, String::from_utf8_lossy(&out.stderr));
+    let read = |p: &str| common::read_f32_le(&dir.join(p)).into_iter().map(f64::from).collect::<Vec<f64>>();
+    (read("f.bin"), grads.iter().map(|g| read(&format!("g_{g}.bin"))).collect())
+}
+
+/// One parameter: its name, the flag words that set it to v, its value in the base run, the step.
+struct Spec {
+    name: &'static str,
+    set: Box<dyn Fn(f64) -> Vec<String>>,
+    v0: f64,
+    h: f64,
+}
+
+fn spec(name: &'static str, set: impl Fn(f64) -> Vec<String> + 'static, v0: f64, h: f64) -> Spec {
+    Spec { name, set: Box::new(set), v0, h }
+}
+
+fn words(s: &str) -> Vec<String> {
+    s.split_whitespace().map(String::from).collect()
+}
+
+fn flag(f: &'static str) -> impl Fn(f64) -> Vec<String> {
+    move |v| vec![f.to_string(), v.to_string()]
+}
+
+fn rot(axis: usize) -> impl Fn(f64) -> Vec<String> {
+    move |v| {
+        let mut w = vec!["--crystal-rot".to_string()];
+        w.extend((0..3).map(|i| if i == axis { v.to_string() } else { "0".to_string() }));
+        w
+    }
+}
+
+fn cell(cell: [f64; 6], i: usize) -> impl Fn(f64) -> Vec<String> {
+    move |v| {
+        let mut w = vec!["-cell".to_string()];
+        w.extend((0..6).map(|j| if j == i { v } else { cell[j] }.to_string()));
+        w
+    }
+}
+
+fn rel_l2(a: &[f64], b: &[f64]) -> f64 {
+    let num: f64 = a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum();
+    let den: f64 = b.iter().map(|y| y * y).sum();
+    (num / den).sqrt()
+}
+
+/// Every spec's derivative image against the finite difference of its flag.
+fn check(base: &[String], specs: &[Spec]) {
+    let dir = tempfile::tempdir().unwrap();
+    let names: Vec<&str> = specs.iter().map(|s| s.name).collect();
+    let (_, grads) = run(dir.path(), base, &[], &names);
+    let mut failures = Vec::new();
+    for (s, g) in specs.iter().zip(&grads) {
+        let f = |k: f64| run(dir.path(), base, &(s.set)(s.v0 + k * s.h), &[]).0;
+        let (p1, m1, p2, m2) = (f(1.0), f(-1.0), f(2.0), f(-2.0));
+        let fd: Vec<f64> = (0..p1.len()).map(|i| (8.0 * (p1[i] - m1[i]) - (p2[i] - m2[i])) / (12.0 * s.h)).collect();
+        assert!(fd.iter().any(|&x| x != 0.0), "{}: the image does not depend on it here; pick another case", s.name);
+        let e = rel_l2(g, &fd);
+        eprintln!("{:>14}: relative L2 {e:.2e}", s.name);
+        if e > 1e-3 {
+            failures.push(format!("{} ({e:.2e})", s.name));
+        }
+    }
+    assert!(failures.is_empty(), "derivative images differ from finite differences: {failures:?}");
+}
+
+fn geometry_specs(xbeam: f64, distance: f64) -> Vec<Spec> {
+    vec![
+        spec("rot_x", rot(0), 0.0, 0.01),
+        spec("rot_y", rot(1), 0.0, 0.01),
+        spec("rot_z", rot(2), 0.0, 0.01),
+        spec("distance", flag("-distance"), distance, 0.01),
+        spec("Xbeam", flag("-Xbeam"), xbeam, 0.01),
+        spec("Ybeam", flag("-Ybeam"), xbeam, 0.01),
+        spec("detector_rotx", flag("-detector_rotx"), 0.0, 0.01),
+        spec("detector_roty", flag("-detector_roty"), 0.0, 0.01),
+        spec("detector_rotz", flag("-detector_rotz"), 0.0, 0.01),
+        spec("Na", flag("-Na"), 6.0, 0.01),
+        spec("Nb", flag("-Nb"), 6.0, 0.01),
+        spec("Nc", flag("-Nc"), 6.0, 0.01),
+        spec("fluence", flag("-fluence"), 1e24, 1e21),
+    ]
+}
+
+#[test]
+fn mat_still_matches_finite_differences() {
+    let Some(mat) = golden_input("A.mat") else {
+        eprintln!("skipped: no golden inputs (../shared/golden or $NANOBRAGG_GOLDEN)");
+        return;
+    };
+    let base = [vec!["-mat".to_string(), mat.display().to_string()], words("-default_F 100 -lambda 1 -distance 100 -pixel 0.1 -N 6 -detpixels 64 -oversample 2 -fluence 1e24")].concat();
+    check(&base, &geometry_specs(3.25, 100.0));
+    // with -mat the image does not depend on lambda (the matrix carries it): exactly zero up to rounding
+    let dir = tempfile::tempdir().unwrap();
+    let (img, g) = run(dir.path(), &base, &[], &["lambda"]);
+    let peak = img.iter().cloned().fold(0.0, f64::max);
+    assert!(g[0].iter().all(|x| x.abs() <= 1e-6 * peak), "d/dlambda with -mat is not zero");
+}
+
+#[test]
+fn cell_misset_still_matches_finite_differences() {
+    let c = [70.0, 80.0, 90.0, 85.0, 95.0, 100.0];
+    let base = [words("-cell 70 80 90 85 95 100 -misset 10 20 30 -default_F 100 -lambda 1.2 -distance 80 -pixel 0.2 -N 6 -detpixels 64 -oversample 2 -fluence 1e24"), vec![]].concat();
+    let mut specs = geometry_specs(6.5, 80.0);
+    specs.extend([
+        spec("a", cell(c, 0), 70.0, 0.07),
+        spec("b", cell(c, 1), 80.0, 0.08),
+        spec("c", cell(c, 2), 90.0, 0.09),
+        spec("alpha", cell(c, 3), 85.0, 0.01),
+        spec("beta", cell(c, 4), 95.0, 0.01),
+        spec("gamma", cell(c, 5), 100.0, 0.01),
+        spec("lambda", flag("-lambda"), 1.2, 1e-4),
+    ]);
+    check(&base, &specs);
+}
+
+#[test]
+fn every_sampling_loop_matches_finite_differences() {
+    let c = [70.0, 80.0, 90.0, 85.0, 95.0, 100.0];
+    let base = words(
+        "-cell 70 80 90 85 95 100 -misset 10 20 30 -default_F 100 -lambda 1.2 -distance 80 -pixel 0.2 -N 5 -detpixels 40 \
+         -oversample 2 -mosaic 0.5 -mosaic_dom 3 -mosaic_seed 7 -phi 0 -osc 0.3 -phisteps 2 -divergence 0.4 -divsteps 2 \
+         -dispersion 0.5 -dispsteps 2 -round_xtal -polar 0.9 -detector_thick 50 -detector_thicksteps 2",
+    );
+    check(
+        &base,
+        &[
+            spec("mosaic", flag("-mosaic"), 0.5, 0.005),
+            spec("rot_x", rot(0), 0.0, 0.01),
+            spec("a", cell(c, 0), 70.0, 0.07),
+            spec("gamma", cell(c, 5), 100.0, 0.01),
+            spec("Nb", flag("-Nb"), 5.0, 0.01),
+            spec("lambda", flag("-lambda"), 1.2, 1e-4),
+            spec("distance", flag("-distance"), 80.0, 0.01),
+            spec("detector_roty", flag("-detector_roty"), 0.0, 0.01),
+            spec("Ybeam", flag("-Ybeam"), 4.1, 0.01),
+        ],
+    );
+}
+
+#[test]
+fn dual_pass_image_equals_the_kernels() {
+    use nanobragg::experiment::tangents::{Param, Resolved};
+    let cfg = nanobragg::cli::parse::parse_simulate_args(&words(
+        "-cell 70 80 90 85 95 100 -misset 10 20 30 -default_F 100 -lambda 1.2 -distance 80 -pixel 0.2 -N 5 -detpixels 32 -oversample 2 -mosaic 0.3 -mosaic_dom 2 -round_xtal",
+    ))
+    .unwrap();
+    let (exp, _, inputs) = nanobragg::run::simulate::setup_with_inputs(&cfg).unwrap();
+    let img = nanobragg::kernel::render_reference(&exp, &|_| {}).float;
+    let t = nanobragg::experiment::tangents::tangents(&cfg.params, &inputs, &exp, &[Param::Distance]).unwrap();
+    let d = nanobragg::kernel::tangents::render_tangents(&exp, &Resolved::of(&exp), &t, None);
+    let peak = img.iter().cloned().fold(0.0f32, f32::max) as f64;
+    for (a, b) in img.iter().zip(&d.value) {
+        assert!((*a as f64 - b).abs() <= 1e-6 * peak, "{a} vs {b}");
+    }
+}
+
+#[test]
+fn refusals_are_one_line_exit_9() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&str, &str); 4] = [
+        ("-cell 70 80 90 90 90 90 -default_F 1 -detpixels 8 --gradients rot_q", "unknown parameter 'rot_q' (valid: rot_x"),
+        ("-cell 70 80 90 90 90 90 -default_F 1 -detpixels 8 -tophat_spots --gradients Na", "-tophat_spots"),
+        ("-cell 70 80 90 90 90 90 -default_F 1 -detpixels 8 --gradients", "--gradients: missing value"),
+        ("-default_F 1 -detpixels 8 -mat MAT --gradients a", "needs the cell from -cell"),
+    ];
+    let mat = dir.path().join("A.mat");
+    std::fs::write(&mat, "0.01 0 0\n0 0.01 0\n0 0 0.01\n0 0 0\n1 0 0\n0 1 0\n0 0 1\n100 100 100 90 90 90\n0 0 0\n").unwrap();
+    for (args, want) in cases {
+        let args = args.replace("MAT", &mat.display().to_string());
+        let out = Command::new(BIN).current_dir(dir.path()).arg("simulate").args(words(&args)).args(["-quiet", "-noprogress"]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(9), "{args}: {err}");
+        assert!(err.contains(want), "{args}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args}: {err}");
+        assert!(!dir.path().join("floatimage.bin").exists(), "{args}: wrote an image");
+    }
+}
