@@ -457,3 +457,50 @@ fn series_adds_add_float_to_every_frame() {
     run(a);
     assert_eq!(std::fs::read(d.join("floatimage_00001.bin")).unwrap(), std::fs::read(d.join("single.bin")).unwrap());
 }
+
+/// `--outputs` writes only the listed files (noise draws still make the CBF counts without the SMV
+/// noise file), the size of the outputs is printed before rendering, and a run over `--max-output` (or
+/// NANOBRAGG_MAX_OUTPUT) is refused before anything is written, with the estimate in the message.
+#[test]
+fn outputs_are_chosen_sized_and_capped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut a = strs(CRYSTAL);
+    a.extend(strs(&["-phi", "10", "-osc", "0.1", "--frames", "3", "-seed", "42"]));
+    let dir = tmp.path().join("only_float_cbf");
+    let out = series(&dir, &a, &["--outputs", "float,cbf"]);
+    let log = String::from_utf8_lossy(&out.stdout);
+    // 48 x 48 pixels: float 4 x 2304 = 9 KiB a frame, CBF about 1 byte a pixel plus its header
+    assert!(log.contains("series: the outputs take about") && log.contains("3 frames x") && log.contains("float 9 KiB"), "{log}");
+    let mut names: Vec<String> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    assert_eq!(names, ["floatimage_00001.bin", "floatimage_00002.bin", "floatimage_00003.bin", "image_00001.cbf", "image_00002.cbf", "image_00003.cbf", "series.shard-0-of-1.json"]);
+
+    // refusals: nothing written, one line, the estimate in the message
+    for (extra, env, needle) in [
+        (vec!["--max-output", "10k"], None, "--max-output"),
+        (vec![], Some("10k"), "--max-output"),
+        (vec!["--outputs", "float,smv"], None, "unknown output 'smv'"),
+        (vec!["--outputs", "float", "-noisefile", "n_###.img"], None, "-noisefile"),
+    ] {
+        let dir = tmp.path().join("refused");
+        let mut c = bin();
+        if let Some(v) = env {
+            c.env("NANOBRAGG_MAX_OUTPUT", v);
+        }
+        let out = c.arg("series").args(&a).args(["--out-dir", dir.to_str().unwrap()]).args(&extra).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(9), "{extra:?}: {err}");
+        assert!(err.contains(needle) && err.trim().lines().count() == 1, "{extra:?}: {err}");
+        if needle == "--max-output" {
+            assert!(err.contains("about") && err.contains("3 frames"), "{err}");
+        }
+        assert!(!dir.exists(), "{extra:?}: a refused series left {}", dir.display());
+    }
+    // 100000 frames of 4096 x 4096 pixels (about 13.7 TiB) do not fit on the test machine's disk
+    let dir = tmp.path().join("too_big");
+    let out = bin().arg("series").args(&a).args(["-detpixels", "4096", "--frames", "100000", "--out-dir", dir.to_str().unwrap()]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(9), "{err}");
+    assert!(err.contains("13.7 TiB") && err.contains("free there") && err.trim().lines().count() == 1, "{err}");
+    assert!(!dir.exists());
+}

@@ -58,6 +58,10 @@ pub struct SeriesArgs {
     pub verify: bool,
     pub only: Option<(usize, usize)>,
     pub name: Option<String>,
+    /// `--outputs float,int,...`: write only these (see [`OUTPUT_KINDS`]); `None`: what `simulate` writes.
+    pub outputs: Option<Vec<String>>,
+    /// `--max-output SIZE` (bytes): refuse a run whose files would take more.
+    pub max_output: Option<u64>,
     /// Every other word: `simulate` flags.
     pub simulate: Vec<String>,
     /// Those flags, parsed (by the command line's parser).
@@ -360,11 +364,17 @@ pub fn file_sha256(path: &Path) -> std::io::Result<(String, u64)> {
 /// The outputs a single-image run writes, by role, as named (before `--out-dir`), in
 /// [`crate::run::simulate::output_paths`]' order.
 fn output_names(c: &Config) -> Vec<(&'static str, PathBuf)> {
-    let mut v = vec![("float", c.output.floatfile.clone()), ("int", c.output.intfile.clone())];
+    let mut v = Vec::new();
+    if c.output.write_float {
+        v.push(("float", c.output.floatfile.clone()));
+    }
+    if c.output.write_int {
+        v.push(("int", c.output.intfile.clone()));
+    }
     if c.output.write_pgm {
         v.push(("pgm", c.output.pgmfile.clone()));
     }
-    if c.output.calculate_noise {
+    if c.output.calculate_noise && c.output.write_noise {
         v.push(("noise", c.output.noisefile.clone()));
     }
     if let Some(p) = &c.output.pngfile {
@@ -375,6 +385,61 @@ fn output_names(c: &Config) -> Vec<(&'static str, PathBuf)> {
     }
     // -nexusfile is not per frame: one multi-frame file per shard (Plan::nexus)
     v
+}
+
+/// The names `--outputs` takes, and the file each writes when no flag names it (frame numbers are added
+/// as for every output; the NeXus file holds the whole shard).
+pub const OUTPUT_KINDS: &[(&str, &str, &str)] = &[
+    ("float", "-floatfile", "floatimage.bin"),
+    ("int", "-intfile", "intimage.img"),
+    ("pgm", "-pgmfile", "image.pgm"),
+    ("noise", "-noisefile", "noiseimage.img"),
+    ("png", "--png", "image.png"),
+    ("cbf", "-cbffile", "image.cbf"),
+    ("nexus", "-nexusfile", "series.nxs"),
+];
+
+/// `--outputs`: switch off every output not listed, give the listed optional ones a default name, and
+/// refuse a flag that names an output the list leaves out (the user asked for both).
+fn select_outputs(c: &mut Config, kinds: &[String], named: &[String]) -> Result<()> {
+    for k in kinds {
+        if !OUTPUT_KINDS.iter().any(|(n, _, _)| n == k) {
+            let all: Vec<&str> = OUTPUT_KINDS.iter().map(|(n, _, _)| *n).collect();
+            return Err(Error::flag("--outputs", format!("unknown output '{k}' (choose from {})", all.join(","))));
+        }
+    }
+    let wants = |k: &str| kinds.iter().any(|x| x == k);
+    for (kind, flag, _) in OUTPUT_KINDS {
+        let flag_given = named.iter().any(|a| a == flag || (*kind == "png" && a == "-pngfile"));
+        if flag_given && !wants(kind) {
+            return Err(Error::flag("--outputs", format!("{flag} names a {kind} file but --outputs leaves {kind} out: add it to the list or drop {flag}")));
+        }
+    }
+    let o = &mut c.output;
+    o.write_float = wants("float");
+    o.write_int = wants("int");
+    o.write_pgm = wants("pgm");
+    o.write_noise = wants("noise");
+    let default = |k: &str| OUTPUT_KINDS.iter().find(|(n, _, _)| *n == k).map(|(_, _, d)| PathBuf::from(d));
+    if wants("png") && o.pngfile.is_none() {
+        o.pngfile = default("png");
+    }
+    if wants("cbf") && o.cbffile.is_none() {
+        o.cbffile = default("cbf");
+    }
+    if wants("nexus") && o.nexusfile.is_none() {
+        o.nexusfile = default("nexus");
+    }
+    if !wants("png") {
+        o.pngfile = None;
+    }
+    if !wants("cbf") {
+        o.cbffile = None;
+    }
+    if !wants("nexus") {
+        o.nexusfile = None;
+    }
+    Ok(())
 }
 
 /// The resolved plan: base configuration, per-frame values and names.
@@ -433,6 +498,9 @@ impl Plan {
         let mosaic_seed = -base.params.mosaic_seed;
         base.run.quiet = true;
         base.run.progress = false;
+        if let Some(kinds) = &sa.outputs {
+            select_outputs(&mut base, kinds, &sa.simulate)?;
+        }
         let nexus = base.output.nexusfile.take();
         if let Some(p) = &nexus {
             if p.file_name().is_some_and(|f| f.to_string_lossy().contains('#')) {
@@ -653,6 +721,7 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
     let todo: Vec<usize> = frames.iter().copied().filter(|k| !done.contains_key(k)).collect();
     // every check before the first file is written: a refused run changes nothing
     let prepared = prepare(&plan, &todo)?;
+    check_output_size(sa, &plan, &prepared, todo.len(), nexus_name.is_some(), env, quiet_user, log_out)?;
     check_outputs_before_rendering(&plan, &todo, nexus_name.as_deref(), &mpath)?;
     if !quiet_user && skipped > 0 {
         let _ = writeln!(log_out, "series: --resume: {skipped} frames already complete, {} to render", todo.len());
@@ -841,6 +910,49 @@ fn prepare(plan: &Plan, todo: &[usize]) -> Result<Prepared> {
     let exp = crate::run::setup::build_experiment(&cfg, &inputs)?;
     crate::run::simulate::check_geometry_outputs(&cfg, &exp)?;
     Ok(Prepared { inputs, exp, cfg })
+}
+
+/// The bytes the frames to render will write (every output of every frame, the shard's NeXus file),
+/// printed before rendering; refused (exit 9, nothing written, the estimate in the message) when they
+/// exceed `--max-output`/`NANOBRAGG_MAX_OUTPUT` or the free space of the output folder.
+#[allow(clippy::too_many_arguments)]
+fn check_output_size(
+    sa: &SeriesArgs,
+    plan: &Plan,
+    prepared: &Prepared,
+    frames: usize,
+    nexus: bool,
+    env: &dyn Fn(&str) -> Option<String>,
+    quiet_user: bool,
+    log_out: &mut dyn std::io::Write,
+) -> Result<()> {
+    use crate::base::memory::human;
+    let pixels: u64 = prepared.exp.det.panels.iter().map(|p| (p.fpixels * p.spixels) as u64).sum();
+    let mut per_frame = crate::run::outputs::disk_bytes(&prepared.cfg, pixels);
+    if nexus {
+        per_frame.push(("NeXus", crate::run::outputs::COMPRESSED_BYTES_PER_PIXEL * pixels));
+    }
+    let frame_total: u64 = per_frame.iter().map(|(_, b)| b).fold(0, |a, b| a.saturating_add(*b));
+    let total = frame_total.saturating_mul(frames as u64);
+    let parts: Vec<String> = per_frame.iter().map(|(r, b)| format!("{r} {}", human(*b))).collect();
+    let what = format!("about {} ({frames} frames x {} = {})", human(total), human(frame_total), parts.join(" + "));
+    let dir = plan.base.output.out_dir.clone().unwrap_or_else(|| PathBuf::from("."));
+    let free = crate::base::disk::free_bytes(&dir);
+    if !quiet_user {
+        let room = free.map(|f| format!("; {} free in {}", human(f), dir.display())).unwrap_or_default();
+        let _ = writeln!(log_out, "series: the outputs take {what}{room}");
+    }
+    let cap = crate::base::disk::max_output(sa.max_output, env).map_err(|e| Error::flag("--max-output", e))?;
+    if let Some(cap) = cap.filter(|c| total > *c) {
+        return Err(Error::flag("--max-output", format!("the outputs would take {what}, more than the limit of {}: use --outputs, fewer frames or a higher --max-output", human(cap))));
+    }
+    if let Some(free) = free.filter(|f| total > *f) {
+        return Err(Error::Output {
+            path: dir,
+            reason: format!("the outputs would take {what} but only {} is free there: use --outputs, fewer frames or another --out-dir", human(free)),
+        });
+    }
+    Ok(())
 }
 
 /// Before anything is written: every frame's seeds and outputs are checked as `simulate` checks its

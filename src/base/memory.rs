@@ -78,7 +78,9 @@ pub fn memory_budget() -> u64 {
 /// Human-readable bytes.
 pub fn human(bytes: u64) -> String {
     let b = bytes as f64;
-    if b >= 1024.0 * 1024.0 * 1024.0 {
+    if b >= 1024.0f64.powi(4) {
+        format!("{:.1} TiB", b / 1024.0f64.powi(4))
+    } else if b >= 1024.0 * 1024.0 * 1024.0 {
         format!("{:.1} GiB", b / (1024.0 * 1024.0 * 1024.0))
     } else if b >= 1024.0 * 1024.0 {
         format!("{:.1} MiB", b / (1024.0 * 1024.0))

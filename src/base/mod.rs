@@ -6,6 +6,7 @@ pub mod build;
 pub mod c;
 pub mod consts;
 pub mod cpu;
+pub mod disk;
 pub mod dual;
 pub mod error;
 pub mod image;

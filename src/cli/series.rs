@@ -7,9 +7,12 @@ use crate::{Error, Result};
 
 /// `series --help`.
 pub const SERIES_USAGE: &str = "usage: nanobragg-rs series [simulate flags] --frames N | --stills N --orientation random \
-[--name PATTERN] [--shard I/N] [--only K|K-L] [--resume] [--verify]
+[--outputs LIST] [--max-output SIZE] [--name PATTERN] [--shard I/N] [--only K|K-L] [--resume] [--verify]
   --frames N       a rotation sweep: frame k starts at -phi + (k-1)*-osc
   --stills N       N stills (with --orientation random: a random crystal orientation each)
+  --outputs LIST   write only these: float,int,pgm,noise,png,cbf,nexus (default: what simulate writes)
+  --max-output SIZE  refuse a run whose files would take more (k, M, G, T; env NANOBRAGG_MAX_OUTPUT);
+                   it is always refused when they would not fit in the output folder's free space
   --name PATTERN   file names per frame (see docs/datasets.md)
   --shard I/N      this job's share of the frames (Slurm and MPI set it themselves)
   --only K|K-L     only these frames, counted from 1
@@ -77,6 +80,16 @@ pub fn split_args(args: &[String]) -> Result<SeriesArgs> {
                     return Err(Error::flag(a, format!("'{w}' is not a plain file name")));
                 }
                 s.name = Some(w.clone());
+                take = 2;
+            }
+            "--outputs" => {
+                let w = next.ok_or_else(|| Error::flag(a, "missing value: expects a list such as float,noise,cbf"))?;
+                s.outputs = Some(w.split(',').map(|k| k.trim().to_ascii_lowercase()).filter(|k| !k.is_empty()).collect());
+                take = 2;
+            }
+            "--max-output" => {
+                let w = next.ok_or_else(|| Error::flag(a, "missing value: expects a size such as 500G"))?;
+                s.max_output = Some(crate::base::memory::parse_size(w).ok_or_else(|| Error::flag(a, format!("'{w}' is not a size (bytes, or with k, M, G, T)")))?);
                 take = 2;
             }
             "--resume" => s.resume = true,

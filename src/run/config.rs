@@ -82,6 +82,13 @@ pub struct OutputSettings {
     /// Which generator makes the noise image (`--noise`): the C's serial stream (default) or fast.
     pub noise_mode: crate::noise::NoiseMode,
     pub write_pgm: bool,
+    /// Write the float and int images (always, in `simulate` as in the C; `series --outputs` may leave
+    /// them out).
+    pub write_float: bool,
+    pub write_int: bool,
+    /// Write the noise SMV image (when `calculate_noise`); the noise draws still make the CBF/NeXus
+    /// counts without it (`series --outputs cbf`).
+    pub write_noise: bool,
     pub calculate_noise: bool,
     /// counts/photon, 0 = auto
     pub intfile_scale: f64,
@@ -124,6 +131,9 @@ impl Default for OutputSettings {
             smv_dxtbx: false,
             noise_mode: crate::noise::NoiseMode::C,
             write_pgm: true,
+            write_float: true,
+            write_int: true,
+            write_noise: true,
             calculate_noise: true,
             intfile_scale: 0.0,
             pgm_scale: 0.0,
