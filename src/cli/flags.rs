@@ -155,6 +155,11 @@ impl Vals<'_> {
         Ok([self.num(0)?, self.num(1)?, self.num(2)?])
     }
 
+    /// A count from 0 (an index into a list).
+    pub fn index(&self, i: usize) -> Result<usize> {
+        let v = self.int(i)?;
+        usize::try_from(v).map_err(|_| Error::flag(self.flag, format!("{v} is not an index (0 or more)")))
+    }
     pub fn path(&self, i: usize) -> PathBuf {
         crate::base::os_text::os_path(&self.words[i])
     }
@@ -341,7 +346,7 @@ pub static FLAGS: &[Flag] = &[
         set: set_cell },
     Flag { name: "-mat", aliases: &["--mat"], arity: Path, values: "FILE", units: "", default: "none", category: Crystal,
         help: "MOSFLM-style orientation matrix (a*, b*, c* as columns, scaled by wavelength). Given with -cell, the cell keeps the matrix's directions and angles and is rescaled to the -cell edge lengths (volume from -cell), as nanoBragg.c does.",
-        set: |c, v| { c.params.mat_file = Some(v.path(0)); Ok(()) } },
+        set: |c, v| { c.params.mat_file = Some(v.path(0)); c.params.a_matrix = None; Ok(()) } },
     Flag { name: "-misset", aliases: &[], arity: Misset, values: "x y z | random", units: "deg", default: "0 0 0",
         category: Crystal,
         help: "Rotate the crystal about lab X, then Y, then Z. A word containing 'rand' draws a random orientation (seed: -misset_seed).",
@@ -729,6 +734,21 @@ pub static FLAGS: &[Flag] = &[
     Flag { name: "--save-params", aliases: &[], arity: Path, values: "FILE", units: "JSON", default: "none",
         category: Port, help: "Save the parameters of this run (physics, outputs, run options) as JSON, then run.",
         set: |c, v| { c.run.save_params = Some(v.path(0)); Ok(()) } },
+    Flag { name: "--expt", aliases: &[], arity: Path, values: "FILE", units: "DIALS .expt", default: "none", category: Port,
+        help: "Simulate what a DIALS experiment list describes: wavelength, beam, polarization (Kahn factor 2·pf − 1), every detector panel, the crystal's A matrix, spindle and scan image (see --experiment, --image, --panel). Flags given after it override it; phi is sampled at sub-step centres.",
+        set: |c, v| { c.params.expt = Some(crate::experiment::params::ExptSource { path: v.path(0), experiment: None, image: None }); Ok(()) } },
+    Flag { name: "--experiment", aliases: &[], arity: Ints(1), values: "N", units: "index from 0", default: "the only one", category: Port,
+        help: "Which experiment of the --expt list (needed when it holds several).",
+        set: |_, v| { v.index(0).map(|_| ()) } },
+    Flag { name: "--image", aliases: &[], arity: Ints(1), values: "K", units: "image number", default: "the scan's first", category: Port,
+        help: "Which image of the --expt scan: -phi = start + (K − first)·width, -osc = width.",
+        set: |_, v| { v.int(0).map(|_| ()) } },
+    Flag { name: "--panel", aliases: &[], arity: Ints(1), values: "N", units: "index from 0", default: "every panel", category: Port,
+        help: "Render only panel N of a multi-panel detector (--expt), with every output.",
+        set: |c, v| { c.params.panel = Some(v.index(0)?); Ok(()) } },
+    Flag { name: "--phi-midpoint", aliases: &[], arity: Switch, values: "", units: "", default: "off (on with --expt)", category: Port,
+        help: "Sample the spindle at the centre of each phi sub-step instead of at its start (the C's rule), so the image is centred on its oscillation.",
+        set: |c, _| { c.params.phi_midpoint = true; Ok(()) } },
     Flag { name: "--threads", aliases: &[], arity: Ints(1), values: "N", units: "threads", default: "0 (all cores)",
         category: Port, help: "Worker threads (0 = one per core). Results do not depend on it.",
         set: set_threads },

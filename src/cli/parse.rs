@@ -290,15 +290,57 @@ pub fn parse_simulate_args(args: &[String]) -> Result<Config> {
         c.img = Some(smv);
     }
 
+    // --expt: --experiment, --image and --panel choose what it applies, wherever they stand
+    let index = |name: &str| -> Result<Option<i64>> {
+        match last(name) {
+            Some(o) => Vals { flag: &o.typed, words: &o.words, has_next: o.has_next }.int(0).map(Some),
+            None => Ok(None),
+        }
+    };
+    let (experiment, image, panel) = (index("--experiment")?, index("--image")?, index("--panel")?);
+    if let Some(o) = ["--experiment", "--image", "--panel"].iter().find_map(|n| last(n)).filter(|_| last("--expt").is_none()) {
+        return Err(Error::flag(&o.typed, "chooses from a DIALS experiment list: give --expt FILE"));
+    }
+    let mut expt_at: Option<&str> = None;
     for o in &occurrences {
         let v = Vals {
             flag: &o.typed,
             words: &o.words,
             has_next: o.has_next,
         };
+        if let Some(expt) = expt_at {
+            if EXPT_GEOMETRY.contains(&o.flag.name) {
+                return Err(Error::flag(&o.typed, format!("the detector comes from {expt}: its geometry flags cannot follow it (give them before --expt to have it override them)")));
+            }
+        }
         (o.flag.set)(&mut c, &v)?;
+        if o.flag.name == "--expt" {
+            apply_expt(&mut c, experiment, image, panel, &o.typed)?;
+            expt_at = Some(&o.typed);
+        }
     }
     Ok(c)
+}
+
+/// The detector geometry flags an `--expt` detector replaces (refused after it).
+const EXPT_GEOMETRY: &[&str] = &[
+    "-distance", "-close_distance", "-pixel", "-detsize", "-detsize_f", "-detsize_s", "-detpixels", "-detpixels_f", "-detpixels_s",
+    "-Xbeam", "-Ybeam", "-Xclose", "-Yclose", "-ORGX", "-ORGY", "-pivot", "-mosflm", "-xds", "-adxv", "-denzo", "-dials",
+    "-fdet_vector", "-sdet_vector", "-odet_vector", "-twotheta_axis", "-pix0_vector", "-twotheta", "-detector_rotx",
+    "-detector_roty", "-detector_rotz", "-curved_det", "-img",
+];
+
+/// Read the `--expt` list and apply it at its place among the flags.
+fn apply_expt(c: &mut Config, experiment: Option<i64>, image: Option<i64>, panel: Option<i64>, typed: &str) -> Result<()> {
+    let mut src = c.params.expt.clone().ok_or_else(|| Error::flag(typed, "no file"))?;
+    let idx = |v: Option<i64>, flag: &str| -> Result<Option<usize>> {
+        v.map(|v| usize::try_from(v).map_err(|_| Error::flag(flag, format!("{v} is not an index (0 or more)")))).transpose()
+    };
+    src.experiment = idx(experiment, "--experiment")?;
+    src.image = image;
+    c.params.panel = idx(panel, "--panel")?;
+    let model = crate::run::expt::read(&src)?;
+    crate::run::expt::apply(&mut c.params, &model, &src)
 }
 
 // ------------------------------------------------------------------------------------------ help

@@ -85,6 +85,51 @@ pub struct Detector {
     pub ratio: f64,
 }
 
+/// One panel of a detector read from a file (`--expt`): its pixel grid and its frame in the lab, as
+/// the simulation uses them (metres, unit vectors; the normal points away from the sample).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PanelSpec {
+    pub name: String,
+    pub fpixels: usize,
+    pub spixels: usize,
+    /// metres (square pixels)
+    pub pixel_size: f64,
+    pub fdet_vector: V3,
+    pub sdet_vector: V3,
+    pub odet_vector: V3,
+    /// Sample to the outer corner of the first pixel, metres.
+    pub pix0_vector: V3,
+}
+
+impl PanelSpec {
+    /// The panel to render: `beam` gives the distance to the direct-beam spot (nanoBragg.c L1745
+    /// `distance = close_distance/ratio`), the sensor, ROI and flags are the run's.
+    pub fn panel(&self, beam: &V3, sensor: Sensor, curved: bool, point_pixel: bool) -> Panel {
+        let close = dot(&self.pix0_vector, &self.odet_vector);
+        let mut ratio = dot(beam, &self.odet_vector);
+        if ratio == 0.0 {
+            ratio = f64::MIN_POSITIVE;
+        }
+        Panel {
+            fpixels: self.fpixels,
+            spixels: self.spixels,
+            pixel_size: self.pixel_size,
+            fdet_vector: self.fdet_vector,
+            sdet_vector: self.sdet_vector,
+            odet_vector: self.odet_vector,
+            pix0_vector: self.pix0_vector,
+            distance: close / ratio,
+            close_distance: close,
+            curved,
+            point_pixel,
+            sensor,
+            roi: Roi::full(self.fpixels, self.spixels),
+            mask: None,
+            mask_path: None,
+        }
+    }
+}
+
 /// One flat (or `-curved_det`) array of square pixels: its frame in the lab, its sensor, the pixels
 /// it renders (ROI and mask).
 #[derive(Clone, Debug)]

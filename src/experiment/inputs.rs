@@ -60,6 +60,9 @@ pub struct Inputs {
     pub fhkl_source: FhklSource,
     /// `-sourcefile` columns X Y Z I lambda, one value per source (NaN where the file leaves a default).
     pub source_columns: Option<Vec<Vec<f64>>>,
+    /// A detector read from a file (`--expt`): its panels, in detector order, replace the one panel of
+    /// the C's flags.
+    pub detector: Option<Vec<crate::experiment::detector::PanelSpec>>,
     pub log: LoadLog,
 }
 

@@ -192,6 +192,10 @@ impl Experiment {
             mask: inputs.mask.as_ref().map(|m| m.data.clone()),
             mask_path: inputs.mask.as_ref().map(|m| m.path.clone()),
         };
+        let panels = match &inputs.detector {
+            Some(specs) => file_panels(params, specs, &flat, panel.sensor)?,
+            None => vec![panel],
+        };
         Ok(Experiment {
             beam: Beam {
                 sources: beam.sources,
@@ -229,12 +233,50 @@ impl Experiment {
             },
             structure_factors: sf,
             background: Background { water_size: p.water_size, i_bg },
-            det: Detector::from_convention(flat, vec![panel]),
+            det: Detector::from_convention(flat, panels),
             rng: crystal.rng,
             seed: p.seed.unwrap_or(clock),
             notes,
         })
     }
+}
+
+/// The panels of a detector read from a file (`Inputs::detector`), with the run's sensor. Flags that
+/// address one panel's pixels (`-roi`, `-mask`) and panels of different widths (the image is panel
+/// after panel along the slow axis) are refused for more than one panel: `--panel N` renders one.
+fn file_panels(params: &Params, specs: &[crate::experiment::detector::PanelSpec], flat: &ConventionGeometry, sensor: Sensor) -> Result<Vec<Panel>> {
+    if specs.is_empty() {
+        return Err(Error::setup("the detector read from the experiment list has no panel"));
+    }
+    let n = specs.len();
+    if n > 1 {
+        if params.roi.is_some() {
+            return Err(Error::flag("-roi", format!("addresses one panel's pixels, the detector has {n} panels: render one with --panel N")));
+        }
+        if params.mask_file.is_some() {
+            return Err(Error::flag("-mask", format!("covers one panel, the detector has {n} panels: render one with --panel N")));
+        }
+        if params.curved_detector {
+            return Err(Error::flag("-curved_det", format!("bends one panel around the sample; the detector has {n} panels")));
+        }
+        if let Some(p) = specs.iter().find(|p| p.fpixels != specs[0].fpixels) {
+            return Err(Error::setup(format!(
+                "panels {} ({} pixels wide) and {} ({} wide) differ in width; the image holds the panels one after another along the slow axis: render one at a time with --panel N",
+                specs[0].name, specs[0].fpixels, p.name, p.fpixels
+            )));
+        }
+    }
+    let total: u64 = specs.iter().map(|p| p.fpixels as u64 * p.spixels as u64).sum();
+    if total > MAX_PIXELS {
+        return Err(Error::setup(format!("the detector's {n} panels hold {total} pixels; the limit is {MAX_PIXELS} pixels")));
+    }
+    let mut panels: Vec<Panel> = specs.iter().map(|p| p.panel(&flat.beam_vector, sensor, params.curved_detector, params.point_pixel)).collect();
+    if n == 1 {
+        // one panel: the ROI of the flags (clipped as the C's) applies
+        let p = &mut panels[0];
+        p.roi = Roi::from_c_bounds(c_roi_bounds(params, p.fpixels, p.spixels), p.fpixels, p.spixels);
+    }
+    Ok(panels)
 }
 
 /// Detector size, region of interest, convention, pivot and orientation (L1119-L1172, L1701).
@@ -269,7 +311,7 @@ fn require_inputs(params: &Params, inputs: &Inputs, det: &ConventionGeometry) ->
     if inputs.fhkl.is_none() && inputs.model.is_none() && params.default_f == 0.0 {
         return Err(Error::setup("no structure factors: give -hkl FILE or -default_F VALUE (and no Fdump.bin cache was found)"));
     }
-    if inputs.matrix.is_none() && cell_input(params, inputs).map(|c| c.a).unwrap_or(0.0) == 0.0 {
+    if matrix_input(params, inputs).is_none() && cell_input(params, inputs).map(|c| c.a).unwrap_or(0.0) == 0.0 {
         if params.cell.is_some() {
             return Err(Error::flag("-cell", "the cell edge a must be greater than 0"));
         }
@@ -295,6 +337,17 @@ fn require_inputs(params: &Params, inputs: &Inputs, det: &ConventionGeometry) ->
         }
     }
     Ok(())
+}
+
+/// The A matrix as `-mat` gives it (λ-scaled): the file's, or the one given in memory (`--expt`).
+fn matrix_input(params: &Params, inputs: &Inputs) -> Option<[[f64; 3]; 3]> {
+    match params.a_matrix {
+        Some(m) => {
+            let l = params.lambda0 * 1e10;
+            Some(m.map(|row| row.map(|v| v * l)))
+        }
+        None => inputs.matrix,
+    }
 }
 
 /// A cell error of a cell that came from the model (no `-cell`) names the model's file, not `-cell`.
@@ -388,7 +441,7 @@ pub fn resolve_crystal_and_orientations(
     let p = params;
     let mut rng = NrRandom::new();
     let mut misset_seed = p.misset_seed.unwrap_or(clock_seed);
-    let lattice = build_lattice(cell_input(params, inputs), inputs.matrix, p.misset, p.crystal_rot, p.lambda0, &mut rng, &mut misset_seed, &mut notes.lattice)
+    let lattice = build_lattice(cell_input(params, inputs), matrix_input(params, inputs), p.misset, p.crystal_rot, p.lambda0, &mut rng, &mut misset_seed, &mut notes.lattice)
         .map_err(|e| model_cell_error(params, inputs, e))?;
     let na = cells_from_size(p.na, sample[0], lattice.a_len);
     let nb = cells_from_size(p.nb, sample[1], lattice.b_len);
@@ -403,7 +456,8 @@ pub fn resolve_crystal_and_orientations(
 
     let mut orientations = Vec::with_capacity((s.phisteps * s.mosaic_domains) as usize);
     for k in 0..s.phisteps {
-        let phi = p.phi0 + s.phistep * k as f64;
+        // the C samples each sub-step at its start; --phi-midpoint (and --expt) at its centre
+        let phi = if p.phi_midpoint { p.phi0 + s.phistep * (k as f64 + 0.5) } else { p.phi0 + s.phistep * k as f64 };
         let (ap, bp, cp) = if phi != 0.0 {
             (
                 rotate_axis(&lattice.a0, &det.spindle_vector, phi),

@@ -275,6 +275,30 @@ pub struct Params {
     /// `-add_float FILE` (repeatable): float images (photons/pixel, e.g. `nonbragg` water) added to the
     /// rendered image before statistics, int/PGM conversion and noise.
     pub add_float: Vec<PathBuf>,
+
+    // ---------------------------------------------------------------- multi-panel detectors, DIALS
+    /// `--expt FILE [--experiment N] [--image K]`: the DIALS experiment list whose detector (every
+    /// panel) the load step reads; its beam, goniometer, scan and crystal were applied to these
+    /// parameters when it was parsed (flags given later override them).
+    pub expt: Option<ExptSource>,
+    /// `--panel N`: render only panel N (0-based) of a multi-panel detector.
+    pub panel: Option<usize>,
+    /// `--phi-midpoint`: sample the spindle at the centre of each phi sub-step (φ0 + (k + ½)·step)
+    /// instead of the C's start of each sub-step (on for runs from `--expt`).
+    pub phi_midpoint: bool,
+    /// An A matrix given in memory (from `--expt`): rows x, y, z; columns a*, b*, c* in 1/Å, not
+    /// scaled by λ. `-mat` and `-cell` given later clear it.
+    pub a_matrix: Option<[[f64; 3]; 3]>,
+}
+
+/// Where a multi-panel detector comes from (`--expt`).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ExptSource {
+    pub path: PathBuf,
+    /// `--experiment N` (0-based; needed when the list holds several).
+    pub experiment: Option<usize>,
+    /// `--image K`: the scan's image number (as in its `image_range`).
+    pub image: Option<i64>,
 }
 
 impl Default for Params {
@@ -366,6 +390,10 @@ impl Default for Params {
             seed: None,
             misset_seed: None,
             add_float: Vec::new(),
+            expt: None,
+            panel: None,
+            phi_midpoint: false,
+            a_matrix: None,
         }
     }
 }

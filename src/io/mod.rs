@@ -2,6 +2,7 @@
 //! (`-img`/`-mask` headers), [`text`]. Writers: every output goes through the list in [`outputs`].
 pub mod atomic;
 pub mod cbf;
+pub mod expt;
 pub mod fdump;
 pub mod hdf5;
 pub mod meta;

@@ -6,6 +6,9 @@ use crate::experiment::params::Convention;
 use crate::experiment::Experiment;
 use crate::io::meta::ImageMeta;
 
+/// Whether `-nexusfile` writes a detector of several panels (one NXdetector_module each).
+pub const MULTI_MODULE_NEXUS: bool = false;
+
 /// The geometry and beam of `exp`'s image for CBF and NeXus headers (`exposure` in seconds).
 pub fn image_meta(exp: &Experiment, exposure: f64) -> ImageMeta {
     let d = &exp.det;

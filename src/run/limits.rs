@@ -75,9 +75,14 @@ pub fn check_run(cfg: &Config) -> Result<Estimate> {
         return Ok(Estimate { pixels: 0, bytes: 0, samples: 0.0 }); // setup names the problem
     }
     let too_big = |what: String| Error::setup(what);
-    let pixels = (fp as u64).checked_mul(sp as u64).filter(|&n| n < (1u64 << 40)).ok_or_else(|| {
+    let mut pixels = (fp as u64).checked_mul(sp as u64).filter(|&n| n < (1u64 << 40)).ok_or_else(|| {
         too_big(format!("-detpixels/-detsize/-pixel: a detector of {fp} x {sp} pixels is far too large"))
     })?;
+    // a detector of several panels (--expt without --panel): all of them
+    if let (Some(src), None) = (&cfg.params.expt, cfg.params.panel) {
+        let model = crate::run::expt::read(src)?;
+        pixels = model.panels.iter().map(|p| (p.image_size[0] as u64).saturating_mul(p.image_size[1] as u64)).fold(0u64, u64::saturating_add);
+    }
     let (_, _, phisteps) = resolve_phi(cfg.params.osc.unwrap_or(-1.0), cfg.params.phistep.unwrap_or(-1.0), cfg.params.phisteps.unwrap_or(-1), RTD);
     let hdiv = sanitize(resolve_sweep(cfg.params.hdivrange.unwrap_or(-1.0), cfg.params.hdivstep.unwrap_or(-1.0), cfg.params.hdivsteps.unwrap_or(-1), 1.0));
     let vdiv = sanitize(resolve_sweep(cfg.params.vdivrange.unwrap_or(-1.0), cfg.params.vdivstep.unwrap_or(-1.0), cfg.params.vdivsteps.unwrap_or(-1), 1.0));

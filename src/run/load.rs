@@ -69,6 +69,12 @@ pub fn load_inputs(cfg: &Config) -> Result<Inputs> {
         }
     }
 
+    // --expt: its detector, every panel (the rest of the list was applied to the parameters)
+    if let Some(src) = &p.expt {
+        let model = crate::run::expt::read(src)?;
+        inp.detector = Some(crate::run::expt::panel_specs(&model, p.panel)?);
+    }
+
     if let Some(path) = &p.source_file {
         inp.source_columns = Some(crate::io::sourcefile::read_source_columns(path)?);
     }

@@ -3,6 +3,7 @@
 //! rendering, the setup summary and every output file.
 
 pub mod config;
+pub mod expt;
 pub mod gradients;
 pub mod headers;
 pub mod limits;

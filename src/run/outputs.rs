@@ -59,18 +59,62 @@ impl OutputCtx<'_> {
 /// `series -nexusfile` calls it for each frame of its multi-frame file, so frame k's counts are those
 /// of the single-image run.
 pub fn photon_counts(cfg: &Config, exp: &Experiment, float: &[f32]) -> Vec<i32> {
-    let d = &exp.det;
-    let panel = d.panel();
+    let image = whole_image(exp, float);
     let adc = cfg.output.counts_offset();
     if cfg.output.calculate_noise && cfg.output.noise_mode == crate::noise::NoiseMode::Fast {
-        crate::noise::noise_counts_fast(exp.seed, &panel.image(float), adc)
+        crate::noise::noise_counts_fast(exp.seed, &image, adc)
     } else if cfg.output.calculate_noise {
         let mut rng = exp.rng.clone();
         let mut seed = exp.seed;
-        crate::noise::noise_counts(&mut rng, &mut seed, &panel.image(float), adc)
+        crate::noise::noise_counts(&mut rng, &mut seed, &image, adc)
     } else {
-        crate::io::map_roi(&panel.image(float), |v| ((v as f64) + adc + 0.5).floor() as i32)
+        crate::io::map_roi(&image, |v| ((v as f64) + adc + 0.5).floor() as i32)
     }
+}
+
+/// The image of every panel (panel after panel along the slow axis): the one panel with its ROI, or
+/// all rows of a multi-panel detector.
+pub fn whole_image<'a>(exp: &Experiment, float: &'a [f32]) -> crate::base::image::ImageView<'a> {
+    let d = &exp.det;
+    if d.panels.len() == 1 {
+        d.panel().image(float)
+    } else {
+        crate::base::image::ImageView::new(float, d.fpixels(), d.rows(), crate::base::image::Roi::full(d.fpixels(), d.rows()))
+    }
+}
+
+/// The writers that describe one panel (SMV, PGM, PNG, noise SMV, CBF): with more than one panel the
+/// ones written by default are left out with a note, the ones named on the command line refused.
+/// Returns the outputs to write and the notes.
+pub fn for_panels(planned: Vec<Planned>, cfg: &Config, panels: usize) -> Result<(Vec<Planned>, Vec<String>)> {
+    if panels <= 1 {
+        return Ok((planned, vec![]));
+    }
+    let d = crate::run::config::OutputSettings::default();
+    let mut keep = Vec::new();
+    let mut notes = Vec::new();
+    for p in planned {
+        let (flag, named) = match p.writer.role() {
+            "int" => ("-intfile", cfg.output.intfile != d.intfile),
+            "pgm" => ("-pgmfile", cfg.output.pgmfile != d.pgmfile),
+            "png" => ("--png", true),
+            "noise" => ("-noisefile", cfg.output.noisefile != d.noisefile),
+            "CBF" => ("-cbffile", true),
+            "NeXus" if !crate::run::headers::MULTI_MODULE_NEXUS => ("-nexusfile", true),
+            _ => {
+                keep.push(p);
+                continue;
+            }
+        };
+        if named {
+            return Err(Error::flag(
+                flag,
+                format!("{} holds one panel and the detector has {panels}: write every panel with -nexusfile FILE (and -floatfile), or one with --panel N", p.given.display()),
+            ));
+        }
+        notes.push(format!("note: not writing {} ({}): the detector has {panels} panels; -nexusfile writes them all, --panel N one", p.given.display(), p.writer.role()));
+    }
+    Ok((keep, notes))
 }
 
 /// One output format.
@@ -387,6 +431,9 @@ pub fn input_files(cfg: &Config) -> Vec<(&'static str, PathBuf)> {
     }
     if let Some(p) = &cfg.params.mat_file {
         v.push(("-mat", p.clone()));
+    }
+    if let Some(e) = &cfg.params.expt {
+        v.push(("--expt", e.path.clone()));
     }
     if let Some(p) = &cfg.params.source_file {
         v.push(("-sourcefile", p.clone()));

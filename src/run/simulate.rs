@@ -227,13 +227,11 @@ pub fn write_outputs(cfg: &Config, exp: &mut Experiment, r: &RenderOutput, out: 
 }
 
 fn write_planned(planned: &[Planned], cfg: &Config, exp: &Experiment, r: &RenderOutput, out: &mut dyn Write, extra: crate::io::atomic::OutputSet) -> Result<(ImageStats, Vec<PathBuf>)> {
-    if exp.det.panels.len() != 1 {
-        // the kernels render any number of panels; the image formats here describe one
-        return Err(Error::setup(format!("the image writers take a detector of one panel; this one has {}", exp.det.panels.len())));
-    }
     let d = &exp.det;
     let panel = d.panel();
-    let stats = image_stats(&panel.image(&r.float), panel.mask.as_deref(), exp.sampling.subpixel_size, exp.sampling.oversample);
+    let multi = d.panels.len() > 1;
+    let mask = if multi { None } else { panel.mask.as_deref() };
+    let stats = image_stats(&outputs::whole_image(exp, &r.float), mask, exp.sampling.subpixel_size, exp.sampling.oversample);
     let intfile_scale = crate::stats::int_scale(cfg.output.intfile_scale, stats.max_i);
     let pgm_scale = crate::stats::pgm_scale(cfg.output.pgm_scale, intfile_scale, stats.rmsd);
     let stats_lines = vec![
@@ -241,6 +239,7 @@ fn write_planned(planned: &[Planned], cfg: &Config, exp: &Experiment, r: &Render
         format!("mean= {} rms= {} rmsd= {}", g(stats.mean), g(stats.rms), g(stats.rmsd)),
         format!("intfile_scale = {}", g(intfile_scale)),
     ];
+    let stats_lines = if multi { [panel_stats_lines(exp, &r.float), stats_lines].concat() } else { stats_lines };
     let mut header = smv_header(exp);
     if cfg.output.smv_dxtbx {
         dxtbx_beam_centre(&mut header, exp);
@@ -252,6 +251,21 @@ fn write_planned(planned: &[Planned], cfg: &Config, exp: &Experiment, r: &Render
         let _ = writeln!(out, "{l}");
     }
     Ok((stats, files))
+}
+
+/// One line of statistics per panel of a multi-panel detector (the lines after them are the whole
+/// detector's).
+fn panel_stats_lines(exp: &Experiment, float: &[f32]) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut first = 0;
+    for (i, p) in exp.det.panels.iter().enumerate() {
+        let n = p.fpixels * p.spixels;
+        let st = image_stats(&p.image(&float[first..first + n]), None, exp.sampling.subpixel_size, exp.sampling.oversample);
+        lines.push(format!("panel {i}: max_I = {}  at {} {}  mean= {} rms= {} rmsd= {}", g(st.max_i), g(st.max_i_x), g(st.max_i_y), g(st.mean), g(st.rms), g(st.rmsd)));
+        first += n;
+    }
+    lines.push(format!("all {} panels:", exp.det.panels.len()));
+    lines
 }
 
 /// Print the `-printout` block for one pixel (the C prints it from inside its loop).
@@ -318,12 +332,18 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
     if !cfg.run.quiet {
         let _ = log.flush_to(out);
     }
+    let (planned, notes) = outputs::for_panels(planned, cfg, exp.det.panels.len())?;
     check_geometry_outputs(cfg, &exp)?;
+    if !cfg.run.quiet {
+        for n in notes {
+            let _ = writeln!(out, "{n}");
+        }
+    }
     check_add_float(cfg, exp.pixels())?;
     let setup_s = t0.elapsed().as_secs_f64();
 
     let t1 = Instant::now();
-    let bar = crate::base::progress::Bar::start(cfg.run.progress && !cfg.run.quiet && !cfg.run.printout, exp.det.panel().spixels as u64, "rows");
+    let bar = crate::base::progress::Bar::start(cfg.run.progress && !cfg.run.quiet && !cfg.run.printout, exp.det.rows() as u64, "rows");
     let tick = |n: usize| {
         if let Some(b) = &bar {
             b.inc(n as u64);

@@ -1,0 +1,411 @@
+//! DIALS experiment lists (`.expt`, JSON as dxtbx's `ExperimentList.as_json` writes it): the beam,
+//! detector, goniometer, scan and crystal of one experiment, read into plain models in the file's
+//! units (mm, Å, degrees) and its lab frame. The image files the list names are never opened.
+//!
+//! The detector: each panel's frame (fast, slow, origin) is stored relative to its parent group in
+//! the `hierarchy` (the root group's frame is the lab's). The global frame is composed down the tree:
+//! origin = o_p + x·f_p + y·s_p + z·n_p and each axis v = vx·f_p + vy·s_p + vz·n_p, n_p = f_p × s_p
+//! (dxtbx's `PanelFrame`). Without a hierarchy the panels' frames are global.
+
+use crate::base::vec3::{cross, unitize, V3};
+use crate::{Error, Result};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+#[derive(Deserialize, Debug, Default)]
+#[serde(default)]
+struct ListJson {
+    experiment: Vec<ExperimentJson>,
+    imageset: Vec<serde_json::Value>,
+    beam: Vec<BeamJson>,
+    detector: Vec<DetectorJson>,
+    goniometer: Vec<GoniometerJson>,
+    scan: Vec<ScanJson>,
+    crystal: Vec<CrystalJson>,
+}
+
+#[derive(Deserialize, Debug, Default)]
+#[serde(default)]
+struct ExperimentJson {
+    beam: Option<usize>,
+    detector: Option<usize>,
+    goniometer: Option<usize>,
+    scan: Option<usize>,
+    crystal: Option<usize>,
+    imageset: Option<usize>,
+}
+
+#[derive(Deserialize, Debug, Default)]
+#[serde(default)]
+struct BeamJson {
+    direction: Option<V3>,
+    wavelength: Option<f64>,
+    polarization_normal: Option<V3>,
+    polarization_fraction: Option<f64>,
+    divergence: f64,
+    sigma_divergence: f64,
+    s0_at_scan_points: Vec<serde_json::Value>,
+    #[serde(rename = "__id__")]
+    id: Option<String>,
+}
+
+#[derive(Deserialize, Debug, Default, Clone)]
+#[serde(default)]
+struct NodeJson {
+    name: String,
+    fast_axis: Option<V3>,
+    slow_axis: Option<V3>,
+    origin: Option<V3>,
+    image_size: Option<[i64; 2]>,
+    pixel_size: Option<[f64; 2]>,
+    thickness: f64,
+    material: String,
+    mu: f64,
+    panel: Option<usize>,
+    children: Vec<NodeJson>,
+}
+
+#[derive(Deserialize, Debug, Default)]
+#[serde(default)]
+struct DetectorJson {
+    panels: Vec<NodeJson>,
+    hierarchy: Option<NodeJson>,
+}
+
+#[derive(Deserialize, Debug, Default)]
+#[serde(default)]
+struct GoniometerJson {
+    rotation_axis: Option<V3>,
+    fixed_rotation: Option<[f64; 9]>,
+    setting_rotation: Option<[f64; 9]>,
+    setting_rotation_at_scan_points: Vec<serde_json::Value>,
+    axes: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize, Debug, Default)]
+#[serde(default)]
+struct ScanJson {
+    image_range: Option<[i64; 2]>,
+    oscillation: Option<[f64; 2]>,
+    properties: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize, Debug, Default)]
+#[serde(default)]
+struct CrystalJson {
+    real_space_a: Option<V3>,
+    real_space_b: Option<V3>,
+    real_space_c: Option<V3>,
+    #[serde(rename = "A_at_scan_points")]
+    a_at_scan_points: Vec<serde_json::Value>,
+    space_group_hall_symbol: Option<String>,
+}
+
+/// The beam: `direction` points from the sample towards the source (s0 = −direction/λ).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExptBeam {
+    pub direction: V3,
+    /// Å
+    pub wavelength: f64,
+    pub polarization_normal: V3,
+    pub polarization_fraction: f64,
+}
+
+/// One panel in the lab frame (mm).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExptPanel {
+    pub name: String,
+    pub fast_axis: V3,
+    pub slow_axis: V3,
+    /// Lab position of the outer corner of the first pixel, mm.
+    pub origin: V3,
+    /// Pixels along fast, slow.
+    pub image_size: [usize; 2],
+    /// mm along fast, slow.
+    pub pixel_size: [f64; 2],
+    /// mm (0 = not given)
+    pub thickness: f64,
+    /// 1/mm
+    pub mu: f64,
+    pub material: String,
+}
+
+/// The goniometer: the lab-frame axis is S·axis; the crystal at scan angle φ is S·R(axis, φ)·F·A.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExptGoniometer {
+    pub rotation_axis: V3,
+    /// Row-major 3×3.
+    pub fixed_rotation: [f64; 9],
+    pub setting_rotation: [f64; 9],
+}
+
+/// The scan: images `image_range[0]..=image_range[1]`; image k starts at
+/// `oscillation[0] + (k − image_range[0])·oscillation[1]` degrees.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExptScan {
+    pub image_range: [i64; 2],
+    /// start, width (degrees)
+    pub oscillation: [f64; 2],
+}
+
+/// The crystal's real-space vectors a, b, c (Å) in the lab frame at φ = 0 (before F and S).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExptCrystal {
+    pub real_space: [V3; 3],
+    pub space_group_hall_symbol: Option<String>,
+}
+
+/// One experiment of a list, resolved: global panel frames, every model it names.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExptModel {
+    pub path: PathBuf,
+    /// Which experiment of the list (0-based).
+    pub index: usize,
+    pub beam: ExptBeam,
+    pub panels: Vec<ExptPanel>,
+    pub goniometer: Option<ExptGoniometer>,
+    pub scan: Option<ExptScan>,
+    pub crystal: Option<ExptCrystal>,
+    /// The experiment's imageset entry as written (kept for `--expt-out`).
+    pub imageset: Option<serde_json::Value>,
+}
+
+/// Read experiment `which` (0-based; `None` is allowed only for a list of one) of the DIALS experiment
+/// list at `path`. `flag` names the option that selects the experiment in messages.
+pub fn read_expt(path: &Path, which: Option<usize>, flag: &str) -> Result<ExptModel> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::read(path, "cannot read experiment list", e))?;
+    let list: ListJson = serde_json::from_str(&text).map_err(|e| Error::file(path, format!("not a DIALS experiment list: {e}")))?;
+    let bad = |jpath: String, why: String| Error::file(path, format!("{jpath}: {why}"));
+    let n = list.experiment.len();
+    let index = match (which, n) {
+        (_, 0) => return Err(bad("experiment".into(), "the list holds no experiment".into())),
+        (None, 1) => 0,
+        (None, n) => return Err(bad("experiment".into(), format!("the list holds {n} experiments: choose one with {flag} N (0 to {})", n - 1))),
+        (Some(i), n) if i >= n => return Err(Error::flag(flag, format!("{i} is past the {n} experiments of {} (0 to {})", path.display(), n - 1))),
+        (Some(i), _) => i,
+    };
+    let e = &list.experiment[index];
+    let ep = format!("experiment[{index}]");
+    fn pick<'a, T>(v: &'a [T], i: Option<usize>, what: &str, ep: &str) -> std::result::Result<Option<&'a T>, (String, String)> {
+        match i {
+            None => Ok(None),
+            Some(i) => v.get(i).map(Some).ok_or_else(|| (format!("{ep}.{what}"), format!("{i} is past the {} {what} models of the list", v.len()))),
+        }
+    }
+    let beam = pick(&list.beam, e.beam, "beam", &ep).map_err(|(p, w)| bad(p, w))?.ok_or_else(|| bad(format!("{ep}.beam"), "the experiment has no beam".into()))?;
+    let det = pick(&list.detector, e.detector, "detector", &ep).map_err(|(p, w)| bad(p, w))?.ok_or_else(|| bad(format!("{ep}.detector"), "the experiment has no detector".into()))?;
+    let gonio = pick(&list.goniometer, e.goniometer, "goniometer", &ep).map_err(|(p, w)| bad(p, w))?;
+    let scan = pick(&list.scan, e.scan, "scan", &ep).map_err(|(p, w)| bad(p, w))?;
+    let crystal = pick(&list.crystal, e.crystal, "crystal", &ep).map_err(|(p, w)| bad(p, w))?;
+    let imageset = e.imageset.and_then(|i| list.imageset.get(i).cloned());
+
+    let bi = e.beam.unwrap_or(0);
+    let beam = read_beam(beam, &format!("beam[{bi}]")).map_err(|(p, w)| bad(p, w))?;
+    let di = e.detector.unwrap_or(0);
+    let panels = read_detector(det, &format!("detector[{di}]")).map_err(|(p, w)| bad(p, w))?;
+    let goniometer = match gonio {
+        Some(g) => Some(read_goniometer(g, &format!("goniometer[{}]", e.goniometer.unwrap_or(0))).map_err(|(p, w)| bad(p, w))?),
+        None => None,
+    };
+    let scan = match scan {
+        Some(s) => Some(read_scan(s, &format!("scan[{}]", e.scan.unwrap_or(0))).map_err(|(p, w)| bad(p, w))?),
+        None => None,
+    };
+    let crystal = match crystal {
+        Some(c) => Some(read_crystal(c, &format!("crystal[{}]", e.crystal.unwrap_or(0))).map_err(|(p, w)| bad(p, w))?),
+        None => None,
+    };
+    Ok(ExptModel { path: path.to_path_buf(), index, beam, panels, goniometer, scan, crystal, imageset })
+}
+
+type JResult<T> = std::result::Result<T, (String, String)>;
+
+fn need<T: Copy>(v: Option<T>, jpath: &str, field: &str) -> JResult<T> {
+    v.ok_or_else(|| (format!("{jpath}.{field}"), "missing".to_string()))
+}
+
+fn finite(v: &[f64], jpath: &str, field: &str) -> JResult<()> {
+    if v.iter().all(|x| x.is_finite()) {
+        Ok(())
+    } else {
+        Err((format!("{jpath}.{field}"), format!("{v:?} is not finite")))
+    }
+}
+
+fn read_beam(b: &BeamJson, jp: &str) -> JResult<ExptBeam> {
+    if !b.s0_at_scan_points.is_empty() {
+        return Err((format!("{jp}.s0_at_scan_points"), "scan-varying beam: a beam that changes across the scan cannot be simulated".into()));
+    }
+    if let Some(id) = &b.id {
+        if id != "monochromatic" {
+            return Err((format!("{jp}.__id__"), format!("a {id} beam cannot be simulated (only a monochromatic beam)")));
+        }
+    }
+    let direction = need(b.direction, jp, "direction")?;
+    let wavelength = need(b.wavelength, jp, "wavelength")?;
+    finite(&direction, jp, "direction")?;
+    if !(wavelength > 0.0 && wavelength.is_finite()) {
+        return Err((format!("{jp}.wavelength"), format!("{wavelength} Å must be positive")));
+    }
+    let (d, len) = unitize(&direction);
+    if !(len > 0.0) {
+        return Err((format!("{jp}.direction"), "the zero vector is no direction".into()));
+    }
+    let normal = b.polarization_normal.unwrap_or([0.0, 1.0, 0.0]);
+    finite(&normal, jp, "polarization_normal")?;
+    let pf = b.polarization_fraction.unwrap_or(0.5);
+    if !(0.0..=1.0).contains(&pf) {
+        return Err((format!("{jp}.polarization_fraction"), format!("{pf} is not between 0 and 1")));
+    }
+    if b.divergence != 0.0 || b.sigma_divergence != 0.0 {
+        // the model's divergence is a refined spot-width parameter, not a beam to sample: ignored
+    }
+    Ok(ExptBeam { direction: d, wavelength, polarization_normal: normal, polarization_fraction: pf })
+}
+
+/// A node's frame (fast, slow, origin) as given.
+fn frame(n: &NodeJson, jp: &str) -> JResult<(V3, V3, V3)> {
+    let f = need(n.fast_axis, jp, "fast_axis")?;
+    let s = need(n.slow_axis, jp, "slow_axis")?;
+    let o = need(n.origin, jp, "origin")?;
+    finite(&f, jp, "fast_axis")?;
+    finite(&s, jp, "slow_axis")?;
+    finite(&o, jp, "origin")?;
+    Ok((f, s, o))
+}
+
+/// `local` (fast, slow, origin) in the frame of `parent`, made global.
+fn compose(parent: &(V3, V3, V3), local: &(V3, V3, V3)) -> (V3, V3, V3) {
+    let (pf, ps, po) = parent;
+    let pn = cross(pf, ps);
+    let m = |v: &V3| -> V3 { std::array::from_fn(|i| v[0] * pf[i] + v[1] * ps[i] + v[2] * pn[i]) };
+    let o = m(&local.2);
+    (m(&local.0), m(&local.1), [po[0] + o[0], po[1] + o[1], po[2] + o[2]])
+}
+
+fn read_detector(d: &DetectorJson, jp: &str) -> JResult<Vec<ExptPanel>> {
+    if d.panels.is_empty() {
+        return Err((format!("{jp}.panels"), "the detector has no panel".into()));
+    }
+    // global frame of each panel
+    let mut frames: Vec<Option<(V3, V3, V3)>> = vec![None; d.panels.len()];
+    match &d.hierarchy {
+        None => {
+            for (i, p) in d.panels.iter().enumerate() {
+                frames[i] = Some(frame(p, &format!("{jp}.panels[{i}]"))?);
+            }
+        }
+        Some(root) => {
+            let rf = frame(root, &format!("{jp}.hierarchy"))?;
+            walk(d, &root.children, &rf, &format!("{jp}.hierarchy"), &mut frames, 0)?;
+        }
+    }
+    let mut out = Vec::with_capacity(d.panels.len());
+    for (i, p) in d.panels.iter().enumerate() {
+        let pj = format!("{jp}.panels[{i}]");
+        let (f, s, o) = frames[i].ok_or_else(|| (format!("{jp}.hierarchy"), format!("panel {i} is not in the hierarchy")))?;
+        let size = need(p.image_size, &pj, "image_size")?;
+        if size[0] <= 0 || size[1] <= 0 {
+            return Err((format!("{pj}.image_size"), format!("{size:?}: a panel needs pixels")));
+        }
+        let px = need(p.pixel_size, &pj, "pixel_size")?;
+        if !(px[0] > 0.0 && px[1] > 0.0 && px[0].is_finite() && px[1].is_finite()) {
+            return Err((format!("{pj}.pixel_size"), format!("{px:?} mm: pixel sizes must be positive")));
+        }
+        if !(p.thickness >= 0.0 && p.thickness.is_finite() && p.mu >= 0.0 && p.mu.is_finite()) {
+            return Err((format!("{pj}.thickness"), format!("thickness {} mm and mu {} /mm must be finite and not negative", p.thickness, p.mu)));
+        }
+        out.push(ExptPanel {
+            name: p.name.clone(),
+            fast_axis: f,
+            slow_axis: s,
+            origin: o,
+            image_size: [size[0] as usize, size[1] as usize],
+            pixel_size: px,
+            thickness: p.thickness,
+            mu: p.mu,
+            material: p.material.clone(),
+        });
+    }
+    Ok(out)
+}
+
+fn walk(d: &DetectorJson, children: &[NodeJson], parent: &(V3, V3, V3), jp: &str, frames: &mut [Option<(V3, V3, V3)>], depth: usize) -> JResult<()> {
+    if depth > 64 {
+        return Err((jp.to_string(), "the hierarchy is more than 64 groups deep".into()));
+    }
+    for (k, c) in children.iter().enumerate() {
+        let cj = format!("{jp}.children[{k}]");
+        match c.panel {
+            Some(i) => {
+                let p = d.panels.get(i).ok_or_else(|| (format!("{cj}.panel"), format!("{i} is past the {} panels", d.panels.len())))?;
+                if frames[i].is_some() {
+                    return Err((format!("{cj}.panel"), format!("panel {i} appears twice in the hierarchy")));
+                }
+                let local = frame(p, &format!("{}.panels[{i}]", jp.split(".hierarchy").next().unwrap_or(jp)))?;
+                frames[i] = Some(compose(parent, &local));
+            }
+            None => {
+                let local = frame(c, &cj)?;
+                let g = compose(parent, &local);
+                walk(d, &c.children, &g, &cj, frames, depth + 1)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn read_goniometer(g: &GoniometerJson, jp: &str) -> JResult<ExptGoniometer> {
+    if !g.setting_rotation_at_scan_points.is_empty() {
+        return Err((format!("{jp}.setting_rotation_at_scan_points"), "scan-varying goniometer: a setting that changes across the scan cannot be simulated".into()));
+    }
+    if g.axes.is_some() && g.rotation_axis.is_none() {
+        return Err((format!("{jp}.axes"), "a multi-axis goniometer without its effective rotation_axis cannot be simulated".into()));
+    }
+    let axis = need(g.rotation_axis, jp, "rotation_axis")?;
+    finite(&axis, jp, "rotation_axis")?;
+    let (axis, len) = unitize(&axis);
+    if !(len > 0.0) {
+        return Err((format!("{jp}.rotation_axis"), "the zero vector is no axis".into()));
+    }
+    let id = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0];
+    let fixed = g.fixed_rotation.unwrap_or(id);
+    let setting = g.setting_rotation.unwrap_or(id);
+    finite(&fixed, jp, "fixed_rotation")?;
+    finite(&setting, jp, "setting_rotation")?;
+    Ok(ExptGoniometer { rotation_axis: axis, fixed_rotation: fixed, setting_rotation: setting })
+}
+
+fn read_scan(s: &ScanJson, jp: &str) -> JResult<ExptScan> {
+    let image_range = need(s.image_range, jp, "image_range")?;
+    let oscillation = match (s.oscillation, &s.properties) {
+        (Some(o), _) => o,
+        (None, Some(p)) => {
+            // newer dxtbx: properties.oscillation holds each image's start angle
+            let starts: Vec<f64> = p.get("oscillation").and_then(|v| v.as_array()).map(|a| a.iter().filter_map(|x| x.as_f64()).collect()).unwrap_or_default();
+            match starts.as_slice() {
+                [a, b, ..] => [*a, b - a],
+                _ => return Err((format!("{jp}.properties.oscillation"), "needs the start angles of at least two images".into())),
+            }
+        }
+        (None, None) => return Err((format!("{jp}.oscillation"), "missing".into())),
+    };
+    finite(&oscillation, jp, "oscillation")?;
+    if image_range[1] < image_range[0] {
+        return Err((format!("{jp}.image_range"), format!("{image_range:?} holds no image")));
+    }
+    Ok(ExptScan { image_range, oscillation })
+}
+
+fn read_crystal(c: &CrystalJson, jp: &str) -> JResult<ExptCrystal> {
+    if !c.a_at_scan_points.is_empty() {
+        return Err((format!("{jp}.A_at_scan_points"), "scan-varying crystal: an orientation or cell that changes across the scan cannot be simulated".into()));
+    }
+    let a = need(c.real_space_a, jp, "real_space_a")?;
+    let b = need(c.real_space_b, jp, "real_space_b")?;
+    let cc = need(c.real_space_c, jp, "real_space_c")?;
+    for (v, f) in [(&a, "real_space_a"), (&b, "real_space_b"), (&cc, "real_space_c")] {
+        finite(v, jp, f)?;
+    }
+    Ok(ExptCrystal { real_space: [a, b, cc], space_group_hall_symbol: c.space_group_hall_symbol.clone() })
+}

@@ -1,0 +1,267 @@
+//! Detectors from a DIALS experiment list (`--expt`), end to end through the binary: a one-panel list
+//! gives the image of the same geometry typed as custom-vector flags; a panel split in two gives the
+//! pixels of the whole; each panel of a multi-panel run is the image of that panel alone (`--panel N`)
+//! and of its custom vectors; bad lists and outputs that hold one panel are refused with one line.
+//! Every list is written here as JSON (no dxtbx needed).
+
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn run_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nanobragg-rs")).arg("simulate").args(args).current_dir(dir).output().unwrap()
+}
+
+fn ok(dir: &Path, args: &[&str]) -> String {
+    let out = run_in(dir, args);
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn refused(dir: &Path, args: &[&str], needle: &str) {
+    let out = run_in(dir, args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(9), "{args:?} should be refused: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(err.contains(needle), "{args:?}: {err:?} should mention {needle:?}");
+}
+
+fn floats(path: &Path) -> Vec<f32> {
+    std::fs::read(path).unwrap().chunks(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+}
+
+fn assert_close(a: &[f32], b: &[f32], what: &str) {
+    assert_eq!(a.len(), b.len(), "{what}: sizes");
+    let peak = a.iter().chain(b).fold(0f32, |m, v| m.max(v.abs())) as f64;
+    assert!(peak > 0.0, "{what}: empty image");
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        let d = (*x as f64 - *y as f64).abs();
+        assert!(d <= 1e-6 * peak, "{what}: pixel {i}: {x} vs {y} (peak {peak})");
+    }
+}
+
+/// A panel as dxtbx writes it (local frame = global without a hierarchy).
+fn panel(name: &str, fast: [f64; 3], slow: [f64; 3], origin: [f64; 3], size: [usize; 2]) -> Value {
+    json!({"name": name, "type": "SENSOR_PAD", "fast_axis": fast, "slow_axis": slow, "origin": origin,
+           "raw_image_offset": [0, 0], "image_size": size, "pixel_size": [0.1, 0.1], "trusted_range": [0.0, 1e6],
+           "thickness": 0.0, "material": "Si", "mu": 0.0, "identifier": "", "mask": [], "gain": 1.0, "pedestal": 0.0,
+           "px_mm_strategy": {"type": "SimplePxMmStrategy"}})
+}
+
+const S: [f64; 9] = [0.984807753, -0.173648178, 0.0, 0.173648178, 0.984807753, 0.0, 0.0, 0.0, 1.0]; // 10° about z
+const F: [f64; 9] = [0.939692621, 0.0, 0.342020143, 0.0, 1.0, 0.0, -0.342020143, 0.0, 0.939692621]; // 20° about y
+const A: [f64; 3] = [24.0, 5.0, -3.0];
+const B: [f64; 3] = [-4.0, 26.0, 2.0];
+const C: [f64; 3] = [3.0, -1.0, 29.0];
+
+fn expt(panels: Vec<Value>, hierarchy: Option<Value>) -> Value {
+    let mut det = json!({"panels": panels});
+    if let Some(h) = hierarchy {
+        det["hierarchy"] = h;
+    }
+    json!({"__id__": "ExperimentList",
+        "experiment": [{"__id__": "Experiment", "identifier": "", "beam": 0, "detector": 0, "goniometer": 0, "scan": 0, "crystal": 0}],
+        "imageset": [],
+        "beam": [{"direction": [0.01, -0.02, 1.0], "wavelength": 1.1, "divergence": 0.0, "sigma_divergence": 0.0,
+                  "polarization_normal": [0.0, 1.0, 0.0], "polarization_fraction": 0.9, "flux": 0.0, "transmission": 1.0}],
+        "detector": [det],
+        "goniometer": [{"rotation_axis": [1.0, 0.1, 0.0], "fixed_rotation": F, "setting_rotation": S}],
+        "scan": [{"image_range": [1, 20], "batch_offset": 0, "oscillation": [5.0, 0.5]}],
+        "crystal": [{"__id__": "crystal", "real_space_a": A, "real_space_b": B, "real_space_c": C, "space_group_hall_symbol": " P 1"}],
+        "profile": [], "scaling_model": []})
+}
+
+fn write(dir: &Path, name: &str, v: &Value) -> String {
+    std::fs::write(dir.join(name), serde_json::to_string_pretty(v).unwrap()).unwrap();
+    name.to_string()
+}
+
+const RUN: &[&str] = &["-default_F", "100", "-N", "6", "-oversample", "1", "-nonoise", "-nopgm"];
+
+fn unit(v: [f64; 3]) -> [f64; 3] {
+    let n = (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]).sqrt();
+    v.map(|x| x / n)
+}
+fn cross(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
+    [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+}
+fn dot(a: [f64; 3], b: [f64; 3]) -> f64 {
+    a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+}
+fn mv(m: &[f64; 9], v: [f64; 3]) -> [f64; 3] {
+    [m[0] * v[0] + m[1] * v[1] + m[2] * v[2], m[3] * v[0] + m[4] * v[1] + m[5] * v[2], m[6] * v[0] + m[7] * v[1] + m[8] * v[2]]
+}
+
+/// The flags of a CUSTOM-convention run with the same beam, crystal, spindle, image 7 and panel
+/// (fast, slow, origin in mm; pixels fast × slow).
+fn flags_for(dir: &Path, fast: [f64; 3], slow: [f64; 3], origin: [f64; 3], size: [usize; 2]) -> Vec<String> {
+    let beam = unit([-0.01, 0.02, -1.0]);
+    let e = unit(cross([0.0, 1.0, 0.0], beam));
+    let spindle = unit(mv(&S, unit([1.0, 0.1, 0.0])));
+    let [a, b, c] = [A, B, C].map(|v| mv(&S, mv(&F, v)));
+    let v = dot(a, cross(b, c));
+    let stars = [cross(b, c), cross(c, a), cross(a, b)].map(|x| x.map(|y| y / v * 1.1));
+    let mat: String = (0..3).map(|r| format!("{:.17e} {:.17e} {:.17e}\n", stars[0][r], stars[1][r], stars[2][r])).collect();
+    std::fs::write(dir.join("A.mat"), mat).unwrap();
+    let (f, s) = (unit(fast), unit(slow));
+    let o = unit(cross(f, s));
+    let close = dot(origin, o);
+    let s3 = |v: [f64; 3]| v.iter().map(|x| format!("{x:.17e}")).collect::<Vec<_>>();
+    let mut args: Vec<String> = vec!["-mat".into(), "A.mat".into(), "-lambda".into(), "1.1".into()];
+    for (flag, vec) in [("-beam_vector", beam), ("-polar_vector", e), ("-spindle_axis", spindle), ("-fdet_vector", f), ("-sdet_vector", s), ("-odet_vector", o)] {
+        args.push(flag.into());
+        args.extend(s3(vec));
+    }
+    args.extend(
+        [
+            "-polar", "0.8", "-pivot", "sample", "-pixel", "0.1",
+        ]
+        .map(String::from),
+    );
+    args.extend([
+        "-detpixels_f".into(),
+        size[0].to_string(),
+        "-detpixels_s".into(),
+        size[1].to_string(),
+        "-Xbeam".into(),
+        format!("{:.17e}", -dot(origin, f)),
+        "-Ybeam".into(),
+        format!("{:.17e}", -dot(origin, s)),
+        "-close_distance".into(),
+        format!("{close:.17e}"),
+        "-phi".into(),
+        "8".into(),
+        "-osc".into(),
+        "0.5".into(),
+        "--phi-midpoint".into(),
+    ]);
+    args
+}
+
+const TILTED_F: [f64; 3] = [0.9961946980917455, 0.0, -0.08715574274765817];
+const TILTED_O: [f64; 3] = [-13.0, 6.3, -60.5];
+const SECOND_F: [f64; 3] = [0.9925461516413221, 0.0, 0.1218693434051475];
+const SECOND_O: [f64; 3] = [0.76, 6.3, -57.5];
+
+#[test]
+fn one_panel_list_equals_the_same_geometry_as_flags() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let e = write(d, "one.expt", &expt(vec![panel("p", TILTED_F, [0.0, -1.0, 0.0], TILTED_O, [96, 80])], None));
+    ok(d, &[&["--expt", &e, "--image", "7", "-floatfile", "expt.bin"], RUN].concat());
+    let flags = flags_for(d, TILTED_F, [0.0, -1.0, 0.0], TILTED_O, [96, 80]);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    ok(d, &[&flags[..], &["-floatfile", "flags.bin"], RUN].concat());
+    assert_close(&floats(&d.join("expt.bin")), &floats(&d.join("flags.bin")), "--expt vs flags");
+}
+
+#[test]
+fn a_panel_split_in_two_gives_the_pixels_of_the_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let s = [0.0, -1.0, 0.0];
+    let whole = write(d, "whole.expt", &expt(vec![panel("p", TILTED_F, s, TILTED_O, [96, 80])], None));
+    let lower = [TILTED_O[0], TILTED_O[1] - 4.0, TILTED_O[2]]; // 40 rows of 0.1 mm down the slow axis
+    let split = write(d, "split.expt", &expt(vec![panel("a", TILTED_F, s, TILTED_O, [96, 40]), panel("b", TILTED_F, s, lower, [96, 40])], None));
+    ok(d, &[&["--expt", &whole, "--image", "3", "-floatfile", "whole.bin"], RUN].concat());
+    let out = ok(d, &[&["--expt", &split, "--image", "3", "-floatfile", "split.bin"], RUN].concat());
+    assert!(out.contains("panel 1: max_I"), "per-panel statistics: {out}");
+    assert!(out.contains("note: not writing intimage.img"), "{out}");
+    assert_close(&floats(&d.join("whole.bin")), &floats(&d.join("split.bin")), "two halves vs whole");
+}
+
+/// A two-level hierarchy: each module a group (tilted, at its own distance) holding one panel.
+fn hierarchical() -> Value {
+    let root = |children: Vec<Value>| {
+        let mut r = panel("", [1.0, 0.0, 0.0], [0.0, -1.0, 0.0], [0.0, 0.0, 0.0], [0, 0]);
+        r["children"] = json!(children);
+        r
+    };
+    // root frame = lab; groups hold the global frames of SECOND/TILTED, panels sit 0.2/0.1/0.5 mm off
+    let group = |f: [f64; 3], o: [f64; 3], i: usize| {
+        // local frame in the root (f_root = x, s_root = −y, n_root = −z)
+        let mut g = panel("", [f[0], -f[1], -f[2]], [0.0, 1.0, 0.0], [o[0], -o[1], -o[2]], [0, 0]);
+        g["children"] = json!([{"panel": i}]);
+        g
+    };
+    let mut p0 = panel("m0", [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.2, 0.1, 0.5], [64, 48]);
+    let mut p1 = panel("m1", [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.3, 0.0], [64, 40]);
+    p0["image_size"] = json!([64, 48]);
+    p1["image_size"] = json!([64, 40]);
+    expt(vec![p0, p1], Some(root(vec![group(TILTED_F, TILTED_O, 0), group(SECOND_F, SECOND_O, 1)])))
+}
+
+/// Global frame of a panel at local (x, y, z) with local axes (1,0,0), (0,1,0) in a group whose global
+/// frame is (f, s = (0,−1,0), o).
+fn global(f: [f64; 3], o: [f64; 3], local: [f64; 3]) -> ([f64; 3], [f64; 3], [f64; 3]) {
+    let s = [0.0, -1.0, 0.0];
+    let n = cross(f, s);
+    let origin = [0, 1, 2].map(|i| o[i] + local[0] * f[i] + local[1] * s[i] + local[2] * n[i]);
+    (f, s, origin)
+}
+
+#[test]
+fn each_panel_of_a_multi_panel_run_is_that_panel_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let e = write(d, "h.expt", &hierarchical());
+    ok(d, &[&["--expt", &e, "--image", "7", "-floatfile", "all.bin"], RUN].concat());
+    let all = floats(&d.join("all.bin"));
+    assert_eq!(all.len(), 64 * 48 + 64 * 40);
+    let parts = [(0, 0..64 * 48, global(TILTED_F, TILTED_O, [0.2, 0.1, 0.5]), [64, 48]), (1, 64 * 48..all.len(), global(SECOND_F, SECOND_O, [0.0, 0.3, 0.0]), [64, 40])];
+    for (i, range, (f, s, o), size) in parts {
+        let name = format!("p{i}.bin");
+        ok(d, &[&["--expt", &e, "--image", "7", "--panel", &i.to_string(), "-floatfile", &name, "-intfile", "p.img"], RUN].concat());
+        assert_eq!(&all[range.clone()], &floats(&d.join(&name))[..], "panel {i} alone (bit for bit)");
+        let flags = flags_for(d, f, s, o, size);
+        let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+        ok(d, &[&flags[..], &["-floatfile", "f.bin"], RUN].concat());
+        assert_close(&all[range], &floats(&d.join("f.bin")), &format!("panel {i} vs its custom vectors"));
+    }
+}
+
+#[test]
+fn bad_lists_and_one_panel_outputs_are_refused_with_one_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let s = [0.0, -1.0, 0.0];
+    let two_panels = || expt(vec![panel("a", TILTED_F, s, TILTED_O, [96, 40]), panel("b", SECOND_F, s, SECOND_O, [96, 40])], None);
+    let good = write(d, "good.expt", &two_panels());
+
+    let mut two = two_panels();
+    let e0 = two["experiment"][0].clone();
+    two["experiment"] = json!([e0.clone(), e0]);
+    let two = write(d, "two.expt", &two);
+    refused(d, &[&["--expt", &two], RUN].concat(), "--experiment");
+    ok(d, &[&["--expt", &two, "--experiment", "1", "-floatfile", "x.bin"], RUN].concat());
+
+    let mut sv = two_panels();
+    sv["crystal"][0]["A_at_scan_points"] = json!([[1, 0, 0, 0, 1, 0, 0, 0, 1]]);
+    let sv = write(d, "sv.expt", &sv);
+    refused(d, &[&["--expt", &sv], RUN].concat(), "scan-varying");
+
+    let mut rect = two_panels();
+    rect["detector"][0]["panels"][1]["pixel_size"] = json!([0.1, 0.2]);
+    let rect = write(d, "rect.expt", &rect);
+    refused(d, &[&["--expt", &rect], RUN].concat(), "not square");
+
+    let mut behind = two_panels();
+    behind["detector"][0]["panels"][0]["origin"] = json!([-13.0, 6.3, 60.0]);
+    let behind = write(d, "behind.expt", &behind);
+    refused(d, &[&["--expt", &behind], RUN].concat(), "distance");
+
+    let notjson = write(d, "bad.expt", &json!("not a list"));
+    refused(d, &[&["--expt", &notjson], RUN].concat(), "bad.expt");
+
+    for out in [&["-intfile", "x.img"][..], &["-noisefile", "n.img"], &["-pgmfile", "x.pgm"], &["--png", "x.png"], &["-cbffile", "x.cbf"]] {
+        refused(d, &[&["--expt", &good], RUN, out].concat(), "--panel");
+    }
+    refused(d, &[&["--expt", &good, "--panel", "2"], RUN].concat(), "--panel");
+    refused(d, &[&["--expt", &good, "--image", "21"], RUN].concat(), "--image");
+    refused(d, &[&["--expt", &good, "-distance", "100"], RUN].concat(), "-distance");
+    refused(d, &[&["--panel", "0"], RUN].concat(), "--expt");
+    // a flag after --expt overrides it: -lambda changes the image
+    ok(d, &[&["--expt", &good, "-floatfile", "l1.bin"], RUN].concat());
+    ok(d, &[&["--expt", &good, "-lambda", "1.0", "-floatfile", "l2.bin"], RUN].concat());
+    assert_ne!(floats(&d.join("l1.bin")), floats(&d.join("l2.bin")));
+}
