@@ -189,7 +189,9 @@ fn dual_pass_image_equals_the_kernels() {
 #[test]
 fn refusals_are_one_line_exit_9() {
     let dir = tempfile::tempdir().unwrap();
-    let cases: [(&str, &str); 4] = [
+    let cases: [(&str, &str); 6] = [
+        ("-cell 70 80 90 90 90 90 -default_F 1 -detpixels 8 --loss-out L.json", "--loss-out: needs --observed"),
+        ("-cell 70 80 90 90 90 90 -default_F 1 -detpixels 8 --observed nothere.bin", "nothere.bin"),
         ("-cell 70 80 90 90 90 90 -default_F 1 -detpixels 8 --gradients rot_q", "unknown parameter 'rot_q' (valid: rot_x"),
         ("-cell 70 80 90 90 90 90 -default_F 1 -detpixels 8 -tophat_spots --gradients Na", "-tophat_spots"),
         ("-cell 70 80 90 90 90 90 -default_F 1 -detpixels 8 --gradients", "--gradients: missing value"),
@@ -206,4 +208,106 @@ fn refusals_are_one_line_exit_9() {
         assert_eq!(err.trim_end().lines().count(), 1, "{args}: {err}");
         assert!(!dir.path().join("floatimage.bin").exists(), "{args}: wrote an image");
     }
+}
+
+/// dL/dF (editing one `-hkl` line) against finite differences of the loss, both losses, with
+/// nearest-neighbour and tricubic F.
+#[test]
+fn loss_gradients_match_finite_differences() {
+    let Some(p1) = golden_input("P1.hkl") else {
+        eprintln!("skipped: no golden inputs");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let hkl: Vec<(String, f64)> = std::fs::read_to_string(p1)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let t: Vec<&str> = l.split_whitespace().collect();
+            (t[..3].join(" "), t[3].parse().unwrap())
+        })
+        .collect();
+    let write_hkl = |name: &str, edit: Option<(usize, f64)>| {
+        let text: String = hkl.iter().enumerate().map(|(i, (idx, f))| format!("{idx} {}\n", f + edit.filter(|e| e.0 == i).map_or(0.0, |e| e.1))).collect();
+        std::fs::write(d.join(name), text).unwrap();
+    };
+    write_hkl("base.hkl", None);
+    let base = words("-cell 60 70 80 90 100 90 -misset 5 10 15 -lambda 1 -distance 100 -pixel 0.1 -N 3 -detpixels 40 -oversample 2 -dump F.bin");
+    let loss_json = |hkl: &str, extra: &[String]| -> serde_json::Value {
+        let args = [base.clone(), words(&format!("-hkl {hkl} --observed obs.bin --loss-out L.json")), extra.to_vec()].concat();
+        run(d, &args, &[], &[]);
+        serde_json::from_str(&std::fs::read_to_string(d.join("L.json")).unwrap()).unwrap()
+    };
+    for interp in ["-nointerpolate", "-interpolate"] {
+        let (mu, _) = run(d, &[base.clone(), words(&format!("-hkl base.hkl {interp}"))].concat(), &[], &[]);
+        let obs: Vec<u8> = mu.iter().flat_map(|m| ((m * 1.3 + 0.5) as f32).to_le_bytes()).collect();
+        std::fs::write(d.join("obs.bin"), obs).unwrap();
+        for loss in ["poisson", "lsq"] {
+            let opts = words(&format!("{interp} --loss {loss}"));
+            let l0 = loss_json("base.hkl", &[opts.clone(), words("--dfhkl-out G.hkl")].concat());
+            assert_eq!(l0["loss"], loss);
+            let fd = |set: &dyn Fn(f64) -> (String, Vec<String>), h: f64| -> f64 {
+                let v: Vec<f64> = [1.0, -1.0, 2.0, -2.0].iter().map(|k| {
+                    let (file, extra) = set(k * h);
+                    loss_json(&file, &[opts.clone(), extra].concat())["value"].as_f64().unwrap()
+                }).collect();
+                (8.0 * (v[0] - v[1]) - (v[2] - v[3])) / (12.0 * h)
+            };
+            let g: Vec<(usize, f64)> = std::fs::read_to_string(d.join("G.hkl")).unwrap().lines().map(|l| l.split_whitespace().nth(3).unwrap().parse().unwrap()).enumerate().collect();
+            assert_eq!(g.len(), hkl.len());
+            let mut big = g.clone();
+            big.sort_by(|a, b| b.1.abs().total_cmp(&a.1.abs()));
+            for &(i, got) in &big[..3] {
+                let want = fd(&|df| {
+                    write_hkl("edit.hkl", Some((i, df)));
+                    ("edit.hkl".into(), Vec::new())
+                }, 0.01);
+                assert!((got - want).abs() <= 1e-3 * want.abs(), "{interp} {loss} dL/dF of line {}: {got} vs {want}", i + 1);
+            }
+        }
+    }
+}
+
+/// dL/dθ against finite differences of the loss (structure factors from -default_F: the nearest
+/// F's jumps at half-integer h, k, l, which the derivatives hold fixed, would show in the differences).
+#[test]
+fn loss_gradient_by_parameters_matches_finite_differences() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let base = words("-cell 60 70 80 90 100 90 -misset 5 10 15 -default_F 30 -lambda 1 -distance 100 -pixel 0.1 -N 3 -detpixels 40 -oversample 2");
+    let (mu, _) = run(d, &base, &[], &[]);
+    let obs: Vec<u8> = mu.iter().enumerate().flat_map(|(i, m)| ((m * 1.3 + 0.5 + (i % 7) as f64) as f32).to_le_bytes()).collect();
+    std::fs::write(d.join("obs.bin"), obs).unwrap();
+    for loss in ["poisson", "lsq"] {
+        let value = |extra: &[String]| -> serde_json::Value {
+            run(d, &[base.clone(), words(&format!("--observed obs.bin --loss {loss} --loss-out L.json")), extra.to_vec()].concat(), &[], &[]);
+            serde_json::from_str(&std::fs::read_to_string(d.join("L.json")).unwrap()).unwrap()
+        };
+        let l0 = value(&words("--gradients rot_x,distance,Na,b"));
+        for (name, v0, h, f) in [("rot_x", 0.0, 0.01, "--crystal-rot {} 0 0"), ("distance", 100.0, 0.01, "-distance {}"), ("Na", 3.0, 0.01, "-Na {}"), ("b", 70.0, 0.07, "-cell 60 {} 80 90 100 90")] {
+            let v: Vec<f64> = [1.0, -1.0, 2.0, -2.0].iter().map(|k| value(&words(&f.replace("{}", &(v0 + k * h).to_string())))["value"].as_f64().unwrap()).collect();
+            let want = (8.0 * (v[0] - v[1]) - (v[2] - v[3])) / (12.0 * h);
+            let got = l0["gradient"][name].as_f64().unwrap();
+            assert!((got - want).abs() <= 1e-3 * want.abs(), "{loss} dL/d{name}: {got} vs {want}");
+        }
+    }
+}
+
+/// The same counts as SMV (less -adc) and as CBF give the same loss.
+#[test]
+fn observed_smv_and_cbf_read_the_same_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let base = words("-cell 60 70 80 90 100 90 -default_F 50 -lambda 1 -distance 100 -pixel 0.1 -N 3 -detpixels 24 -oversample 1");
+    let mut cmd = Command::new(BIN);
+    cmd.current_dir(d).arg("simulate").args(&base).args(words("-noisefile n.img -cbffile n.cbf -seed 5 -quiet -noprogress"));
+    assert!(cmd.output().unwrap().status.success());
+    let value = |obs: &str| -> f64 {
+        run(d, &[base.clone(), words(&format!("--observed {obs} --loss-out L.json"))].concat(), &[], &[]);
+        let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("L.json")).unwrap()).unwrap();
+        j["value"].as_f64().unwrap()
+    };
+    assert_eq!(value("n.img"), value("n.cbf"));
 }

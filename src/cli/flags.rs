@@ -770,6 +770,23 @@ pub static FLAGS: &[Flag] = &[
     Flag { name: "--gradient-prefix", aliases: &[], arity: Path, values: "P", units: "", default: "grad_",
         category: Port, help: "Start of the --gradients file names (may name a folder: out/grad_).",
         set: |c, v| { c.output.gradient_prefix = v.path(0); Ok(()) } },
+    Flag { name: "--observed", aliases: &[], arity: Path, values: "OBS", units: "raw f32, SMV or CBF", default: "none",
+        category: Port,
+        help: "A measured image to compare the float image (with -add_float) with, over the unmasked pixels of the -roi: prints the --loss and writes --loss-out/--dfhkl-out. SMV pixels less the -adc offset are photons; raw floats and CBF counts are taken as they are.",
+        set: |c, v| { c.output.loss.observed = Some(v.path(0)); Ok(()) } },
+    Flag { name: "--loss", aliases: &[], arity: Word, values: "poisson|lsq", units: "", default: "poisson",
+        category: Port, help: "With --observed: poisson L = sum(mu - y ln mu), lsq L = 1/2 sum(mu - y)^2.",
+        set: |c, v| match v.word(0) {
+            "poisson" => { c.output.loss.kind = crate::run::config::LossKind::Poisson; Ok(()) }
+            "lsq" => { c.output.loss.kind = crate::run::config::LossKind::Lsq; Ok(()) }
+            w => Err(v.err(format!("expects 'poisson' or 'lsq' (got '{w}')"))),
+        } },
+    Flag { name: "--loss-out", aliases: &[], arity: Path, values: "L.json", units: "JSON", default: "none",
+        category: Port, help: "With --observed: write {\"loss\": poisson|lsq, \"value\": L, \"gradient\": {NAME: dL/dNAME}} for the --gradients names.",
+        set: |c, v| { c.output.loss.loss_out = Some(v.path(0)); Ok(()) } },
+    Flag { name: "--dfhkl-out", aliases: &[], arity: Path, values: "G.hkl", units: "h k l dL/dF", default: "none",
+        category: Port, help: "With --observed and -hkl: write one line h k l dL/dF per -hkl reflection in file order, accumulated in the kernel (tricubic interpolation spreads it over the 64 reflections it reads).",
+        set: |c, v| { c.output.loss.dfhkl_out = Some(v.path(0)); Ok(()) } },
     Flag { name: "--precision", aliases: &[], arity: Word, values: "double|single", units: "", default: "double",
         category: Port, help: "Arithmetic of the pixel kernel (double matches the C).", set: set_precision },
     Flag { name: "--noise", aliases: &["--noise-mode"], arity: Word, values: "c|fast", units: "", default: "c",

@@ -84,6 +84,7 @@ fn sample_values(f: &Flag) -> Vec<String> {
         ("--max-memory", _) => &["64G"],
         ("--noise", _) => &["fast"],
         ("--gradients", _) => &["rot_x,Na"],
+        ("--loss", _) => &["lsq"],
         ("-detector_absorb", _) => &["250"],
         ("-spacegroup", _) => &["P 21 21 21"],
         (_, Arity::Switch) => &[],

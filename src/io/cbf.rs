@@ -104,6 +104,54 @@ pub fn cbf_bytes(m: &ImageMeta, data: &[i32], what: &str) -> Vec<u8> {
     out
 }
 
+/// Read the pixels of a byte-offset CBF image (as [`cbf_bytes`] writes it, or a Pilatus/miniCBF
+/// file): (fast size, slow size, values).
+pub fn read_cbf(path: &Path) -> Result<(usize, usize, Vec<i32>)> {
+    let err = |r: &str| Error::file(path, format!("not a byte-offset CBF image: {r}"));
+    let bytes = std::fs::read(path).map_err(|e| Error::file(path, format!("cannot read: {e}")))?;
+    let start = bytes.windows(4).position(|w| w == [0x0c, 0x1a, 0x04, 0xd5]).ok_or_else(|| err("no binary section"))?;
+    let head = String::from_utf8_lossy(&bytes[..start]);
+    let key = |k: &str| -> Option<usize> {
+        let line = head.lines().find(|l| l.trim_start().starts_with(k))?;
+        line.split(':').nth(1)?.trim().parse().ok()
+    };
+    let (fast, slow) = (key("X-Binary-Size-Fastest-Dimension").ok_or_else(|| err("no fast size"))?, key("X-Binary-Size-Second-Dimension").ok_or_else(|| err("no slow size"))?);
+    if !head.contains("x-CBF_BYTE_OFFSET") {
+        return Err(err("only byte-offset compression is read"));
+    }
+    let n = fast.checked_mul(slow).ok_or_else(|| err("size overflows"))?;
+    let mut data = Vec::with_capacity(n);
+    let (mut i, mut prev) = (start + 4, 0i64);
+    let b = &bytes;
+    let take = |i: &mut usize, k: usize| -> Option<&[u8]> {
+        let s = b.get(*i..*i + k)?;
+        *i += k;
+        Some(s)
+    };
+    while data.len() < n {
+        let short = || err("the binary section ends early");
+        let d0 = take(&mut i, 1).ok_or_else(short)?[0];
+        let d = if d0 != 0x80 {
+            d0 as i8 as i64
+        } else {
+            let d1 = i16::from_le_bytes(take(&mut i, 2).ok_or_else(short)?.try_into().unwrap());
+            if d1 != i16::MIN {
+                d1 as i64
+            } else {
+                let d2 = i32::from_le_bytes(take(&mut i, 4).ok_or_else(short)?.try_into().unwrap());
+                if d2 != i32::MIN {
+                    d2 as i64
+                } else {
+                    i64::from_le_bytes(take(&mut i, 8).ok_or_else(short)?.try_into().unwrap())
+                }
+            }
+        };
+        prev += d;
+        data.push(prev as i32);
+    }
+    Ok((fast, slow, data))
+}
+
 /// Write a CBF file atomically. `what` says in the header what the pixel values are.
 pub fn write_cbf(path: &Path, m: &ImageMeta, data: &[i32], what: &str) -> Result<()> {
     let err = |reason: String| Error::Output { path: path.to_path_buf(), reason };

@@ -9,8 +9,23 @@ use std::path::Path;
 /// Read an HKL text file: one reflection per line, `h k l F` (integers h, k, l). Unlike the C, a line
 /// that is not four numbers is an error naming the line, instead of silently ending the read.
 pub fn read_hkl(path: &Path, default_f: f64, log: &mut Log) -> Result<HklGrid> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::read(path, "cannot read HKL file", e))?;
     log.line(format!("counting entries in {}", path.display()));
+    let entries = read_hkl_entries(path)?;
+    if default_f != 0.0 {
+        log.line(format!("initializing to default_F = {}:", g(default_f)));
+    }
+    let mut grid = HklGrid::with_default(&entries, default_f).map_err(|e| Error::file(path, e.to_string()))?;
+    if default_f != 0.0 {
+        log.line("done initializing:");
+    }
+    log.line(format!("re-reading {}", path.display()));
+    grid.fill(&entries);
+    Ok(grid)
+}
+
+/// The reflections of an HKL text file in file order, `(h, k, l, F)` (checked as [`read_hkl`] says).
+pub fn read_hkl_entries(path: &Path) -> Result<Vec<(i32, i32, i32, f64)>> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::read(path, "cannot read HKL file", e))?;
     let mut entries: Vec<(i32, i32, i32, f64)> = Vec::new();
     for (lineno, line) in text.lines().enumerate() {
         let toks: Vec<&str> = line.split_whitespace().collect();
@@ -44,16 +59,7 @@ pub fn read_hkl(path: &Path, default_f: f64, log: &mut Log) -> Result<HklGrid> {
     if entries.is_empty() {
         return Err(Error::file(path, "no reflections (expected lines of h k l F)"));
     }
-    if default_f != 0.0 {
-        log.line(format!("initializing to default_F = {}:", g(default_f)));
-    }
-    let mut grid = HklGrid::with_default(&entries, default_f).map_err(|e| Error::file(path, e.to_string()))?;
-    if default_f != 0.0 {
-        log.line("done initializing:");
-    }
-    log.line(format!("re-reading {}", path.display()));
-    grid.fill(&entries);
-    Ok(grid)
+    Ok(entries)
 }
 
 /// Write `h k l |F|` lines (the format `-hkl` reads).

@@ -34,8 +34,8 @@ pub struct TangentImages {
     pub grads: Vec<Vec<f64>>,
 }
 
-/// dL/dF: per-pixel weights dL/dμ in, per grid cell Σ w·dμ/dF out. Only nearest-neighbour lookups
-/// add to it (the caller refuses interpolated F).
+/// dL/dF: per-pixel weights dL/dμ in, per grid cell Σ w·dμ/dF out (nearest-neighbour lookups add
+/// to the cell read, tricubic ones to the 64 cells of their block; `default_F` outside the grid to none).
 pub struct FGradient<'a> {
     pub weights: &'a [f64],
     pub grid_grad: Vec<f64>,
@@ -299,10 +299,14 @@ fn sources<const K: usize>(
                     continue;
                 }
                 let mut f_cell: Option<Dual<K>> = None;
+                let mut block = None;
                 if interp.enabled {
                     if let Some(g) = grid {
                         match interpolate_f(g, &hkl) {
-                            Some(v) => f_cell = Some(v),
+                            Some((v, b)) => {
+                                f_cell = Some(v);
+                                block = Some(b);
+                            }
                             None => {
                                 interp.enabled = false;
                                 let [h, k, l] = hkl.map(|x| x.v);
@@ -311,7 +315,6 @@ fn sources<const K: usize>(
                         }
                     }
                 }
-                let from_grid = f_cell.is_none();
                 let f_cell = f_cell.unwrap_or_else(|| Dual::c(nearest.get(hkl0[0] as i64, hkl0[1] as i64, hkl0[2] as i64)));
                 let mut factor = f_latt * f_latt;
                 if exp.sampling.oversample_thick {
@@ -324,9 +327,11 @@ fn sources<const K: usize>(
                     factor *= st.omega;
                 }
                 i_sum += f_cell * f_cell * factor;
-                if let (Some(sink), Some(g), true) = (fsink.as_deref_mut(), grid, from_grid) {
-                    if let Some(idx) = grid_index(g, hkl0) {
-                        sink.push((idx, 2.0 * f_cell.v * factor.v));
+                if let (Some(sink), Some(g)) = (fsink.as_deref_mut(), grid) {
+                    let c = 2.0 * f_cell.v * factor.v;
+                    match block {
+                        Some(b) => interpolation_weights(g, &b, &hkl.map(|x| x.v), c, sink),
+                        None => sink.extend(grid_index(g, hkl0).map(|i| (i, c))),
                     }
                 }
             }
@@ -386,8 +391,27 @@ fn lattice_factor<const K: usize>(exp: &Experiment, ds: &DualSetup<K>, hkl: &DV3
     }
 }
 
-/// Tricubic F over duals (C L2929-L2992, `structure_factors::interpolate_f`), None out of range.
-fn interpolate_f<const K: usize>(grid: &HklGrid, hkl: &DV3<K>) -> Option<Dual<K>> {
+/// dF_cell/dF(grid cell) of a tricubic evaluation: the 4-point Lagrange interpolation along l, then
+/// k, then h is linear in the 64 grid values, with weight L_a(h)·L_b(k)·L_c(l) (L the Lagrange basis
+/// on the block's nodes). Adds (cell, c·weight) to `sink`.
+fn interpolation_weights(g: &HklGrid, block: &[[i32; 4]; 3], hkl: &[f64; 3], c: f64, sink: &mut Vec<(usize, f64)>) {
+    let basis = |nodes: &[i32; 4], x: f64| -> [f64; 4] {
+        std::array::from_fn(|i| (0..4).filter(|&j| j != i).map(|j| (x - nodes[j] as f64) / (nodes[i] - nodes[j]) as f64).product())
+    };
+    let (lh, lk, ll) = (basis(&block[0], hkl[0]), basis(&block[1], hkl[1]), basis(&block[2], hkl[2]));
+    for a in 0..4 {
+        for b in 0..4 {
+            for d in 0..4 {
+                let i = g.index(block[0][a] - g.h_min, block[1][b] - g.k_min, block[2][d] - g.l_min);
+                sink.push((i, c * lh[a] * lk[b] * ll[d]));
+            }
+        }
+    }
+}
+
+/// Tricubic F over duals (C L2929-L2992, `structure_factors::interpolate_f`) and the block of grid
+/// indices it read (h, k, l nodes); None out of range.
+fn interpolate_f<const K: usize>(grid: &HklGrid, hkl: &DV3<K>) -> Option<(Dual<K>, [[i32; 4]; 3])> {
     let [h, k, l] = hkl.map(|x| x.v);
     let (h_min, k_min, l_min) = (grid.h_min as f64, grid.k_min as f64, grid.l_min as f64);
     if (h - h_min + 3.0) > grid.h_range as f64
@@ -416,7 +440,7 @@ fn interpolate_f<const K: usize>(grid: &HklGrid, hkl: &DV3<K>) -> Option<Dual<K>
         }
         *y = polint_dual(&kd, &yk, hkl[1]);
     }
-    Some(polint_dual(&hd, &ym, hkl[0]))
+    Some((polint_dual(&hd, &ym, hkl[0]), [hi, ki, li]))
 }
 
 /// 4-point Lagrange interpolation over duals (`physics::polint`, term by term as the C).

@@ -105,6 +105,41 @@ pub struct OutputSettings {
     pub gradients: Vec<crate::experiment::tangents::Param>,
     /// `--gradient-prefix`: what the derivative images' names start with (default `grad_`).
     pub gradient_prefix: PathBuf,
+    /// `--observed`, `--loss`, `--loss-out`, `--dfhkl-out`: a loss against a measured image.
+    pub loss: LossSettings,
+}
+
+/// The loss of the rendered image against an observed one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LossKind {
+    /// L = Σ(μ − y ln μ): the negative Poisson log-likelihood up to a constant.
+    #[default]
+    Poisson,
+    /// L = ½Σ(μ − y)².
+    Lsq,
+}
+
+impl LossKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            LossKind::Poisson => "poisson",
+            LossKind::Lsq => "lsq",
+        }
+    }
+}
+
+/// `--observed OBS --loss poisson|lsq [--loss-out L.json] [--dfhkl-out G.hkl]`.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LossSettings {
+    /// The measured image: raw float, SMV or CBF.
+    pub observed: Option<PathBuf>,
+    pub kind: LossKind,
+    /// `{"loss", "value", "gradient": {NAME: dL/dθ}}`.
+    pub loss_out: Option<PathBuf>,
+    /// `h k l dL/dF` per `-hkl` reflection, in file order.
+    pub dfhkl_out: Option<PathBuf>,
 }
 
 impl OutputSettings {
@@ -142,6 +177,7 @@ impl Default for OutputSettings {
             out_dir: None,
             gradients: Vec::new(),
             gradient_prefix: PathBuf::from("grad_"),
+            loss: LossSettings::default(),
         }
     }
 }

@@ -1,14 +1,18 @@
-//! `--gradients`: the derivative images of a run (one per parameter, `<prefix><NAME>.bin`, the
-//! `-floatfile` layout), from the setup tangents (`experiment::tangents`) and the dual-number pixel
-//! loop (`kernel::tangents`). The float image itself is rendered by the usual kernel, unchanged.
+//! `--gradients` and `--observed`: the derivative images of a run (one per parameter,
+//! `<prefix><NAME>.bin`, the `-floatfile` layout) and a loss against a measured image with its
+//! gradient by those parameters and by every `-hkl` structure factor. Built on the setup tangents
+//! (`experiment::tangents`) and the dual-number pixel loop (`kernel::tangents`); the float image itself
+//! is rendered by the usual kernel, unchanged.
 
+use crate::base::image::Roi;
 use crate::experiment::inputs::Inputs;
 use crate::experiment::tangents::{self, Param, Resolved};
 use crate::experiment::Experiment;
+use crate::io::atomic::OutputSet;
 use crate::kernel::tangents::{render_tangents, FGradient, TangentImages};
-use crate::run::config::{resolve_out, Config};
-use crate::Result;
-use std::path::PathBuf;
+use crate::run::config::{resolve_out, Config, LossKind};
+use crate::{Error, Result};
+use std::path::{Path, PathBuf};
 
 /// Each requested parameter with its output path (`--gradient-prefix` + name + `.bin`, resolved
 /// against `--out-dir`).
@@ -25,13 +29,168 @@ pub fn gradient_paths(cfg: &Config) -> Vec<(Param, PathBuf)> {
         .collect()
 }
 
-/// Refuse, before rendering, gradients this run cannot have (see [`tangents::check`]).
+/// Refuse, before rendering, what this run cannot differentiate (see [`tangents::check`]) and loss
+/// outputs without their inputs.
 pub fn check(cfg: &Config, inputs: &Inputs) -> Result<()> {
-    tangents::check(&cfg.params, inputs, &cfg.output.gradients)
+    tangents::check(&cfg.params, inputs, &cfg.output.gradients)?;
+    let l = &cfg.output.loss;
+    if l.observed.is_none() {
+        for (flag, p) in [("--loss-out", &l.loss_out), ("--dfhkl-out", &l.dfhkl_out)] {
+            if p.is_some() {
+                return Err(Error::flag(flag, "needs --observed IMAGE (the measured image the loss compares with)"));
+            }
+        }
+    }
+    if l.dfhkl_out.is_some() {
+        if cfg.params.hkl_file.is_none() {
+            return Err(Error::flag("--dfhkl-out", "needs -hkl FILE: it writes dL/dF for each of the file's reflections"));
+        }
+        if cfg.params.shape == crate::experiment::params::CrystalShape::Tophat {
+            return Err(Error::flag("--dfhkl-out", "-tophat_spots is a step function of h, k, l; use another spot shape"));
+        }
+    }
+    Ok(())
 }
 
 /// The derivative images by `names` (and, given per-pixel weights dL/dμ, Σ w·dμ/dF per grid cell).
 pub fn derivative_images(cfg: &Config, inputs: &Inputs, exp: &Experiment, names: &[Param], fgrad: Option<&mut FGradient>) -> Result<TangentImages> {
     let t = tangents::tangents(&cfg.params, inputs, exp, names)?;
     Ok(render_tangents(exp, &Resolved::of(exp), &t, fgrad))
+}
+
+/// What `--gradients`/`--observed` produced: the files (under temporary names, renamed with the
+/// images) and the lines to print.
+pub struct DerivativeOutputs {
+    pub files: OutputSet,
+    pub lines: Vec<String>,
+}
+
+/// The derivative images, the loss and its gradients of a rendered run (`float` = the float image
+/// with `-add_float`). Nothing is done when neither `--gradients` nor `--observed` was given.
+pub fn derivative_outputs(cfg: &Config, inputs: &Inputs, exp: &Experiment, float: &[f32]) -> Result<DerivativeOutputs> {
+    let mut out = DerivativeOutputs { files: OutputSet::default(), lines: Vec::new() };
+    let paths = gradient_paths(cfg);
+    let l = &cfg.output.loss;
+    let observed = match &l.observed {
+        Some(p) => Some((read_observed(p, exp, cfg.output.adc_offset)?, p)),
+        None if paths.is_empty() => return Ok(out),
+        None => None,
+    };
+    let loss = observed.as_ref().map(|(y, p)| loss_and_weights(l.kind, float, y, exp, p)).transpose()?;
+    let names: Vec<Param> = paths.iter().map(|p| p.0).collect();
+    let mut fgrad = match (&loss, &l.dfhkl_out) {
+        (Some((_, w)), Some(_)) => Some(FGradient { weights: w, grid_grad: Vec::new() }),
+        _ => None,
+    };
+    let images = if names.is_empty() && fgrad.is_none() { None } else { Some(derivative_images(cfg, inputs, exp, &names, fgrad.as_mut())?) };
+    if let Some(images) = &images {
+        for ((_, path), img) in paths.iter().zip(&images.grads) {
+            let f32s: Vec<f32> = img.iter().map(|&v| v as f32).collect();
+            out.files.add(path, |f| crate::io::write_le(f, &f32s))?;
+        }
+    }
+    if let Some((value, w)) = &loss {
+        let grads: Vec<(Param, f64)> = match &images {
+            Some(im) => names.iter().zip(&im.grads).map(|(&n, g)| (n, g.iter().zip(w.iter()).map(|(a, b)| a * b).sum())).collect(),
+            None => Vec::new(),
+        };
+        out.lines.push(format!("loss ({}) = {value:e}", l.kind.name()));
+        for (n, g) in &grads {
+            out.lines.push(format!("  dL/d{} = {g:e} per {}", n.name(), n.unit()));
+        }
+        if let Some(p) = &l.loss_out {
+            let grad: serde_json::Map<String, serde_json::Value> = grads.iter().map(|(n, g)| (n.name().to_string(), serde_json::json!(g))).collect();
+            let j = serde_json::json!({"loss": l.kind.name(), "value": value, "gradient": grad});
+            let text = serde_json::to_string_pretty(&j).map_err(|e| Error::flag("--loss-out", e.to_string()))? + "\n";
+            out.files.add_bytes(&resolve_out(cfg, p), text.as_bytes())?;
+        }
+    }
+    if let (Some(p), Some(f), Some(hkl)) = (&l.dfhkl_out, &fgrad, &cfg.params.hkl_file) {
+        let text = dfhkl_text(hkl, exp, &f.grid_grad)?;
+        out.files.add_bytes(&resolve_out(cfg, p), text.as_bytes())?;
+    }
+    Ok(out)
+}
+
+/// `h k l dL/dF` for every reflection of the `-hkl` file in file order; a reflection listed again
+/// later is overwritten in the grid (nanoBragg.c L2180), so only its last line carries the derivative.
+fn dfhkl_text(hkl: &Path, exp: &Experiment, grid_grad: &[f64]) -> Result<String> {
+    let entries = crate::io::hkl::read_hkl_entries(hkl)?;
+    let g = exp.structure_factors.fhkl.as_ref().ok_or_else(|| Error::flag("--dfhkl-out", "no structure-factor grid"))?;
+    let mut last = std::collections::HashMap::new();
+    for (i, e) in entries.iter().enumerate() {
+        last.insert((e.0, e.1, e.2), i);
+    }
+    let mut text = String::with_capacity(entries.len() * 32);
+    for (i, &(h, k, l, _)) in entries.iter().enumerate() {
+        let cell = g.index(h - g.h_min, k - g.k_min, l - g.l_min);
+        let d = if last[&(h, k, l)] == i { grid_grad.get(cell).copied().unwrap_or(0.0) } else { 0.0 };
+        text.push_str(&format!("{h} {k} {l} {d:e}\n"));
+    }
+    Ok(text)
+}
+
+/// The observed image as photons per pixel: a raw float file, an SMV image (pixels less `adc`, the
+/// offset the noise image adds) or a byte-offset CBF; it must have the detector's size.
+pub fn read_observed(path: &Path, exp: &Experiment, adc: f64) -> Result<Vec<f64>> {
+    let head = {
+        use std::io::Read;
+        let mut b = [0u8; 16];
+        let n = std::fs::File::open(path).and_then(|mut f| f.read(&mut b)).map_err(|e| Error::file(path, format!("--observed: cannot read: {e}")))?;
+        b[..n].to_vec()
+    };
+    let (w, h, y): (usize, usize, Vec<f64>) = if head.starts_with(b"{\nHEADER_BYTES") || head.starts_with(b"{\r\nHEADER_BYTES") {
+        let s = crate::io::smv::read_smv(path)?;
+        (s.width, s.height, s.data.iter().map(|&v| v as f64 - adc).collect())
+    } else if head.starts_with(b"###CBF") {
+        let (w, h, d) = crate::io::cbf::read_cbf(path)?;
+        (w, h, d.iter().map(|&v| v as f64).collect())
+    } else if head.starts_with(b"\x89HDF") {
+        return Err(Error::file(path, "--observed: reading NeXus/HDF5 images is not supported yet; give the frame as raw floats, SMV or CBF"));
+    } else {
+        let f = crate::io::float::read_float_image(path)?;
+        (exp.det.fpixels(), if exp.det.fpixels() == 0 { 0 } else { f.len() / exp.det.fpixels() }, f.iter().map(|&v| v as f64).collect())
+    };
+    if w * h != exp.pixels() || y.len() != exp.pixels() || w != exp.det.fpixels() {
+        return Err(Error::file(path, format!("--observed: {} pixels ({w} x {h}), the detector has {} x {}", y.len(), exp.det.fpixels(), exp.det.rows())));
+    }
+    if let Some(i) = y.iter().position(|v| !v.is_finite()) {
+        return Err(Error::file(path, format!("--observed: pixel {i} is not finite")));
+    }
+    Ok(y)
+}
+
+/// The loss over the unmasked pixels of the ROI and its weights dL/dμ (0 elsewhere).
+pub fn loss_and_weights(kind: LossKind, mu: &[f32], y: &[f64], exp: &Experiment, path: &Path) -> Result<(f64, Vec<f64>)> {
+    let mut w = vec![0.0; mu.len()];
+    let mut value = 0.0;
+    let mut first = 0;
+    for p in &exp.det.panels {
+        let roi: &Roi = &p.roi;
+        for s in 0..p.spixels {
+            for f in 0..p.fpixels {
+                let i = first + s * p.fpixels + f;
+                if !roi.contains(f, s) || p.mask.as_ref().is_some_and(|m| m[s * p.fpixels + f] == 0) {
+                    continue;
+                }
+                let (m, y) = (mu[i] as f64, y[i]);
+                match kind {
+                    LossKind::Lsq => {
+                        value += 0.5 * (m - y) * (m - y);
+                        w[i] = m - y;
+                    }
+                    LossKind::Poisson if m > 0.0 => {
+                        value += m - y * m.ln();
+                        w[i] = 1.0 - y / m;
+                    }
+                    LossKind::Poisson if y == 0.0 => {}
+                    LossKind::Poisson => {
+                        return Err(Error::file(path, format!("--loss poisson: pixel ({f}, {s}) is observed as {y} where the model has {m} photons (ln 0); use --loss lsq, a background (-water) or a -mask")));
+                    }
+                }
+            }
+        }
+        first += p.fpixels * p.spixels;
+    }
+    Ok((value, w))
 }

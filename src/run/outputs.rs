@@ -456,6 +456,9 @@ pub fn input_files(cfg: &Config) -> Vec<(&'static str, PathBuf)> {
     if let Some(p) = &cfg.run.params_file {
         v.push(("--params", p.clone()));
     }
+    if let Some(p) = &cfg.output.loss.observed {
+        v.push(("--observed", p.clone()));
+    }
     v
 }
 
@@ -471,6 +474,12 @@ pub fn side_outputs(cfg: &Config) -> Vec<(&'static str, PathBuf)> {
     }
     for (_, p) in crate::run::gradients::gradient_paths(cfg) {
         v.push(("--gradients", p));
+    }
+    if let Some(p) = &cfg.output.loss.loss_out {
+        v.push(("--loss-out", resolve_out(cfg, p)));
+    }
+    if let Some(p) = &cfg.output.loss.dfhkl_out {
+        v.push(("--dfhkl-out", resolve_out(cfg, p)));
     }
     v
 }

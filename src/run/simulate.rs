@@ -356,7 +356,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
     for p in &cfg.params.add_float {
         add_into(&mut r.float, p)?;
     }
-    let extra = write_gradients(cfg, &inputs, &exp)?;
+    let derived = in_pool(cfg.run.threads, || crate::run::gradients::derivative_outputs(cfg, &inputs, &exp, &r.float))??;
     let render_s = t1.elapsed().as_secs_f64();
 
     let mut sink = std::io::sink();
@@ -396,7 +396,10 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
     let t2 = Instant::now();
     // -hklout, once every check has passed: just before the images
     write_setup_outputs(cfg, &exp)?;
-    let (stats, files) = write_planned(&planned, cfg, &exp, &r, out, extra)?;
+    for l in &derived.lines {
+        let _ = writeln!(out, "{l}");
+    }
+    let (stats, files) = write_planned(&planned, cfg, &exp, &r, out, derived.files)?;
     // a silently wrong image must not look like a good one
     let bad = {
         use rayon::prelude::*;
@@ -416,22 +419,6 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
         steps: exp.sampling.steps,
         files,
     })
-}
-
-/// The `--gradients` images, written under temporary names (renamed with the other outputs).
-fn write_gradients(cfg: &Config, inputs: &crate::experiment::inputs::Inputs, exp: &Experiment) -> Result<crate::io::atomic::OutputSet> {
-    let mut set = crate::io::atomic::OutputSet::default();
-    let paths = crate::run::gradients::gradient_paths(cfg);
-    if paths.is_empty() {
-        return Ok(set);
-    }
-    let names: Vec<_> = paths.iter().map(|p| p.0).collect();
-    let images = in_pool(cfg.run.threads, || crate::run::gradients::derivative_images(cfg, inputs, exp, &names, None))??;
-    for ((_, path), img) in paths.iter().zip(&images.grads) {
-        let f32s: Vec<f32> = img.iter().map(|&v| v as f32).collect();
-        set.add(path, |f| crate::io::write_le(f, &f32s))?;
-    }
-    Ok(set)
 }
 
 /// Run `f` on the requested thread count (None: rayon's default).
