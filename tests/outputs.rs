@@ -164,3 +164,47 @@ fn dxtbx_smv_headers_carry_the_adc_offset() {
     let head = std::fs::read(tmp.path().join("plain.img")).unwrap();
     assert!(!String::from_utf8_lossy(&head[..512]).contains("ADC_OFFSET"), "the C's header has no ADC_OFFSET");
 }
+
+/// The PNG preview of a still on a water ring shows the spots (#35 item 10): at least 80 % of the spot
+/// pixels (Bragg intensity above the water's at that pixel) are darker than 99 % of the background
+/// pixels (Bragg below 1 % of the water), the floor and ceiling are in tEXt chunks, and
+/// `--png-legend` adds rows below the image without changing it.
+#[test]
+fn png_preview_shows_the_spots_on_a_water_ring() {
+    let tmp = tempfile::tempdir().unwrap();
+    let flags = ["-cell", "79", "79", "38", "90", "90", "90", "-default_F", "100", "-N", "20", "-lambda", "1", "-distance", "100", "-detpixels", "256",
+        "-pixel", "0.4", "-misset", "10", "20", "30", "-nonoise", "-nopgm", "-oversample", "1", "-mosaic", "0.3", "-mosaic_dom", "5"];
+    let run = |extra: &[&str]| {
+        let out = run_in(tmp.path(), &[&flags[..], extra].concat());
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    run(&["-water", "0.3", "-floatfile", "both.bin", "--png", "both.png"]);
+    run(&["-water", "0.3", "-floatfile", "both2.bin", "--png", "legend.png", "--png-legend"]);
+    run(&["-floatfile", "bragg.bin"]);
+    let floats = |f: &str| -> Vec<f32> { std::fs::read(tmp.path().join(f)).unwrap().chunks(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect() };
+    let (both, bragg) = (floats("both.bin"), floats("bragg.bin"));
+    let decode = |f: &str| {
+        let mut r = png::Decoder::new(std::fs::File::open(tmp.path().join(f)).unwrap()).read_info().unwrap();
+        let keys: Vec<String> = r.info().uncompressed_latin1_text.iter().map(|t| t.keyword.clone()).collect();
+        let mut buf = vec![0; r.output_buffer_size()];
+        let info = r.next_frame(&mut buf).unwrap();
+        buf.truncate(info.buffer_size());
+        (buf, info.height, keys)
+    };
+    let (grey, rows, keys) = decode("both.png");
+    assert_eq!(rows, 256);
+    for k in ["nanobragg:floor", "nanobragg:ceiling", "Description"] {
+        assert!(keys.iter().any(|x| x == k), "{k} missing from {keys:?}");
+    }
+    let (with_legend, legend_rows, _) = decode("legend.png");
+    assert!(legend_rows > 256 && with_legend[..256 * 256] == grey[..], "the legend changes the image's rows");
+
+    let water: Vec<f32> = both.iter().zip(&bragg).map(|(a, b)| a - b).collect();
+    let spot: Vec<u8> = (0..grey.len()).filter(|&i| bragg[i] > water[i]).map(|i| grey[i]).collect();
+    let mut background: Vec<u8> = (0..grey.len()).filter(|&i| bragg[i] < 0.01 * water[i]).map(|i| grey[i]).collect();
+    assert!(spot.len() > 50 && background.len() > 10000, "test setup: {} spot and {} background pixels", spot.len(), background.len());
+    background.sort_unstable();
+    let darkest_percent = background[background.len() / 100];
+    let darker = spot.iter().filter(|&&g| g < darkest_percent).count() as f64 / spot.len() as f64;
+    assert!(darker >= 0.8, "only {:.1} % of the spot pixels are darker than 99 % of the background", 100.0 * darker);
+}

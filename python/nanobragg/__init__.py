@@ -328,9 +328,10 @@ class Simulation:
             scale = _finite("scale", scale)
         return self._core.write_pgm(os.fspath(path), self._image(image), scale)
 
-    def write_png(self, path: str | os.PathLike, image: np.ndarray) -> None:
-        """8-bit PNG preview (``--png``)."""
-        self._core.write_png(os.fspath(path), self._image(image))
+    def write_png(self, path: str | os.PathLike, image: np.ndarray, legend: bool | None = None) -> None:
+        """8-bit PNG preview (``--png``): white background, spots dark, grey = log of each pixel's excess
+        over the local background; ``legend=True`` adds the scale strip of ``--png-legend`` below it."""
+        self._core.write_png(os.fspath(path), self._image(image), legend)
 
     def write_outputs(self, image: np.ndarray) -> list[str]:
         """Write every file the command line writes for these flags (float, SMV, PGM, noise, PNG, with the

@@ -305,11 +305,13 @@ impl Core {
         Ok(scale)
     }
 
-    /// Write the PNG preview (as --png).
-    fn write_png(&self, py: Python<'_>, path: PathBuf, image: PyReadonlyArray2<'_, f32>) -> PyResult<()> {
+    /// Write the PNG preview (as --png; `legend=True` as --png-legend, default: the flags').
+    #[pyo3(signature = (path, image, legend=None))]
+    fn write_png(&self, py: Python<'_>, path: PathBuf, image: PyReadonlyArray2<'_, f32>, legend: Option<bool>) -> PyResult<()> {
         let data = self.image_slice(&image)?;
+        let legend = legend.unwrap_or(self.cfg.output.png_legend);
         let e = &self.exp;
-        py.detach(|| nbcore::io::png::write_png_preview(&path, data, e.det.panel().fpixels, e.det.panel().spixels)).map_err(to_py)
+        py.detach(|| nbcore::io::png::write_png_preview(&path, data, e.det.panel().fpixels, e.det.panel().spixels, legend)).map_err(to_py)
     }
 
     /// Write every file the command line would write for these flags (-floatfile, -intfile, -pgmfile,

@@ -119,7 +119,12 @@ def test_writers(sim, image, tmp_path):
     assert sim.write_pgm(tmp_path / "i.pgm", image) > 0
     assert (tmp_path / "i.pgm").read_bytes().startswith(b"P5")
     sim.write_png(tmp_path / "i.png", image)
-    assert (tmp_path / "i.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    png = (tmp_path / "i.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and b"nanobragg:floor" in png and b"nanobragg:ceiling" in png
+    sim.write_png(tmp_path / "legend.png", image, legend=True)
+    # IHDR height: the image's rows plus the scale strip
+    height = int.from_bytes((tmp_path / "legend.png").read_bytes()[20:24], "big")
+    assert height > image.shape[0]
 
 
 def test_geometry(sim):

@@ -82,6 +82,8 @@ pub struct OutputSettings {
     /// Which generator makes the noise image (`--noise`): the C's serial stream (default) or fast.
     pub noise_mode: crate::noise::NoiseMode,
     pub write_pgm: bool,
+    /// `--png-legend`: a scale strip below the PNG preview's rows.
+    pub png_legend: bool,
     /// Write the float and int images (always, in `simulate` as in the C; `series --outputs` may leave
     /// them out).
     pub write_float: bool,
@@ -166,6 +168,7 @@ impl Default for OutputSettings {
             smv_dxtbx: false,
             noise_mode: crate::noise::NoiseMode::C,
             write_pgm: true,
+            png_legend: false,
             write_float: true,
             write_int: true,
             write_noise: true,

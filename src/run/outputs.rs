@@ -273,7 +273,7 @@ impl OutputWriter for PngWriter {
     }
     fn write(&self, ctx: &OutputCtx, path: &Path, w: &mut (dyn Write + Send)) -> Result<Vec<String>> {
         let d = &ctx.exp.det;
-        let bytes = crate::io::png::png_bytes(ctx.float, d.panel().fpixels, d.panel().spixels).map_err(|e| with_path(e, path))?;
+        let bytes = crate::io::png::png_bytes(ctx.float, d.panel().fpixels, d.panel().spixels, ctx.cfg.output.png_legend).map_err(|e| with_path(e, path))?;
         w.write_all(&bytes).map_err(io_err(path))?;
         Ok(vec![])
     }

@@ -394,7 +394,7 @@ fn write_png(c: &NoisifyConfig, xu: usize, yu: usize, int16: &[u16], int32: &[u3
     let adu: Vec<f32> = if c.intimage_bits == 16 { int16.iter().map(|&v| v as f32).collect() } else { int32.iter().map(|&v| v as f32).collect() };
     let p = os_path(p);
     let p = p.as_path();
-    files.add_bytes(p, &crate::io::png::png_preview_bytes(p, &adu, xu, yu)?)
+    files.add_bytes(p, &crate::io::png::png_preview_bytes(p, &adu, xu, yu, false)?)
 }
 
 fn detsize_x_of(pixel: f64, xpixels: i64) -> f64 {
