@@ -83,6 +83,8 @@ pub struct Detector {
     pub detector_twotheta: f64,
     /// beam · o′ (two-theta ignored, checklist Q4).
     pub ratio: f64,
+    /// The panels were read from a file (`--expt`): the lab frame is the file's (DIALS: imgCIF).
+    pub from_file: bool,
 }
 
 /// One panel of a detector read from a file (`--expt`): its pixel grid and its frame in the lab, as
@@ -191,6 +193,7 @@ impl Detector {
             centre: g.centre,
             detector_twotheta: g.detector_twotheta,
             ratio: g.ratio,
+            from_file: false,
         }
     }
     /// The first panel: the only one of a detector from the C's flags, and the one single-image formats

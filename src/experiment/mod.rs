@@ -233,7 +233,7 @@ impl Experiment {
             },
             structure_factors: sf,
             background: Background { water_size: p.water_size, i_bg },
-            det: Detector::from_convention(flat, panels),
+            det: Detector { from_file: inputs.detector.is_some(), ..Detector::from_convention(flat, panels) },
             rng: crystal.rng,
             seed: p.seed.unwrap_or(clock),
             notes,

@@ -41,12 +41,37 @@ pub struct ImageMeta {
     /// Largest trusted pixel value written.
     pub saturation: i64,
     pub convention: &'static str,
+    /// The panels of a multi-panel detector, each its own NXdetector_module (rows `row0..` of the
+    /// data, panels stacked along the slow axis); empty for one panel (the fields above).
+    pub modules: Vec<ModuleMeta>,
+    /// The rotation from the lab frame to the McStas frame (three rows) when the lab frame is a
+    /// known one (a DIALS experiment list's: McStas = (−x, y, −z)); `None`: derived from the beam
+    /// and spindle ([`ImageMeta::to_mcstas`]).
+    pub frame: Option<[V3; 3]>,
+}
+
+/// One module (panel) of a multi-panel image, in the lab frame of [`ImageMeta`].
+#[derive(Clone, Debug)]
+pub struct ModuleMeta {
+    pub fpixels: usize,
+    pub spixels: usize,
+    /// First row of this module in the data (the panels above it).
+    pub row0: usize,
+    /// metres
+    pub pixel_size: f64,
+    pub fdet: V3,
+    pub sdet: V3,
+    /// Sample to the outer corner of the module's first pixel, metres.
+    pub pix0: V3,
 }
 
 impl ImageMeta {
     /// The rotation from the simulation's lab frame to the NeXus (McStas) frame, as three rows:
     /// z along the beam, x along the part of the spindle normal to the beam, y = z × x.
     pub fn to_mcstas(&self) -> [V3; 3] {
+        if let Some(f) = self.frame {
+            return f;
+        }
         let z = unitize(&self.beam).0;
         let along = dot(&self.spindle, &z);
         let mut x = [self.spindle[0] - along * z[0], self.spindle[1] - along * z[1], self.spindle[2] - along * z[2]];

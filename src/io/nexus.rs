@@ -203,7 +203,9 @@ fn write_layout(f: &Node, m: &ImageMeta, nframes: usize) -> std::result::Result<
 
     let det = inst.group("detector", "NXdetector")?;
     det.data("description", Val::Str("nanobragg-rs simulated pixel array detector"), &[])?;
-    det.data("depends_on", Val::Str("/entry/instrument/detector/module/module_offset"), &[])?;
+    if m.modules.len() <= 1 {
+        det.data("depends_on", Val::Str("/entry/instrument/detector/module/module_offset"), &[])?;
+    }
     det.data("distance", Val::F64(&[m.distance * 1000.0]), &[("units", Val::Str("mm"))])?;
     det.data("beam_center_x", Val::F64(&[m.fbeam / m.pixel_size]), &[("units", Val::Str("pixel"))])?;
     det.data("beam_center_y", Val::F64(&[m.sbeam / m.pixel_size]), &[("units", Val::Str("pixel"))])?;
@@ -221,6 +223,69 @@ fn write_layout(f: &Node, m: &ImageMeta, nframes: usize) -> std::result::Result<
         det.data("frame_time", Val::F64(&[m.exposure]), &[("units", Val::Str("s"))])?;
     }
     det.data("nanobragg_convention", Val::Str(m.convention), &[])?;
+    if m.modules.len() > 1 {
+        write_modules(&det, m)?;
+    } else {
+        write_module(&det, m)?;
+    }
+
+    // ---- data
+    let data = entry.group("data", "NXdata")?;
+    data.attr("signal", Val::Str("data"))?;
+    let dims = [nframes as u64, m.spixels as u64, m.fpixels as u64];
+    let chunk = [1u64, m.spixels.max(1) as u64, m.fpixels.max(1) as u64];
+    data.big_i32("data", &dims, &chunk, 4)
+}
+
+/// One NXdetector_module per panel, named `module_00`, `module_01`, ... (zero-padded so that HDF5's
+/// name order, which readers follow, is the detector's order). Each module's chain is
+/// `fast/slow_pixel_direction → module_offset`, the offset a translation to the panel's first-pixel
+/// corner, so a reader gets every panel's origin and axes exactly; its pixels are rows
+/// `data_origin[0]..+data_size[0]` of the data (panels stacked along the slow axis).
+fn write_modules(det: &Node, m: &ImageMeta) -> std::result::Result<(), String> {
+    let width = (m.modules.len() - 1).to_string().len().max(2);
+    for (i, md) in m.modules.iter().enumerate() {
+        let name = format!("module_{i:0width$}");
+        let path = format!("/entry/instrument/detector/{name}/module_offset");
+        if i == 0 {
+            det.data("depends_on", Val::Str(&path), &[])?;
+        }
+        let px_mm = md.pixel_size * 1000.0;
+        let module = det.group(&name, "NXdetector_module")?;
+        module.data("data_origin", Val::I64(&[md.row0 as i64, 0]), &[])?;
+        module.data("data_size", Val::I64(&[md.spixels as i64, md.fpixels as i64]), &[])?;
+        module.data("data_stride", Val::I64(&[1, 1]), &[])?;
+        module.data(
+            "module_offset",
+            Val::F64(&[magnitude(&md.pix0) * 1000.0]),
+            &[
+                ("depends_on", Val::Str(".")),
+                ("transformation_type", Val::Str("translation")),
+                ("units", Val::Str("mm")),
+                ("vector", Val::F64(&m.mcstas(&unit(&md.pix0)))),
+                ("offset", Val::F64(&[0.0, 0.0, 0.0])),
+            ],
+        )?;
+        for (axis, v) in [("fast_pixel_direction", m.mcstas(&md.fdet)), ("slow_pixel_direction", m.mcstas(&md.sdet))] {
+            module.data(
+                axis,
+                Val::F64(&[px_mm]),
+                &[
+                    ("depends_on", Val::Str(&path)),
+                    ("transformation_type", Val::Str("translation")),
+                    ("units", Val::Str("mm")),
+                    ("vector", Val::F64(&v)),
+                    ("offset", Val::F64(&[0.0, 0.0, 0.0])),
+                ],
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// The one module of a one-panel detector (`/entry/instrument/detector/module`).
+fn write_module(det: &Node, m: &ImageMeta) -> std::result::Result<(), String> {
+    let px_mm = m.pixel_size * 1000.0;
     let module = det.group("module", "NXdetector_module")?;
     module.data("data_origin", Val::I64(&[0, 0]), &[])?;
     module.data("data_size", Val::I64(&[m.spixels as i64, m.fpixels as i64]), &[])?;
@@ -254,10 +319,5 @@ fn write_layout(f: &Node, m: &ImageMeta, nframes: usize) -> std::result::Result<
         )?;
     }
 
-    // ---- data
-    let data = entry.group("data", "NXdata")?;
-    data.attr("signal", Val::Str("data"))?;
-    let dims = [nframes as u64, m.spixels as u64, m.fpixels as u64];
-    let chunk = [1u64, m.spixels.max(1) as u64, m.fpixels.max(1) as u64];
-    data.big_i32("data", &dims, &chunk, 4)
+    Ok(())
 }

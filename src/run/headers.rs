@@ -7,7 +7,7 @@ use crate::experiment::Experiment;
 use crate::io::meta::ImageMeta;
 
 /// Whether `-nexusfile` writes a detector of several panels (one NXdetector_module each).
-pub const MULTI_MODULE_NEXUS: bool = false;
+pub const MULTI_MODULE_NEXUS: bool = true;
 
 /// The geometry and beam of `exp`'s image for CBF and NeXus headers (`exposure` in seconds).
 pub fn image_meta(exp: &Experiment, exposure: f64) -> ImageMeta {
@@ -23,7 +23,8 @@ pub fn image_meta(exp: &Experiment, exposure: f64) -> ImageMeta {
     }
     ImageMeta {
         fpixels: panel.fpixels,
-        spixels: panel.spixels,
+        // the data: every panel, one after another along the slow axis
+        spixels: d.rows(),
         pixel_size: panel.pixel_size,
         fdet: panel.fdet_vector,
         sdet: panel.sdet_vector,
@@ -43,6 +44,9 @@ pub fn image_meta(exp: &Experiment, exposure: f64) -> ImageMeta {
         thickness: exp.det.panel().sensor.thick,
         exposure,
         saturation: i32::MAX as i64,
+        modules: if d.panels.len() > 1 { modules(exp) } else { Vec::new() },
+        // a detector from a DIALS experiment list is in its lab frame (imgCIF): McStas = (−x, y, −z)
+        frame: exp.det.from_file.then_some([[-1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, -1.0]]),
         convention: match d.convention {
             Convention::Adxv => "ADXV",
             Convention::Mosflm => "MOSFLM",
@@ -52,4 +56,26 @@ pub fn image_meta(exp: &Experiment, exposure: f64) -> ImageMeta {
             Convention::Custom => "CUSTOM",
         },
     }
+}
+
+/// One NXdetector module per panel, stacked along the slow axis of the data.
+fn modules(exp: &Experiment) -> Vec<crate::io::meta::ModuleMeta> {
+    let mut row0 = 0;
+    exp.det
+        .panels
+        .iter()
+        .map(|p| {
+            let m = crate::io::meta::ModuleMeta {
+                fpixels: p.fpixels,
+                spixels: p.spixels,
+                row0,
+                pixel_size: p.pixel_size,
+                fdet: p.fdet_vector,
+                sdet: p.sdet_vector,
+                pix0: p.pix0_vector,
+            };
+            row0 += p.spixels;
+            m
+        })
+        .collect()
 }

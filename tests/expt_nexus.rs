@@ -1,0 +1,121 @@
+//! A multi-panel detector written as NXmx (one NXdetector_module per panel) is read back by DIALS
+//! panel for panel: `dials.import` of the file gives each panel's origin within 1e-3 mm, its axes
+//! within 1e-5 and its size exactly, and the pixels of each panel are the simulated ones. Skips
+//! (loudly) without DIALS or without the HDF5 library.
+
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::Command;
+
+/// The Python with dxtbx (DIALS's): `NANOBRAGG_DXTBX_PYTHON`, else /usr/bin/python3.
+fn python() -> String {
+    std::env::var("NANOBRAGG_DXTBX_PYTHON").unwrap_or_else(|_| "/usr/bin/python3".into())
+}
+
+/// Whether `cmd args` runs (in a scratch folder: dials.import writes its log where it runs).
+fn have(cmd: &str, args: &[&str]) -> bool {
+    let scratch = std::env::temp_dir();
+    Command::new(cmd).args(args).current_dir(scratch).output().map(|o| o.status.success()).unwrap_or(false)
+}
+
+fn panel(name: &str, fast: [f64; 3], slow: [f64; 3], origin: [f64; 3], size: [usize; 2]) -> Value {
+    json!({"name": name, "type": "SENSOR_PAD", "fast_axis": fast, "slow_axis": slow, "origin": origin,
+           "raw_image_offset": [0, 0], "image_size": size, "pixel_size": [0.075, 0.075], "trusted_range": [0.0, 1e6],
+           "thickness": 0.45, "material": "Si", "mu": 3.96, "identifier": "", "mask": [], "gain": 1.0, "pedestal": 0.0,
+           "px_mm_strategy": {"type": "SimplePxMmStrategy"}})
+}
+
+fn cross(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
+    [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+}
+
+/// Four tilted quadrants at different distances, each a group holding one panel (fast, slow,
+/// origin as global frames, mm).
+fn quadrants() -> (Value, Vec<([f64; 3], [f64; 3], [f64; 3])>) {
+    let mut panels = Vec::new();
+    let mut groups = Vec::new();
+    let mut globals = Vec::new();
+    for (i, (ox, oy, z, tilt)) in [(-10.0, 10.0, -80.0, 4.0), (0.5, 10.0, -82.0, -3.0), (-10.0, -0.5, -79.0, 2.0), (0.5, -0.5, -81.5, -5.0)].into_iter().enumerate() {
+        let (c, s) = (f64::to_radians(tilt).cos(), f64::to_radians(tilt).sin());
+        let f = [c, 0.0, s];
+        let sl = [0.0, -1.0, 0.0];
+        let o = [ox, oy, z];
+        // group frame local to the root (root = lab: f = x, s = −y, n = −z)
+        let mut g = panel("", [f[0], -f[1], -f[2]], [0.0, 1.0, 0.0], [o[0], -o[1], -o[2]], [0, 0]);
+        g["children"] = json!([{"panel": i}]);
+        groups.push(g);
+        let local = [0.3, 0.2, 0.1];
+        panels.push(panel(&format!("q{i}"), [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], local, [128, 120]));
+        let n = cross(f, sl);
+        globals.push((f, sl, [0, 1, 2].map(|k| o[k] + local[0] * f[k] + local[1] * sl[k] + local[2] * n[k])));
+    }
+    let mut root = panel("", [1.0, 0.0, 0.0], [0.0, -1.0, 0.0], [0.0, 0.0, 0.0], [0, 0]);
+    root["children"] = json!(groups);
+    let e = json!({"__id__": "ExperimentList",
+        "experiment": [{"__id__": "Experiment", "beam": 0, "detector": 0, "goniometer": 0, "scan": 0, "crystal": 0}],
+        "imageset": [],
+        "beam": [{"direction": [0.0, 0.0, 1.0], "wavelength": 0.97, "polarization_normal": [0.0, 1.0, 0.0], "polarization_fraction": 0.99}],
+        "detector": [{"panels": panels, "hierarchy": root}],
+        "goniometer": [{"rotation_axis": [1.0, 0.0, 0.0], "fixed_rotation": [1, 0, 0, 0, 1, 0, 0, 0, 1], "setting_rotation": [1, 0, 0, 0, 1, 0, 0, 0, 1]}],
+        "scan": [{"image_range": [1, 10], "oscillation": [0.0, 0.2]}],
+        "crystal": [{"__id__": "crystal", "real_space_a": [40.0, 3.0, 1.0], "real_space_b": [-2.0, 45.0, 4.0], "real_space_c": [1.0, -3.0, 50.0]}]});
+    (e, globals)
+}
+
+#[test]
+fn dials_imports_every_panel_of_the_nexus_file() {
+    if !have("dials.import", &["-h"]) || !have(&python(), &["-c", "import dxtbx"]) {
+        eprintln!("SKIPPED: dials_imports_every_panel_of_the_nexus_file because dials.import or a python3 with dxtbx (/usr/bin/python3 or NANOBRAGG_DXTBX_PYTHON) is not installed");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let (e, globals) = quadrants();
+    std::fs::write(d.join("q.expt"), serde_json::to_string(&e).unwrap()).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_nanobragg-rs"))
+        .args(["simulate", "--expt", "q.expt", "--image", "2", "-default_F", "100", "-N", "5", "-oversample", "1", "-nonoise", "-floatfile", "q.bin", "-nexusfile", "q.nxs"])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if err.contains("HDF5") && !out.status.success() {
+        eprintln!("SKIPPED: dials_imports_every_panel_of_the_nexus_file because the HDF5 library is missing: {err}");
+        return;
+    }
+    assert!(out.status.success(), "{err}");
+    let imp = Command::new("dials.import").args(["q.nxs", "output.experiments=imported.expt"]).current_dir(d).output().unwrap();
+    assert!(imp.status.success(), "dials.import: {}{}", String::from_utf8_lossy(&imp.stdout), String::from_utf8_lossy(&imp.stderr));
+    let script = r#"
+import json, sys
+from dxtbx.model.experiment_list import ExperimentListFactory
+import numpy as np
+el = ExperimentListFactory.from_json_file("imported.expt")
+x = el[0]
+raw = x.imageset.get_raw_data(0)
+out = []
+for p, r in zip(x.detector, raw):
+    out.append({"origin": list(p.get_origin()), "fast": list(p.get_fast_axis()), "slow": list(p.get_slow_axis()),
+                "size": list(p.get_image_size()), "pixel": list(p.get_pixel_size()), "sum": float(np.asarray(r.as_numpy_array(), dtype=float).sum())})
+print(json.dumps({"panels": out, "s0": list(x.beam.get_s0()), "axis": list(x.goniometer.get_rotation_axis())}))
+"#;
+    let py = Command::new(python()).args(["-c", script]).current_dir(d).output().unwrap();
+    assert!(py.status.success(), "{}", String::from_utf8_lossy(&py.stderr));
+    let got: Value = serde_json::from_slice(&py.stdout).unwrap();
+    let got = got["panels"].as_array().unwrap().clone();
+    assert_eq!(got.len(), 4, "{got:?}");
+    let float: Vec<f32> = std::fs::read(d.join("q.bin")).unwrap().chunks(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+    let v3 = |v: &Value| -> [f64; 3] { [0, 1, 2].map(|i| v[i].as_f64().unwrap()) };
+    for (i, (p, (f, s, o))) in got.iter().zip(&globals).enumerate() {
+        let (gf, gs, go) = (v3(&p["fast"]), v3(&p["slow"]), v3(&p["origin"]));
+        for k in 0..3 {
+            assert!((gf[k] - f[k]).abs() < 1e-5, "panel {i} fast {gf:?} vs {f:?}");
+            assert!((gs[k] - s[k]).abs() < 1e-5, "panel {i} slow {gs:?} vs {s:?}");
+            assert!((go[k] - o[k]).abs() < 1e-3, "panel {i} origin {go:?} vs {o:?}");
+        }
+        assert_eq!(p["size"], json!([128, 120]), "panel {i} size");
+        assert!((p["pixel"][0].as_f64().unwrap() - 0.075).abs() < 1e-9, "panel {i} pixel {:?}", p["pixel"]);
+        let n = 128 * 120;
+        let want: f64 = float[i * n..(i + 1) * n].iter().map(|v| (*v as f64 + 0.5).floor()).sum();
+        assert_eq!(p["sum"].as_f64().unwrap(), want, "panel {i}: the pixels read back are the simulated counts");
+    }
+}
