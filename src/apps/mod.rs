@@ -5,4 +5,5 @@ pub mod matrix;
 pub mod nearbragg;
 pub mod noisify;
 pub mod nonbragg;
+pub mod refine;
 pub mod series;

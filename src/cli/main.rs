@@ -21,6 +21,7 @@ fn usage() -> String {
          USAGE:\n  nanobragg-rs simulate [FLAGS]   render an image (nanoBragg's flags, verbatim)\n  \
          nanobragg-rs simulate --help    list every flag with units and defaults\n  \
          nanobragg-rs series [FLAGS] --frames N | --stills N --orientation random   a dataset (see README)\n  \
+         nanobragg-rs refine [FLAGS] --observed OBS --refine NAME,.. --params-out FIT.json   fit parameters to an image\n  \
          nanobragg-rs noisify [FLAGS]    noisify.c: detector noise and PSF on a float image\n  \
          nanobragg-rs nonbragg [FLAGS]   nonBragg.c: water/air background from a stol table\n  \
          nanobragg-rs nearbragg [FLAGS]  nearBragg.c: point scatterers summed over exact near-field paths\n  \
@@ -65,6 +66,8 @@ enum Failure {
     Error(crate::Error),
     /// Standard output or error could not be written.
     Stream(std::io::Error),
+    /// A fit that did not converge (`refine`): its message, exit 1.
+    NotConverged(String),
 }
 
 impl From<crate::Error> for Failure {
@@ -205,6 +208,10 @@ pub fn main() -> ExitCode {
             ExitCode::from(EXIT_BAD_INPUT)
         }
         // a closed pipe (`| head`, `| true`): stop quietly, as Unix tools do
+        Err(Failure::NotConverged(m)) => {
+            let _ = writeln!(std::io::stderr(), "nanobragg-rs: refine: {m}");
+            ExitCode::from(1)
+        }
         Err(Failure::Stream(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(Failure::Stream(e)) => {
             let _ = writeln!(std::io::stderr(), "nanobragg-rs: error: cannot write to standard output or error: {e}");
@@ -265,9 +272,24 @@ fn dispatch(args: &[String]) -> Result<(), Failure> {
             crate::io::atomic::install_signal_cleanup();
             with_stdout(|out| crate::cli::suite::suite_main(cmd, rest, out))
         }
+        "refine" if rest.iter().any(|a| a == "--help" || a == "-h" || a == "-help") => print_out(&format!("{}\n", crate::cli::refine::REFINE_USAGE)),
+        "refine" => {
+            check_thread_env()?;
+            crate::io::atomic::install_signal_cleanup();
+            let mut result = (true, String::new());
+            with_stdout(|out| {
+                result = crate::cli::refine::main(rest, out)?;
+                Ok(())
+            })?;
+            if result.0 {
+                Ok(())
+            } else {
+                Err(Failure::NotConverged(result.1))
+            }
+        }
         "flags" => print_out(&help::markdown_reference()),
         "--version" | "-V" | "version" => print_out(&format!("{}\n", version())),
         "--help" | "-h" | "help" => print_out(&usage()),
-        other => Err(crate::Error::flag(other, "unknown command (expected simulate, series, noisify, nonbragg, nearbragg, float-add or matrix; see `nanobragg-rs --help`)").into()),
+        other => Err(crate::Error::flag(other, "unknown command (expected simulate, series, refine, noisify, nonbragg, nearbragg, float-add or matrix; see `nanobragg-rs --help`)").into()),
     }
 }

@@ -10,6 +10,7 @@ pub mod nonbragg;
 pub mod parse;
 #[cfg(feature = "progress")]
 pub mod progress;
+pub mod refine;
 pub mod series;
 pub mod suite;
 

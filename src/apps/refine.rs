@@ -1,0 +1,234 @@
+//! `refine`: fit parameters of a simulation to a measured image by Levenberg–Marquardt on the
+//! derivative images (`kernel::tangents`), with the Fisher information as the curvature: Σ J Jᵀ/μ for
+//! the Poisson loss (its expected Hessian), Σ J Jᵀ for least squares. The damping is scaled by the
+//! diagonal (Marquardt), so parameters in different units (degrees, Å, mm, unit cells) need no
+//! hand-set scales.
+//!
+//! Our own small LM loop rather than the `argmin` crate: argmin has no Levenberg–Marquardt, its
+//! Gauss–Newton solvers want residual vectors (the Poisson loss has none without a square-root
+//! transform), and the step here is a K×K solve (K ≤ 21) on sums the derivative pass already gives;
+//! L-BFGS would need many more image renders than LM on this curvature.
+
+use crate::experiment::inputs::Inputs;
+use crate::experiment::tangents::{self, Param, Resolved};
+use crate::experiment::params::Params;
+use crate::experiment::Experiment;
+use crate::kernel::tangents::render_tangents;
+use crate::run::config::{Config, LossKind};
+use crate::run::gradients::{loss_and_weights, read_observed};
+use crate::{Error, Result};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// What `refine` is asked for besides the simulation's flags.
+#[derive(Clone, Debug)]
+pub struct RefineOptions {
+    pub names: Vec<Param>,
+    /// `--params-out`: the refined run as a `--params` file.
+    pub params_out: PathBuf,
+    /// `--refined-out`: `{NAME: value}` in flag units (`rot_*`: relative to the start).
+    pub refined_out: Option<PathBuf>,
+    pub max_iterations: usize,
+}
+
+/// How the fit ended.
+#[derive(Clone, Debug)]
+pub struct RefineReport {
+    pub converged: bool,
+    pub iterations: usize,
+    pub loss: f64,
+    /// Final values in flag units (`rot_*` relative to the start).
+    pub values: Vec<(Param, f64)>,
+    pub message: String,
+}
+
+/// One evaluated model: its experiment, loss and per-pixel dL/dμ and curvature weights.
+struct Model {
+    exp: Experiment,
+    loss: f64,
+    weights: Vec<f64>,
+    curvature: Vec<f64>,
+}
+
+/// Refine `opts.names` of `cfg` against `cfg.output.loss.observed`; progress lines go to `out`.
+pub fn refine(cfg: &Config, opts: &RefineOptions, out: &mut dyn Write) -> Result<RefineReport> {
+    let obs_path = cfg.output.loss.observed.clone().ok_or_else(|| Error::flag("--observed", "refine needs the measured image: --observed IMAGE"))?;
+    if opts.names.is_empty() {
+        return Err(Error::flag("--refine", format!("name the parameters to refine (valid: {})", Param::names())));
+    }
+    let inputs = crate::run::load::load_inputs(cfg)?;
+    let exp0 = Experiment::build(&cfg.params, &inputs)?;
+    tangents::check(&cfg.params, &inputs, &opts.names)?;
+    let y = read_observed(&obs_path, &exp0, cfg.output.adc_offset)?;
+    let mut params = tangents::frozen(&cfg.params, &inputs, &exp0);
+    let start: Vec<f64> = opts.names.iter().map(|n| n.value(&params)).collect();
+    let eval = |p: &Params| evaluate(cfg, p, &inputs, &y, &obs_path);
+    let mut model = eval(&params)?;
+    let mut lambda = 1e-3;
+    let mut report = RefineReport { converged: false, iterations: 0, loss: model.loss, values: Vec::new(), message: String::new() };
+    let _ = writeln!(out, "refine: start: L = {:.10e}  {}", model.loss, describe(&opts.names, &params));
+    for it in 1..=opts.max_iterations {
+        report.iterations = it;
+        let (g, h) = normal_equations(&params, &inputs, &model, &opts.names)?;
+        let sigma2 = match cfg.output.loss.kind {
+            LossKind::Poisson => 1.0,
+            LossKind::Lsq => (2.0 * model.loss / y.len().max(1) as f64).max(1e-300),
+        };
+        let mut accepted = false;
+        while lambda < 1e12 {
+            let delta = solve_damped(&h, &g, lambda);
+            let trial = step(&params, &opts.names, &delta);
+            match eval(&trial) {
+                Ok(m) if m.loss < model.loss => {
+                    let moved: f64 = (0..delta.len()).map(|i| (0..delta.len()).map(|j| delta[i] * h[i][j] * delta[j]).sum::<f64>()).sum();
+                    params = trial;
+                    model = m;
+                    lambda = (lambda / 3.0).max(1e-9);
+                    accepted = true;
+                    let _ = writeln!(out, "refine: iteration {it}: L = {:.10e}  damping {lambda:.1e}  {}", model.loss, describe(&opts.names, &params));
+                    if moved < 1e-6 * sigma2 {
+                        report.converged = true;
+                    }
+                    break;
+                }
+                _ => lambda *= 4.0,
+            }
+        }
+        if !accepted {
+            // no step lowers the loss: a minimum, if the gradient is negligible on the curvature's scale
+            let predicted: f64 = g.iter().enumerate().map(|(i, gi)| gi * gi / h[i][i].max(1e-300)).sum();
+            report.converged = predicted < 1e-4 * sigma2;
+            break;
+        }
+        if report.converged {
+            break;
+        }
+    }
+    report.loss = model.loss;
+    report.values = opts.names.iter().zip(&start).map(|(&n, &s)| (n, n.value(&params) - if is_rotation(n) { s } else { 0.0 })).collect();
+    report.message = if report.converged {
+        format!("converged after {} iterations: L = {:.10e}", report.iterations, report.loss)
+    } else {
+        format!("did not converge in {} iterations (L = {:.10e}); the fit so far is written", report.iterations, report.loss)
+    };
+    write_results(cfg, &params, opts, &report)?;
+    Ok(report)
+}
+
+fn is_rotation(n: Param) -> bool {
+    matches!(n, Param::RotX | Param::RotY | Param::RotZ)
+}
+
+fn describe(names: &[Param], p: &Params) -> String {
+    names.iter().map(|n| format!("{}={:.8}", n.name(), n.value(p))).collect::<Vec<_>>().join(" ")
+}
+
+/// Render `p` and compare with the observation.
+fn evaluate(cfg: &Config, p: &Params, inputs: &Inputs, y: &[f64], obs: &Path) -> Result<Model> {
+    let exp = Experiment::build(p, inputs)?;
+    let mut r = crate::run::simulate::render(&exp, &cfg.run.render_options(), cfg.run.threads, &|_| {})?;
+    for a in &cfg.params.add_float {
+        crate::run::simulate::add_into(&mut r.float, a)?;
+    }
+    let (loss, weights) = loss_and_weights(cfg.output.loss.kind, &r.float, y, &exp, obs)?;
+    let curvature = r
+        .float
+        .iter()
+        .zip(&weights)
+        .map(|(&m, &w)| match cfg.output.loss.kind {
+            _ if w == 0.0 && m <= 0.0 => 0.0,
+            LossKind::Poisson => 1.0 / (m as f64).max(1e-12),
+            LossKind::Lsq => 1.0,
+        })
+        .collect();
+    Ok(Model { exp, loss, weights, curvature })
+}
+
+/// The gradient Σ w·J and the curvature Σ c·J·Jᵀ from the derivative images at `params`.
+fn normal_equations(params: &Params, inputs: &Inputs, m: &Model, names: &[Param]) -> Result<(Vec<f64>, Vec<Vec<f64>>)> {
+    let t = tangents::tangents(params, inputs, &m.exp, names)?;
+    let j = render_tangents(&m.exp, &Resolved::of(&m.exp), &t, None).grads;
+    let k = names.len();
+    let g: Vec<f64> = j.iter().map(|ji| ji.iter().zip(&m.weights).map(|(a, w)| a * w).sum()).collect();
+    let mut h = vec![vec![0.0; k]; k];
+    for a in 0..k {
+        for b in a..k {
+            let s: f64 = j[a].iter().zip(&j[b]).zip(&m.curvature).map(|((x, y), c)| x * y * c).sum();
+            h[a][b] = s;
+            h[b][a] = s;
+        }
+    }
+    Ok((g, h))
+}
+
+/// Solve (H + λ·diag H)·δ = −g by Gaussian elimination with partial pivoting.
+fn solve_damped(h: &[Vec<f64>], g: &[f64], lambda: f64) -> Vec<f64> {
+    let k = g.len();
+    let mut a: Vec<Vec<f64>> = (0..k)
+        .map(|i| {
+            let mut row: Vec<f64> = (0..k).map(|j| h[i][j] + if i == j { lambda * h[i][i].max(1e-300) } else { 0.0 }).collect();
+            row.push(-g[i]);
+            row
+        })
+        .collect();
+    for c in 0..k {
+        let p = (c..k).max_by(|&x, &y| a[x][c].abs().total_cmp(&a[y][c].abs())).unwrap_or(c);
+        a.swap(c, p);
+        if a[c][c] == 0.0 {
+            continue;
+        }
+        for r in c + 1..k {
+            let f = a[r][c] / a[c][c];
+            for j in c..=k {
+                a[r][j] -= f * a[c][j];
+            }
+        }
+    }
+    let mut x = vec![0.0; k];
+    for c in (0..k).rev() {
+        let s: f64 = (c + 1..k).map(|j| a[c][j] * x[j]).sum();
+        x[c] = if a[c][c] == 0.0 { 0.0 } else { (a[c][k] - s) / a[c][c] };
+    }
+    x
+}
+
+/// `params` moved by `delta`, each value kept where the physics allows it (N ≥ 1, positive lengths,
+/// wavelength and fluence, angles of a cell inside (0°, 180°), a non-negative mosaic spread).
+fn step(params: &Params, names: &[Param], delta: &[f64]) -> Params {
+    let mut p = params.clone();
+    for (&n, &d) in names.iter().zip(delta) {
+        let v0 = n.value(params);
+        let mut v = v0 + d;
+        let (lo, hi) = match n {
+            Param::Na | Param::Nb | Param::Nc => (1.0, f64::INFINITY),
+            Param::A | Param::B | Param::C | Param::Lambda | Param::Fluence | Param::Distance => (0.0, f64::INFINITY),
+            Param::Alpha | Param::Beta | Param::Gamma => (0.0, 180.0),
+            Param::Mosaic => (0.0, 90.0),
+            _ => (f64::NEG_INFINITY, f64::INFINITY),
+        };
+        if v <= lo || v >= hi {
+            // go half of the way to the bound
+            v = v0 + 0.5 * (if v <= lo { lo } else { hi } - v0);
+        }
+        n.set(&mut p, v);
+    }
+    p
+}
+
+/// `--params-out` (the refined run, loadable with `simulate --params`) and `--refined-out`.
+fn write_results(cfg: &Config, params: &Params, opts: &RefineOptions, report: &RefineReport) -> Result<()> {
+    let mut fit = cfg.clone();
+    fit.params = params.clone();
+    fit.output.loss = Default::default();
+    fit.output.gradients.clear();
+    fit.run.save_params = None;
+    fit.run.params_file = None;
+    let mut set = crate::io::atomic::OutputSet::default();
+    set.add_bytes(&opts.params_out, (fit.to_json() + "\n").as_bytes())?;
+    if let Some(p) = &opts.refined_out {
+        let m: serde_json::Map<String, serde_json::Value> = report.values.iter().map(|(n, v)| (n.name().to_string(), serde_json::json!(v))).collect();
+        let text = serde_json::to_string_pretty(&serde_json::Value::Object(m)).map_err(|e| Error::flag("--refined-out", e.to_string()))? + "\n";
+        set.add_bytes(p, text.as_bytes())?;
+    }
+    set.commit()
+}

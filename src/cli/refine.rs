@@ -1,0 +1,56 @@
+//! `nanobragg-rs refine <simulate flags> --observed OBS --refine NAME[,...] [--loss poisson|lsq]
+//! --params-out FIT.json [--refined-out V.json] [--max-iterations N]`: the front end of
+//! `apps::refine`. The refine-only flags are taken out; every other word is a `simulate` flag.
+
+use crate::apps::refine::{refine, RefineOptions};
+use crate::experiment::tangents::Param;
+use crate::{Error, Result};
+use std::io::Write;
+use std::path::PathBuf;
+
+pub const REFINE_USAGE: &str = "usage: nanobragg-rs refine <simulate flags> --observed OBS --refine NAME[,NAME...] [--loss poisson|lsq] --params-out FIT.json [--refined-out V.json] [--max-iterations N]\n\
+  Fits the named parameters (the --gradients names) to the observed image (raw floats, SMV or CBF) by\n\
+  Levenberg-Marquardt on the derivative images; prints each iteration; exit 0 when converged, 1 when not.\n\
+  FIT.json loads with `simulate --params FIT.json`; V.json = {NAME: value} in flag units (rot_*: the\n\
+  rotation relative to the start, x applied first).";
+
+/// Parse and run; Ok(true) when the fit converged.
+pub fn main(args: &[String], out: &mut dyn Write) -> Result<(bool, String)> {
+    let mut rest = Vec::new();
+    let (mut names, mut params_out, mut refined_out, mut max_iterations) = (None, None, None, 50usize);
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = |flag: &str| it.next().cloned().ok_or_else(|| Error::flag(flag, "missing value"));
+        match a.as_str() {
+            "--refine" => {
+                let v = value("--refine")?;
+                let list: Result<Vec<Param>> = v
+                    .split(',')
+                    .filter(|w| !w.trim().is_empty())
+                    .map(|w| Param::parse(w.trim()).ok_or_else(|| Error::flag("--refine", format!("unknown parameter '{w}' (valid: {})", Param::names()))))
+                    .collect();
+                names = Some(list?);
+            }
+            "--params-out" => params_out = Some(PathBuf::from(value("--params-out")?)),
+            "--refined-out" => refined_out = Some(PathBuf::from(value("--refined-out")?)),
+            "--max-iterations" => {
+                let v = value("--max-iterations")?;
+                max_iterations = v.parse().ok().filter(|&n| n > 0).ok_or_else(|| Error::flag("--max-iterations", format!("expects a positive integer (got '{v}')")))?;
+            }
+            _ => rest.push(a.clone()),
+        }
+    }
+    let names = names.ok_or_else(|| Error::flag("--refine", format!("name the parameters to refine: --refine NAME[,NAME...] (valid: {})", Param::names())))?;
+    let params_out = params_out.ok_or_else(|| Error::flag("--params-out", "give the file for the refined parameters: --params-out FIT.json"))?;
+    let mut cfg = crate::cli::parse::parse_simulate_args(&rest)?;
+    if cfg.output.loss.observed.is_none() {
+        return Err(Error::flag("--observed", "refine needs the measured image: --observed IMAGE"));
+    }
+    cfg.output.gradients.clear();
+    let report = refine(&cfg, &RefineOptions { names, params_out, refined_out, max_iterations }, out)?;
+    let _ = writeln!(out, "refine: {}", report.message);
+    for (n, v) in &report.values {
+        let _ = writeln!(out, "refine: {} = {v} {}", n.name(), n.unit());
+    }
+    Ok((report.converged, report.message))
+}
