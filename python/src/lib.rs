@@ -12,7 +12,7 @@ use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// The library's one-line errors as Python exceptions: files that cannot be read or written are
@@ -140,7 +140,8 @@ impl Core {
 
     /// Render the float image: float32 numpy array (slow, fast), photons per pixel, bit-identical to
     /// the command line's -floatfile. The GIL is released while the threads work; `progress(done, total)`
-    /// is called from this thread (in rows) about every 0.1 s.
+    /// is called from this thread (in rows) about every 0.05 s; Ctrl-C (SIGINT) stops the workers and
+    /// raises KeyboardInterrupt within a row's time, leaving the Simulation usable.
     #[pyo3(signature = (threads=None, progress=None))]
     fn render<'py>(&self, py: Python<'py>, threads: Option<usize>, progress: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyArray2<f32>>> {
         if threads == Some(0) {
@@ -149,40 +150,55 @@ impl Core {
         let exp = &self.exp;
         let opts = self.cfg.run.render_options();
         let opts = &opts;
-        let out = match progress {
-            None => py.detach(|| simulate::render(exp, opts, threads, &|_| {})).map_err(to_py)?,
-            Some(cb) => {
-                let total = exp.det.panel().spixels;
-                let done = AtomicUsize::new(0);
-                let (res, cb_err) = std::thread::scope(|scope| {
-                    let handle = scope.spawn(|| {
-                        simulate::render(exp, opts, threads, &|n| {
-                            done.fetch_add(n, Ordering::Relaxed);
-                        })
-                    });
-                    let mut cb_err: Option<PyErr> = None;
-                    let mut last = usize::MAX;
-                    loop {
-                        let finished = handle.is_finished();
-                        let d = done.load(Ordering::Relaxed).min(total);
-                        if cb_err.is_none() && d != last {
-                            last = d;
-                            if let Err(e) = cb.call1((d, total)) {
-                                cb_err = Some(e);
-                            }
-                        }
-                        if finished {
-                            break;
-                        }
-                        py.detach(|| std::thread::sleep(Duration::from_millis(100)));
-                    }
-                    (handle.join(), cb_err)
+        let total = exp.det.rows();
+        let done = AtomicUsize::new(0);
+        let stop = AtomicBool::new(false);
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        // a Receiver is Send but not Sync: the waits below borrow it from the GIL-free closure
+        let rx = std::sync::Mutex::new(rx);
+        let (res, py_err) = std::thread::scope(|scope| {
+            let handle = scope.spawn(|| {
+                let r = simulate::render_until(exp, opts, threads, &|n| {
+                    done.fetch_add(n, Ordering::Relaxed);
+                }, &stop);
+                let _ = tx.send(());
+                r
+            });
+            // this (Python's) thread: Ctrl-C and the progress callback every 0.05 s, the GIL released
+            // in between; either stops the workers within a row
+            let mut py_err: Option<PyErr> = None;
+            let mut last = usize::MAX;
+            loop {
+                // done, or the worker gone (a panic drops the sender): either way the loop ends
+                let finished = py.detach(|| {
+                    rx.lock().map(|r| !matches!(r.recv_timeout(Duration::from_millis(50)), Err(std::sync::mpsc::RecvTimeoutError::Timeout))).unwrap_or(true)
                 });
-                if let Some(e) = cb_err {
-                    return Err(e);
+                if py_err.is_none() {
+                    if let Err(e) = py.check_signals() {
+                        py_err = Some(e);
+                    } else if let Some(cb) = &progress {
+                        let d = done.load(Ordering::Relaxed).min(total);
+                        if d != last {
+                            last = d;
+                            py_err = cb.call1((d, total)).err();
+                        }
+                    }
+                    if py_err.is_some() {
+                        stop.store(true, Ordering::Relaxed);
+                    }
                 }
-                res.map_err(|_| PyRuntimeError::new_err("render thread panicked"))?.map_err(to_py)?
+                if finished {
+                    break;
+                }
             }
+            (handle.join(), py_err)
+        });
+        if let Some(e) = py_err {
+            return Err(e);
+        }
+        let out = match res.map_err(|_| PyRuntimeError::new_err("render thread panicked"))?.map_err(to_py)? {
+            Some(out) => out,
+            None => return Err(PyRuntimeError::new_err("render stopped")),
         };
         let mut out = out;
         // the flags' -add_float images, as the command line's -floatfile has them

@@ -285,3 +285,49 @@ def test_bad_keywords():
 def test_unwritable_output_is_oserror(sim, image, tmp_path):
     with pytest.raises(OSError, match="cannot write"):
         sim.write_float(tmp_path / "missing" / "dir" / "f.bin", image)
+
+
+CTRL_C_SCRIPT = r"""
+import os, signal, sys, threading, time
+import nanobragg
+# the scalar reference kernel on one thread: a render of several seconds, rows of a few ms
+sim = nanobragg.from_args(["-cell", "60", "60", "60", "90", "90", "90", "-N", "5", "-default_F", "100",
+                           "-lambda", "1", "-distance", "100", "-detpixels", "384", "-oversample", "4",
+                           "-mosaic", "0.5", "-mosaic_dom", "30", "-seed", "1"])
+fired = []
+def fire():
+    time.sleep(float(sys.argv[1]))
+    fired.append(time.monotonic())
+    os.kill(os.getpid(), signal.SIGINT)
+for progress in (None, lambda done, total: None):
+    fired.clear()
+    threading.Thread(target=fire).start()
+    try:
+        sim.render(threads=1, progress=progress)
+        print("FINISHED")
+    except KeyboardInterrupt:
+        print("INTERRUPTED %.3f" % (time.monotonic() - fired[0]))
+# still usable: a small render of the same Simulation's detector rows runs to the end
+image = sim.render(threads=2)
+print("AFTER", image.shape, float(image.sum()) > 0)
+"""
+
+
+def test_ctrl_c_stops_render_within_half_a_second(tmp_path):
+    """SIGINT during render(): KeyboardInterrupt within 0.5 s (never PanicException), with and without a
+    progress callback, and the Simulation renders again afterwards."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "ctrl_c.py"
+    script.write_text(CTRL_C_SCRIPT)
+    env = dict(os.environ, NANOBRAGG_SIMD="scalar")
+    r = subprocess.run([sys.executable, str(script), "0.5"], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.split("\n")
+    interrupted = [float(l.split()[1]) for l in lines if l.startswith("INTERRUPTED")]
+    assert len(interrupted) == 2, r.stdout + r.stderr
+    assert all(t < 0.5 for t in interrupted), interrupted
+    assert "PanicException" not in r.stderr
+    assert "AFTER (384, 384) True" in r.stdout, r.stdout

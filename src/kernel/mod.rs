@@ -17,6 +17,7 @@ pub mod reference;
 pub mod simd;
 pub mod tangents;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use crate::experiment::Experiment;
 pub use crate::base::cpu::{detected_level, SimdLevel};
 pub use backend::{render_with_backend, ReferenceBackend, RenderBackend, RenderOutput, RowEnd, RowResult};
@@ -43,6 +44,49 @@ pub fn render(exp: &Experiment, opts: &RenderOptions, progress: &(dyn Fn(usize) 
             crate::experiment::params::Precision::Double => render_with_backend(&SimdBackend::<f64>::new(exp, level), progress),
             crate::experiment::params::Precision::Single => render_with_backend(&SimdBackend::<f32>::new(exp, level), progress),
         },
+    }
+}
+
+/// [`render`], stopping early when `stop` is set (from any thread): rows not yet begun are left empty,
+/// so the render ends within about one row per thread. `None` when it was stopped.
+pub fn render_until(exp: &Experiment, opts: &RenderOptions, progress: &(dyn Fn(usize) + Sync), stop: &AtomicBool) -> Option<RenderOutput> {
+    let run = |inner: &dyn RenderBackend| render_with_backend(&Stoppable { inner, stop }, progress);
+    let out = match kernel_for(exp, opts.backend) {
+        Backend::Reference => run(&ReferenceBackend::new(exp)),
+        Backend::Simd(level) => match opts.precision {
+            crate::experiment::params::Precision::Double => run(&SimdBackend::<f64>::new(exp, level)),
+            crate::experiment::params::Precision::Single => run(&SimdBackend::<f32>::new(exp, level)),
+        },
+    };
+    (!stop.load(Ordering::Relaxed)).then_some(out)
+}
+
+/// A backend whose rows come out empty once `stop` is set (Ctrl-C in Python: the workers stop within
+/// a row instead of finishing the image).
+struct Stoppable<'a> {
+    inner: &'a dyn RenderBackend,
+    stop: &'a AtomicBool,
+}
+
+impl RenderBackend for Stoppable<'_> {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+    fn experiment(&self) -> &Experiment {
+        self.inner.experiment()
+    }
+    fn precision(&self) -> crate::experiment::params::Precision {
+        self.inner.precision()
+    }
+    fn is_reference(&self) -> bool {
+        // a stopped row is empty, not the reference's: nothing to check it against
+        self.inner.is_reference() || self.stop.load(Ordering::Relaxed)
+    }
+    fn render_row(&self, s: usize, interpolate: bool, out: &mut [f32]) -> RowResult {
+        if self.stop.load(Ordering::Relaxed) {
+            return RowResult { omega: 0.0, end: RowEnd::Complete };
+        }
+        self.inner.render_row(s, interpolate, out)
     }
 }
 

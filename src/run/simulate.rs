@@ -125,6 +125,14 @@ pub fn render(exp: &Experiment, opts: &RenderOptions, threads: Option<usize>, pr
     }
 }
 
+/// [`render`] that stops early when `stop` is set (from any thread); `Ok(None)` when it was stopped.
+pub fn render_until(exp: &Experiment, opts: &RenderOptions, threads: Option<usize>, progress: &(dyn Fn(usize) + Sync), stop: &std::sync::atomic::AtomicBool) -> Result<Option<RenderOutput>> {
+    match threads {
+        Some(n) => Ok(thread_pool(n)?.install(|| kernel::render_until(exp, opts, progress, stop))),
+        None => Ok(kernel::render_until(exp, opts, progress, stop)),
+    }
+}
+
 /// The SMV header values nanoBragg writes, from the resolved experiment.
 pub fn smv_header(exp: &Experiment) -> SmvHeader {
     let d = &exp.det;
