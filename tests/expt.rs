@@ -265,3 +265,16 @@ fn bad_lists_and_one_panel_outputs_are_refused_with_one_line() {
     ok(d, &[&["--expt", &good, "-lambda", "1.0", "-floatfile", "l2.bin"], RUN].concat());
     assert_ne!(floats(&d.join("l1.bin")), floats(&d.join("l2.bin")));
 }
+
+#[test]
+fn the_written_experiment_list_simulates_the_same_image() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let e = write(d, "h.expt", &hierarchical());
+    ok(d, &[&["--expt", &e, "--image", "7", "-floatfile", "a.bin", "--expt-out", "sim.expt"], RUN].concat());
+    let sim: Value = serde_json::from_str(&std::fs::read_to_string(d.join("sim.expt")).unwrap()).unwrap();
+    assert_eq!(sim["detector"][0]["panels"].as_array().unwrap().len(), 2);
+    assert_eq!(sim["scan"][0]["oscillation"], json!([8.0, 0.5]));
+    ok(d, &[&["--expt", "sim.expt", "-floatfile", "b.bin"], RUN].concat());
+    assert_close(&floats(&d.join("a.bin")), &floats(&d.join("b.bin")), "re-simulated from --expt-out");
+}

@@ -73,7 +73,7 @@ fn dials_imports_every_panel_of_the_nexus_file() {
     let (e, globals) = quadrants();
     std::fs::write(d.join("q.expt"), serde_json::to_string(&e).unwrap()).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_nanobragg-rs"))
-        .args(["simulate", "--expt", "q.expt", "--image", "2", "-default_F", "100", "-N", "5", "-oversample", "1", "-nonoise", "-floatfile", "q.bin", "-nexusfile", "q.nxs"])
+        .args(["simulate", "--expt", "q.expt", "--image", "2", "-default_F", "100", "-N", "5", "-oversample", "1", "-nonoise", "-floatfile", "q.bin", "-nexusfile", "q.nxs", "--expt-out", "sim.expt"])
         .current_dir(d)
         .output()
         .unwrap();
@@ -96,6 +96,12 @@ out = []
 for p, r in zip(x.detector, raw):
     out.append({"origin": list(p.get_origin()), "fast": list(p.get_fast_axis()), "slow": list(p.get_slow_axis()),
                 "size": list(p.get_image_size()), "pixel": list(p.get_pixel_size()), "sum": float(np.asarray(r.as_numpy_array(), dtype=float).sum())})
+# the written experiment list opens the NeXus image and holds the same models
+sim = ExperimentListFactory.from_json_file("sim.expt", check_format=True)[0]
+assert len(sim.imageset.get_raw_data(0)) == len(raw)
+for p, q in zip(x.detector, sim.detector):
+    assert (np.abs(np.subtract(p.get_origin(), q.get_origin())) < 1e-3).all(), (p.get_origin(), q.get_origin())
+assert (np.abs(np.subtract(x.beam.get_s0(), sim.beam.get_s0())) < 1e-9).all()
 print(json.dumps({"panels": out, "s0": list(x.beam.get_s0()), "axis": list(x.goniometer.get_rotation_axis())}))
 "#;
     let py = Command::new(python()).args(["-c", script]).current_dir(d).output().unwrap();

@@ -409,3 +409,49 @@ fn read_crystal(c: &CrystalJson, jp: &str) -> JResult<ExptCrystal> {
     }
     Ok(ExptCrystal { real_space: [a, b, cc], space_group_hall_symbol: c.space_group_hall_symbol.clone() })
 }
+
+/// The experiment list of one experiment in dxtbx's JSON (`--expt-out`): `m`'s beam, panels (a flat
+/// detector, global frames), goniometer, scan (with `exposure` seconds per image) and crystal, and an
+/// `ImageSequence` naming `image` (a NeXus file) when given.
+pub fn expt_json(m: &ExptModel, image: Option<&Path>, exposure: f64) -> String {
+    use serde_json::json;
+    let b = &m.beam;
+    let beam = json!({"direction": b.direction, "wavelength": b.wavelength, "divergence": 0.0, "sigma_divergence": 0.0,
+        "polarization_normal": b.polarization_normal, "polarization_fraction": b.polarization_fraction, "flux": 0.0, "transmission": 1.0});
+    let panels: Vec<serde_json::Value> = m
+        .panels
+        .iter()
+        .map(|p| {
+            json!({"name": p.name, "type": "SENSOR_PAD", "fast_axis": p.fast_axis, "slow_axis": p.slow_axis, "origin": p.origin,
+                "raw_image_offset": [0, 0], "image_size": p.image_size, "pixel_size": p.pixel_size, "trusted_range": [-1.0, 2147483647.0],
+                "thickness": p.thickness, "material": p.material, "mu": p.mu, "identifier": "", "mask": [], "gain": 1.0, "pedestal": 0.0,
+                "px_mm_strategy": {"type": "SimplePxMmStrategy"}})
+        })
+        .collect();
+    let mut experiment = json!({"__id__": "Experiment", "identifier": "", "beam": 0, "detector": 0});
+    let mut list = json!({"__id__": "ExperimentList", "beam": [beam], "detector": [{"panels": panels}], "imageset": [], "profile": [], "scaling_model": []});
+    if let Some(g) = &m.goniometer {
+        experiment["goniometer"] = json!(0);
+        list["goniometer"] = json!([{"rotation_axis": g.rotation_axis, "fixed_rotation": g.fixed_rotation, "setting_rotation": g.setting_rotation}]);
+    }
+    if let Some(s) = &m.scan {
+        let n = (s.image_range[1] - s.image_range[0] + 1).max(0) as usize;
+        experiment["scan"] = json!(0);
+        list["scan"] = json!([{"image_range": s.image_range, "batch_offset": 0, "oscillation": s.oscillation,
+            "exposure_time": vec![exposure; n], "epochs": (0..n).map(|i| i as f64 * exposure).collect::<Vec<f64>>(), "valid_image_ranges": {}}]);
+    }
+    if let Some(c) = &m.crystal {
+        experiment["crystal"] = json!(0);
+        list["crystal"] = json!([{"__id__": "crystal", "real_space_a": c.real_space[0], "real_space_b": c.real_space[1], "real_space_c": c.real_space[2],
+            "space_group_hall_symbol": c.space_group_hall_symbol.clone().unwrap_or_else(|| " P 1".into())}]);
+    }
+    if let Some(path) = image {
+        experiment["imageset"] = json!(0);
+        list["imageset"] = json!([{"__id__": "ImageSequence", "template": path.to_string_lossy(), "single_file_indices": (0..m.scan.as_ref().map_or(1, |s| (s.image_range[1] - s.image_range[0] + 1).max(1))).collect::<Vec<i64>>(),
+            "mask": null, "gain": null, "pedestal": null, "dx": null, "dy": null, "params": {"dynamic_shadowing": "Auto", "multi_panel": m.panels.len() > 1}}]);
+    }
+    list["experiment"] = json!([experiment]);
+    let mut text = serde_json::to_string_pretty(&list).unwrap_or_default();
+    text.push('\n');
+    text
+}

@@ -77,6 +77,8 @@ pub struct OutputSettings {
     pub cbffile: Option<PathBuf>,
     /// NeXus/NXmx HDF5 image with the full geometry, not in the C.
     pub nexusfile: Option<PathBuf>,
+    /// `--expt-out`: the simulated experiment as a DIALS experiment list, not in the C.
+    pub expt_out: Option<PathBuf>,
     /// SMV headers with the keys dxtbx's ADSC reader expects (opt-in; the default header is the C's).
     pub smv_dxtbx: bool,
     /// Which generator makes the noise image (`--noise`): the C's serial stream (default) or fast.
@@ -165,6 +167,7 @@ impl Default for OutputSettings {
             pngfile: None,
             cbffile: None,
             nexusfile: None,
+            expt_out: None,
             smv_dxtbx: false,
             noise_mode: crate::noise::NoiseMode::C,
             write_pgm: true,

@@ -170,3 +170,50 @@ fn flat_panel_params(params: &mut Params, p: &PanelSpec) {
     params.curved_detector = false;
     params.pix0_vector = None;
 }
+
+/// The simulated experiment as a DIALS experiment list model (`--expt-out`), in DIALS's lab frame
+/// (the NeXus writer's: McStas by [`ImageMeta::to_mcstas`](crate::io::meta::ImageMeta::to_mcstas),
+/// then imgCIF = (−x, y, −z)): the beam, every panel, the spindle (no fixed or setting rotation),
+/// `nframes` images from the run's phi, and the crystal as used at φ = 0 (after any misset).
+pub fn simulated(exp: &crate::experiment::Experiment, params: &Params, exposure: f64, nframes: usize) -> ExptModel {
+    use crate::io::expt::{ExptBeam, ExptCrystal, ExptGoniometer, ExptScan};
+    let r = crate::run::headers::image_meta(exp, exposure).to_mcstas();
+    let lab = |v: &V3| -> V3 {
+        let m = [dot(&r[0], v), dot(&r[1], v), dot(&r[2], v)];
+        [-m[0], m[1], -m[2]]
+    };
+    let beam = &exp.beam;
+    let b = lab(&beam.beam_vector);
+    let normal = unitize(&cross(&b, &lab(&beam.polar_vector))).0;
+    let fraction = if beam.nopolar { 0.5 } else { (beam.polarization + 1.0) / 2.0 };
+    let panels = exp
+        .det
+        .panels
+        .iter()
+        .enumerate()
+        .map(|(i, p)| ExptPanel {
+            name: format!("panel{i}"),
+            fast_axis: lab(&p.fdet_vector),
+            slow_axis: lab(&p.sdet_vector),
+            origin: lab(&p.pix0_vector).map(|x| x * 1e3),
+            image_size: [p.fpixels, p.spixels],
+            pixel_size: [p.pixel_size * 1e3; 2],
+            thickness: p.sensor.thick * 1e3,
+            mu: if p.sensor.thick > 0.0 { p.sensor.mu * 1e-3 } else { 0.0 },
+            material: "Si".into(),
+        })
+        .collect();
+    let id = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0];
+    let l = &exp.crystal.lattice;
+    let space_group = params.expt.as_ref().and_then(|src| read(src).ok()).and_then(|m| m.crystal).and_then(|c| c.space_group_hall_symbol);
+    ExptModel {
+        path: Default::default(),
+        index: 0,
+        beam: ExptBeam { direction: b.map(|x| -x), wavelength: beam.lambda0 * 1e10, polarization_normal: normal, polarization_fraction: fraction },
+        panels,
+        goniometer: Some(ExptGoniometer { rotation_axis: lab(&exp.scan.spindle_vector), fixed_rotation: id, setting_rotation: id }),
+        scan: Some(ExptScan { image_range: [1, nframes.max(1) as i64], oscillation: [exp.scan.phi0.to_degrees(), exp.scan.osc.max(0.0).to_degrees()] }),
+        crystal: Some(ExptCrystal { real_space: [l.a0, l.b0, l.c0].map(|v| lab(&v).map(|x| x * 1e10)), space_group_hall_symbol: space_group }),
+        imageset: None,
+    }
+}

@@ -386,6 +386,30 @@ impl OutputWriter for NexusWriter {
     }
 }
 
+/// `--expt-out`: the simulated experiment as a DIALS experiment list naming the `-nexusfile` image
+/// (port option).
+pub struct ExptWriter;
+impl OutputWriter for ExptWriter {
+    fn role(&self) -> &'static str {
+        "experiment list"
+    }
+    fn requested(&self, cfg: &Config) -> Option<PathBuf> {
+        cfg.output.expt_out.clone()
+    }
+    fn write(&self, ctx: &OutputCtx, path: &Path, w: &mut (dyn Write + Send)) -> Result<Vec<String>> {
+        let m = crate::run::expt::simulated(ctx.exp, &ctx.cfg.params, ctx.cfg.params.exposure, 1);
+        let image = ctx.cfg.output.nexusfile.as_ref().map(|p| {
+            let p = resolve_out(ctx.cfg, p);
+            std::path::absolute(&p).unwrap_or(p)
+        });
+        w.write_all(crate::io::expt::expt_json(&m, image.as_deref(), ctx.cfg.params.exposure).as_bytes()).map_err(io_err(path))?;
+        Ok(vec![format!("writing {} (DIALS experiment list of the simulated experiment)", self.requested(ctx.cfg).unwrap_or_default().display())])
+    }
+    fn disk_bytes(&self, _pixels: u64) -> u64 {
+        16 << 10 // a few kB of JSON
+    }
+}
+
 /// Memory of a writer that streams its image ([`crate::io::write_map_roi`]) with `bytes` per pixel: two
 /// batches of whole rows (rows up to 2²⁰ pixels wide).
 fn streamed(pixels: u64, bytes: u64) -> u64 {
@@ -395,7 +419,7 @@ fn streamed(pixels: u64, bytes: u64) -> u64 {
 /// Every output, in the order the C writes them, then the port's own. A new format: one writer above
 /// and one entry here.
 pub static WRITERS: &[&dyn OutputWriter] =
-    &[&FdumpWriter, &FloatWriter, &IntWriter, &PgmWriter, &PngWriter, &NoiseWriter, &CbfWriter, &NexusWriter];
+    &[&FdumpWriter, &FloatWriter, &IntWriter, &PgmWriter, &PngWriter, &NoiseWriter, &CbfWriter, &NexusWriter, &ExptWriter];
 
 fn with_path(e: Error, path: &Path) -> Error {
     match e {
