@@ -333,6 +333,27 @@ class Simulation:
         over the local background; ``legend=True`` adds the scale strip of ``--png-legend`` below it."""
         self._core.write_png(os.fspath(path), self._image(image), legend)
 
+    def write_cbf(self, path: str | os.PathLike, counts: np.ndarray) -> None:
+        """A CBF file as ``-cbffile`` writes it (32-bit byte offset, miniCBF geometry header) of integer
+        ``counts`` (slow, fast), e.g. ``sim.noise(image)`` or photon counts of your own."""
+        self._core.write_cbf(os.fspath(path), self._int32(counts, 2))
+
+    def write_nexus(self, path: str | os.PathLike, counts: np.ndarray) -> None:
+        """An NXmx file as ``-nexusfile`` writes it (the full geometry) of integer ``counts``: (slow, fast),
+        or (frames, slow, fast) for a sweep whose frame k starts at ``-phi`` + k ``-osc``."""
+        self._core.write_nexus(os.fspath(path), self._int32(counts, 3))
+
+    @staticmethod
+    def _int32(counts: Any, max_dims: int) -> np.ndarray:
+        a = np.asarray(counts)
+        if a.dtype.kind not in "iu":
+            raise ValueError(f"counts: give integers (got {a.dtype}); round photons first, e.g. np.rint(x).astype(np.int32)")
+        if a.ndim < 2 or a.ndim > max_dims:
+            raise ValueError(f"counts: {a.ndim} dimensions")
+        if a.size and (a.min() < np.iinfo(np.int32).min or a.max() > np.iinfo(np.int32).max):
+            raise ValueError("counts: values beyond 32-bit integers")
+        return np.ascontiguousarray(a, dtype=np.int32)
+
     def write_outputs(self, image: np.ndarray) -> list[str]:
         """Write every file the command line writes for these flags (float, SMV, PGM, noise, PNG, with the
         flags' names and ``--out-dir``), byte-identical to its files. Returns the paths."""
@@ -559,3 +580,53 @@ def nearbragg(flags: Sequence[str] | str, threads: Optional[int] = None):
     if sin is None:
         return image
     return image, sin, cos
+
+
+def _companion_args(args: Optional[Sequence[str] | str], kw: dict) -> list[str]:
+    if isinstance(args, str):
+        import shlex
+        args = shlex.split(args)
+    out = [os.fspath(a) for a in (args or [])]
+    for name, v in kw.items():
+        if v is None or v is False:
+            continue
+        out.append("-" + name)
+        if v is not True:
+            out += _format_value(v)
+    return out
+
+
+def noisify(image: np.ndarray, args: Optional[Sequence[str] | str] = None, **kw: Any) -> np.ndarray:
+    """``nanobragg-rs noisify -noisefile`` (noisify.c) on an in-memory float image: photon, read-out,
+    flicker and calibration noise, PSF, gain and ADC offset. ``args`` are noisify.c's flags, verbatim;
+    keywords add more (``readout_noise=3`` -> ``-readout_noise 3``, ``seed=1``; True: a switch). The image's
+    shape gives the detector's pixels. Returns the noise image (uint16, slow x fast), the pixels of the
+    command line's ``-noisefile``."""
+    a = np.ascontiguousarray(image, dtype=np.float32)
+    if a.ndim != 2:
+        raise ValueError(f"image: give a 2-D (slow, fast) array, not {a.ndim}-D")
+    return _nanobragg.noisify(a, _companion_args(args, kw))
+
+
+def nonbragg(args: Optional[Sequence[str] | str] = None, **kw: Any) -> np.ndarray:
+    """``nanobragg-rs nonbragg -floatfile`` (nonBragg.c: water, air or solvent background from a ``stol F``
+    table) in memory: ``args`` are nonBragg.c's flags, verbatim; keywords add more. Returns the float image
+    (float32, slow x fast, photons/pixel), the pixels of the command line's ``-floatfile``."""
+    return _nanobragg.nonbragg(_companion_args(args, kw))
+
+
+def apply_psf(image: np.ndarray, psf: str = "gauss", psf_fwhm: float = 46.0, pixel: float = 0.1,
+              psf_radius: Optional[int] = None) -> np.ndarray:
+    """noisify's point-spread function on a float image: ``psf`` "gauss" or "fiber", ``psf_fwhm`` its full
+    width at half maximum in µm, ``pixel`` the pixel size in mm, ``psf_radius`` in pixels (None: noisify's
+    automatic radius). Photons are spread, not made: the sum is kept (less what spreads off the edges)."""
+    a = np.ascontiguousarray(image, dtype=np.float32)
+    if a.ndim != 2:
+        raise ValueError(f"image: give a 2-D (slow, fast) array, not {a.ndim}-D")
+    fwhm = _finite("psf_fwhm", psf_fwhm)
+    pix = _finite("pixel", pixel)
+    if pix <= 0:
+        raise ValueError("pixel: must be greater than 0 (mm)")
+    radius = 0 if psf_radius is None else _positive_int("psf_radius", psf_radius)
+    return _nanobragg.apply_psf(a, psf, fwhm / 1000.0 / pix, radius)
+

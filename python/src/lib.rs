@@ -330,6 +330,41 @@ impl Core {
         py.detach(|| nbcore::io::png::write_png_preview(&path, data, e.det.panel().fpixels, e.det.panel().spixels, legend)).map_err(to_py)
     }
 
+    /// Write a CBF file (as -cbffile: 32-bit byte-offset, the miniCBF geometry header) of `counts`
+    /// (int32, slow x fast).
+    fn write_cbf(&self, py: Python<'_>, path: PathBuf, counts: PyReadonlyArray2<'_, i32>) -> PyResult<()> {
+        let e = &self.exp;
+        if counts.shape() != [e.det.rows(), e.det.fpixels()] {
+            return Err(PyValueError::new_err(format!("counts: shape {:?}, the detector is {:?}", counts.shape(), [e.det.rows(), e.det.fpixels()])));
+        }
+        let data = counts.as_slice().map_err(|_| PyValueError::new_err("counts: must be a C-contiguous int32 array"))?;
+        let meta = nbcore::run::headers::image_meta(e, self.cfg.params.exposure);
+        meta.mini_cbf_ok().map_err(|m| PyValueError::new_err(format!("{m}: a miniCBF header cannot describe this geometry; use write_nexus")))?;
+        py.detach(|| nbcore::io::cbf::write_cbf(&path, &meta, data, "photon counts (written from Python)")).map_err(to_py)
+    }
+
+    /// Write an NXmx file (as -nexusfile) of `counts`: int32 (slow, fast), or (frames, slow, fast) for
+    /// a sweep whose frame k starts at -phi + k·-osc.
+    fn write_nexus(&self, py: Python<'_>, path: PathBuf, counts: numpy::PyReadonlyArrayDyn<'_, i32>) -> PyResult<()> {
+        let e = &self.exp;
+        let (s, f) = (e.det.rows(), e.det.fpixels());
+        let frames = match counts.shape() {
+            [a, b] if [*a, *b] == [s, f] => 1,
+            [n, a, b] if [*a, *b] == [s, f] && *n > 0 => *n,
+            other => return Err(PyValueError::new_err(format!("counts: shape {other:?}; give ({s}, {f}) or (frames, {s}, {f})"))),
+        };
+        let data = counts.as_slice().map_err(|_| PyValueError::new_err("counts: must be a C-contiguous int32 array"))?;
+        let meta = nbcore::run::headers::image_meta(e, self.cfg.params.exposure);
+        py.detach(|| -> nbcore::Result<()> {
+            let mut w = nbcore::io::nexus::NexusWriter::create(&path, &meta, frames)?;
+            for (k, frame) in data.chunks(s * f).enumerate() {
+                w.write_frame(k, frame)?;
+            }
+            w.finish()
+        })
+        .map_err(to_py)
+    }
+
     /// Write every file the command line would write for these flags (-floatfile, -intfile, -pgmfile,
     /// -noisefile, --png, -hklout; relative to --out-dir), from `image`. Returns the image paths written.
     fn write_outputs(&self, py: Python<'_>, image: PyReadonlyArray2<'_, f32>) -> PyResult<Vec<PathBuf>> {
@@ -467,6 +502,88 @@ fn nearbragg<'py>(
     Ok((float, Some(arr(img.sin)?), Some(arr(img.cos)?)))
 }
 
+/// A folder for the companion programs' files, removed when dropped: they write files by design, and
+/// the Python calls hand back arrays instead.
+fn scratch() -> PyResult<tempfile::TempDir> {
+    tempfile::tempdir().map_err(|e| PyOSError::new_err(format!("cannot make a temporary folder: {e}")))
+}
+
+fn scratch_path(d: &tempfile::TempDir, name: &str) -> String {
+    d.path().join(name).to_string_lossy().into_owned()
+}
+
+/// `noisify -noisefile` on an in-memory float image: noisify.c's flags (`args`), the image's shape as
+/// `-detpixels_x/_y`; returns the noise image (uint16, slow x fast).
+#[pyfunction]
+fn noisify<'py>(py: Python<'py>, image: PyReadonlyArray2<'py, f32>, args: Vec<String>) -> PyResult<Bound<'py, PyArray2<u16>>> {
+    let (s, f) = (image.shape()[0], image.shape()[1]);
+    let data = image.as_slice().map_err(|_| PyValueError::new_err("image: must be a C-contiguous float32 array"))?.to_vec();
+    let dir = scratch()?;
+    let input = scratch_path(&dir, "float.bin");
+    let mut full = args.clone();
+    full.extend(["-floatfile".to_string(), input.clone()]);
+    let mut c = nbcore::cli::noisify::parse_noisify_args(&full).map_err(to_py)?;
+    if !c.calculate_noise {
+        return Err(PyValueError::new_err("-nonoise: noisify() returns the noise image; leave -nonoise out"));
+    }
+    let bytes: Vec<u8> = data.iter().flat_map(|v| v.to_le_bytes()).collect();
+    std::fs::write(&input, bytes).map_err(|e| PyOSError::new_err(format!("{input}: {e}")))?;
+    (c.xpixels, c.ypixels) = (i32::try_from(f).unwrap_or(i32::MAX), i32::try_from(s).unwrap_or(i32::MAX));
+    (c.intfile, c.pgmfile, c.noisefile, c.png) = (scratch_path(&dir, "int.img"), scratch_path(&dir, "image.pgm"), scratch_path(&dir, "noise.img"), None);
+    let noise = py
+        .detach(|| {
+            nbcore::apps::noisify::run(&c, &mut std::io::sink())?;
+            nbcore::io::smv::read_smv(std::path::Path::new(&c.noisefile))
+        })
+        .map_err(to_py)?;
+    Array2::from_shape_vec((noise.height, noise.width), noise.data).map(|a| a.into_pyarray(py)).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+}
+
+/// `nonbragg -floatfile` in memory: nonBragg.c's flags; returns the float image (float32, slow x fast).
+#[pyfunction]
+fn nonbragg<'py>(py: Python<'py>, args: Vec<String>) -> PyResult<Bound<'py, PyArray2<f32>>> {
+    let mut c = nbcore::cli::nonbragg::parse_nonbragg_args(&args).map_err(to_py)?;
+    let dir = scratch()?;
+    (c.floatfile, c.intfile, c.pgmfile, c.noisefile) = (scratch_path(&dir, "float.bin"), scratch_path(&dir, "int.img"), scratch_path(&dir, "image.pgm"), scratch_path(&dir, "noise.img"));
+    let (float, header) = py
+        .detach(|| -> nbcore::Result<(Vec<u8>, nbcore::io::smv::SmvImage)> {
+            nbcore::apps::nonbragg::run(&c, &mut std::io::sink())?;
+            let float = std::fs::read(&c.floatfile).map_err(|e| nbcore::Error::read(&c.floatfile, "cannot read the float image", e))?;
+            Ok((float, nbcore::io::smv::read_smv(std::path::Path::new(&c.intfile))?))
+        })
+        .map_err(to_py)?;
+    let v: Vec<f32> = float.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+    Array2::from_shape_vec((header.height, header.width), v).map(|a| a.into_pyarray(py)).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+}
+
+/// noisify's point-spread function on an image: `psf` "gauss" or "fiber", `fwhm_pixels` its full width
+/// at half maximum in pixels, `radius` in pixels (0: noisify's automatic radius). Photons are spread,
+/// not made or lost (apart from what falls off the edges).
+#[pyfunction]
+fn apply_psf<'py>(py: Python<'py>, image: PyReadonlyArray2<'py, f32>, psf: &str, fwhm_pixels: f64, radius: i32) -> PyResult<Bound<'py, PyArray2<f32>>> {
+    use nbcore::apps::noisify::PsfType;
+    let kind = match psf {
+        "gauss" | "gaussian" => PsfType::Gauss,
+        "fiber" | "fibre" => PsfType::Fiber,
+        _ => return Err(PyValueError::new_err(format!("psf: '{psf}' is not 'gauss' or 'fiber'"))),
+    };
+    if !(fwhm_pixels.is_finite() && fwhm_pixels > 0.0) {
+        return Err(PyValueError::new_err("psf_fwhm: must be a finite number greater than 0"));
+    }
+    if radius < 0 {
+        return Err(PyValueError::new_err("psf_radius: must not be negative"));
+    }
+    let (s, f) = (image.shape()[0], image.shape()[1]);
+    let data = image.as_slice().map_err(|_| PyValueError::new_err("image: must be a C-contiguous float32 array"))?;
+    if data.iter().any(|v| !v.is_finite()) {
+        return Err(PyValueError::new_err("image: has non-finite pixels"));
+    }
+    let out = py
+        .detach(|| nbcore::apps::noisify::apply_psf(data, f, s, kind, fwhm_pixels, radius, &mut std::io::sink()))
+        .map_err(|e| PyOSError::new_err(e.to_string()))?;
+    Array2::from_shape_vec((s, f), out).map(|a| a.into_pyarray(py)).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+}
+
 #[pymodule]
 fn _nanobragg(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // the library's warnings (non-finite pixels, a cache not written) on stderr, as the CLI shows them
@@ -476,6 +593,9 @@ fn _nanobragg(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(flag_help, m)?)?;
     m.add_function(wrap_pyfunction!(series_frames, m)?)?;
     m.add_function(wrap_pyfunction!(nearbragg, m)?)?;
+    m.add_function(wrap_pyfunction!(noisify, m)?)?;
+    m.add_function(wrap_pyfunction!(nonbragg, m)?)?;
+    m.add_function(wrap_pyfunction!(apply_psf, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
