@@ -427,7 +427,8 @@ class Simulation:
 
     # ------------------------------------------------------------------ DIALS
     def dxtbx_models(self):
-        """(Beam, Detector) dxtbx models of this geometry (needs dxtbx, e.g. Debian ``python3-dials``).
+        """(Beam, Detector) dxtbx models of this geometry (needs dxtbx, e.g. Debian ``python3-dials``); the
+        beam carries the polarization (fraction (1 + K)/2 of ``-polar`` K, the plane's normal beam × E).
         The detector's origin is pix0 and its axes fdet/sdet, in dxtbx's frame (mm; the C's lab frame
         with x along the beam is turned into dxtbx's with z against it)."""
         from ._dxtbx import dxtbx_models

@@ -16,6 +16,13 @@ def dxtbx_models(sim):
     px_mm = g["pixel_size_m"] * 1000.0
     # dxtbx's beam direction points from the sample to the source
     beam = Beam(tuple(-x for x in _to_dials(g["beam_vector"])), g["wavelength_m"] * 1e10)
+    # polarization: nanoBragg's Kahn factor K = 2·fraction − 1 with the E-vector -polar_vector (the
+    # fraction of the intensity along it); dxtbx wants that fraction and the normal of the
+    # polarization plane, n = b × E for the beam's propagation direction b (so that E = n × b)
+    b, e = _to_dials(g["beam_vector"]), _to_dials(g["polar_vector"])
+    n = (b[1] * e[2] - b[2] * e[1], b[2] * e[0] - b[0] * e[2], b[0] * e[1] - b[1] * e[0])
+    beam.set_polarization_normal(n)
+    beam.set_polarization_fraction((1.0 + float(g["polarization"])) / 2.0)
     det = Detector()
     panel = det.add_panel()
     panel.set_frame(_to_dials(g["fdet_vector"]), _to_dials(g["sdet_vector"]),

@@ -403,6 +403,7 @@ impl Core {
         g.set_item("odet_vector", panel.odet_vector.to_vec())?;
         g.set_item("beam_vector", e.beam.beam_vector.to_vec())?;
         g.set_item("polar_vector", e.beam.polar_vector.to_vec())?;
+        g.set_item("polarization", e.beam.polarization)?; // the Kahn factor K (-polar)
         g.set_item("spindle_vector", e.scan.spindle_vector.to_vec())?;
         g.set_item("twotheta_axis", d.twotheta_axis.to_vec())?;
         g.set_item("twotheta_deg", d.detector_twotheta.to_degrees())?;

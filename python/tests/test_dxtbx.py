@@ -32,6 +32,10 @@ for flags in json.loads(sys.argv[2]):
         wavelength=beam.get_wavelength(),
         distance=panel.get_directed_distance(),
         ours_distance=g["close_distance_m"] * 1000,
+        fraction=beam.get_polarization_fraction(),
+        normal=list(beam.get_polarization_normal()),
+        direction=list(beam.get_sample_to_source_direction()),
+        kahn=g["polarization"],
     ))
 print(json.dumps(out))
 """
@@ -42,6 +46,7 @@ CASES = [
     nanobragg.BENCHMARK_CRYSTAL + ["-detpixels", "64", "-dials", "-Xbeam", "2.5", "-Ybeam", "4"],
     nanobragg.BENCHMARK_CRYSTAL + ["-detpixels", "64", "-xds", "-ORGX", "20", "-ORGY", "30",
                                    "-detector_rotx", "5", "-detector_roty", "3"],
+    nanobragg.BENCHMARK_CRYSTAL + ["-detpixels", "64", "-polar", "0.9"],
 ]
 
 
@@ -59,3 +64,9 @@ def test_dxtbx_agrees_with_our_beam_centre():
         assert res["origin"] == pytest.approx(res["dials_origin"], abs=1e-9), case
         assert res["wavelength"] == pytest.approx(6.2)
         assert res["distance"] == pytest.approx(res["ours_distance"], abs=1e-9), case
+        # K = 2·fraction − 1 (unpolarized K = 0: fraction 0.5, not dxtbx's default 0.999); the normal
+        # is perpendicular to the beam
+        assert res["fraction"] == pytest.approx((1 + res["kahn"]) / 2), case
+        assert abs(sum(a * b for a, b in zip(res["normal"], res["direction"]))) < 1e-12, case
+        assert sum(a * a for a in res["normal"]) == pytest.approx(1.0), case
+    assert json.loads(r.stdout.strip().splitlines()[-1])[-1]["fraction"] == pytest.approx(0.95)
