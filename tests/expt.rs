@@ -278,3 +278,71 @@ fn the_written_experiment_list_simulates_the_same_image() {
     ok(d, &[&["--expt", "sim.expt", "-floatfile", "b.bin"], RUN].concat());
     assert_close(&floats(&d.join("a.bin")), &floats(&d.join("b.bin")), "re-simulated from --expt-out");
 }
+
+const GEOM: &str = "; two tilted panels, CrystFEL style
+photon_energy = 12398.419843320026 ; eV
+res = 10000        ; 0.1 mm pixels
+clen = 0.06
+coffset = 0.001
+adu_per_photon = 1
+data = /entry/data/data
+
+q0/min_fs = 0
+q0/max_fs = 63
+q0/min_ss = 0
+q0/max_ss = 47
+q0/fs = +0.996194698x +0.087155743z
+q0/ss = +1.0y
+q0/corner_x = -70.0
+q0/corner_y = -30.0
+
+q1/min_fs = 0
+q1/max_fs = 63
+q1/min_ss = 48
+q1/max_ss = 87
+q1/coffset = -0.002
+q1/fs = +1.0x
+q1/ss = -0.0y +1.0y
+q1/corner_x = 5.0
+q1/corner_y = -20.0
+
+rigid_group_a = q0,q1
+rigid_group_collection_all = a
+";
+
+#[test]
+fn a_geom_file_and_the_equivalent_expt_give_the_same_image() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::write(d.join("d.geom"), GEOM).unwrap();
+    // the same panels as a DIALS list: (x, y, z) CrystFEL → (−x, y, −z), mm
+    let c = 0.996194698;
+    let s = 0.087155743;
+    let p0 = panel("q0", [-c, 0.0, -s], [0.0, 1.0, 0.0], [7.0, -3.0, -61.0], [64, 48]);
+    let p1 = panel("q1", [-1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [-0.5, -2.0, -58.0], [64, 40]);
+    let mut e = expt(vec![p0, p1], None);
+    e["beam"][0] = json!({"direction": [0.0, 0.0, 1.0], "wavelength": 1.0, "polarization_normal": [0.0, 1.0, 0.0], "polarization_fraction": 0.5});
+    e["goniometer"][0] = json!({"rotation_axis": [1.0, 0.0, 0.0]});
+    e["experiment"][0] = json!({"beam": 0, "detector": 0, "goniometer": 0});
+    let e = write(d, "d.expt", &e);
+    let xtal = ["-cell", "30", "32", "34", "90", "90", "90", "-misset", "10", "20", "30"];
+    ok(d, &[&["--geom", "d.geom", "-floatfile", "g.bin"], &xtal[..], RUN].concat());
+    ok(d, &[&["--expt", &e, "-floatfile", "e.bin"], &xtal[..], RUN].concat());
+    let (g, x) = (floats(&d.join("g.bin")), floats(&d.join("e.bin")));
+    assert_close(&g, &x, "--geom vs --expt");
+    // --geom after --expt gives the detector; a bad region masks its pixels
+    std::fs::write(d.join("bad.geom"), format!("{GEOM}\nbad_corner/min_x = -70\nbad_corner/max_x = -60\nbad_corner/min_y = -30\nbad_corner/max_y = -20\n")).unwrap();
+    ok(d, &[&["--expt", &e, "--geom", "bad.geom", "-floatfile", "b.bin"], &xtal[..], RUN].concat());
+    let b = floats(&d.join("b.bin"));
+    // pixel centres x = −70 + (fs + ½)·0.996, y = −30 + ss + ½: fs, ss ≤ 9 lie in the region
+    for ss in 0..48 {
+        for fs in 0..64 {
+            let (i, inside) = (ss * 64 + fs, fs <= 9 && ss <= 9);
+            assert_eq!(b[i], if inside { 0.0 } else { g[i] }, "pixel {fs},{ss} of the panel with a bad region");
+        }
+    }
+    assert_eq!(b[64 * 48..], g[64 * 48..], "the other panel is untouched");
+    std::fs::write(d.join("clen.geom"), GEOM.replace("clen = 0.06", "clen = /LCLS/detector_1/EncoderValue")).unwrap();
+    refused(d, &[&["--geom", "clen.geom"], &xtal[..], RUN].concat(), "clen");
+    refused(d, &[&["--geom", "d.geom", "-intfile", "x.img"], &xtal[..], RUN].concat(), "--panel");
+}

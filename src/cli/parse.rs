@@ -298,8 +298,11 @@ pub fn parse_simulate_args(args: &[String]) -> Result<Config> {
         }
     };
     let (experiment, image, panel) = (index("--experiment")?, index("--image")?, index("--panel")?);
-    if let Some(o) = ["--experiment", "--image", "--panel"].iter().find_map(|n| last(n)).filter(|_| last("--expt").is_none()) {
+    if let Some(o) = ["--experiment", "--image"].iter().find_map(|n| last(n)).filter(|_| last("--expt").is_none()) {
         return Err(Error::flag(&o.typed, "chooses from a DIALS experiment list: give --expt FILE"));
+    }
+    if let Some(o) = last("--panel").filter(|_| last("--expt").is_none() && last("--geom").is_none()) {
+        return Err(Error::flag(&o.typed, "chooses a panel of a detector read from a file: give --expt FILE or --geom FILE"));
     }
     let mut expt_at: Option<&str> = None;
     for o in &occurrences {
@@ -316,6 +319,12 @@ pub fn parse_simulate_args(args: &[String]) -> Result<Config> {
         (o.flag.set)(&mut c, &v)?;
         if o.flag.name == "--expt" {
             apply_expt(&mut c, experiment, image, panel, &o.typed)?;
+            expt_at = Some(&o.typed);
+        }
+        if o.flag.name == "--geom" {
+            c.params.panel = panel.map(|v| usize::try_from(v).map_err(|_| Error::flag("--panel", format!("{v} is not an index (0 or more)")))).transpose()?;
+            let model = crate::run::geom::read(&v.path(0))?;
+            crate::run::geom::apply(&mut c.params, &model)?;
             expt_at = Some(&o.typed);
         }
     }

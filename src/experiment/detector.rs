@@ -101,6 +101,8 @@ pub struct PanelSpec {
     pub odet_vector: V3,
     /// Sample to the outer corner of the first pixel, metres.
     pub pix0_vector: V3,
+    /// fpixels × spixels, 0 = not rendered (a geometry file's bad regions).
+    pub mask: Option<Vec<u16>>,
 }
 
 impl PanelSpec {
@@ -126,7 +128,7 @@ impl PanelSpec {
             point_pixel,
             sensor,
             roi: Roi::full(self.fpixels, self.spixels),
-            mask: None,
+            mask: self.mask.clone(),
             mask_path: None,
         }
     }

@@ -289,6 +289,9 @@ pub struct Params {
     /// An A matrix given in memory (from `--expt`): rows x, y, z; columns a*, b*, c* in 1/Å, not
     /// scaled by λ. `-mat` and `-cell` given later clear it.
     pub a_matrix: Option<[[f64; 3]; 3]>,
+    /// `--geom FILE`: the CrystFEL geometry file whose panels the load step reads (given after
+    /// `--expt`, it replaces the list's detector; `--expt` after it replaces it).
+    pub geom: Option<PathBuf>,
 }
 
 /// Where a multi-panel detector comes from (`--expt`).
@@ -394,6 +397,7 @@ impl Default for Params {
             panel: None,
             phi_midpoint: false,
             a_matrix: None,
+            geom: None,
         }
     }
 }

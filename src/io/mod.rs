@@ -3,6 +3,7 @@
 pub mod atomic;
 pub mod cbf;
 pub mod expt;
+pub mod geom;
 pub mod fdump;
 pub mod hdf5;
 pub mod meta;

@@ -67,6 +67,7 @@ fn spec(m: &ExptModel, i: usize, p: &ExptPanel) -> Result<PanelSpec> {
         sdet_vector: s,
         odet_vector: o,
         pix0_vector: pix0,
+        mask: None,
     })
 }
 
@@ -137,12 +138,13 @@ pub fn apply(params: &mut Params, m: &ExptModel, src: &ExptSource) -> Result<()>
     }
     flat_panel_params(params, p0);
     params.expt = Some(src.clone());
+    params.geom = None;
     Ok(())
 }
 
 /// The CUSTOM-convention flags that make panel `p` (pivot on the sample: pix0 = −Fclose·f − Sclose·s
 /// + close·o, nanoBragg.c L1719).
-fn flat_panel_params(params: &mut Params, p: &PanelSpec) {
+pub fn flat_panel_params(params: &mut Params, p: &PanelSpec) {
     params.convention = Convention::Custom;
     params.pivot = Pivot::Sample;
     params.fdet_vector = p.fdet_vector;

@@ -79,7 +79,10 @@ pub fn check_run(cfg: &Config) -> Result<Estimate> {
         too_big(format!("-detpixels/-detsize/-pixel: a detector of {fp} x {sp} pixels is far too large"))
     })?;
     // a detector of several panels (--expt without --panel): all of them
-    if let (Some(src), None) = (&cfg.params.expt, cfg.params.panel) {
+    if let (Some(path), None) = (&cfg.params.geom, cfg.params.panel) {
+        let model = crate::run::geom::read(path)?;
+        pixels = model.panels.iter().map(|p| ((p.max_fs - p.min_fs + 1) as u64).saturating_mul((p.max_ss - p.min_ss + 1) as u64)).fold(0u64, u64::saturating_add);
+    } else if let (Some(src), None) = (&cfg.params.expt, cfg.params.panel) {
         let model = crate::run::expt::read(src)?;
         pixels = model.panels.iter().map(|p| (p.image_size[0] as u64).saturating_mul(p.image_size[1] as u64)).fold(0u64, u64::saturating_add);
     }

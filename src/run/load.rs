@@ -70,7 +70,10 @@ pub fn load_inputs(cfg: &Config) -> Result<Inputs> {
     }
 
     // --expt: its detector, every panel (the rest of the list was applied to the parameters)
-    if let Some(src) = &p.expt {
+    if let Some(path) = &p.geom {
+        let model = crate::run::geom::read(path)?;
+        inp.detector = Some(crate::run::geom::panel_specs(&model, p.panel)?);
+    } else if let Some(src) = &p.expt {
         let model = crate::run::expt::read(src)?;
         inp.detector = Some(crate::run::expt::panel_specs(&model, p.panel)?);
     }

@@ -4,6 +4,7 @@
 
 pub mod config;
 pub mod expt;
+pub mod geom;
 pub mod gradients;
 pub mod headers;
 pub mod limits;

@@ -459,6 +459,9 @@ pub fn input_files(cfg: &Config) -> Vec<(&'static str, PathBuf)> {
     if let Some(e) = &cfg.params.expt {
         v.push(("--expt", e.path.clone()));
     }
+    if let Some(g) = &cfg.params.geom {
+        v.push(("--geom", g.clone()));
+    }
     if let Some(p) = &cfg.params.source_file {
         v.push(("-sourcefile", p.clone()));
     }
