@@ -434,6 +434,13 @@ class Simulation:
         from ._dxtbx import dxtbx_models
         return dxtbx_models(self)
 
+    def dxtbx_experiment(self):
+        """A dxtbx ``Experiment``: beam and detector as :meth:`dxtbx_models`, the crystal the kernel renders
+        (its real-space vectors at phi = 0, P 1), the spindle as goniometer and a one-image scan from
+        ``-phi`` over ``-osc`` (needs dxtbx)."""
+        from ._dxtbx import dxtbx_experiment
+        return dxtbx_experiment(self)
+
     # ------------------------------------------------------------------ helpers
     def _image(self, image: Any) -> np.ndarray:
         try:

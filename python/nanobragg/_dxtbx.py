@@ -32,3 +32,22 @@ def dxtbx_models(sim):
     panel.set_trusted_range((-1.0, 65535.0))
     panel.set_name("nanobragg")
     return beam, det
+
+
+def dxtbx_experiment(sim):
+    """A dxtbx ``Experiment`` of ``sim``: the beam and detector of :func:`dxtbx_models`, the crystal the
+    kernel renders at phi = 0 (real-space vectors in Å, P 1), the goniometer's spindle axis and a
+    one-image scan from ``-phi`` over ``-osc`` degrees (dxtbx turns the crystal about the axis by the
+    scan angle, as nanoBragg's phi does)."""
+    from dxtbx.model import Crystal, Experiment, GoniometerFactory, ScanFactory
+
+    beam, det = dxtbx_models(sim)
+    c = sim.crystal()
+    g = sim.geometry()
+    real = [tuple(1e10 * x for x in _to_dials(c[k])) for k in ("a_m", "b_m", "c_m")]
+    crystal = Crystal(real[0], real[1], real[2], space_group_symbol="P 1")
+    gonio = GoniometerFactory.known_axis(_to_dials(g["spindle_vector"]))
+    osc = float(c["osc_deg"])
+    scan = ScanFactory.make_scan(image_range=(1, 1), exposure_times=[1.0],
+                                 oscillation=(float(c["phi0_deg"]), osc if osc > 0 else 0.0), epochs={1: 0.0}, deg=True)
+    return Experiment(beam=beam, detector=det, crystal=crystal, goniometer=gonio, scan=scan)

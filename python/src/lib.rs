@@ -441,6 +441,8 @@ impl Core {
         c.set_item("N", (e.crystal.na, e.crystal.nb, e.crystal.nc))?;
         c.set_item("mosaic_domains", e.domains())?;
         c.set_item("phisteps", e.scan.phisteps)?;
+        c.set_item("phi0_deg", e.scan.phi0.to_degrees())?;
+        c.set_item("osc_deg", e.scan.osc.to_degrees())?;
         Ok(c)
     }
 

@@ -70,3 +70,41 @@ def test_dxtbx_agrees_with_our_beam_centre():
         assert abs(sum(a * b for a, b in zip(res["normal"], res["direction"]))) < 1e-12, case
         assert sum(a * a for a in res["normal"]) == pytest.approx(1.0), case
     assert json.loads(r.stdout.strip().splitlines()[-1])[-1]["fraction"] == pytest.approx(0.95)
+
+
+EXPERIMENT = r"""
+import json, sys
+sys.path.append(sys.argv[1])
+import nanobragg
+sim = nanobragg.from_args(json.loads(sys.argv[2]))
+expt = sim.dxtbx_experiment()
+c = sim.crystal()
+g = sim.geometry()
+out = dict(
+    real=[list(v) for v in expt.crystal.get_real_space_vectors()],
+    ours=[[1e10 * c[k][2], 1e10 * c[k][1], -1e10 * c[k][0]] for k in ("a_m", "b_m", "c_m")],
+    axis=list(expt.goniometer.get_rotation_axis()),
+    spindle=[g["spindle_vector"][2], g["spindle_vector"][1], -g["spindle_vector"][0]],
+    oscillation=list(expt.scan.get_oscillation()),
+    cell=list(expt.crystal.get_unit_cell().parameters()),
+)
+print(json.dumps(out))
+"""
+
+
+def test_dxtbx_experiment_carries_crystal_goniometer_and_scan():
+    have = subprocess.run([SYSTEM_PY, "-c", "import dxtbx.model"], capture_output=True)
+    if have.returncode != 0:
+        print(f"SKIPPED: dxtbx experiment check because {SYSTEM_PY} cannot import dxtbx (install python3-dials)")
+        pytest.skip("dxtbx not importable")
+    site = str(pathlib.Path(nanobragg.__file__).resolve().parents[1])
+    flags = ["-cell", "70", "80", "90", "90", "95", "90", "-misset", "10", "20", "30", "-N", "5", "-default_F", "100",
+             "-lambda", "1", "-detpixels", "64", "-phi", "12", "-osc", "0.5"]
+    r = subprocess.run([SYSTEM_PY, "-c", EXPERIMENT, site, json.dumps(flags)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    for got, want in zip(res["real"], res["ours"]):
+        assert got == pytest.approx(want, abs=1e-9)
+    assert res["axis"] == pytest.approx(res["spindle"], abs=1e-12)
+    assert res["oscillation"] == pytest.approx([12.0, 0.5])
+    assert res["cell"] == pytest.approx([70, 80, 90, 90, 95, 90], abs=1e-3)
