@@ -434,6 +434,14 @@ class Simulation:
         from ._dxtbx import dxtbx_models
         return dxtbx_models(self)
 
+    @classmethod
+    def from_dxtbx(cls, beam, detector, crystal, goniometer=None, scan=None, args=None, **keywords) -> "Simulation":
+        """A Simulation of dxtbx models (beam, detector, crystal; goniometer and scan optional), read as
+        ``--expt`` reads a DIALS experiment list (every panel, polarization, S·F·A, scan image 1); ``args``
+        and keywords add flags (structure factors, N, mosaic, ...) and override the models."""
+        from ._dxtbx import from_dxtbx
+        return from_dxtbx(cls, beam, detector, crystal, goniometer, scan, args, **keywords)
+
     def dxtbx_experiment(self):
         """A dxtbx ``Experiment``: beam and detector as :meth:`dxtbx_models`, the crystal the kernel renders
         (its real-space vectors at phi = 0, P 1), the spindle as goniometer and a one-image scan from

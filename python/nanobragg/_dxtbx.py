@@ -1,6 +1,8 @@
 """dxtbx (DIALS) models of a simulation's geometry. Imported only when asked for, as dxtbx is optional."""
 from __future__ import annotations
 
+import os
+
 
 def _to_dials(v):
     # nanoBragg.c's DIALS frame (L1764-L1770): dials x = lab z, dials y = lab y, dials z = -lab x
@@ -51,3 +53,17 @@ def dxtbx_experiment(sim):
     scan = ScanFactory.make_scan(image_range=(1, 1), exposure_times=[1.0],
                                  oscillation=(float(c["phi0_deg"]), osc if osc > 0 else 0.0), epochs={1: 0.0}, deg=True)
     return Experiment(beam=beam, detector=det, crystal=crystal, goniometer=gonio, scan=scan)
+
+
+def from_dxtbx(cls, beam, detector, crystal, goniometer=None, scan=None, args=None, **keywords):
+    """A Simulation of dxtbx models: they are written as a DIALS experiment list and read with
+    ``--expt`` (one reader for both), then ``args``/``keywords`` add or override flags."""
+    import tempfile
+
+    from dxtbx.model import Experiment, ExperimentList
+
+    expts = ExperimentList([Experiment(beam=beam, detector=detector, crystal=crystal, goniometer=goniometer, scan=scan)])
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "models.expt")
+        expts.as_file(path)
+        return cls(["--expt", path] + list(args or []), **keywords)
