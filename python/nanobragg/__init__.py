@@ -114,9 +114,26 @@ def keywords_to_args(**kw: Any) -> list[str]:
     return args
 
 
+def _miller_columns(ma: Any) -> list[np.ndarray]:
+    """A cctbx ``miller.array`` as (h, k, l, F) columns: expanded to P1 with its Friedel mates (the kernel
+    looks F up in P1), complex F as |F|; intensities are refused (take amplitudes first)."""
+    if ma.is_xray_intensity_array():
+        raise ValueError("hkl: this miller.array holds intensities; give amplitudes (e.g. .f_sq_as_f())")
+    p1 = ma.expand_to_p1()
+    if not p1.anomalous_flag():
+        p1 = p1.generate_bijvoet_mates()
+    if p1.is_complex_array():
+        p1 = p1.amplitudes()
+    idx = np.array(list(p1.indices()), dtype=np.float64).reshape(-1, 3)
+    f = np.array(list(p1.data()), dtype=np.float64)
+    return [idx[:, 0], idx[:, 1], idx[:, 2], f]
+
+
 def _hkl_arrays(hkl: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Validate structure factors given as (h, k, l, F) arrays or an (n, 4) array."""
-    if isinstance(hkl, np.ndarray) and hkl.ndim == 2:
+    """Validate structure factors given as (h, k, l, F) arrays, an (n, 4) array or a cctbx miller.array."""
+    if hasattr(hkl, "expand_to_p1") and hasattr(hkl, "indices") and hasattr(hkl, "data"):
+        cols = _miller_columns(hkl)
+    elif isinstance(hkl, np.ndarray) and hkl.ndim == 2:
         if hkl.shape[1] != 4:
             raise ValueError(f"hkl: an array of reflections must have shape (n, 4), not {hkl.shape}")
         cols = [hkl[:, i] for i in range(4)]
@@ -190,7 +207,8 @@ class Simulation:
     * ``keywords``: the same flags as keywords in the flags' units, e.g. ``cell=(100, 100, 100, 90, 90, 90),
       misset=(10, 20, 30), N=5, default_F=100, wavelength=6.2, distance=100, pixel=0.1, detpixels=512,
       mosaic=0.3, mosaic_domains=10, seed=42, nopolar=True`` (see ``keywords_to_args``).
-    * ``hkl``: structure factors: a file name (as ``-hkl``), (h, k, l, F) arrays, or an (n, 4) array.
+    * ``hkl``: structure factors: a file name (as ``-hkl``), (h, k, l, F) arrays, an (n, 4) array, or a
+      cctbx ``miller.array`` of amplitudes (expanded to P1 with Friedel mates; complex F as |F|).
     * ``amatrix``: the crystal orientation as a 3x3 MOSFLM A matrix, the nine numbers of a ``-mat`` file
       (rows x, y, z; columns a*, b*, c*, in 1/Angstrom multiplied by the wavelength).
 

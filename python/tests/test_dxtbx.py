@@ -138,3 +138,40 @@ def test_from_dxtbx_renders_the_same_image():
     res = json.loads(r.stdout.strip().splitlines()[-1])
     assert res["shape"] == [64, 64] and res["peak"] > 0
     assert res["diff"] <= 1e-5 * res["peak"], res
+
+
+MILLER = r"""
+import json, sys
+import numpy as np
+sys.path.append(sys.argv[1])
+import nanobragg
+from cctbx import crystal, miller
+from cctbx.array_family import flex
+sym = crystal.symmetry(unit_cell=(40, 50, 60, 90, 90, 90), space_group_symbol="P 21 21 21")
+ms = miller.build_set(sym, anomalous_flag=False, d_min=4)
+rng = np.random.default_rng(1)
+f = flex.double(list(rng.uniform(10, 100, ms.size())))
+ma = miller.array(ms, data=f)
+p1 = ma.expand_to_p1().generate_bijvoet_mates()
+idx = np.array(list(p1.indices()))
+arrays = (idx[:, 0], idx[:, 1], idx[:, 2], np.array(list(p1.data())))
+flags = ["-cell", "40", "50", "60", "90", "90", "90", "-misset", "10", "20", "30", "-N", "5", "-lambda", "1",
+         "-distance", "80", "-detpixels", "64", "-pixel", "0.4"]
+a = nanobragg.Simulation(flags, hkl=ma).render()
+b = nanobragg.Simulation(flags, hkl=arrays).render()
+c = nanobragg.Simulation(flags, hkl=miller.array(ms, data=flex.complex_double([complex(v, 0) for v in f]))).render()
+print(json.dumps(dict(n=int(p1.size()), same=bool(np.array_equal(a, b)), complex_same=bool(np.array_equal(a, c)), peak=float(a.max()))))
+"""
+
+
+def test_hkl_accepts_a_cctbx_miller_array():
+    have = subprocess.run([SYSTEM_PY, "-c", "import cctbx.miller"], capture_output=True)
+    if have.returncode != 0:
+        print(f"SKIPPED: miller.array check because {SYSTEM_PY} cannot import cctbx (install python3-cctbx)")
+        pytest.skip("cctbx not importable")
+    site = str(pathlib.Path(nanobragg.__file__).resolve().parents[1])
+    r = subprocess.run([SYSTEM_PY, "-c", MILLER, site], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert res["n"] > 100 and res["peak"] > 0
+    assert res["same"] and res["complex_same"], res
