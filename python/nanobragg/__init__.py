@@ -44,6 +44,7 @@ __all__ = [
     "flag_help",
     "flag_names",
     "nearbragg",
+    "refine",
     "BENCHMARK_CRYSTAL",
     "__version__",
 ]
@@ -311,6 +312,31 @@ class Simulation:
             raise ValueError("progress: must be callable as progress(rows_done, rows_total)")
         return self._core.render(threads, progress)
 
+    def render_gradients(self, names: Sequence[str], threads: Optional[int] = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """``(image, {name: d image/d name})``: the float image and its derivative by each named
+        parameter (the command line's ``--gradients`` names, in the flag's unit), float32 (slow, fast),
+        bit for bit the command line's ``-floatfile`` and ``grad_<name>.bin``. The GIL is released."""
+        names = _names(names)
+        if threads is not None:
+            threads = _positive_int("threads", threads)
+        image, grads = self._core.render_gradients(names, threads)
+        return image, dict(zip(names, grads))
+
+    def loss_gradient(self, observed: Any, names: Sequence[str] = (), loss: str = "poisson",
+                      threads: Optional[int] = None) -> tuple[float, dict[str, float], np.ndarray]:
+        """``(L, {name: dL/d name}, hkl_dLdF)`` of this simulation's image against ``observed``
+        (photons, (slow, fast)): poisson L = sum(mu - y ln mu), lsq L = 1/2 sum(mu - y)^2 over the unmasked
+        pixels of the ROI; ``hkl_dLdF`` is an n x 4 array (h, k, l, dL/dF) per ``-hkl`` reflection in file
+        order (empty without ``-hkl``), as the command line's ``--observed``/``--dfhkl-out``."""
+        names = _names(names)
+        obs = np.asarray(observed, dtype=np.float64)
+        if obs.shape != self.shape:
+            raise ValueError(f"observed has shape {obs.shape} but the detector is (slow, fast) = {self.shape}")
+        if threads is not None:
+            threads = _positive_int("threads", threads)
+        value, grads, rows = self._core.loss_gradient(obs.ravel().tolist(), names, loss, threads)
+        return value, dict(zip(names, grads)), np.array(rows, dtype=np.float64).reshape(-1, 4)
+
     def noise(self, image: np.ndarray, seed: Optional[int] = None, adc: Optional[float] = None) -> np.ndarray:
         """Poisson photon-counting image (uint16, slow x fast) of ``image`` plus the ADC offset, as the
         command line's ``-noisefile``: identical to it for the same ``-seed`` (``seed`` here overrides the
@@ -527,6 +553,36 @@ def from_args(args: Sequence[str]) -> Simulation:
     """``sim = nanobragg.from_args(["-cell", "100", ...])``: a simulation from nanoBragg flags, exactly as
     the command line reads them. ``sim.render()`` returns the ``-floatfile`` image as float32 (slow, fast)."""
     return Simulation.from_args(args)
+
+
+def _names(names: Any) -> list[str]:
+    if isinstance(names, str):
+        names = [n for n in names.split(",") if n.strip()]
+    return [str(n).strip() for n in names]
+
+
+def refine(sim: Simulation, observed: Any, names: Sequence[str], loss: str = "poisson",
+           max_iterations: int = 50) -> tuple[Simulation, dict]:
+    """Fit the named parameters of ``sim`` to ``observed`` (a float image (slow, fast) of photons, or the
+    path of a raw float, SMV or CBF file) as ``nanobragg-rs refine`` does (Levenberg-Marquardt on the
+    derivative images). Returns the refined simulation and a report ``{"converged", "iterations",
+    "loss", "values", "message"}`` (``values``: name -> value in flag units); a fit that does not
+    converge is returned with ``converged`` False. The GIL is released."""
+    import tempfile
+    names = _names(names)
+    with tempfile.TemporaryDirectory() as tmp:
+        if isinstance(observed, (str, os.PathLike)):
+            path = os.fspath(observed)
+        else:
+            obs = np.asarray(observed, dtype=np.float32)
+            if obs.shape != sim.shape:
+                raise ValueError(f"observed has shape {obs.shape} but the detector is (slow, fast) = {sim.shape}")
+            path = os.path.join(tmp, "observed.bin")
+            obs.astype("<f4").tofile(path)
+        converged, iterations, value, values, message, flags = _nanobragg.refine(
+            list(sim.args), path, names, loss, os.path.join(tmp, "fit.json"), _positive_int("max_iterations", max_iterations))
+    report = {"converged": converged, "iterations": iterations, "loss": value, "values": dict(values), "message": message}
+    return Simulation(list(sim.args) + list(flags)), report
 
 
 def from_json(path: str | os.PathLike) -> Simulation:

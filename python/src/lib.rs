@@ -44,6 +44,37 @@ struct Core {
     cfg: Config,
     exp: Experiment,
     log: Vec<String>,
+    /// What the setup read (the derivative images build the setup again around it).
+    inputs: nbcore::experiment::inputs::Inputs,
+}
+
+/// `--gradients` names, refused with the list of valid ones.
+fn parse_names(names: &[String]) -> PyResult<Vec<nbcore::experiment::tangents::Param>> {
+    use nbcore::experiment::tangents::Param;
+    names.iter().map(|n| Param::parse(n).ok_or_else(|| PyValueError::new_err(format!("unknown parameter '{n}' (valid: {})", Param::names())))).collect()
+}
+
+/// refine(args, observed_path, names, loss, params_out, max_iterations) -> (converged, iterations,
+/// loss, [(name, value in flag units, absolute)], message, flags that set the refined values):
+/// `apps::refine` with the fit written to `params_out`. The GIL is released.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn refine(py: Python<'_>, args: Vec<String>, observed: PathBuf, names: Vec<String>, loss: &str, params_out: PathBuf, max_iterations: usize) -> PyResult<(bool, usize, f64, Vec<(String, f64)>, String, Vec<String>)> {
+    let params = parse_names(&names)?;
+    let mut args = args;
+    args.extend(["--observed".to_string(), observed.to_string_lossy().into_owned(), "--loss".to_string(), loss.to_string()]);
+    let (report, fit) = py
+        .detach(|| -> nbcore::Result<_> {
+            let cfg = nbcore::cli::parse::parse_simulate_args(&args)?;
+            let opts = nbcore::apps::refine::RefineOptions { names: params.clone(), params_out: params_out.clone(), refined_out: None, max_iterations };
+            let report = nbcore::apps::refine::refine(&cfg, &opts, &mut std::io::sink())?;
+            let fit = nbcore::run::config::Config::load_json(&params_out)?;
+            Ok((report, fit))
+        })
+        .map_err(to_py)?;
+    let values = params.iter().map(|p| (p.name().to_string(), p.value(&fit.params))).collect();
+    let words = nbcore::apps::refine::flag_words(&params, &fit.params);
+    Ok((report.converged, report.iterations, report.loss, values, report.message, words))
 }
 
 fn shape_of(exp: &Experiment) -> (usize, usize) {
@@ -101,11 +132,12 @@ impl Core {
         let (cfg, exp, log) = py
             .detach(|| -> nbcore::Result<_> {
                 let cfg = nbcore::cli::parse::parse_simulate_args(&args)?;
-                let (exp, log) = simulate::setup(&cfg)?;
-                Ok((cfg, exp, log.lines))
+                let (exp, log, inputs) = simulate::setup_with_inputs(&cfg)?;
+                Ok((cfg, exp, (log.lines, inputs)))
             })
             .map_err(to_py)?;
-        Ok(Core { args, cfg, exp, log })
+        let (log, inputs) = log;
+        Ok(Core { args, cfg, exp, log, inputs })
     }
 
     /// The flags this simulation was built from.
@@ -248,6 +280,53 @@ impl Core {
         });
         let arr = Array2::from_shape_vec((sp, fp), img.pixels).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
         Ok(arr.into_pyarray(py))
+    }
+
+    /// (image, [derivative image per name]) as float32 (slow, fast) arrays, bit for bit the command
+    /// line's -floatfile and `--gradients` files. The GIL is released while rendering.
+    #[pyo3(signature = (names, threads=None))]
+    fn render_gradients<'py>(&self, py: Python<'py>, names: Vec<String>, threads: Option<usize>) -> PyResult<(Bound<'py, PyArray2<f32>>, Vec<Bound<'py, PyArray2<f32>>>)> {
+        let params = parse_names(&names)?;
+        let (float, grads) = py
+            .detach(|| -> nbcore::Result<_> {
+                let mut r = simulate::render(&self.exp, &self.cfg.run.render_options(), threads, &|_| {})?;
+                for p in &self.cfg.params.add_float {
+                    simulate::add_into(&mut r.float, p)?;
+                }
+                nbcore::experiment::tangents::check(&self.cfg.params, &self.inputs, &params)?;
+                let g = simulate::in_pool(threads, || nbcore::run::gradients::derivative_images(&self.cfg, &self.inputs, &self.exp, &params, None))??;
+                Ok((r.float, g.grads.into_iter().map(|v| v.into_iter().map(|x| x as f32).collect::<Vec<f32>>()).collect::<Vec<_>>()))
+            })
+            .map_err(to_py)?;
+        let (s, f) = shape_of(&self.exp);
+        let arr = |v: Vec<f32>| Array2::from_shape_vec((s, f), v).map_err(|e| PyRuntimeError::new_err(e.to_string())).map(|a| a.into_pyarray(py));
+        Ok((arr(float)?, grads.into_iter().map(arr).collect::<PyResult<_>>()?))
+    }
+
+    /// (L, [dL/dname], rows of (h, k, l, dL/dF) per -hkl reflection in file order) of the rendered
+    /// image (with -add_float) against `observed` (float64 (slow, fast) photons), loss "poisson" or "lsq".
+    #[pyo3(signature = (observed, names, loss, threads=None))]
+    fn loss_gradient(&self, py: Python<'_>, observed: Vec<f64>, names: Vec<String>, loss: &str, threads: Option<usize>) -> PyResult<(f64, Vec<f64>, Vec<(i32, i32, i32, f64)>)> {
+        let params = parse_names(&names)?;
+        let kind = match loss {
+            "poisson" => nbcore::run::config::LossKind::Poisson,
+            "lsq" => nbcore::run::config::LossKind::Lsq,
+            other => return Err(PyValueError::new_err(format!("loss: expects 'poisson' or 'lsq' (got '{other}')"))),
+        };
+        if observed.len() != self.exp.pixels() {
+            return Err(PyValueError::new_err(format!("observed: {} pixels, the detector has {}", observed.len(), self.exp.pixels())));
+        }
+        let lg = py
+            .detach(|| -> nbcore::Result<_> {
+                let mut r = simulate::render(&self.exp, &self.cfg.run.render_options(), threads, &|_| {})?;
+                for p in &self.cfg.params.add_float {
+                    simulate::add_into(&mut r.float, p)?;
+                }
+                let label = std::path::Path::new("(observed array)");
+                simulate::in_pool(threads, || nbcore::run::gradients::loss_gradient(&self.cfg, &self.inputs, &self.exp, &r.float, &observed, kind, &params, label))?
+            })
+            .map_err(to_py)?;
+        Ok((lg.value, lg.grads.iter().map(|g| g.1).collect(), lg.dfhkl))
     }
 
     /// Image statistics as the command line prints them (over the ROI, masked pixels excluded).
@@ -599,6 +678,7 @@ fn _nanobragg(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(noisify, m)?)?;
     m.add_function(wrap_pyfunction!(nonbragg, m)?)?;
     m.add_function(wrap_pyfunction!(apply_psf, m)?)?;
+    m.add_function(wrap_pyfunction!(refine, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -86,7 +86,7 @@ pub fn refine(cfg: &Config, opts: &RefineOptions, out: &mut dyn Write) -> Result
                     lambda = (lambda / 3.0).max(1e-9);
                     accepted = true;
                     let _ = writeln!(out, "refine: iteration {it}: L = {:.10e}  damping {lambda:.1e}  {}", model.loss, describe(&opts.names, &params));
-                    if moved < 1e-6 * sigma2 {
+                    if moved < 1e-6 * sigma2 || exact(cfg.output.loss.kind, model.loss, report.loss) {
                         report.converged = true;
                     }
                     break;
@@ -97,7 +97,7 @@ pub fn refine(cfg: &Config, opts: &RefineOptions, out: &mut dyn Write) -> Result
         if !accepted {
             // no step lowers the loss: a minimum, if the gradient is negligible on the curvature's scale
             let predicted: f64 = g.iter().enumerate().map(|(i, gi)| gi * gi / h[i][i].max(1e-300)).sum();
-            report.converged = predicted < 1e-4 * sigma2;
+            report.converged = predicted < 1e-4 * sigma2 || exact(cfg.output.loss.kind, model.loss, report.loss);
             break;
         }
         if report.converged {
@@ -113,6 +113,47 @@ pub fn refine(cfg: &Config, opts: &RefineOptions, out: &mut dyn Write) -> Result
     };
     write_results(cfg, &params, opts, &report)?;
     Ok(report)
+}
+
+/// Flags that set the refined values of `names` as `params` holds them, to append to the starting
+/// flags (later flags win): the whole `--crystal-rot` and `-cell` when any of theirs was refined.
+pub fn flag_words(names: &[Param], params: &Params) -> Vec<String> {
+    use crate::base::consts::RTD;
+    let mut w: Vec<String> = Vec::new();
+    let f = |v: f64| format!("{v:?}");
+    if names.iter().any(|&n| is_rotation(n)) {
+        w.push("--crystal-rot".into());
+        w.extend(params.crystal_rot.iter().map(|r| f(r * RTD)));
+    }
+    if let (true, Some(c)) = (names.iter().any(|n| n.is_cell()), params.cell) {
+        w.push("-cell".into());
+        w.extend([c.a, c.b, c.c, c.alpha * RTD, c.beta * RTD, c.gamma * RTD].map(f));
+    }
+    for &n in names {
+        let flag = match n {
+            Param::Na => "-Na",
+            Param::Nb => "-Nb",
+            Param::Nc => "-Nc",
+            Param::Mosaic => "-mosaic",
+            Param::Distance => "-distance",
+            Param::Xbeam => "-Xbeam",
+            Param::Ybeam => "-Ybeam",
+            Param::DetectorRotx => "-detector_rotx",
+            Param::DetectorRoty => "-detector_roty",
+            Param::DetectorRotz => "-detector_rotz",
+            Param::Lambda => "-lambda",
+            Param::Fluence => "-fluence",
+            _ => continue,
+        };
+        w.push(flag.into());
+        w.push(f(n.value(params)));
+    }
+    w
+}
+
+/// A least-squares fit to noiseless data: the loss has fallen to rounding (below 1e-12 of the start).
+fn exact(kind: LossKind, loss: f64, start: f64) -> bool {
+    kind == LossKind::Lsq && loss <= 1e-12 * start
 }
 
 fn is_rotation(n: Param) -> bool {

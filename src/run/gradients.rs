@@ -112,22 +112,55 @@ pub fn derivative_outputs(cfg: &Config, inputs: &Inputs, exp: &Experiment, float
     Ok(out)
 }
 
-/// `h k l dL/dF` for every reflection of the `-hkl` file in file order; a reflection listed again
-/// later is overwritten in the grid (nanoBragg.c L2180), so only its last line carries the derivative.
+/// `h k l dL/dF` for every reflection of the `-hkl` file in file order.
 fn dfhkl_text(hkl: &Path, exp: &Experiment, grid_grad: &[f64]) -> Result<String> {
+    let mut text = String::new();
+    for (h, k, l, d) in dfhkl_entries(hkl, exp, grid_grad)? {
+        text.push_str(&format!("{h} {k} {l} {d:e}\n"));
+    }
+    Ok(text)
+}
+
+/// (h, k, l, dL/dF) for every reflection of the `-hkl` file in file order; a reflection listed again
+/// later is overwritten in the grid (nanoBragg.c L2180), so only its last line carries the derivative.
+pub fn dfhkl_entries(hkl: &Path, exp: &Experiment, grid_grad: &[f64]) -> Result<Vec<(i32, i32, i32, f64)>> {
     let entries = crate::io::hkl::read_hkl_entries(hkl)?;
     let g = exp.structure_factors.fhkl.as_ref().ok_or_else(|| Error::flag("--dfhkl-out", "no structure-factor grid"))?;
     let mut last = std::collections::HashMap::new();
     for (i, e) in entries.iter().enumerate() {
         last.insert((e.0, e.1, e.2), i);
     }
-    let mut text = String::with_capacity(entries.len() * 32);
-    for (i, &(h, k, l, _)) in entries.iter().enumerate() {
-        let cell = g.index(h - g.h_min, k - g.k_min, l - g.l_min);
-        let d = if last[&(h, k, l)] == i { grid_grad.get(cell).copied().unwrap_or(0.0) } else { 0.0 };
-        text.push_str(&format!("{h} {k} {l} {d:e}\n"));
-    }
-    Ok(text)
+    Ok(entries
+        .iter()
+        .enumerate()
+        .map(|(i, &(h, k, l, _))| {
+            let cell = g.index(h - g.h_min, k - g.k_min, l - g.l_min);
+            (h, k, l, if last[&(h, k, l)] == i { grid_grad.get(cell).copied().unwrap_or(0.0) } else { 0.0 })
+        })
+        .collect())
+}
+
+/// The loss of `float` (the image with `-add_float`) against `y`, its gradient by `names` and, when
+/// the run reads `-hkl`, dL/dF per reflection in file order (the library form of `--observed`).
+pub struct LossGradient {
+    pub value: f64,
+    pub grads: Vec<(Param, f64)>,
+    pub dfhkl: Vec<(i32, i32, i32, f64)>,
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn loss_gradient(cfg: &Config, inputs: &Inputs, exp: &Experiment, float: &[f32], y: &[f64], kind: LossKind, names: &[Param], label: &Path) -> Result<LossGradient> {
+    tangents::check(&cfg.params, inputs, names)?;
+    let (value, w) = loss_and_weights(kind, float, y, exp, label)?;
+    let hkl = cfg.params.hkl_file.as_ref().filter(|_| cfg.params.shape != crate::experiment::params::CrystalShape::Tophat);
+    let mut fgrad = hkl.map(|_| FGradient { weights: &w, grid_grad: Vec::new() });
+    let images = derivative_images(cfg, inputs, exp, names, fgrad.as_mut())?;
+    let grads = names.iter().zip(&images.grads).map(|(&n, g)| (n, g.iter().zip(&w).map(|(a, b)| a * b).sum())).collect();
+    let dfhkl = match (hkl, &fgrad) {
+        (Some(h), Some(f)) => dfhkl_entries(h, exp, &f.grid_grad)?,
+        _ => Vec::new(),
+    };
+    Ok(LossGradient { value, grads, dfhkl })
 }
 
 /// The observed image as photons per pixel: a raw float file, an SMV image (pixels less `adc`, the
