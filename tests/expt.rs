@@ -346,3 +346,22 @@ fn a_geom_file_and_the_equivalent_expt_give_the_same_image() {
     refused(d, &[&["--geom", "clen.geom"], &xtal[..], RUN].concat(), "clen");
     refused(d, &[&["--geom", "d.geom", "-intfile", "x.img"], &xtal[..], RUN].concat(), "--panel");
 }
+
+#[test]
+fn series_renders_every_image_of_the_scan() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let e = write(d, "h.expt", &hierarchical());
+    let out = Command::new(env!("CARGO_BIN_EXE_nanobragg-rs"))
+        .args([&["series", "--expt", &e, "--image", "18", "--outputs", "float"][..], RUN].concat())
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for k in 1..=3 {
+        let image = (17 + k).to_string();
+        ok(d, &[&["--expt", &e, "--image", &image, "-floatfile", "one.bin"], RUN].concat());
+        assert_eq!(floats(&d.join(format!("floatimage_{k:05}.bin"))), floats(&d.join("one.bin")), "frame {k} = image {image}");
+    }
+    assert!(!d.join("floatimage_00004.bin").exists(), "images 18 to 20: three frames");
+}

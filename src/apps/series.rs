@@ -469,10 +469,19 @@ fn seed_plus(flag: &str, base: i64, k: usize) -> Result<i64> {
 
 impl Plan {
     pub fn new(sa: &SeriesArgs) -> Result<Plan> {
+        // `--expt` with a scan: every image of it from --image K (default the first) on
+        let scan = match &sa.config.params.expt {
+            Some(src) => crate::run::expt::read(src)?.scan.map(|s| {
+                let first = src.image.unwrap_or(s.image_range[0]);
+                (s.oscillation[0] + (first - s.image_range[0]) as f64 * s.oscillation[1], s.oscillation[1], (s.image_range[1] - first + 1).max(1) as usize)
+            }),
+            None => None,
+        };
         let (mode, total) = match (sa.frames, sa.stills) {
             (Some(_), Some(_)) => return Err(Error::flag("--stills", "give either --frames (rotation) or --stills, not both")),
             (Some(n), None) => (Mode::Rotation, n),
             (None, Some(n)) => (Mode::Stills, n),
+            (None, None) if scan.is_some() => (Mode::Rotation, scan.map_or(1, |s| s.2)),
             (None, None) => {
                 return Err(Error::flag(
                     "series",
@@ -484,8 +493,8 @@ impl Plan {
             return Err(Error::flag("--orientation", "applies to --stills, not to a rotation series"));
         }
         let mut base = sa.config.clone();
-        let phi0_deg = typed_number(&sa.simulate, "-phi").unwrap_or(0.0);
-        let osc_deg = typed_number(&sa.simulate, "-osc").unwrap_or(0.0);
+        let phi0_deg = typed_number(&sa.simulate, "-phi").or(scan.map(|s| s.0)).unwrap_or(0.0);
+        let osc_deg = typed_number(&sa.simulate, "-osc").or(scan.map(|s| s.1)).unwrap_or(0.0);
         if mode == Mode::Rotation && !(osc_deg > 0.0) {
             return Err(Error::flag("--frames", "a rotation series needs -osc RANGE (degrees per frame, > 0)"));
         }

@@ -230,7 +230,8 @@ pub fn check_outputs(cfg: &Config) -> Result<Vec<Planned>> {
 /// the C's closing lines. Every file is written under a temporary name and renamed at the end, all
 /// together: a failed run leaves no new file.
 pub fn write_outputs(cfg: &Config, exp: &mut Experiment, r: &RenderOutput, out: &mut dyn Write) -> Result<(ImageStats, Vec<PathBuf>)> {
-    let planned = outputs::plan(cfg)?;
+    // a multi-panel detector: only the formats that hold every panel (float, NeXus)
+    let (planned, _) = outputs::for_panels(outputs::plan(cfg)?, cfg, exp.det.panels.len())?;
     write_planned(&planned, cfg, exp, r, out, Default::default())
 }
 
