@@ -82,6 +82,7 @@ fn parse_header(h: &str) -> SmvHeader {
         osc_start: hv(h, "OSC_START"),
         osc_range: hv(h, "OSC_RANGE"),
         twotheta: hv(h, "TWOTHETA"),
+        adc_offset: None, // the C writes no ADC_OFFSET key
     }
 }
 
