@@ -170,10 +170,11 @@ fn a_bad_model_cell_names_the_model() {
     // -dump with a model: it says it writes the cache and does, and the cache gives the same image
     let pdb = "CRYST1   50.000   50.000   50.000  90.00  90.00  90.00 P 1           1\nATOM      1  N   ALA A   1      10.000  10.000  10.000  1.00 20.00           N\nEND\n";
     std::fs::write(d.join("m.pdb"), pdb).unwrap();
-    let r = run_in(d, &["simulate", "-pdb", "m.pdb", "-N", "3", "-detpixels", "16", "-floatfile", "f.bin", "-dump", "x.bin"], &[], 60);
+    // a detector reaching 2.6 Å, so that the model gives reflections besides F000 (left out)
+    let r = run_in(d, &["simulate", "-pdb", "m.pdb", "-N", "3", "-detpixels", "16", "-pixel", "1", "-distance", "20", "-floatfile", "f.bin", "-dump", "x.bin"], &[], 60);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(r.stdout.contains("writing dump file for next time: x.bin") && d.join("x.bin").is_file(), "{}", r.stdout);
-    let r = run_in(d, &["simulate", "-cell", "50", "50", "50", "90", "90", "90", "-N", "3", "-detpixels", "16", "-floatfile", "g.bin", "-dump", "x.bin"], &[], 60);
+    let r = run_in(d, &["simulate", "-cell", "50", "50", "50", "90", "90", "90", "-N", "3", "-detpixels", "16", "-pixel", "1", "-distance", "20", "-floatfile", "g.bin", "-dump", "x.bin"], &[], 60);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_eq!(std::fs::read(d.join("f.bin")).unwrap(), std::fs::read(d.join("g.bin")).unwrap(), "the cache gives another image");
 }
@@ -284,7 +285,8 @@ fn outputs_never_replace_inputs() {
     let r = run_in(d, &["matrix", "-cell", "50", "50", "50", "90", "90", "90", "-o", "A.mat"], &[], 30);
     assert_eq!(r.code, Some(0));
     let sim = |extra: &[&str]| -> Vec<String> {
-        let mut v: Vec<String> = "simulate -cell 50 50 50 90 90 90 -default_F 10 -N 3 -detpixels 16".split(' ').map(String::from).collect();
+        // a detector reaching 2.6 Å, so that the model gives reflections besides F000 (left out)
+        let mut v: Vec<String> = "simulate -cell 50 50 50 90 90 90 -default_F 10 -N 3 -detpixels 16 -pixel 1 -distance 20".split(' ').map(String::from).collect();
         v.extend(extra.iter().map(|s| s.to_string()));
         v
     };

@@ -540,7 +540,10 @@ pub fn resolve_structure_factors(params: &Params, inputs: &Inputs, det: &Convent
             // the grid `read_hkl` builds from the same entries (range from the entries, `default_f`
             // elsewhere, nanoBragg.c L2101-L2258)
             if entries.is_empty() {
-                return Err(Error::setup("the model gave no reflections"));
+                return Err(Error::setup(format!(
+                    "the model gave no reflections to {} A, the resolution the detector reaches (F000 is left out unless -F000): give -dmin D or a detector reaching further",
+                    crate::base::c::printf::g(d)
+                )));
             }
             let grid = HklGrid::from_entries(&entries, p.default_f)?;
             if p.model.hklout.is_some() {
