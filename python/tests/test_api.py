@@ -43,7 +43,8 @@ def test_hkl_arrays_equal_hkl_file(tmp_path, monkeypatch):
     h, k, l = np.meshgrid(np.arange(-3, 4), np.arange(-3, 4), np.arange(-3, 4), indexing="ij")
     h, k, l = h.ravel(), k.ravel(), l.ravel()
     F = rng.uniform(1, 1000, h.size)
-    (tmp_path / "P1.hkl").write_text("".join(f"{a} {b} {c} {f!r}\n" for a, b, c, f in zip(h, k, l, F)))
+    # float(): under numpy >= 2 the repr of a numpy float is "np.float64(...)"
+    (tmp_path / "P1.hkl").write_text("".join(f"{a} {b} {c} {float(f)!r}\n" for a, b, c, f in zip(h, k, l, F)))
     base = ["-cell", "50", "60", "70", "90", "90", "90", "-lambda", "1", "-N", "3", "-distance", "80",
             "-detpixels", "48", "-pixel", "0.2", "-misset", "10", "20", "30"]
     want = nanobragg.from_args(base + ["-hkl", "P1.hkl"]).render()
