@@ -94,6 +94,8 @@ if [ -x "$DIALS_PY" ] && "$DIALS_PY" -c "import dxtbx, h5py" >/dev/null 2>&1; th
   if command -v dials.index >/dev/null 2>&1; then
     # numbered CBF files from `simulate`, and one multi-frame NXmx file from `series -nexusfile`
     "$DIALS_PY" scripts/check_dials_sweep.py "$PWD/target/release/nanobragg-rs" "$(mktemp -d)" cbf nexus
+    # a 2x2-module detector from a DIALS experiment list, `series --expt` into one multi-module NXmx file
+    "$DIALS_PY" scripts/check_dials_multipanel.py "$PWD/target/release/nanobragg-rs" "$(mktemp -d)"
   else
     echo "SKIPPED: DIALS sweep (dials.import/find_spots/index) because DIALS is not installed"
   fi
