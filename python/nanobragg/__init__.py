@@ -245,6 +245,8 @@ class Simulation:
                 self._inputs["amatrix"] = amatrix
             self._core = _nanobragg.Core(flags)
         self._flags = flags
+        # (slow, fast) of every panel, in image order (one for the C's flags)
+        self._shapes = [tuple(p["shape"]) for p in self._core.geometry()["panels"]]
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -253,6 +255,23 @@ class Simulation:
         if isinstance(args, (str, bytes)):
             raise ValueError("args: give a list of flags, e.g. ['-cell', '100', ...], not one string")
         return cls(list(args))
+
+    @classmethod
+    def from_expt(cls, path: str | os.PathLike, experiment: Optional[int] = None, image: Optional[int] = None,
+                  flags: Optional[Sequence[str]] = None, **keywords: Any) -> "Simulation":
+        """What a DIALS experiment list describes (``simulate --expt PATH``): its beam, every detector
+        panel, goniometer, crystal and scan image ``image`` (default the first); ``experiment`` chooses
+        one of several experiments (from 0). ``flags`` and keywords add nanoBragg flags after it (structure
+        factors, N, mosaic, ``--panel N``, ...), which override the list's values. The image files the list
+        names are never opened."""
+        if isinstance(flags, (str, bytes)):
+            raise ValueError("flags: give a list of flags, e.g. ['-N', '10'], not one string")
+        args = ["--expt", os.fspath(path)]
+        if experiment is not None:
+            args += ["--experiment", str(_int("experiment", experiment))]
+        if image is not None:
+            args += ["--image", str(_int("image", image))]
+        return cls(args + list(flags or []), **keywords)
 
     @classmethod
     def from_json(cls, path: str | os.PathLike) -> "Simulation":
@@ -286,9 +305,69 @@ class Simulation:
         return list(self._flags)
 
     @property
-    def shape(self) -> tuple[int, int]:
-        """(slow, fast) pixels of the detector: the shape of every image."""
-        return self._core.shape
+    def shape(self) -> tuple:
+        """The shape of the images ``render`` returns: (slow, fast) for one panel, (panels, slow, fast) for
+        several panels of one size; for panels of different sizes ``render`` returns a list and this is
+        the tuple of their (slow, fast)."""
+        sh = self._shapes
+        if len(sh) == 1:
+            return sh[0]
+        if all(x == sh[0] for x in sh):
+            return (len(sh),) + sh[0]
+        return tuple(sh)
+
+    @property
+    def panels(self) -> int:
+        """Number of detector panels: 1 for the C's flags, those of a DIALS experiment list or CrystFEL
+        geometry file otherwise."""
+        return len(self._shapes)
+
+    def _split(self, a: np.ndarray) -> Any:
+        """The image of the kernel, every panel's rows one after another, as ``shape`` says."""
+        sh = self._shapes
+        if len(sh) == 1:
+            return a
+        if all(x == sh[0] for x in sh):
+            return a.reshape((len(sh),) + sh[0])
+        out, r = [], 0
+        for s, _ in sh:
+            out.append(a[r:r + s])
+            r += s
+        return out
+
+    def _stack(self, parts: list) -> Any:
+        """Per-panel arrays in the form ``_split`` gives."""
+        if len(parts) == 1:
+            return parts[0]
+        if all(p.shape == parts[0].shape for p in parts):
+            return np.stack(parts)
+        return parts
+
+    def _join(self, image: Any, what: str) -> np.ndarray:
+        """An image in any of the forms ``render`` gives (or the panels' rows one after another) as the
+        kernel's (rows, fast) array."""
+        sh = self._shapes
+        rows, fast = sum(s for s, _ in sh), sh[0][1]
+        if len(sh) > 1 and isinstance(image, (list, tuple)):
+            if len(image) != len(sh):
+                raise ValueError(f"{what}: {len(image)} panels given, the detector has {len(sh)}")
+            parts = [np.asarray(p) for p in image]
+            for k, (p, want) in enumerate(zip(parts, sh)):
+                if p.shape != want:
+                    raise ValueError(f"{what}: panel {k} has shape {p.shape}, the panel is (slow, fast) = {want}")
+            return np.concatenate(parts, axis=0)
+        try:
+            a = np.asarray(image)
+        except Exception as e:  # noqa: BLE001 - anything numpy refuses is a bad value
+            raise ValueError(f"{what}: not an array: {e}") from None
+        if a.shape == (rows, fast):
+            return a
+        if len(sh) > 1 and a.shape == self.shape:
+            return a.reshape(rows, fast)
+        if len(sh) == 1:
+            raise ValueError(f"{what} has shape {a.shape} but the detector is (slow, fast) = {self.shape}")
+        raise ValueError(f"{what} has shape {a.shape} but the detector's {len(sh)} panels are {self.shape} "
+                         f"(or ({rows}, {fast}) with the panels' rows one after another)")
 
     @property
     def steps(self) -> int:
@@ -310,7 +389,7 @@ class Simulation:
             threads = _positive_int("threads", threads)
         if progress is not None and not callable(progress):
             raise ValueError("progress: must be callable as progress(rows_done, rows_total)")
-        return self._core.render(threads, progress)
+        return self._split(self._core.render(threads, progress))
 
     def render_gradients(self, names: Sequence[str], threads: Optional[int] = None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """``(image, {name: d image/d name})``: the float image and its derivative by each named
@@ -320,7 +399,7 @@ class Simulation:
         if threads is not None:
             threads = _positive_int("threads", threads)
         image, grads = self._core.render_gradients(names, threads)
-        return image, dict(zip(names, grads))
+        return self._split(image), {n: self._split(g) for n, g in zip(names, grads)}
 
     def loss_gradient(self, observed: Any, names: Sequence[str] = (), loss: str = "poisson",
                       threads: Optional[int] = None) -> tuple[float, dict[str, float], np.ndarray]:
@@ -329,9 +408,7 @@ class Simulation:
         pixels of the ROI; ``hkl_dLdF`` is an n x 4 array (h, k, l, dL/dF) per ``-hkl`` reflection in file
         order (empty without ``-hkl``), as the command line's ``--observed``/``--dfhkl-out``."""
         names = _names(names)
-        obs = np.asarray(observed, dtype=np.float64)
-        if obs.shape != self.shape:
-            raise ValueError(f"observed has shape {obs.shape} but the detector is (slow, fast) = {self.shape}")
+        obs = self._join(observed, "observed").astype(np.float64)
         if threads is not None:
             threads = _positive_int("threads", threads)
         value, grads, rows = self._core.loss_gradient(obs.ravel().tolist(), names, loss, threads)
@@ -380,12 +457,21 @@ class Simulation:
     def write_cbf(self, path: str | os.PathLike, counts: np.ndarray) -> None:
         """A CBF file as ``-cbffile`` writes it (32-bit byte offset, miniCBF geometry header) of integer
         ``counts`` (slow, fast), e.g. ``sim.noise(image)`` or photon counts of your own."""
-        self._core.write_cbf(os.fspath(path), self._int32(counts, 2))
+        self._core.write_cbf(os.fspath(path), np.ascontiguousarray(self._join(self._int32(counts, 3), "counts")))
 
     def write_nexus(self, path: str | os.PathLike, counts: np.ndarray) -> None:
         """An NXmx file as ``-nexusfile`` writes it (the full geometry) of integer ``counts``: (slow, fast),
-        or (frames, slow, fast) for a sweep whose frame k starts at ``-phi`` + k ``-osc``."""
-        self._core.write_nexus(os.fspath(path), self._int32(counts, 3))
+        or (frames, slow, fast) for a sweep whose frame k starts at ``-phi`` + k ``-osc``; with several
+        panels, (panels, slow, fast) or (frames, panels, slow, fast) (one NXdetector_module each)."""
+        a = self._int32(counts, 4)
+        sh = self._shapes
+        if len(sh) > 1 and all(x == sh[0] for x in sh):
+            # (panels, slow, fast) or (frames, panels, slow, fast): the panels' rows one after another
+            if a.shape == self.shape:
+                a = a.reshape(-1, sh[0][1])
+            elif a.ndim == 4 and a.shape[1:] == self.shape:
+                a = a.reshape(a.shape[0], -1, sh[0][1])
+        self._core.write_nexus(os.fspath(path), np.ascontiguousarray(a))
 
     @staticmethod
     def _int32(counts: Any, max_dims: int) -> np.ndarray:
@@ -409,7 +495,11 @@ class Simulation:
         pixel (0, 0)), unit vectors ``fdet_vector``, ``sdet_vector``, ``odet_vector``, ``beam_vector``,
         ``polar_vector``, ``spindle_vector``; ``distance_m``, ``pixel_size_m``, ``wavelength_m``; the beam
         centre as each convention writes it (``beam_center_mm``, ``mosflm_center_mm``, ``denzo_beam_mm``,
-        ``adxv_center_mm``, ``xds_org_px``, ``dials_origin_mm``) and on the detector (``fbeam_m``, ``sbeam_m``)."""
+        ``adxv_center_mm``, ``xds_org_px``, ``dials_origin_mm``) and on the detector (``fbeam_m``, ``sbeam_m``).
+        ``panels``: every panel in image order (``shape``, ``pixel_size_m``, ``distance_m``, ``pix0_vector``,
+        ``fdet_vector``, ``sdet_vector``, ``odet_vector``, ``thickness_m``, ``mu_per_m``); the top-level
+        detector values are the first panel's. ``frame``: ``"nanobragg"`` (the C's lab frame) or ``"dials"``
+        (a simulation of a DIALS experiment list works in the list's frame)."""
         return self._core.geometry()
 
     def crystal(self) -> dict:
@@ -447,27 +537,35 @@ class Simulation:
         g = self.geometry()
         if g["curved_detector"]:
             raise ValueError("pixel_positions: not available for -curved_det (flat detectors only)")
-        p = g["pixel_size_m"]
-        s, f = self.shape
-        fi = (np.arange(f) + 0.5) * p
-        si = (np.arange(s) + 0.5) * p
-        return (np.asarray(g["pix0_vector"])[None, None, :]
-                + fi[None, :, None] * np.asarray(g["fdet_vector"])[None, None, :]
-                + si[:, None, None] * np.asarray(g["sdet_vector"])[None, None, :])
+        out = []
+        for q in g["panels"]:
+            p = q["pixel_size_m"]
+            s, f = q["shape"]
+            fi = (np.arange(f) + 0.5) * p
+            si = (np.arange(s) + 0.5) * p
+            out.append(np.asarray(q["pix0_vector"])[None, None, :]
+                       + fi[None, :, None] * np.asarray(q["fdet_vector"])[None, None, :]
+                       + si[:, None, None] * np.asarray(q["sdet_vector"])[None, None, :])
+        return self._stack(out)
 
     def scattering_vectors(self) -> np.ndarray:
         """Scattering vector S = (unit(pixel) - beam) / lambda of every pixel centre, 1/Angstrom,
         shape (slow, fast, 3)."""
         g = self.geometry()
+
+        def one(pos: np.ndarray) -> np.ndarray:
+            d = pos / np.linalg.norm(pos, axis=-1, keepdims=True)
+            return (d - np.asarray(g["beam_vector"])) / (g["wavelength_m"] * 1e10)
         pos = self.pixel_positions()
-        d = pos / np.linalg.norm(pos, axis=-1, keepdims=True)
-        return (d - np.asarray(g["beam_vector"])) / (g["wavelength_m"] * 1e10)
+        return [one(p) for p in pos] if isinstance(pos, list) else one(pos)
 
     def resolution(self) -> np.ndarray:
         """Resolution d = lambda / (2 sin theta) of every pixel centre in Angstrom (inf on the beam)."""
-        s = np.linalg.norm(self.scattering_vectors(), axis=-1)
-        with np.errstate(divide="ignore"):
-            return 1.0 / s
+        def one(sv: np.ndarray) -> np.ndarray:
+            with np.errstate(divide="ignore"):
+                return 1.0 / np.linalg.norm(sv, axis=-1)
+        sv = self.scattering_vectors()
+        return [one(v) for v in sv] if isinstance(sv, list) else one(sv)
 
     # ------------------------------------------------------------------ DIALS
     def dxtbx_models(self):
@@ -495,14 +593,16 @@ class Simulation:
 
     # ------------------------------------------------------------------ helpers
     def _image(self, image: Any) -> np.ndarray:
-        try:
-            a = np.asarray(image)
-        except Exception as e:  # noqa: BLE001 - anything numpy refuses is a bad value
-            raise ValueError(f"image: not an array: {e}") from None
+        if not (len(self._shapes) > 1 and isinstance(image, (list, tuple))):
+            try:
+                kind = np.asarray(image).dtype.kind
+            except Exception as e:  # noqa: BLE001 - anything numpy refuses is a bad value
+                raise ValueError(f"image: not an array: {e}") from None
+            if kind not in "fiu":
+                raise ValueError(f"image: must be a real number array, not of dtype {np.asarray(image).dtype}")
+        a = self._join(image, "image")
         if a.dtype.kind not in "fiu":
             raise ValueError(f"image: must be a real number array, not of dtype {a.dtype}")
-        if a.shape != self.shape:
-            raise ValueError(f"image has shape {a.shape} but the detector is (slow, fast) = {self.shape}")
         a = np.ascontiguousarray(a, dtype=np.float32)
         if not np.isfinite(a).all():
             i = int(np.flatnonzero(~np.isfinite(a.ravel()))[0])
@@ -511,9 +611,7 @@ class Simulation:
         return a
 
     def _counts(self, counts: np.ndarray) -> np.ndarray:
-        if counts.shape != self.shape:
-            raise ValueError(f"counts have shape {counts.shape} but the detector is (slow, fast) = {self.shape}")
-        return np.ascontiguousarray(counts, dtype=np.uint16)
+        return np.ascontiguousarray(self._join(counts, "counts"), dtype=np.uint16)
 
     def __repr__(self) -> str:
         return repr(self._core)

@@ -9,30 +9,44 @@ def _to_dials(v):
     return (float(v[2]), float(v[1]), -float(v[0]))
 
 
+def _frame(g):
+    """The conversion of ``sim.geometry()``'s vectors to DIALS's frame: none for a simulation of a DIALS
+    experiment list (it works in the list's frame), nanoBragg.c's otherwise."""
+    return (lambda v: tuple(float(x) for x in v)) if g.get("frame") == "dials" else _to_dials
+
+
 def dxtbx_models(sim):
-    """(Beam, Detector) for ``sim``: one flat panel whose origin is pix0 (mm) and whose axes are fdet, sdet."""
+    """(Beam, Detector) for ``sim``: every panel (one for the C's flags) flat, its origin pix0 (mm) and its
+    axes fdet, sdet; the sensor's thickness and attenuation where it has one."""
     from dxtbx.model import Beam, Detector
 
     g = sim.geometry()
-    slow, fast = g["shape"]
-    px_mm = g["pixel_size_m"] * 1000.0
+    dials = _frame(g)
     # dxtbx's beam direction points from the sample to the source
-    beam = Beam(tuple(-x for x in _to_dials(g["beam_vector"])), g["wavelength_m"] * 1e10)
+    beam = Beam(tuple(-x for x in dials(g["beam_vector"])), g["wavelength_m"] * 1e10)
     # polarization: nanoBragg's Kahn factor K = 2·fraction − 1 with the E-vector -polar_vector (the
     # fraction of the intensity along it); dxtbx wants that fraction and the normal of the
     # polarization plane, n = b × E for the beam's propagation direction b (so that E = n × b)
-    b, e = _to_dials(g["beam_vector"]), _to_dials(g["polar_vector"])
+    b, e = dials(g["beam_vector"]), dials(g["polar_vector"])
     n = (b[1] * e[2] - b[2] * e[1], b[2] * e[0] - b[0] * e[2], b[0] * e[1] - b[1] * e[0])
     beam.set_polarization_normal(n)
     beam.set_polarization_fraction((1.0 + float(g["polarization"])) / 2.0)
     det = Detector()
-    panel = det.add_panel()
-    panel.set_frame(_to_dials(g["fdet_vector"]), _to_dials(g["sdet_vector"]),
-                    tuple(1000.0 * x for x in _to_dials(g["pix0_vector"])))
-    panel.set_pixel_size((px_mm, px_mm))
-    panel.set_image_size((int(fast), int(slow)))
-    panel.set_trusted_range((-1.0, 65535.0))
-    panel.set_name("nanobragg")
+    panels = g["panels"]
+    for k, q in enumerate(panels):
+        slow, fast = q["shape"]
+        px_mm = q["pixel_size_m"] * 1000.0
+        panel = det.add_panel()
+        panel.set_frame(dials(q["fdet_vector"]), dials(q["sdet_vector"]),
+                        tuple(1000.0 * x for x in dials(q["pix0_vector"])))
+        panel.set_pixel_size((px_mm, px_mm))
+        panel.set_image_size((int(fast), int(slow)))
+        panel.set_trusted_range((-1.0, 65535.0))
+        panel.set_name("nanobragg" if len(panels) == 1 else f"panel{k}")
+        if q["thickness_m"] > 0:
+            # dxtbx: thickness in mm, mu the linear attenuation coefficient in 1/mm
+            panel.set_thickness(q["thickness_m"] * 1000.0)
+            panel.set_mu(q["mu_per_m"] / 1000.0)
     return beam, det
 
 
@@ -46,9 +60,10 @@ def dxtbx_experiment(sim):
     beam, det = dxtbx_models(sim)
     c = sim.crystal()
     g = sim.geometry()
-    real = [tuple(1e10 * x for x in _to_dials(c[k])) for k in ("a_m", "b_m", "c_m")]
+    dials = _frame(g)
+    real = [tuple(1e10 * x for x in dials(c[k])) for k in ("a_m", "b_m", "c_m")]
     crystal = Crystal(real[0], real[1], real[2], space_group_symbol="P 1")
-    gonio = GoniometerFactory.known_axis(_to_dials(g["spindle_vector"]))
+    gonio = GoniometerFactory.known_axis(dials(g["spindle_vector"]))
     osc = float(c["osc_deg"])
     scan = ScanFactory.make_scan(image_range=(1, 1), exposure_times=[1.0],
                                  oscillation=(float(c["phi0_deg"]), osc if osc > 0 else 0.0), epochs={1: 0.0}, deg=True)

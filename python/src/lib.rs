@@ -10,7 +10,7 @@ use numpy::ndarray::Array2;
 use numpy::{IntoPyArray, PyArray2, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyList};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -77,8 +77,9 @@ fn refine(py: Python<'_>, args: Vec<String>, observed: PathBuf, names: Vec<Strin
     Ok((report.converged, report.iterations, report.loss, values, report.message, words))
 }
 
+/// The image's (rows, fast): one panel's (slow, fast), or every panel's rows one after another.
 fn shape_of(exp: &Experiment) -> (usize, usize) {
-    (exp.det.panel().spixels, exp.det.panel().fpixels)
+    (exp.det.rows(), exp.det.fpixels())
 }
 
 impl Core {
@@ -120,7 +121,20 @@ impl Core {
 
     fn stats_of(&self, image: &[f32]) -> nbcore::stats::ImageStats {
         let e = &self.exp;
-        nbcore::stats::image_stats(&e.det.panel().image(image), e.det.panel().mask.as_deref(), e.sampling.subpixel_size, e.sampling.oversample)
+        // as the command line: the ROI and -mask of one panel, every pixel of several
+        let mask = if e.det.panels.len() == 1 { e.det.panel().mask.as_deref() } else { None };
+        nbcore::stats::image_stats(&nbcore::run::outputs::whole_image(e, image), mask, e.sampling.subpixel_size, e.sampling.oversample)
+    }
+
+    /// Refuse, for a detector of several panels, a format that holds one panel.
+    fn one_panel(&self, what: &str) -> PyResult<()> {
+        let n = self.exp.det.panels.len();
+        if n > 1 {
+            return Err(PyValueError::new_err(format!(
+                "{what} holds one panel and this detector has {n}: use write_float or write_nexus, or build the Simulation with --panel N"
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -255,7 +269,7 @@ impl Core {
         let data = self.image_slice(&image)?;
         if let Some((i, v)) = nbcore::io::float::first_non_finite(data) {
             // the Poisson sampler cannot draw from it (the C's loops forever)
-            let fp = self.exp.det.panel().fpixels.max(1);
+            let fp = self.exp.det.fpixels().max(1);
             return Err(PyValueError::new_err(format!("image: pixel {i} (fast {}, slow {}) is {v}: the image must hold finite values", i % fp, i / fp)));
         }
         if let Some(a) = adc {
@@ -272,8 +286,8 @@ impl Core {
             (None, Some(_)) => e.seed,
             (None, None) => fresh_seed(),
         };
-        let (fp, sp) = (e.det.panel().fpixels, e.det.panel().spixels);
-        let image = e.det.panel().image(data);
+        let (sp, fp) = shape_of(e);
+        let image = nbcore::run::outputs::whole_image(e, data);
         let img = py.detach(|| match mode {
             nbcore::noise::NoiseMode::C => nbcore::noise::noise_image(&mut rng, &mut seed, &image, adc),
             nbcore::noise::NoiseMode::Fast => nbcore::noise::noise_image_fast(seed, &image, adc),
@@ -353,6 +367,7 @@ impl Core {
     /// Write the SMV integer image (as -intfile): pixels scaled by `scale` (default: 55000 / max_I) plus -adc.
     #[pyo3(signature = (path, image, scale=None))]
     fn write_smv(&self, py: Python<'_>, path: PathBuf, image: PyReadonlyArray2<'_, f32>, scale: Option<f64>) -> PyResult<f64> {
+        self.one_panel("an SMV file")?;
         let data = self.image_slice(&image)?;
         let scale = self.int_scale(data, scale);
         let e = &self.exp;
@@ -367,6 +382,7 @@ impl Core {
 
     /// Write an SMV image of given uint16 pixels (for example a noise image) with this detector's header.
     fn write_smv_counts(&self, py: Python<'_>, path: PathBuf, counts: PyReadonlyArray2<'_, u16>) -> PyResult<()> {
+        self.one_panel("an SMV file")?;
         let (s, f) = shape_of(&self.exp);
         if counts.shape() != [s, f] {
             return Err(PyValueError::new_err(format!("counts have shape {:?} but the detector is (slow, fast) = ({s}, {f})", counts.shape())));
@@ -379,6 +395,7 @@ impl Core {
     /// Write the 8-bit PGM (as -pgmfile): scale default 250 / (5 rmsd), as the C.
     #[pyo3(signature = (path, image, scale=None))]
     fn write_pgm(&self, py: Python<'_>, path: PathBuf, image: PyReadonlyArray2<'_, f32>, scale: Option<f64>) -> PyResult<f64> {
+        self.one_panel("a PGM file")?;
         let data = self.image_slice(&image)?;
         let scale = match scale {
             Some(s) if s > 0.0 => s,
@@ -403,6 +420,7 @@ impl Core {
     /// Write the PNG preview (as --png; `legend=True` as --png-legend, default: the flags').
     #[pyo3(signature = (path, image, legend=None))]
     fn write_png(&self, py: Python<'_>, path: PathBuf, image: PyReadonlyArray2<'_, f32>, legend: Option<bool>) -> PyResult<()> {
+        self.one_panel("a PNG preview")?;
         let data = self.image_slice(&image)?;
         let legend = legend.unwrap_or(self.cfg.output.png_legend);
         let e = &self.exp;
@@ -412,6 +430,7 @@ impl Core {
     /// Write a CBF file (as -cbffile: 32-bit byte-offset, the miniCBF geometry header) of `counts`
     /// (int32, slow x fast).
     fn write_cbf(&self, py: Python<'_>, path: PathBuf, counts: PyReadonlyArray2<'_, i32>) -> PyResult<()> {
+        self.one_panel("a CBF file")?;
         let e = &self.exp;
         if counts.shape() != [e.det.rows(), e.det.fpixels()] {
             return Err(PyValueError::new_err(format!("counts: shape {:?}, the detector is {:?}", counts.shape(), [e.det.rows(), e.det.fpixels()])));
@@ -470,6 +489,8 @@ impl Core {
         let h = simulate::smv_header(e);
         let g = PyDict::new(py);
         g.set_item("convention", format!("{:?}", d.convention).to_uppercase())?;
+        // the lab frame of every vector: the C's (x along the beam), or a DIALS experiment list's own
+        g.set_item("frame", if d.from_file { "dials" } else { "nanobragg" })?;
         g.set_item("pivot", format!("{:?}", d.pivot).to_lowercase())?;
         g.set_item("shape", (panel.spixels, panel.fpixels))?;
         g.set_item("pixel_size_m", panel.pixel_size)?;
@@ -501,6 +522,22 @@ impl Core {
         g.set_item("denzo_beam_mm", (h.denzo_x_beam, h.denzo_y_beam))?;
         g.set_item("xds_org_px", (h.xds_orgx, h.xds_orgy))?;
         g.set_item("dials_origin_mm", h.dials_origin.to_vec())?;
+        // every panel (one for the C's flags), in image order: the rows of panel k follow panel k-1's
+        let panels = PyList::empty(py);
+        for p in &d.panels {
+            let q = PyDict::new(py);
+            q.set_item("shape", (p.spixels, p.fpixels))?;
+            q.set_item("pixel_size_m", p.pixel_size)?;
+            q.set_item("distance_m", p.distance)?;
+            q.set_item("pix0_vector", p.pix0_vector.to_vec())?;
+            q.set_item("fdet_vector", p.fdet_vector.to_vec())?;
+            q.set_item("sdet_vector", p.sdet_vector.to_vec())?;
+            q.set_item("odet_vector", p.odet_vector.to_vec())?;
+            q.set_item("thickness_m", p.sensor.thick)?;
+            q.set_item("mu_per_m", p.sensor.mu)?; // linear attenuation coefficient
+            panels.append(q)?;
+        }
+        g.set_item("panels", panels)?;
         Ok(g)
     }
 

@@ -14,6 +14,21 @@ import nanobragg
 
 SYSTEM_PY = os.environ.get("NANOBRAGG_DXTBX_PYTHON", "/usr/bin/python3")
 
+
+def system_site(module, what):
+    """The folder holding this nanobragg, for the system Python that can import ``module`` (skipped
+    loudly where it cannot)."""
+    have = subprocess.run([SYSTEM_PY, "-c", f"import {module}"], capture_output=True)
+    if have.returncode != 0:
+        print(f"SKIPPED: {what} because {SYSTEM_PY} cannot import {module} (install python3-dials / python3-cctbx)")
+        pytest.skip(f"{module} not importable")
+    return str(pathlib.Path(nanobragg.__file__).resolve().parents[1])
+
+
+@pytest.fixture
+def dxtbx_site(request):
+    return system_site("dxtbx.model", request.node.name)
+
 CHECK = r"""
 import json, sys
 sys.path.append(sys.argv[1])
@@ -50,12 +65,8 @@ CASES = [
 ]
 
 
-def test_dxtbx_agrees_with_our_beam_centre():
-    have = subprocess.run([SYSTEM_PY, "-c", "import dxtbx.model"], capture_output=True)
-    if have.returncode != 0:
-        print(f"SKIPPED: dxtbx check because {SYSTEM_PY} cannot import dxtbx (install python3-dials)")
-        pytest.skip("dxtbx not importable")
-    site = str(pathlib.Path(nanobragg.__file__).resolve().parents[1])
+def test_dxtbx_agrees_with_our_beam_centre(dxtbx_site):
+    site = dxtbx_site
     r = subprocess.run([SYSTEM_PY, "-c", CHECK, site, json.dumps(CASES)], capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0, r.stderr
@@ -92,12 +103,8 @@ print(json.dumps(out))
 """
 
 
-def test_dxtbx_experiment_carries_crystal_goniometer_and_scan():
-    have = subprocess.run([SYSTEM_PY, "-c", "import dxtbx.model"], capture_output=True)
-    if have.returncode != 0:
-        print(f"SKIPPED: dxtbx experiment check because {SYSTEM_PY} cannot import dxtbx (install python3-dials)")
-        pytest.skip("dxtbx not importable")
-    site = str(pathlib.Path(nanobragg.__file__).resolve().parents[1])
+def test_dxtbx_experiment_carries_crystal_goniometer_and_scan(dxtbx_site):
+    site = dxtbx_site
     flags = ["-cell", "70", "80", "90", "90", "95", "90", "-misset", "10", "20", "30", "-N", "5", "-default_F", "100",
              "-lambda", "1", "-detpixels", "64", "-phi", "12", "-osc", "0.5"]
     r = subprocess.run([SYSTEM_PY, "-c", EXPERIMENT, site, json.dumps(flags)], capture_output=True, text=True, timeout=300)
@@ -125,12 +132,8 @@ print(json.dumps(dict(shape=list(b.shape), peak=float(a.max()), diff=float(np.ab
 """
 
 
-def test_from_dxtbx_renders_the_same_image():
-    have = subprocess.run([SYSTEM_PY, "-c", "import dxtbx.model"], capture_output=True)
-    if have.returncode != 0:
-        print(f"SKIPPED: from_dxtbx check because {SYSTEM_PY} cannot import dxtbx (install python3-dials)")
-        pytest.skip("dxtbx not importable")
-    site = str(pathlib.Path(nanobragg.__file__).resolve().parents[1])
+def test_from_dxtbx_renders_the_same_image(dxtbx_site):
+    site = dxtbx_site
     flags = ["-cell", "70", "80", "90", "90", "90", "90", "-misset", "10", "20", "30", "-N", "5", "-default_F", "100",
              "-lambda", "1", "-distance", "80", "-detpixels", "64", "-pixel", "0.4", "-nopolar"]
     r = subprocess.run([SYSTEM_PY, "-c", ROUND_TRIP, site, json.dumps(flags)], capture_output=True, text=True, timeout=300)
@@ -165,13 +168,42 @@ print(json.dumps(dict(n=int(p1.size()), same=bool(np.array_equal(a, b)), complex
 
 
 def test_hkl_accepts_a_cctbx_miller_array():
-    have = subprocess.run([SYSTEM_PY, "-c", "import cctbx.miller"], capture_output=True)
-    if have.returncode != 0:
-        print(f"SKIPPED: miller.array check because {SYSTEM_PY} cannot import cctbx (install python3-cctbx)")
-        pytest.skip("cctbx not importable")
-    site = str(pathlib.Path(nanobragg.__file__).resolve().parents[1])
+    site = system_site("cctbx.miller", "miller.array check")
     r = subprocess.run([SYSTEM_PY, "-c", MILLER, site], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     res = json.loads(r.stdout.strip().splitlines()[-1])
     assert res["n"] > 100 and res["peak"] > 0
     assert res["same"] and res["complex_same"], res
+
+
+WHOLE_DETECTOR = r"""
+import json, sys
+sys.path.append(sys.argv[1])
+import nanobragg
+from dxtbx.model.experiment_list import ExperimentListFactory
+sim = nanobragg.Simulation.from_expt(sys.argv[2], flags=["-N", "5", "-default_F", "100"])
+beam, det = sim.dxtbx_models()
+want = ExperimentListFactory.from_json_file(sys.argv[2], check_format=False)[0]
+err = 0.0
+for p, q in zip(det, want.detector):
+    for a, b in ((p.get_origin(), q.get_origin()), (p.get_fast_axis(), q.get_fast_axis()),
+                 (p.get_slow_axis(), q.get_slow_axis())):
+        err = max(err, max(abs(x - y) for x, y in zip(a, b)))
+    assert p.get_image_size() == q.get_image_size() and p.get_pixel_size() == q.get_pixel_size()
+err = max(err, max(abs(x - y) for x, y in zip(beam.get_s0(), want.beam.get_s0())))
+print(json.dumps(dict(n=len(det), want=len(want.detector), err=err,
+                      fraction=beam.get_polarization_fraction(), want_fraction=want.beam.get_polarization_fraction())))
+"""
+
+
+def test_dxtbx_models_give_every_panel_of_an_experiment_list(dxtbx_site, tmp_path):
+    from test_expt import write_expt
+
+    expt = write_expt(tmp_path / "three.expt", [20, 30, 10])
+    r = subprocess.run([SYSTEM_PY, "-c", WHOLE_DETECTOR, dxtbx_site, str(expt)], capture_output=True, text=True,
+                       timeout=300, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert res["n"] == res["want"] == 3
+    assert res["err"] < 1e-9, res
+    assert abs(res["fraction"] - res["want_fraction"]) < 1e-12, res

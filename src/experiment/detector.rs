@@ -169,7 +169,7 @@ pub struct Panel {
 pub struct Sensor {
     /// metres; 0 = every photon counted at the surface.
     pub thick: f64,
-    /// Attenuation depth (metres).
+    /// Linear attenuation coefficient (1/metre: the inverse of `-detector_absorb`'s depth).
     pub mu: f64,
     pub thicksteps: i32,
     pub thickstep: f64,
