@@ -365,3 +365,26 @@ fn series_renders_every_image_of_the_scan() {
     }
     assert!(!d.join("floatimage_00004.bin").exists(), "images 18 to 20: three frames");
 }
+
+#[test]
+fn series_of_several_panels_leaves_out_or_refuses_one_panel_files_before_any_is_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let series = |dir: &Path, args: &[&str]| Command::new(env!("CARGO_BIN_EXE_nanobragg-rs")).arg("series").args(args).current_dir(dir).output().unwrap();
+    let e = write(d, "h.expt", &hierarchical());
+    let out = series(d, &[&["--expt", &e, "--image", "19"][..], RUN].concat());
+    let log = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{log}");
+    assert!(log.contains("not writing intimage.img (int)"), "the default SMV is left out with a note: {log}");
+    assert!(d.join("floatimage_00001.bin").exists() && !d.join("intimage_00001.img").exists());
+    for extra in [&["-intfile", "x_#####.img"][..], &["--outputs", "float,cbf"][..]] {
+        let t = tempfile::tempdir().unwrap();
+        let e = write(t.path(), "h.expt", &hierarchical());
+        let out = series(t.path(), &[&["--expt", &e][..], extra, RUN].concat());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(9), "{extra:?}: {err}");
+        assert!(err.contains("holds one panel"), "{extra:?}: {err}");
+        let left: Vec<_> = std::fs::read_dir(t.path()).unwrap().map(|f| f.unwrap().file_name()).collect();
+        assert_eq!(left, vec![std::ffi::OsString::from("h.expt")], "{extra:?}: nothing written");
+    }
+}

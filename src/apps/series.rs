@@ -401,6 +401,22 @@ pub const OUTPUT_KINDS: &[(&str, &str, &str)] = &[
 
 /// `--outputs`: switch off every output not listed, give the listed optional ones a default name, and
 /// refuse a flag that names an output the list leaves out (the user asked for both).
+/// A detector of several panels writes float and NeXus files only: the one-panel formats (SMV, PGM,
+/// PNG, noise SMV, CBF) are switched off for every frame, with a note, unless the flags name one or
+/// `--outputs` lists one, which is refused here, before any file is written.
+fn one_panel_outputs_off(c: &mut Config, listed: Option<&[String]>, panels: usize) -> Result<Vec<String>> {
+    if panels <= 1 {
+        return Ok(vec![]);
+    }
+    if let Some(k) = listed.into_iter().flatten().find(|k| matches!(k.as_str(), "int" | "pgm" | "png" | "noise" | "cbf")) {
+        return Err(Error::flag("--outputs", format!("{k} holds one panel and the detector has {panels}: list float and nexus, or render one panel with --panel N")));
+    }
+    let (_, notes) = crate::run::outputs::for_panels(crate::run::outputs::plan(c)?, c, panels)?;
+    let o = &mut c.output;
+    (o.write_int, o.write_pgm, o.write_noise, o.pngfile, o.cbffile) = (false, false, false, None, None);
+    Ok(notes)
+}
+
 fn select_outputs(c: &mut Config, kinds: &[String], named: &[String]) -> Result<()> {
     for k in kinds {
         if !OUTPUT_KINDS.iter().any(|(n, _, _)| n == k) {
@@ -458,6 +474,8 @@ pub struct Plan {
     pub outputs: Vec<(&'static str, PathBuf)>,
     /// `-nexusfile`: every frame of the shard in one NXmx file (see [`Plan::nexus_name`]).
     pub nexus: Option<PathBuf>,
+    /// What the plan leaves out, said before the run (the one-panel formats of a multi-panel detector).
+    pub notes: Vec<String>,
 }
 
 fn seed_plus(flag: &str, base: i64, k: usize) -> Result<i64> {
@@ -510,6 +528,8 @@ impl Plan {
         if let Some(kinds) = &sa.outputs {
             select_outputs(&mut base, kinds, &sa.simulate)?;
         }
+        let panels = crate::run::load::detector_panels(&base.params)?.map_or(1, |p| p.len());
+        let notes = one_panel_outputs_off(&mut base, sa.outputs.as_deref(), panels)?;
         let nexus = base.output.nexusfile.take();
         if let Some(p) = &nexus {
             if p.file_name().is_some_and(|f| f.to_string_lossy().contains('#')) {
@@ -523,7 +543,7 @@ impl Plan {
         for (_, p) in outputs.iter_mut() {
             *p = template_name(p, total);
         }
-        Ok(Plan { mode, total, base, args: sa.simulate.clone(), seed, mosaic_seed, misset_seed, phi0_deg, osc_deg, outputs, nexus })
+        Ok(Plan { mode, total, base, args: sa.simulate.clone(), seed, mosaic_seed, misset_seed, phi0_deg, osc_deg, outputs, nexus, notes })
     }
 
     /// The NeXus file of a shard, as named (before `--out-dir`): the `-nexusfile` name itself for an
@@ -723,6 +743,11 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
             frames.len(),
             mpath.display()
         );
+    }
+    if !quiet_user {
+        for n in &plan.notes {
+            let _ = writeln!(log_out, "series: {n}");
+        }
     }
     let params = plan.params_sha256();
     let (done, sweep_done) = resumed_frames(sa, &plan, &frames, &mpath, &params, nexus_name.as_deref(), quiet_user, log_out)?;
@@ -937,7 +962,7 @@ fn check_output_size(
 ) -> Result<()> {
     use crate::base::memory::human;
     let pixels: u64 = prepared.exp.det.panels.iter().map(|p| (p.fpixels * p.spixels) as u64).sum();
-    let mut per_frame = crate::run::outputs::disk_bytes(&prepared.cfg, pixels);
+    let mut per_frame = crate::run::outputs::disk_bytes(&prepared.cfg, pixels, prepared.exp.det.panels.len());
     if nexus {
         per_frame.push(("NeXus", crate::run::outputs::COMPRESSED_BYTES_PER_PIXEL * pixels));
     }

@@ -69,17 +69,24 @@ pub fn load_inputs(cfg: &Config) -> Result<Inputs> {
         }
     }
 
-    // --expt: its detector, every panel (the rest of the list was applied to the parameters)
-    if let Some(path) = &p.geom {
-        let model = crate::run::geom::read(path)?;
-        inp.detector = Some(crate::run::geom::panel_specs(&model, p.panel)?);
-    } else if let Some(src) = &p.expt {
-        let model = crate::run::expt::read(src)?;
-        inp.detector = Some(crate::run::expt::panel_specs(&model, p.panel)?);
-    }
+    inp.detector = detector_panels(p)?;
 
     if let Some(path) = &p.source_file {
         inp.source_columns = Some(crate::io::sourcefile::read_source_columns(path)?);
     }
     Ok(inp)
+}
+
+/// The panels of `--geom` or `--expt` (every one, or `--panel N` alone; the rest of an experiment list
+/// was applied to the parameters); `None` for the C's one panel from the flags.
+pub fn detector_panels(p: &crate::experiment::params::Params) -> Result<Option<Vec<crate::experiment::detector::PanelSpec>>> {
+    if let Some(path) = &p.geom {
+        let model = crate::run::geom::read(path)?;
+        Ok(Some(crate::run::geom::panel_specs(&model, p.panel)?))
+    } else if let Some(src) = &p.expt {
+        let model = crate::run::expt::read(src)?;
+        Ok(Some(crate::run::expt::panel_specs(&model, p.panel)?))
+    } else {
+        Ok(None)
+    }
 }

@@ -94,17 +94,17 @@ pub fn for_panels(planned: Vec<Planned>, cfg: &Config, panels: usize) -> Result<
     let mut keep = Vec::new();
     let mut notes = Vec::new();
     for p in planned {
+        if !holds_one_panel(p.writer.role()) {
+            keep.push(p);
+            continue;
+        }
         let (flag, named) = match p.writer.role() {
             "int" => ("-intfile", cfg.output.intfile != d.intfile),
             "pgm" => ("-pgmfile", cfg.output.pgmfile != d.pgmfile),
             "png" => ("--png", true),
             "noise" => ("-noisefile", cfg.output.noisefile != d.noisefile),
             "CBF" => ("-cbffile", true),
-            "NeXus" if !crate::run::headers::MULTI_MODULE_NEXUS => ("-nexusfile", true),
-            _ => {
-                keep.push(p);
-                continue;
-            }
+            _ => ("-nexusfile", true),
         };
         if named {
             return Err(Error::flag(
@@ -154,8 +154,17 @@ pub trait OutputWriter: Sync {
 pub const COMPRESSED_BYTES_PER_PIXEL: u64 = 1;
 
 /// Bytes on disk of every output `cfg` asks for, for an image of `pixels`, by role.
-pub fn disk_bytes(cfg: &Config, pixels: u64) -> Vec<(&'static str, u64)> {
-    WRITERS.iter().filter(|w| w.requested(cfg).is_some()).map(|w| (w.role(), w.disk_bytes(pixels))).collect()
+pub fn disk_bytes(cfg: &Config, pixels: u64, panels: usize) -> Vec<(&'static str, u64)> {
+    WRITERS
+        .iter()
+        .filter(|w| w.requested(cfg).is_some() && (panels <= 1 || !holds_one_panel(w.role())))
+        .map(|w| (w.role(), w.disk_bytes(pixels)))
+        .collect()
+}
+
+/// The formats that hold one panel: a detector of several writes none of them (see [`for_panels`]).
+fn holds_one_panel(role: &str) -> bool {
+    matches!(role, "int" | "pgm" | "png" | "noise" | "CBF") || (role == "NeXus" && !crate::run::headers::MULTI_MODULE_NEXUS)
 }
 
 fn io_err(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
