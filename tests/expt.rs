@@ -388,3 +388,12 @@ fn series_of_several_panels_leaves_out_or_refuses_one_panel_files_before_any_is_
         assert_eq!(left, vec![std::ffi::OsString::from("h.expt")], "{extra:?}: nothing written");
     }
 }
+
+#[test]
+fn the_dials_origin_of_an_experiment_list_is_its_first_panels_origin() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let e = write(d, "o.expt", &expt(vec![panel("a", [1.0, 0.0, 0.0], [0.0, -1.0, 0.0], [-4.5, 8.25, -60.0], [40, 30])], None));
+    let out = ok(d, &[&["--expt", &e, "-floatfile", "o.bin"][..], RUN].concat());
+    assert!(out.contains("  dials origin= -4.5 8.25 -60\n"), "{out}");
+}

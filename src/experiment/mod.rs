@@ -233,12 +233,21 @@ impl Experiment {
             },
             structure_factors: sf,
             background: Background { water_size: p.water_size, i_bg },
-            det: Detector { from_file: inputs.detector.is_some(), ..Detector::from_convention(flat, panels) },
+            det: file_frame(Detector { from_file: inputs.detector.is_some(), ..Detector::from_convention(flat, panels) }),
             rng: crystal.rng,
             seed: p.seed.unwrap_or(clock),
             notes,
         })
     }
+}
+
+/// A detector read from a DIALS experiment list (or CrystFEL geometry, converted) is in DIALS's frame
+/// already: its DIALS origin is the first panel's origin as it stands, not the C's lab-frame conversion.
+fn file_frame(mut det: Detector) -> Detector {
+    if det.from_file {
+        det.centre.dials_origin = det.panel().pix0_vector.map(|x| 1000.0 * x);
+    }
+    det
 }
 
 /// The panels of a detector read from a file (`Inputs::detector`), with the run's sensor. Flags that
