@@ -39,6 +39,7 @@ pub struct Lib {
     pcreate: unsafe extern "C" fn(Hid) -> Hid,
     pset_chunk: unsafe extern "C" fn(Hid, c_int, *const Hsize) -> Herr,
     pset_deflate: unsafe extern "C" fn(Hid, c_uint) -> Herr,
+    pset_shuffle: unsafe extern "C" fn(Hid) -> Herr,
     pclose: unsafe extern "C" fn(Hid) -> Herr,
     t_double: Hid,
     t_int32: Hid,
@@ -135,6 +136,7 @@ fn load() -> Result<Lib, String> {
             pcreate: sym(&library, "H5Pcreate")?,
             pset_chunk: sym(&library, "H5Pset_chunk")?,
             pset_deflate: sym(&library, "H5Pset_deflate")?,
+            pset_shuffle: sym(&library, "H5Pset_shuffle")?,
             pclose: sym(&library, "H5Pclose")?,
             t_double: global(&library, "H5T_NATIVE_DOUBLE_g")?,
             t_int32: global(&library, "H5T_NATIVE_INT_g")?,
@@ -284,8 +286,10 @@ impl Node {
         Ok(())
     }
 
-    /// A chunked, deflate-compressed 32-bit integer dataset of shape `dims`, one chunk per
-    /// `chunk`, written later piece by piece.
+    /// A chunked, byte-shuffled and deflate-compressed 32-bit integer dataset of shape `dims`, one
+    /// chunk per `chunk`, written later piece by piece. Both filters are built into every HDF5 (zlib
+    /// aside), so h5py and DIALS read the file without plugins; the shuffle groups the counts' mostly
+    /// zero high bytes, which makes the frames of a sweep a few times smaller than deflate alone.
     pub fn big_i32(&self, name: &str, dims: &[u64], chunk: &[u64], deflate: u32) -> Result<Dataset, String> {
         let lib = self.lib;
         let c = cstr(name)?;
@@ -294,6 +298,7 @@ impl Node {
             let space = Guard(check((lib.screate_simple)(dims.len() as c_int, dims.as_ptr(), std::ptr::null()), "make a dataspace")?, lib.sclose);
             let p = Guard(check((lib.pcreate)(lib.p_dataset_create), "make a property list")?, lib.pclose);
             check((lib.pset_chunk)(p.0, chunk.len() as c_int, chunk.as_ptr()) as i64, "set chunks")?;
+            check((lib.pset_shuffle)(p.0) as i64, "set the shuffle filter")?;
             check((lib.pset_deflate)(p.0, deflate) as i64, "set deflate (is zlib in this HDF5?)")?;
             let d = check((lib.dcreate2)(self.id, c.as_ptr(), lib.t_int32, space.0, H5P_DEFAULT, p.0, H5P_DEFAULT), &format!("create {name}"))?;
             Ok(Dataset { lib, id: d, dims: dims.to_vec() })
