@@ -25,6 +25,7 @@ import json
 import math
 import os
 import tempfile
+import warnings
 from typing import Any, Callable, Iterable, Iterator, NamedTuple, Optional, Sequence
 
 import numpy as np
@@ -247,6 +248,11 @@ class Simulation:
         self._flags = flags
         # (slow, fast) of every panel, in image order (one for the C's flags)
         self._shapes = [tuple(p["shape"]) for p in self._core.geometry()["panels"]]
+        for line in self._core.log:
+            if line.startswith("reading Fs from "):
+                # the C's cache, found in the working folder: easy to miss when the log is not printed
+                warnings.warn(f"structure factors read from the cache {line[len('reading Fs from '):]} (no -hkl given, as "
+                              "nanoBragg.c does); give hkl= or -hkl, or remove the file, for other F", stacklevel=2)
 
     # ------------------------------------------------------------------ construction
     @classmethod

@@ -105,3 +105,14 @@ def test_one_panel_formats_are_refused_and_panel_n_renders_one(tmp_path):
     one = nanobragg.Simulation.from_expt(expt, flags=FLAGS + ["--panel", "1"])
     assert one.panels == 1 and one.shape == (30, 40)
     np.testing.assert_array_equal(one.render(), img[1])
+
+
+def test_an_fdump_cache_in_the_working_folder_is_said(cli, tmp_path):
+    # a -hkl run leaves the C's Fdump.bin cache; a later run without -hkl there reads it, as the C does
+    (tmp_path / "F.hkl").write_text("1 2 3 500\n")
+    flags = ["-cell", "40", "50", "60", "90", "90", "90", "-N", "3", "-lambda", "1", "-distance", "80", "-detpixels", "16"]
+    subprocess.run([str(cli), "simulate", "-hkl", "F.hkl", "-floatfile", "f.bin", "-nonoise"] + flags, check=True,
+                   capture_output=True, cwd=tmp_path)
+    assert (tmp_path / "Fdump.bin").exists()
+    with pytest.warns(UserWarning, match="structure factors read from the cache Fdump.bin"):
+        nanobragg.Simulation(flags)
