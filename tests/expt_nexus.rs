@@ -4,7 +4,6 @@
 //! (loudly) without DIALS or without the HDF5 library.
 
 use serde_json::{json, Value};
-use std::path::Path;
 use std::process::Command;
 
 /// The Python with dxtbx (DIALS's): `NANOBRAGG_DXTBX_PYTHON`, else /usr/bin/python3.
