@@ -10,9 +10,10 @@ Usage: check_dials_multipanel.py NANOBRAGG_RS WORKDIR
 """
 import math
 import os
-import subprocess
 import sys
 import time
+
+from dials_run import run
 
 from dxtbx.model import Beam, Crystal, Detector, Experiment, ExperimentList, GoniometerFactory, ScanFactory
 from scitbx import matrix
@@ -22,14 +23,6 @@ CELL = (61.0, 73.0, 87.0)
 NFRAMES, OSC, PX, NPIX, GAP, DIST = 20, 0.5, 0.172, 256, 2.0, 120.0
 FLAGS = ("-default_F 1000 -N 15 -round_xtal -phisteps 8 -oversample 1 "
          "-fluence 1e24 -adc 0 -seed 1 --quiet").split()
-
-
-def run(cmd, cwd):
-    r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
-    if r.returncode != 0:
-        print(r.stdout[-3000:], r.stderr[-3000:])
-        raise SystemExit(f"FAIL: {' '.join(cmd[:3])} ... exited {r.returncode}")
-    return r.stdout
 
 
 def truth():

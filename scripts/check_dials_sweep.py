@@ -9,9 +9,10 @@ Usage: check_dials_sweep.py NANOBRAGG_RS WORKDIR [FORMAT ...]   (formats: cbf ne
 import json
 import os
 import re
-import subprocess
 import sys
 import time
+
+from dials_run import run
 
 RS, WORK = sys.argv[1], sys.argv[2]
 FORMATS = sys.argv[3:] or ["cbf", "nexus"]
@@ -24,14 +25,6 @@ FLAGS = (
     f"-mosaic 0.1 -mosaic_dom 4 -phisteps 4 -oversample 2 -fluence 1e24 -adc 0 -nopgm --quiet"
 ).split()
 failures = []
-
-
-def run(cmd, cwd):
-    r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
-    if r.returncode != 0:
-        print(r.stdout[-3000:], r.stderr[-3000:])
-        raise SystemExit(f"FAIL: {' '.join(cmd[:3])} ... exited {r.returncode}")
-    return r.stdout
 
 
 for fmt in FORMATS:
