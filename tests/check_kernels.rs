@@ -92,3 +92,22 @@ fn a_wrong_backend_is_caught() {
     let b = kernel::render_reference(&exp, &|_| {}).float;
     assert_eq!(a, b);
 }
+
+/// Derivative images: under the feature, every lane pass (`kernel::tangent_lanes`) is rendered again
+/// by the dual reference and compared (`check::check_tangents`), at every SIMD level and precision.
+#[test]
+fn lane_tangents_pass_the_check() {
+    use nanobragg::experiment::tangents::{self, Param, Resolved};
+    let flags = "-cell 70 80 90 85 95 105 -misset 10 20 30 -default_F 100 -lambda 1 -distance 100 -pixel 0.4 -N 6 -mosaic 0.5 -mosaic_dom 2 \
+                 -phisteps 2 -osc 0.1 -divergence 0.2 -divsteps 3 -dispersion 0.1 -dispsteps 2 -oversample 2 -detpixels 16 -polar 0.9";
+    let cfg = nanobragg::cli::parse::parse_simulate_args(&split(flags)).unwrap();
+    let (exp, _, inputs) = simulate::setup_with_inputs(&cfg).unwrap();
+    let names = [Param::RotX, Param::A, Param::Gamma, Param::Mosaic, Param::Distance, Param::Xbeam, Param::DetectorRotz, Param::Fluence, Param::Na];
+    let t = tangents::tangents(&cfg.params, &inputs, &exp, &names).unwrap();
+    for precision in [Precision::Double, Precision::Single] {
+        for level in SimdLevel::available() {
+            let out = kernel::tangents::render_tangents_with(&exp, &Resolved::of(&exp), &t, None, &RenderOptions { backend: Backend::Simd(level), precision });
+            assert_eq!(out.grads.len(), names.len());
+        }
+    }
+}

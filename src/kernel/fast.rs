@@ -72,15 +72,15 @@ pub struct Prepared<'a, T: HandKernel> {
 /// bounds on the rounded Miller indices themselves (no 64-bit integer lanes, which AVX2 cannot
 /// multiply) and gathers with 32-bit indices. Same value as [`NearestF`]'s lookup.
 #[derive(Clone, Copy)]
-struct Grid32<T> {
+pub(super) struct Grid32<T> {
     lo: [T; 3],
     hi: [T; 3],
     stride_h: i32,
     stride_k: i32,
 }
 
-impl<T: HandKernel> Grid32<T> {
-    fn new(f: &NearestF<T>) -> Option<Self> {
+impl<T: Real> Grid32<T> {
+    pub(super) fn new(f: &NearestF<T>) -> Option<Self> {
         let (min, span, [sh, sk]) = f.layout();
         // every offset below 2^22 (Real::small_int) and every flat index below 2^31
         let fits = f.has_grid() && span.iter().all(|&s| (0..1 << 22).contains(&s)) && f.data().len() < i32::MAX as usize;
@@ -102,7 +102,7 @@ impl<T: HandKernel> Grid32<T> {
     /// Three passes over the lanes (flat index, load, select) so the index arithmetic and the
     /// selection vectorize; only the loads are one per lane.
     #[inline(always)]
-    fn get_lanes<const C: usize>(&self, data: &[T], default_f: T, h0: &[T; C], k0: &[T; C], l0: &[T; C]) -> [T; C] {
+    pub(super) fn get_lanes<const C: usize>(&self, data: &[T], default_f: T, h0: &[T; C], k0: &[T; C], l0: &[T; C]) -> [T; C] {
         // the flat index in f64 arithmetic (integers below 2^31: exact), which vectorizes where
         // 32-bit integer multiplies across lanes do not
         let mut flat = [0i32; C];

@@ -15,6 +15,7 @@ pub mod lanes;
 pub mod plan;
 pub mod reference;
 pub mod simd;
+pub mod tangent_lanes;
 pub mod tangents;
 
 use std::sync::atomic::{AtomicBool, Ordering};

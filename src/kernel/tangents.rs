@@ -20,6 +20,7 @@ use crate::experiment::structure_factors::{HklGrid, NearestF};
 use crate::experiment::tangents::Resolved;
 use crate::experiment::Experiment;
 use crate::kernel::reference::{pixel_active, InterpState};
+use crate::kernel::{Backend, RenderOptions};
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::f64::consts::PI;
@@ -98,9 +99,50 @@ impl<const K: usize> DualSetup<K> {
 }
 
 /// Render the derivative images of `exp` by the parameters whose setup tangents are `tangents`
-/// (`base` = `Resolved::of(exp)`), in passes of at most [`MAX_K`] parameters. With `fgrad`, the
-/// first pass also accumulates Σ_pixels w·dμ/dF per structure-factor grid cell.
-pub fn render_tangents(exp: &Experiment, base: &Resolved, tangents: &[Resolved], mut fgrad: Option<&mut FGradient>) -> TangentImages {
+/// (`base` = `Resolved::of(exp)`) with the process's backend in double precision: see
+/// [`render_tangents_with`].
+pub fn render_tangents(exp: &Experiment, base: &Resolved, tangents: &[Resolved], fgrad: Option<&mut FGradient>) -> TangentImages {
+    render_tangents_with(exp, base, tangents, fgrad, &RenderOptions::default())
+}
+
+/// The plan for derivative images: where the planner picks a SIMD backend for `opts` and the lane
+/// pass supports the experiment (`tangent_lanes::supports`), the parameters it takes
+/// (`tangent_lanes::takes`) render there in `opts.precision`; the others, and dL/dF (`fgrad`), in
+/// the dual reference ([`render_tangents_reference`]). Under `check-kernels` the lane pass's images
+/// are compared with the reference's.
+pub fn render_tangents_with(exp: &Experiment, base: &Resolved, tangents: &[Resolved], fgrad: Option<&mut FGradient>, opts: &RenderOptions) -> TangentImages {
+    let level = match crate::kernel::kernel_for(exp, opts.backend) {
+        Backend::Simd(level) if super::tangent_lanes::supports(exp) => Some(level),
+        _ => None,
+    };
+    let in_lanes: Vec<bool> = tangents.iter().map(|t| level.is_some() && super::tangent_lanes::takes(t)).collect();
+    let mut out = TangentImages { value: Vec::new(), grads: vec![Vec::new(); tangents.len()] };
+    if let Some(level) = level.filter(|_| in_lanes.iter().any(|&x| x)) {
+        let lane_t: Vec<&Resolved> = tangents.iter().zip(&in_lanes).filter(|p| *p.1).map(|p| p.0).collect();
+        let (value, grads) = super::tangent_lanes::render_lanes(exp, &lane_t, level, opts.precision);
+        #[cfg(feature = "check-kernels")]
+        super::check::check_tangents(exp, base, &lane_t, level, opts.precision, &grads);
+        let mut it = grads.into_iter();
+        for (g, _) in out.grads.iter_mut().zip(&in_lanes).filter(|p| *p.1) {
+            *g = it.next().expect("one image per tangent");
+        }
+        out.value = value;
+    }
+    let dual_t: Vec<Resolved> = tangents.iter().zip(&in_lanes).filter(|p| !*p.1).map(|p| p.0.clone()).collect();
+    if !dual_t.is_empty() || fgrad.is_some() || out.value.is_empty() {
+        let dual = render_tangents_reference(exp, base, &dual_t, fgrad);
+        let mut it = dual.grads.into_iter();
+        for (g, _) in out.grads.iter_mut().zip(&in_lanes).filter(|p| !*p.1) {
+            *g = it.next().expect("one image per tangent");
+        }
+        out.value = dual.value;
+    }
+    out
+}
+
+/// The dual reference: the derivative images in passes of at most [`MAX_K`] parameters over dual
+/// numbers. With `fgrad`, the first pass also accumulates Σ_pixels w·dμ/dF per structure-factor grid cell.
+pub fn render_tangents_reference(exp: &Experiment, base: &Resolved, tangents: &[Resolved], mut fgrad: Option<&mut FGradient>) -> TangentImages {
     let mut out = TangentImages { value: Vec::new(), grads: Vec::new() };
     let refs: Vec<&Resolved> = tangents.iter().collect();
     let chunks: Vec<&[&Resolved]> = if refs.is_empty() { vec![&refs[..]] } else { refs.chunks(MAX_K).collect() };

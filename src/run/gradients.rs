@@ -9,7 +9,7 @@ use crate::experiment::inputs::Inputs;
 use crate::experiment::tangents::{self, Param, Resolved};
 use crate::experiment::Experiment;
 use crate::io::atomic::OutputSet;
-use crate::kernel::tangents::{render_tangents, FGradient, TangentImages};
+use crate::kernel::tangents::{render_tangents_with, FGradient, TangentImages};
 use crate::run::config::{resolve_out, Config, LossKind};
 use crate::{Error, Result};
 use std::path::{Path, PathBuf};
@@ -52,10 +52,11 @@ pub fn check(cfg: &Config, inputs: &Inputs) -> Result<()> {
     Ok(())
 }
 
-/// The derivative images by `names` (and, given per-pixel weights dL/dμ, Σ w·dμ/dF per grid cell).
+/// The derivative images by `names` (and, given per-pixel weights dL/dμ, Σ w·dμ/dF per grid cell),
+/// with the run's backend and precision (`kernel::tangents::render_tangents_with`).
 pub fn derivative_images(cfg: &Config, inputs: &Inputs, exp: &Experiment, names: &[Param], fgrad: Option<&mut FGradient>) -> Result<TangentImages> {
     let t = tangents::tangents(&cfg.params, inputs, exp, names)?;
-    Ok(render_tangents(exp, &Resolved::of(exp), &t, fgrad))
+    Ok(render_tangents_with(exp, &Resolved::of(exp), &t, fgrad, &cfg.run.render_options()))
 }
 
 /// What `--gradients`/`--observed` produced: the files (under temporary names, renamed with the

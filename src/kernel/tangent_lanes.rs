@@ -1,0 +1,572 @@
+//! Derivative images in SIMD lanes: the forward-mode tangents of `kernel::tangents` (the scalar
+//! dual-number reference) without pushing K dual components through every operation. Per sample
+//! the pass computes the intensity I = F²·Π U_j² (nanoBragg.c L2822-L2870, U_j = sin(Nπh_j)/sin(πh_j)
+//! as the Chebyshev polynomial U_{N−1}(cos πδ_j), δ_j = h_j − h0_j) and its gradient g_j = ∂I/∂h_j by
+//! the three fractional Miller indices h_j = o_j·S (S = (d − i)/λ the scattering vector, L2770-L2800);
+//! it sums, per pixel lane,
+//!
+//! * ∂I/∂d = Σ g_j·o_j/λ per sub-pixel (the diffracted unit vector d moves with the detector), and
+//! * G_o = Σ g_j ⊗ S per orientation o (the orientation table moves with the crystal),
+//!
+//! and only then chains to each parameter with its precomputed setup tangents (`experiment::tangents`):
+//! dI/dθ = Σ_subpixels ∂I/∂d·dd/dθ + Σ_o G_o : do/dθ, a few dot products per pixel instead of K per
+//! sample. The solid angle and polarization of the first sub-pixel (the C reuses them, L2620-L2720)
+//! and the fluence chain at the pixel. The kernel never learns what a parameter means.
+//!
+//! What it takes ([`supports`], [`takes`]): the usual crystal (square spot, integer N ≤
+//! `CHEB_MAX_N`, nearest-neighbour F held fixed), a flat detector without sensor layers or
+//! `-oversample_*`/`-dmin`, and parameters that move only the panel geometry, the orientation table
+//! and the fluence (rot_*, the cell, mosaic, distance, beams, detector rotations, fluence). Anything else
+//! is rendered by the dual reference; both agree to 1e-9 of the image's peak in double precision
+//! (`check-kernels` compares every pass, `tests/gradients.rs` at every SIMD level).
+
+use super::lanes::{ceil, cheb_roots, Real, CHEB_MAX_N};
+use super::reference::pixel_active;
+use crate::base::consts::R_E_SQR;
+use crate::base::cpu::{detected_level, SimdLevel};
+use crate::base::vec3::{cross, unitize, V3};
+use crate::experiment::detector::Panel;
+use crate::experiment::params::{CrystalShape, Precision};
+use crate::experiment::structure_factors::NearestF;
+use crate::experiment::tangents::{PanelGeom, Resolved};
+use crate::experiment::Experiment;
+use rayon::prelude::*;
+
+/// Whether the lane pass reproduces this experiment's derivatives (else the dual reference runs).
+pub fn supports(exp: &Experiment) -> bool {
+    let c = &exp.crystal;
+    let s = &exp.sampling;
+    c.shape == CrystalShape::Square
+        && [c.na, c.nb, c.nc].iter().all(|&n| n.fract() == 0.0 && (0.0..=CHEB_MAX_N as f64).contains(&n))
+        && !exp.structure_factors.interpolate
+        && exp.structure_factors.dmin <= 0.0
+        && !(s.oversample_thick || s.oversample_polar || s.oversample_omega)
+        && exp.det.panels.iter().all(|p| !p.curved && p.sensor.thick == 0.0 && p.sensor.thicksteps == 1)
+        && !exp.crystal.orientations.is_empty()
+}
+
+/// Whether the lane pass takes a parameter with these setup tangents: it may move the panels' pix0,
+/// axes and close distance, the orientation table and the fluence; not the sources, polarization
+/// axis, N or background (those parameters go to the dual reference).
+pub fn takes(t: &Resolved) -> bool {
+    let zero3 = |v: &V3| v.iter().all(|&x| x == 0.0);
+    t.sources.iter().all(|(d, l)| zero3(d) && *l == 0.0) && zero3(&t.polar_vector) && t.n.iter().all(|&x| x == 0.0) && t.i_bg == 0.0
+}
+
+/// One parameter's tangents as the pass chains them.
+struct ParamTangent {
+    panels: Vec<PanelGeom>,
+    /// do/dθ per orientation, (a, b, c) × xyz flattened; empty when the table does not move.
+    orient: Vec<[f64; 9]>,
+    fluence: f64,
+}
+
+impl ParamTangent {
+    fn new(t: &Resolved) -> Self {
+        let moves = t.orientations.iter().flatten().flatten().any(|&x| x != 0.0);
+        let orient = if moves { t.orientations.iter().map(|o| std::array::from_fn(|k| o[k / 3][k % 3])).collect() } else { Vec::new() };
+        ParamTangent { panels: t.panels.clone(), orient, fluence: t.fluence }
+    }
+    fn moves_panel(&self, p: usize) -> bool {
+        let g = &self.panels[p];
+        [g.pix0, g.fdet, g.sdet, g.odet].iter().flatten().any(|&x| x != 0.0) || g.close_distance != 0.0
+    }
+}
+
+/// What every pixel reads, converted once: orientations in T, sources, the lattice's Chebyshev roots,
+/// the F grid, the polarization geometry of the first source.
+struct Setup<'a, T: Real> {
+    orient: Vec<[[T; 3]; 3]>,
+    /// Incident unit vectors (−source direction) and 1/λ.
+    sources: Vec<(V3, f64)>,
+    roots: [Vec<T>; 3],
+    even: [bool; 3],
+    f: NearestF<'a, T>,
+    /// The same grid for lookups in 32-bit lanes (`fast::Grid32`), where it fits.
+    grid32: Option<super::fast::Grid32<T>>,
+    /// [`cos_sin_coefficients`].
+    poly: ([T; 8], [T; 8]),
+    /// (incident, B_in, E_in) of the first source: the polarization the C keeps (L2700).
+    pol: (V3, V3, V3),
+    params: Vec<ParamTangent>,
+}
+
+impl<'a, T: Real> Setup<'a, T> {
+    /// F at the nearest integers (h0, k0, l0) of `C` lanes (held fixed: F's derivative is not taken).
+    #[inline(always)]
+    fn f_lanes<const C: usize>(&self, h0: &[[T; C]; 3]) -> [T; C] {
+        match (&self.grid32, self.f.has_grid()) {
+            (Some(g), _) => g.get_lanes(self.f.data(), self.f.default_f(), &h0[0], &h0[1], &h0[2]),
+            (None, true) => {
+                let view = self.f.view();
+                std::array::from_fn(|l| view.get(h0[0][l].magic_int(), h0[1][l].magic_int(), h0[2][l].magic_int()))
+            }
+            (None, false) => [self.f.default_f(); C],
+        }
+    }
+
+    fn new(exp: &'a Experiment, tangents: &[&Resolved]) -> Self {
+        let orient = exp.crystal.orientations.iter().map(|o| [o.a.map(T::from_f64), o.b.map(T::from_f64), o.c.map(T::from_f64)]).collect();
+        let sources: Vec<(V3, f64)> = exp.beam.sources.iter().map(|s| ([-s.dir[0], -s.dir[1], -s.dir[2]], 1.0 / s.lambda)).collect();
+        let ns = [exp.crystal.na, exp.crystal.nb, exp.crystal.nc].map(|n| n.max(1.0) as usize);
+        let inc = unitize(&sources[0].0).0;
+        let axis = unitize(&exp.beam.polar_vector).0;
+        let b_in = unitize(&cross(&axis, &inc)).0;
+        let e_in = unitize(&cross(&inc, &b_in)).0;
+        let f = NearestF::new(exp.structure_factors.fhkl.as_deref(), exp.structure_factors.default_f);
+        let grid32 = super::fast::Grid32::new(&f);
+        Setup {
+            orient,
+            sources,
+            roots: ns.map(cheb_roots::<T>),
+            even: ns.map(|n| n % 2 == 0),
+            f,
+            grid32,
+            poly: cos_sin_coefficients(),
+            pol: (inc, b_in, e_in),
+            params: tangents.iter().map(|t| ParamTangent::new(t)).collect(),
+        }
+    }
+}
+
+/// The coefficients of 2cos(πδ) = 2 + δ²·Q(δ²) and 2sin(πδ) = δ·P(δ²) for |δ| ≤ ½: the hand
+/// loop's minimax polynomials (`hand::TWO_COS_PI_Q64`, `TWO_SIN_PI_P64`; the f32 ones in single
+/// precision), highest degree first, zeros in front.
+fn cos_sin_coefficients<T: Real>() -> ([T; 8], [T; 8]) {
+    use super::hand::{TWO_COS_PI_Q32, TWO_COS_PI_Q64, TWO_SIN_PI_P32, TWO_SIN_PI_P64};
+    let wide = std::mem::size_of::<T>() == 8;
+    let (q, p): (&[f64], &[f64]) = if wide { (&TWO_COS_PI_Q64, &TWO_SIN_PI_P64) } else { (&TWO_COS_PI_Q32, &TWO_SIN_PI_P32) };
+    let rev = |c: &[f64]| -> [T; 8] { std::array::from_fn(|k| if k + c.len() >= 8 { T::from_f64(c[7 - k]) } else { T::ZERO }) };
+    (rev(q), rev(p))
+}
+
+/// U_{N−1}(cos πδ) = sin(Nπδ)/sin(πδ) and its derivative by δ for `C` lanes: y = 2cos πδ,
+/// U = y^e·Π(y² − r_k) (`lanes::cheb_roots`) with the product rule for dU/dy, times
+/// dy/dδ = −π·2sin πδ. Exact at δ = 0 (no division), where the C's sincg is N. Lanes innermost in
+/// every loop, so each vectorizes.
+#[inline(always)]
+fn sincg_and_slope<T: Real, const C: usize>(d: &[T; C], roots: &[T], even: bool, (q, p): &([T; 8], [T; 8])) -> ([T; C], [T; C]) {
+    let mut t = [T::ZERO; C];
+    let mut y = [T::ZERO; C];
+    let mut s2 = [T::ZERO; C];
+    for l in 0..C {
+        t[l] = d[l] * d[l];
+    }
+    for k in 0..8 {
+        for l in 0..C {
+            y[l] = y[l] * t[l] + q[k];
+            s2[l] = s2[l] * t[l] + p[k];
+        }
+    }
+    let two = T::from_f64(2.0);
+    let mut z = [T::ZERO; C];
+    let mut two_y = [T::ZERO; C];
+    let mut u = [T::ONE; C];
+    let mut du = [T::ZERO; C];
+    for l in 0..C {
+        y[l] = two + t[l] * y[l];
+        s2[l] = d[l] * s2[l];
+        z[l] = y[l] * y[l];
+        two_y[l] = y[l] + y[l];
+        if even {
+            u[l] = y[l];
+            du[l] = T::ONE;
+        }
+    }
+    for &r in roots {
+        for l in 0..C {
+            let f = z[l] - r;
+            du[l] = du[l] * f + u[l] * two_y[l];
+            u[l] = u[l] * f;
+        }
+    }
+    for l in 0..C {
+        du[l] = -(du[l] * s2[l]) * T::PI;
+    }
+    (u, du)
+}
+
+/// The samples of one sub-pixel for `C` lanes: every orientation (outer) and source (inner). Adds
+/// each sample's I to `i_acc` and g_j·S_c to `g_acc[o·9 + 3j + c]`; returns ∂I/∂d (Σ g_j·o_j/λ).
+/// `scat[s]` = S of source s per lane, `weight` 1 for active lanes and 0 elsewhere.
+#[inline(always)]
+fn sweep<T: Real, const C: usize>(set: &Setup<T>, scat: &[[[T; C]; 3]], weight: &[T; C], g_acc: &mut [[T; C]], i_acc: &mut [T; C]) -> [[T; C]; 3] {
+    let mut v = [[T::ZERO; C]; 3];
+    let half = T::HALF;
+    for (o, ori) in set.orient.iter().enumerate() {
+        let mut gs = [[T::ZERO; C]; 9];
+        let mut w = [[T::ZERO; C]; 3];
+        for (s, sc) in scat.iter().enumerate() {
+            let inv_l = T::from_f64(set.sources[s].1);
+            let mut u = [[T::ZERO; C]; 3];
+            let mut du = [[T::ZERO; C]; 3];
+            let mut h0 = [[T::ZERO; C]; 3];
+            for ax in 0..3 {
+                let a = ori[ax];
+                let mut d = [T::ZERO; C];
+                for l in 0..C {
+                    let h = a[0] * sc[0][l] + a[1] * sc[1][l] + a[2] * sc[2][l];
+                    let n = ceil(h - half);
+                    h0[ax][l] = n;
+                    d[l] = h - n;
+                }
+                (u[ax], du[ax]) = sincg_and_slope(&d, &set.roots[ax], set.even[ax], &set.poly);
+            }
+            let f = set.f_lanes(&h0);
+            for l in 0..C {
+                let f2w = f[l] * f[l] * weight[l];
+                let (a, b, c) = (u[0][l] * u[0][l], u[1][l] * u[1][l], u[2][l] * u[2][l]);
+                i_acc[l] = i_acc[l] + f2w * a * b * c;
+                let two = f2w + f2w;
+                let g = [two * u[0][l] * du[0][l] * (b * c), two * u[1][l] * du[1][l] * (a * c), two * u[2][l] * du[2][l] * (a * b)];
+                for j in 0..3 {
+                    w[j][l] = w[j][l] + g[j] * inv_l;
+                    for k in 0..3 {
+                        gs[3 * j + k][l] = gs[3 * j + k][l] + g[j] * sc[k][l];
+                    }
+                }
+            }
+        }
+        for k in 0..9 {
+            for l in 0..C {
+                g_acc[o * 9 + k][l] = g_acc[o * 9 + k][l] + gs[k][l];
+            }
+        }
+        for k in 0..3 {
+            for l in 0..C {
+                v[k][l] = v[k][l] + w[0][l] * ori[0][k] + w[1][l] * ori[1][k] + w[2][l] * ori[2][k];
+            }
+        }
+    }
+    v
+}
+
+/// The first sub-pixel's solid angle and polarization (the C's last-value rule, L2620-L2720) with
+/// their gradients by the sub-pixel's position (and by close_distance, for ω).
+struct FirstFactors {
+    omega: f64,
+    domega_dpos: V3,
+    domega_dclose: f64,
+    polar: f64,
+    dpolar_dpos: V3,
+}
+
+/// [`FirstFactors`] at position `pos` (unit vector `d`, length `r`).
+fn first_factors(exp: &Experiment, panel: &Panel, set_pol: &(V3, V3, V3), d: &V3, r: f64) -> FirstFactors {
+    let (omega, radial, domega_dclose) = if panel.point_pixel {
+        let om = 1.0 / r / r;
+        (om, -2.0 * om / r, 0.0)
+    } else {
+        let om = panel.pixel_size * panel.pixel_size / r / r * panel.close_distance / r;
+        (om, -3.0 * om / r, panel.pixel_size * panel.pixel_size / r / r / r)
+    };
+    let domega_dpos = d.map(|x| radial * x);
+    let (polar, dpolar_dd) = if exp.beam.nopolar { (1.0, [0.0; 3]) } else { polarization_and_slope(exp.beam.polarization, set_pol, d) };
+    // d = pos/r: dd/dpos = (I − d dᵀ)/r
+    let proj = dpolar_dd[0] * d[0] + dpolar_dd[1] * d[1] + dpolar_dd[2] * d[2];
+    let dpolar_dpos = std::array::from_fn(|i| (dpolar_dd[i] - proj * d[i]) / r);
+    FirstFactors { omega, domega_dpos, domega_dclose, polar, dpolar_dpos }
+}
+
+/// The Kahn factor ½(1 + c² − κ·cos2ψ·(1 − c²)), c = i·d, cos 2ψ = (E² − B²)/(E² + B²) with E = d·E_in,
+/// B = d·B_in (`fast::update_polarization`'s form of nanoBragg.c's atan2), and its gradient by d.
+fn polarization_and_slope(kahn: f64, (inc, b_in, e_in): &(V3, V3, V3), d: &V3) -> (f64, V3) {
+    let dot = |a: &V3, b: &V3| a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+    let c = dot(inc, d);
+    let c2 = c * c;
+    let (e, b) = (dot(d, e_in), dot(d, b_in));
+    let n = e * e + b * b;
+    let (cos_2psi, de, db) = if n > 0.0 { ((e * e - b * b) / n, 4.0 * e * b * b / (n * n), -4.0 * b * e * e / (n * n)) } else { (1.0, 0.0, 0.0) };
+    let polar = 0.5 * (1.0 + c2 - kahn * cos_2psi * (1.0 - c2));
+    // ∂/∂c = c + κ·cos2ψ·c; ∂/∂cos2ψ = −½κ(1 − c²)
+    let dc = c + kahn * cos_2psi * c;
+    let dpsi = -0.5 * kahn * (1.0 - c2);
+    (polar, std::array::from_fn(|i| dc * inc[i] + dpsi * (de * e_in[i] + db * b_in[i])))
+}
+
+/// One row's pixels (fpixels values) and derivative images (one row per parameter), in groups of `C`
+/// lanes. `out_grads[p]` holds parameter p's row.
+#[inline(always)]
+fn render_row<T: Real, const C: usize>(exp: &Experiment, set: &Setup<T>, row: usize, out_value: &mut [f64], out_grads: &mut [&mut [f64]]) {
+    let (panel, s) = exp.det.locate(row);
+    let pi = exp.det.panels.iter().position(|p| std::ptr::eq(p, panel)).unwrap_or(0);
+    let mut f0 = 0;
+    let mut g_acc = vec![[T::ZERO; C]; set.orient.len() * 9];
+    let mut di = vec![[0.0f64; C]; set.params.len()];
+    while f0 < panel.fpixels {
+        let active: [bool; C] = std::array::from_fn(|l| f0 + l < panel.fpixels && pixel_active(panel, f0 + l, s));
+        if active.iter().any(|&a| a) {
+            g_acc.iter_mut().for_each(|g| *g = [T::ZERO; C]);
+            di.iter_mut().for_each(|d| *d = [0.0; C]);
+            let (value, grads) = render_group::<T, C>(exp, set, panel, pi, f0, s, &active, &mut g_acc, &mut di);
+            for l in 0..C.min(panel.fpixels - f0) {
+                out_value[f0 + l] = if active[l] { value[l] } else { 0.0 };
+                for (p, g) in out_grads.iter_mut().enumerate() {
+                    g[f0 + l] = if active[l] { grads[p][l] } else { 0.0 };
+                }
+            }
+        }
+        f0 += C;
+    }
+}
+
+/// One group of `C` pixels: (value, per parameter its derivative) per lane. `g_acc` and `di` are
+/// zeroed scratch (per orientation G_o; per parameter dI/dθ).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn render_group<T: Real, const C: usize>(
+    exp: &Experiment,
+    set: &Setup<T>,
+    panel: &Panel,
+    pi: usize,
+    f0: usize,
+    s: usize,
+    active: &[bool; C],
+    g_acc: &mut [[T; C]],
+    di: &mut [[f64; C]],
+) -> ([f64; C], Vec<[f64; C]>) {
+    let (os, sub) = (exp.sampling.oversample, exp.sampling.subpixel_size);
+    let (fv, sv, ov, pix0) = (panel.fdet_vector, panel.sdet_vector, panel.odet_vector, panel.pix0_vector);
+    let weight: [T; C] = std::array::from_fn(|l| if active[l] { T::ONE } else { T::ZERO });
+    let mut i_acc = [T::ZERO; C];
+    let mut first: Vec<FirstFactors> = Vec::new();
+    let mut first_pos = [[0.0f64; 2]; C];
+    let mut scat = vec![[[T::ZERO; C]; 3]; set.sources.len()];
+    let moves: Vec<bool> = set.params.iter().map(|p| p.moves_panel(pi)).collect();
+    for sub_s in 0..os {
+        let sdet = sub * ((s * os + sub_s) as f64) + sub / 2.0;
+        for sub_f in 0..os {
+            let mut d = [[0.0f64; 3]; C];
+            let mut r = [0.0f64; C];
+            let mut fd = [0.0f64; C];
+            for l in 0..C {
+                fd[l] = sub * (((f0 + l) * os + sub_f) as f64) + sub / 2.0;
+                let pos: V3 = std::array::from_fn(|i| fd[l] * fv[i] + sdet * sv[i] + 0.0 * ov[i] + pix0[i]);
+                let (u, len) = unitize(&pos);
+                d[l] = u;
+                r[l] = len;
+                if sub_s == 0 && sub_f == 0 {
+                    first.push(first_factors(exp, panel, &set.pol, &u, len));
+                    first_pos[l] = [fd[l], sdet];
+                }
+            }
+            for (si, (inc, inv_l)) in set.sources.iter().enumerate() {
+                for l in 0..C {
+                    for k in 0..3 {
+                        scat[si][k][l] = T::from_f64((d[l][k] - inc[k]) * inv_l);
+                    }
+                }
+            }
+            let v = sweep::<T, C>(set, &scat, &weight, g_acc, &mut i_acc);
+            // detector parameters: ∂I/∂d · dd/dθ, dd = (dpos − d(d·dpos))/R
+            for (p, t) in set.params.iter().enumerate() {
+                if !moves[p] {
+                    continue;
+                }
+                let g = &t.panels[pi];
+                for l in 0..C {
+                    let dpos: V3 = std::array::from_fn(|i| fd[l] * g.fdet[i] + sdet * g.sdet[i] + g.pix0[i]);
+                    let along = d[l][0] * dpos[0] + d[l][1] * dpos[1] + d[l][2] * dpos[2];
+                    let mut acc = 0.0;
+                    for k in 0..3 {
+                        acc += v[k][l].to_f64() * (dpos[k] - d[l][k] * along) / r[l];
+                    }
+                    di[p][l] += acc;
+                }
+            }
+        }
+    }
+    chain(exp, set, pi, &i_acc, g_acc, di, &first, &first_pos)
+}
+
+/// The pixel's value r_e²·fluence/steps·I·polar·ω and its derivatives: the orientation table's
+/// part of dI/dθ (Σ_o G_o : do/dθ), then the product rule over I, polarization, ω and fluence.
+#[allow(clippy::too_many_arguments)]
+fn chain<T: Real, const C: usize>(
+    exp: &Experiment,
+    set: &Setup<T>,
+    pi: usize,
+    i_acc: &[T; C],
+    g_acc: &[[T; C]],
+    di: &mut [[f64; C]],
+    first: &[FirstFactors],
+    first_pos: &[[f64; 2]; C],
+) -> ([f64; C], Vec<[f64; C]>) {
+    let steps = exp.sampling.steps as f64;
+    let i_bg = exp.background.i_bg;
+    let mut value = [0.0; C];
+    let mut grads = vec![[0.0; C]; set.params.len()];
+    for (p, t) in set.params.iter().enumerate() {
+        for (o, to) in t.orient.iter().enumerate() {
+            for k in 0..9 {
+                for l in 0..C {
+                    di[p][l] += g_acc[o * 9 + k][l].to_f64() * to[k];
+                }
+            }
+        }
+    }
+    for l in 0..C {
+        let ff = &first[l];
+        let i = i_bg + i_acc[l].to_f64();
+        let scale = R_E_SQR * exp.beam.fluence / steps;
+        value[l] = scale * i * ff.polar * ff.omega;
+        for (p, t) in set.params.iter().enumerate() {
+            let g = &t.panels[pi];
+            let [fd, sd] = first_pos[l];
+            let dpos: V3 = std::array::from_fn(|k| fd * g.fdet[k] + sd * g.sdet[k] + g.pix0[k]);
+            let dot = |a: &V3| a[0] * dpos[0] + a[1] * dpos[1] + a[2] * dpos[2];
+            let domega = dot(&ff.domega_dpos) + ff.domega_dclose * g.close_distance;
+            let dpolar = dot(&ff.dpolar_dpos);
+            let dscale = R_E_SQR * t.fluence / steps;
+            grads[p][l] = scale * (di[p][l] * ff.polar * ff.omega + i * dpolar * ff.omega + i * ff.polar * domega) + dscale * i * ff.polar * ff.omega;
+        }
+    }
+    (value, grads)
+}
+
+/// One row at `level` in `T` (the dispatch of `kernel::simd`: the same generic row compiled for
+/// AVX-512, AVX2+FMA and the baseline target).
+fn row_at<T: Real>(level: SimdLevel, exp: &Experiment, set: &Setup<T>, row: usize, value: &mut [f64], grads: &mut [&mut [f64]]) {
+    let wide = std::mem::size_of::<T>() == 8;
+    match level {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the level is at most the detected one (render_lanes lowers it)
+        SimdLevel::Avx512 => unsafe { row_avx512(exp, set, row, value, grads, wide) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above
+        SimdLevel::Avx2 => unsafe { row_avx2(exp, set, row, value, grads, wide) },
+        _ => {
+            if wide {
+                render_row::<T, 4>(exp, set, row, value, grads)
+            } else {
+                render_row::<T, 8>(exp, set, row, value, grads)
+            }
+        }
+    }
+}
+
+/// # Safety
+/// The CPU must support AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn row_avx2<T: Real>(exp: &Experiment, set: &Setup<T>, row: usize, value: &mut [f64], grads: &mut [&mut [f64]], wide: bool) {
+    if wide {
+        render_row::<T, 4>(exp, set, row, value, grads)
+    } else {
+        render_row::<T, 8>(exp, set, row, value, grads)
+    }
+}
+
+/// # Safety
+/// The CPU must support AVX-512 F/DQ/VL.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+unsafe fn row_avx512<T: Real>(exp: &Experiment, set: &Setup<T>, row: usize, value: &mut [f64], grads: &mut [&mut [f64]], wide: bool) {
+    if wide {
+        render_row::<T, 8>(exp, set, row, value, grads)
+    } else {
+        render_row::<T, 16>(exp, set, row, value, grads)
+    }
+}
+
+/// The image and the derivative images by the parameters whose tangents are `tangents` (each
+/// [`takes`]), rendered in lanes at `level` (lowered to the CPU's) in `precision`; `exp` must be
+/// one the pass [`supports`]. (value, one image per tangent), fast axis fastest.
+pub fn render_lanes(exp: &Experiment, tangents: &[&Resolved], level: SimdLevel, precision: Precision) -> (Vec<f64>, Vec<Vec<f64>>) {
+    let level = level.min(detected_level());
+    match precision {
+        Precision::Double => render_in::<f64>(exp, tangents, level),
+        Precision::Single => render_in::<f32>(exp, tangents, level),
+    }
+}
+
+fn render_in<T: Real + Send + Sync>(exp: &Experiment, tangents: &[&Resolved], level: SimdLevel) -> (Vec<f64>, Vec<Vec<f64>>) {
+    let set = Setup::<T>::new(exp, tangents);
+    let (fp, rows, k) = (exp.det.fpixels(), exp.det.rows(), tangents.len());
+    // per row: its values, then its K derivative rows, in one buffer
+    let per_row: Vec<Vec<f64>> = (0..rows)
+        .into_par_iter()
+        .map(|s| {
+            let mut buf = vec![0.0; fp * (k + 1)];
+            let (value, rest) = buf.split_at_mut(fp);
+            let mut grads: Vec<&mut [f64]> = rest.chunks_mut(fp).collect();
+            row_at(level, exp, &set, s, value, &mut grads);
+            buf
+        })
+        .collect();
+    let mut value = Vec::with_capacity(fp * rows);
+    let mut grads = vec![Vec::with_capacity(fp * rows); k];
+    for buf in &per_row {
+        value.extend_from_slice(&buf[..fp]);
+        for (p, g) in grads.iter_mut().enumerate() {
+            g.extend_from_slice(&buf[(p + 1) * fp..(p + 2) * fp]);
+        }
+    }
+    (value, grads)
+}
+
+/// Largest |lane − reference| of a derivative image, relative to the image's peak |reference|: the
+/// lane pass (`tangent_lanes`) and the dual reference differ in double precision only by the order of
+/// the sums and the lattice factor's polynomial form; in single precision the per-sample work
+/// (Miller indices, lattice factor and its slope, the sums) is in f32.
+pub fn tangent_tolerance(precision: Precision) -> f64 {
+    match precision {
+        Precision::Double => 1e-9,
+        Precision::Single => 1e-4,
+    }
+}
+
+/// (max |got − want|, max |want|) of two derivative images.
+pub fn tangent_difference(got: &[f64], want: &[f64]) -> (f64, f64) {
+    let peak = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let err = got.iter().zip(want).fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+    (err, peak)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// U and dU/dδ against sin(Nπδ)/sin(πδ) and its central difference, for every N the pass takes.
+    #[test]
+    fn sincg_and_slope_match_the_ratio_of_sines() {
+        let pi = std::f64::consts::PI;
+        let ratio = |d: f64, n: usize| if d == 0.0 { n as f64 } else { (n as f64 * pi * d).sin() / (pi * d).sin() };
+        for n in 1..=CHEB_MAX_N {
+            let roots = cheb_roots::<f64>(n);
+            let mut d = -0.5;
+            while d <= 0.5 {
+                let ([u], [du]) = sincg_and_slope(&[d], &roots, n % 2 == 0, &cos_sin_coefficients());
+                let h = 1e-5;
+                let fd = (8.0 * (ratio(d + h, n) - ratio(d - h, n)) - (ratio(d + 2.0 * h, n) - ratio(d - 2.0 * h, n))) / (12.0 * h);
+                let scale = (n * n * n) as f64;
+                assert!((u - ratio(d, n)).abs() <= 1e-12 * scale, "N={n} δ={d}: {u}");
+                assert!((du - fd).abs() <= 1e-7 * scale, "N={n} δ={d}: {du} vs {fd}");
+                d += 0.0173;
+            }
+            assert_eq!(sincg_and_slope(&[0.0], &roots, n % 2 == 0, &cos_sin_coefficients()), ([n as f64], [0.0]));
+        }
+    }
+
+    /// The polarization's gradient by d against central differences (the pass keeps d on the
+    /// sphere, so only the tangential part matters; the difference is taken along tangents).
+    #[test]
+    fn polarization_slope_matches_differences() {
+        let inc = unitize(&[1.0, 0.02, -0.01]).0;
+        let axis = [0.0, 0.0, 1.0];
+        let b_in = unitize(&cross(&axis, &inc)).0;
+        let e_in = unitize(&cross(&inc, &b_in)).0;
+        let geom = (inc, b_in, e_in);
+        for kahn in [0.0, 0.99] {
+            let d = unitize(&[0.9, 0.3, -0.25]).0;
+            let (_, g) = polarization_and_slope(kahn, &geom, &d);
+            for dir in [[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]] {
+                let h = 1e-6;
+                let at = |t: f64| polarization_and_slope(kahn, &geom, &std::array::from_fn(|i| d[i] + t * dir[i])).0;
+                let fd = (at(h) - at(-h)) / (2.0 * h);
+                let an = g[0] * dir[0] + g[1] * dir[1] + g[2] * dir[2];
+                assert!((fd - an).abs() < 1e-8, "kahn {kahn}: {fd} vs {an}");
+            }
+        }
+    }
+}
