@@ -352,6 +352,17 @@ fn lane_tangents_match_the_dual_reference_at_every_level() {
                 }
             }
         }
+        // the fused plan's image (the lane pass's value as f32) against the forward SIMD kernel's
+        let level = *SimdLevel::available().last().unwrap();
+        let fwd = nanobragg::kernel::render(&exp, &RenderOptions { backend: Backend::Simd(level), precision: Precision::Double }, &|_| {});
+        let (value, _) = tangent_lanes::render_lanes(&exp, &taken, level, Precision::Double);
+        let same = fwd.float.iter().zip(&value).filter(|(a, b)| **a == **b as f32).count();
+        for (a, b) in fwd.float.iter().zip(&value) {
+            assert!((*a as f64 - b).abs() <= 1e-6 * (*a as f64).abs(), "{flags}: image {a} vs {b}");
+        }
+        eprintln!("{same} of {} float pixels bit for bit", value.len());
+        let om = (tangent_lanes::omega_sum(&exp) - fwd.omega_sum) / fwd.omega_sum;
+        assert!(om.abs() < 1e-12, "omega sum {om:e}");
         // the planned path (the process's backend, double) renders the same images
         let planned = nanobragg::kernel::tangents::render_tangents_with(&exp, &base, &t, None, &RenderOptions { backend: Backend::Simd(SimdLevel::Avx512), precision: Precision::Double });
         assert_eq!(planned.grads.len(), names.len());

@@ -303,12 +303,19 @@ impl Core {
         let params = parse_names(&names)?;
         let (float, grads) = py
             .detach(|| -> nbcore::Result<_> {
-                let mut r = simulate::render(&self.exp, &self.cfg.run.render_options(), threads, &|_| {})?;
+                // the command line's plan: the lane pass renders image and derivatives together where it can
+                nbcore::experiment::tangents::check(&self.cfg.params, &self.inputs, &params)?;
+                let fused = simulate::in_pool(threads, || nbcore::run::gradients::fused_render(&self.cfg, &self.inputs, &self.exp, &params))??;
+                let (mut r, g) = match fused {
+                    Some((r, g)) => (r, g),
+                    None => {
+                        let r = simulate::render(&self.exp, &self.cfg.run.render_options(), threads, &|_| {})?;
+                        (r, simulate::in_pool(threads, || nbcore::run::gradients::derivative_images(&self.cfg, &self.inputs, &self.exp, &params, None))??)
+                    }
+                };
                 for p in &self.cfg.params.add_float {
                     simulate::add_into(&mut r.float, p)?;
                 }
-                nbcore::experiment::tangents::check(&self.cfg.params, &self.inputs, &params)?;
-                let g = simulate::in_pool(threads, || nbcore::run::gradients::derivative_images(&self.cfg, &self.inputs, &self.exp, &params, None))??;
                 Ok((r.float, g.grads.into_iter().map(|v| v.into_iter().map(|x| x as f32).collect::<Vec<f32>>()).collect::<Vec<_>>()))
             })
             .map_err(to_py)?;

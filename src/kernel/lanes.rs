@@ -22,6 +22,9 @@ pub trait Real:
     fn from_f64(x: f64) -> Self;
     fn to_f64(self) -> f64;
     fn sqrt(self) -> Self;
+    /// self·a + b in one rounding (an FMA instruction where the calling function is compiled with
+    /// FMA; a libm call elsewhere: use it only there, see `tangent_lanes::mad`).
+    fn mul_add(self, a: Self, b: Self) -> Self;
     /// The low bits of (x + ROUND_MAGIC) as an integer: nearest integer of x (two's complement).
     fn magic_int(self) -> i64;
     /// `self` (an integer in 0..2²²) as i32, by the same magic-number addition as
@@ -65,6 +68,10 @@ impl Real for f64 {
         f64::sqrt(self)
     }
     #[inline(always)]
+    fn mul_add(self, a: f64, b: f64) -> f64 {
+        f64::mul_add(self, a, b)
+    }
+    #[inline(always)]
     fn magic_int(self) -> i64 {
         // low 51 bits of the mantissa hold the integer, offset by 2^51
         ((self + Self::ROUND_MAGIC).to_bits() as i64 & 0x000F_FFFF_FFFF_FFFF) - 0x0008_0000_0000_0000
@@ -96,6 +103,10 @@ impl Real for f32 {
     #[inline(always)]
     fn sqrt(self) -> f32 {
         f32::sqrt(self)
+    }
+    #[inline(always)]
+    fn mul_add(self, a: f32, b: f32) -> f32 {
+        f32::mul_add(self, a, b)
     }
     #[inline(always)]
     fn magic_int(self) -> i64 {

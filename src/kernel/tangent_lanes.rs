@@ -73,6 +73,46 @@ impl ParamTangent {
     }
 }
 
+/// Sources sharing one wavelength: the first one's incident vector i_g, 1/λ_g, the members.
+struct Group<T> {
+    inc: V3,
+    inv_lambda_f64: f64,
+    inv_lambda: T,
+    sources: Vec<usize>,
+}
+
+/// The sources grouped by wavelength (bit for bit) in order of first appearance, and per source ×
+/// orientation × axis (K, cos πK, sin πK) with K = −o_j·(i_s − i_g)/λ_g, in f64 then rounded.
+fn groups<T: Real>(sources: &[(V3, f64)], orient: &[crate::experiment::Orientation]) -> (Vec<Group<T>>, Vec<[[T; 3]; 3]>) {
+    let mut groups: Vec<Group<T>> = Vec::new();
+    let mut of = Vec::with_capacity(sources.len());
+    for (si, &(inc, inv_l)) in sources.iter().enumerate() {
+        match groups.iter().position(|g| g.inv_lambda_f64.to_bits() == inv_l.to_bits()) {
+            Some(g) => {
+                groups[g].sources.push(si);
+                of.push(g);
+            }
+            None => {
+                groups.push(Group { inc, inv_lambda_f64: inv_l, inv_lambda: T::from_f64(inv_l), sources: vec![si] });
+                of.push(groups.len() - 1);
+            }
+        }
+    }
+    let mut k = Vec::with_capacity(sources.len() * orient.len());
+    for (si, &(inc, _)) in sources.iter().enumerate() {
+        let g = &groups[of[si]];
+        let di = [inc[0] - g.inc[0], inc[1] - g.inc[1], inc[2] - g.inc[2]];
+        for o in orient {
+            k.push([o.a, o.b, o.c].map(|v| {
+                let kk = -(v[0] * di[0] + v[1] * di[1] + v[2] * di[2]) * g.inv_lambda_f64;
+                let (s, c) = (std::f64::consts::PI * kk).sin_cos();
+                [T::from_f64(kk), T::from_f64(c), T::from_f64(s)]
+            }));
+        }
+    }
+    (groups, k)
+}
+
 /// What every pixel reads, converted once: orientations in T, sources, the lattice's Chebyshev roots,
 /// the F grid, the polarization geometry of the first source.
 struct Setup<'a, T: Real> {
@@ -86,6 +126,10 @@ struct Setup<'a, T: Real> {
     grid32: Option<super::fast::Grid32<T>>,
     /// [`cos_sin_coefficients`].
     poly: ([T; 8], [T; 8]),
+    /// The sources in groups of one wavelength.
+    groups: Vec<Group<T>>,
+    /// Per source × orientation (source outer) × axis: K, cos πK, sin πK ([`sweep`]).
+    k: Vec<[[T; 3]; 3]>,
     /// (incident, B_in, E_in) of the first source: the polarization the C keeps (L2700).
     pol: (V3, V3, V3),
     params: Vec<ParamTangent>,
@@ -115,7 +159,10 @@ impl<'a, T: Real> Setup<'a, T> {
         let e_in = unitize(&cross(&inc, &b_in)).0;
         let f = NearestF::new(exp.structure_factors.fhkl.as_deref(), exp.structure_factors.default_f);
         let grid32 = super::fast::Grid32::new(&f);
+        let (groups, k) = groups(&sources, &exp.crystal.orientations);
         Setup {
+            groups,
+            k,
             orient,
             sources,
             roots: ns.map(cheb_roots::<T>),
@@ -140,32 +187,51 @@ fn cos_sin_coefficients<T: Real>() -> ([T; 8], [T; 8]) {
     (rev(q), rev(p))
 }
 
-/// U_{N−1}(cos πδ) = sin(Nπδ)/sin(πδ) and its derivative by δ for `C` lanes: y = 2cos πδ,
-/// U = y^e·Π(y² − r_k) (`lanes::cheb_roots`) with the product rule for dU/dy, times
-/// dy/dδ = −π·2sin πδ. Exact at δ = 0 (no division), where the C's sincg is N. Lanes innermost in
-/// every loop, so each vectorizes.
+/// a·b + c: one fused multiply-add where the row function is compiled with FMA (`F`), else two
+/// operations (`Real::mul_add` would be a libm call there).
 #[inline(always)]
-fn sincg_and_slope<T: Real, const C: usize>(d: &[T; C], roots: &[T], even: bool, (q, p): &([T; 8], [T; 8])) -> ([T; C], [T; C]) {
+fn mad<T: Real, const F: bool>(a: T, b: T, c: T) -> T {
+    if F {
+        a.mul_add(b, c)
+    } else {
+        a * b + c
+    }
+}
+
+/// 2cos(πβ) and 2sin(πβ) for `C` lanes of |β| ≤ ½ ([`cos_sin_coefficients`]).
+#[inline(always)]
+fn two_cos_sin_pi<T: Real, const C: usize, const F: bool>(beta: &[T; C], (q, p): &([T; 8], [T; 8])) -> ([T; C], [T; C]) {
     let mut t = [T::ZERO; C];
-    let mut y = [T::ZERO; C];
-    let mut s2 = [T::ZERO; C];
+    let mut c = [T::ZERO; C];
+    let mut s = [T::ZERO; C];
     for l in 0..C {
-        t[l] = d[l] * d[l];
+        t[l] = beta[l] * beta[l];
     }
     for k in 0..8 {
         for l in 0..C {
-            y[l] = y[l] * t[l] + q[k];
-            s2[l] = s2[l] * t[l] + p[k];
+            c[l] = mad::<T, F>(c[l], t[l], q[k]);
+            s[l] = mad::<T, F>(s[l], t[l], p[k]);
         }
     }
     let two = T::from_f64(2.0);
+    for l in 0..C {
+        c[l] = mad::<T, F>(t[l], c[l], two);
+        s[l] = beta[l] * s[l];
+    }
+    (c, s)
+}
+
+/// sin(Nπh)/sin(πh) = U_{N−1}(y/2) and its derivative by h for `C` lanes, from y = 2cos πh and
+/// s = 2sin πh: U = y^e·Π(y² − r_k) (`lanes::cheb_roots`), dU/dy by the product rule, times
+/// dy/dh = −π·s. Exact at the Bragg condition (no division), where the C's sincg is N. A common
+/// sign of y and s (h shifted by an integer) changes U·dU/dh and U² by nothing.
+#[inline(always)]
+fn cheb_and_slope<T: Real, const C: usize, const F: bool>(y: &[T; C], s: &[T; C], roots: &[T], even: bool) -> ([T; C], [T; C]) {
     let mut z = [T::ZERO; C];
     let mut two_y = [T::ZERO; C];
     let mut u = [T::ONE; C];
     let mut du = [T::ZERO; C];
     for l in 0..C {
-        y[l] = two + t[l] * y[l];
-        s2[l] = d[l] * s2[l];
         z[l] = y[l] * y[l];
         two_y[l] = y[l] + y[l];
         if even {
@@ -176,54 +242,95 @@ fn sincg_and_slope<T: Real, const C: usize>(d: &[T; C], roots: &[T], even: bool,
     for &r in roots {
         for l in 0..C {
             let f = z[l] - r;
-            du[l] = du[l] * f + u[l] * two_y[l];
+            du[l] = mad::<T, F>(du[l], f, u[l] * two_y[l]);
             u[l] = u[l] * f;
         }
     }
     for l in 0..C {
-        du[l] = -(du[l] * s2[l]) * T::PI;
+        du[l] = -(du[l] * s[l]) * T::PI;
     }
     (u, du)
 }
 
-/// The samples of one sub-pixel for `C` lanes: every orientation (outer) and source (inner). Adds
-/// each sample's I to `i_acc` and g_j·S_c to `g_acc[o·9 + 3j + c]`; returns ∂I/∂d (Σ g_j·o_j/λ).
-/// `scat[s]` = S of source s per lane, `weight` 1 for active lanes and 0 elsewhere.
+/// The samples of one sub-pixel for `C` lanes: every orientation (outer), wavelength group and
+/// source (inner). h_j = B_j + K_j with B_j = o_j·(d − i_g)/λ_g per group (i_g its first source) and
+/// K_j = −o_j·(i_s − i_g)/λ_g per source ([`Group`]), so 2cos πh and 2sin πh come from the group's
+/// polynomials by angle addition. Adds each sample's I to `i_acc` and g_j·S_c to
+/// `g_acc[o·9 + 3j + c]`; returns ∂I/∂d (Σ g_j·o_j/λ). `rel[g]` = (d − i_g)/λ_g and `scat[s]` = S
+/// per lane, `weight` 1 for active lanes and 0 elsewhere.
 #[inline(always)]
-fn sweep<T: Real, const C: usize>(set: &Setup<T>, scat: &[[[T; C]; 3]], weight: &[T; C], g_acc: &mut [[T; C]], i_acc: &mut [T; C]) -> [[T; C]; 3] {
+fn sweep<T: Real, const C: usize, const F: bool>(
+    set: &Setup<T>,
+    rel: &[[[T; C]; 3]],
+    scat: &[[[T; C]; 3]],
+    weight: &[T; C],
+    g_acc: &mut [[T; C]],
+    i_acc: &mut [T; C],
+) -> [[T; C]; 3] {
     let mut v = [[T::ZERO; C]; 3];
     let half = T::HALF;
+    let n_orient = set.orient.len();
     for (o, ori) in set.orient.iter().enumerate() {
         let mut gs = [[T::ZERO; C]; 9];
         let mut w = [[T::ZERO; C]; 3];
-        for (s, sc) in scat.iter().enumerate() {
-            let inv_l = T::from_f64(set.sources[s].1);
-            let mut u = [[T::ZERO; C]; 3];
-            let mut du = [[T::ZERO; C]; 3];
-            let mut h0 = [[T::ZERO; C]; 3];
+        for (gi, group) in set.groups.iter().enumerate() {
+            let r = &rel[gi];
+            let mut b = [[T::ZERO; C]; 3];
+            let mut cb = [[T::ZERO; C]; 3];
+            let mut sb = [[T::ZERO; C]; 3];
             for ax in 0..3 {
                 let a = ori[ax];
-                let mut d = [T::ZERO; C];
+                let mut beta = [T::ZERO; C];
                 for l in 0..C {
-                    let h = a[0] * sc[0][l] + a[1] * sc[1][l] + a[2] * sc[2][l];
-                    let n = ceil(h - half);
-                    h0[ax][l] = n;
-                    d[l] = h - n;
+                    b[ax][l] = mad::<T, F>(a[2], r[2][l], mad::<T, F>(a[1], r[1][l], a[0] * r[0][l]));
+                    beta[l] = b[ax][l] - super::lanes::round(b[ax][l]);
                 }
-                (u[ax], du[ax]) = sincg_and_slope(&d, &set.roots[ax], set.even[ax], &set.poly);
+                (cb[ax], sb[ax]) = two_cos_sin_pi::<T, C, F>(&beta, &set.poly);
             }
-            let f = set.f_lanes(&h0);
-            for l in 0..C {
-                let f2w = f[l] * f[l] * weight[l];
-                let (a, b, c) = (u[0][l] * u[0][l], u[1][l] * u[1][l], u[2][l] * u[2][l]);
-                i_acc[l] = i_acc[l] + f2w * a * b * c;
-                let two = f2w + f2w;
-                let g = [two * u[0][l] * du[0][l] * (b * c), two * u[1][l] * du[1][l] * (a * c), two * u[2][l] * du[2][l] * (a * b)];
-                for j in 0..3 {
-                    w[j][l] = w[j][l] + g[j] * inv_l;
-                    for k in 0..3 {
-                        gs[3 * j + k][l] = gs[3 * j + k][l] + g[j] * sc[k][l];
+            let mut wg = [[T::ZERO; C]; 3];
+            for &si in &group.sources {
+                let k = &set.k[si * n_orient + o];
+                let sc = &scat[si];
+                let mut u = [[T::ZERO; C]; 3];
+                let mut du = [[T::ZERO; C]; 3];
+                let mut h0 = [[T::ZERO; C]; 3];
+                for ax in 0..3 {
+                    let [kk, ck, sk] = k[ax];
+                    let mut y = [T::ZERO; C];
+                    let mut s2 = [T::ZERO; C];
+                    for l in 0..C {
+                        h0[ax][l] = ceil(b[ax][l] + kk - half);
+                        y[l] = mad::<T, F>(cb[ax][l], ck, -(sb[ax][l] * sk));
+                        s2[l] = mad::<T, F>(sb[ax][l], ck, cb[ax][l] * sk);
                     }
+                    (u[ax], du[ax]) = cheb_and_slope::<T, C, F>(&y, &s2, &set.roots[ax], set.even[ax]);
+                }
+                let f = set.f_lanes(&h0);
+                let mut g = [[T::ZERO; C]; 3];
+                for l in 0..C {
+                    let f2w = f[l] * f[l] * weight[l];
+                    let (a2, b2, c2) = (u[0][l] * u[0][l], u[1][l] * u[1][l], u[2][l] * u[2][l]);
+                    let bc = b2 * c2;
+                    i_acc[l] = mad::<T, F>(f2w, a2 * bc, i_acc[l]);
+                    let two = f2w + f2w;
+                    g[0][l] = two * (u[0][l] * du[0][l]) * bc;
+                    g[1][l] = two * (u[1][l] * du[1][l]) * (a2 * c2);
+                    g[2][l] = two * (u[2][l] * du[2][l]) * (a2 * b2);
+                }
+                for j in 0..3 {
+                    for l in 0..C {
+                        wg[j][l] = wg[j][l] + g[j][l];
+                    }
+                    for c in 0..3 {
+                        for l in 0..C {
+                            gs[3 * j + c][l] = mad::<T, F>(g[j][l], sc[c][l], gs[3 * j + c][l]);
+                        }
+                    }
+                }
+            }
+            for j in 0..3 {
+                for l in 0..C {
+                    w[j][l] = mad::<T, F>(wg[j][l], group.inv_lambda, w[j][l]);
                 }
             }
         }
@@ -232,9 +339,9 @@ fn sweep<T: Real, const C: usize>(set: &Setup<T>, scat: &[[[T; C]; 3]], weight: 
                 g_acc[o * 9 + k][l] = g_acc[o * 9 + k][l] + gs[k][l];
             }
         }
-        for k in 0..3 {
+        for c in 0..3 {
             for l in 0..C {
-                v[k][l] = v[k][l] + w[0][l] * ori[0][k] + w[1][l] * ori[1][k] + w[2][l] * ori[2][k];
+                v[c][l] = mad::<T, F>(w[2][l], ori[2][c], mad::<T, F>(w[1][l], ori[1][c], mad::<T, F>(w[0][l], ori[0][c], v[c][l])));
             }
         }
     }
@@ -287,7 +394,7 @@ fn polarization_and_slope(kahn: f64, (inc, b_in, e_in): &(V3, V3, V3), d: &V3) -
 /// One row's pixels (fpixels values) and derivative images (one row per parameter), in groups of `C`
 /// lanes. `out_grads[p]` holds parameter p's row.
 #[inline(always)]
-fn render_row<T: Real, const C: usize>(exp: &Experiment, set: &Setup<T>, row: usize, out_value: &mut [f64], out_grads: &mut [&mut [f64]]) {
+fn render_row<T: Real, const C: usize, const F: bool>(exp: &Experiment, set: &Setup<T>, row: usize, out_value: &mut [f64], out_grads: &mut [&mut [f64]]) {
     let (panel, s) = exp.det.locate(row);
     let pi = exp.det.panels.iter().position(|p| std::ptr::eq(p, panel)).unwrap_or(0);
     let mut f0 = 0;
@@ -298,7 +405,7 @@ fn render_row<T: Real, const C: usize>(exp: &Experiment, set: &Setup<T>, row: us
         if active.iter().any(|&a| a) {
             g_acc.iter_mut().for_each(|g| *g = [T::ZERO; C]);
             di.iter_mut().for_each(|d| *d = [0.0; C]);
-            let (value, grads) = render_group::<T, C>(exp, set, panel, pi, f0, s, &active, &mut g_acc, &mut di);
+            let (value, grads) = render_group::<T, C, F>(exp, set, panel, pi, f0, s, &active, &mut g_acc, &mut di);
             for l in 0..C.min(panel.fpixels - f0) {
                 out_value[f0 + l] = if active[l] { value[l] } else { 0.0 };
                 for (p, g) in out_grads.iter_mut().enumerate() {
@@ -314,7 +421,7 @@ fn render_row<T: Real, const C: usize>(exp: &Experiment, set: &Setup<T>, row: us
 /// zeroed scratch (per orientation G_o; per parameter dI/dθ).
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn render_group<T: Real, const C: usize>(
+fn render_group<T: Real, const C: usize, const F: bool>(
     exp: &Experiment,
     set: &Setup<T>,
     panel: &Panel,
@@ -332,6 +439,7 @@ fn render_group<T: Real, const C: usize>(
     let mut first: Vec<FirstFactors> = Vec::new();
     let mut first_pos = [[0.0f64; 2]; C];
     let mut scat = vec![[[T::ZERO; C]; 3]; set.sources.len()];
+    let mut rel = vec![[[T::ZERO; C]; 3]; set.groups.len()];
     let moves: Vec<bool> = set.params.iter().map(|p| p.moves_panel(pi)).collect();
     for sub_s in 0..os {
         let sdet = sub * ((s * os + sub_s) as f64) + sub / 2.0;
@@ -357,7 +465,14 @@ fn render_group<T: Real, const C: usize>(
                     }
                 }
             }
-            let v = sweep::<T, C>(set, &scat, &weight, g_acc, &mut i_acc);
+            for (gi, g) in set.groups.iter().enumerate() {
+                for l in 0..C {
+                    for k in 0..3 {
+                        rel[gi][k][l] = T::from_f64((d[l][k] - g.inc[k]) * g.inv_lambda_f64);
+                    }
+                }
+            }
+            let v = sweep::<T, C, F>(set, &rel, &scat, &weight, g_acc, &mut i_acc);
             // detector parameters: ∂I/∂d · dd/dθ, dd = (dpos − d(d·dpos))/R
             for (p, t) in set.params.iter().enumerate() {
                 if !moves[p] {
@@ -437,9 +552,9 @@ fn row_at<T: Real>(level: SimdLevel, exp: &Experiment, set: &Setup<T>, row: usiz
         SimdLevel::Avx2 => unsafe { row_avx2(exp, set, row, value, grads, wide) },
         _ => {
             if wide {
-                render_row::<T, 4>(exp, set, row, value, grads)
+                render_row::<T, 4, false>(exp, set, row, value, grads)
             } else {
-                render_row::<T, 8>(exp, set, row, value, grads)
+                render_row::<T, 8, false>(exp, set, row, value, grads)
             }
         }
     }
@@ -451,9 +566,9 @@ fn row_at<T: Real>(level: SimdLevel, exp: &Experiment, set: &Setup<T>, row: usiz
 #[target_feature(enable = "avx2,fma")]
 unsafe fn row_avx2<T: Real>(exp: &Experiment, set: &Setup<T>, row: usize, value: &mut [f64], grads: &mut [&mut [f64]], wide: bool) {
     if wide {
-        render_row::<T, 4>(exp, set, row, value, grads)
+        render_row::<T, 4, true>(exp, set, row, value, grads)
     } else {
-        render_row::<T, 8>(exp, set, row, value, grads)
+        render_row::<T, 8, true>(exp, set, row, value, grads)
     }
 }
 
@@ -463,9 +578,9 @@ unsafe fn row_avx2<T: Real>(exp: &Experiment, set: &Setup<T>, row: usize, value:
 #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
 unsafe fn row_avx512<T: Real>(exp: &Experiment, set: &Setup<T>, row: usize, value: &mut [f64], grads: &mut [&mut [f64]], wide: bool) {
     if wide {
-        render_row::<T, 8>(exp, set, row, value, grads)
+        render_row::<T, 8, true>(exp, set, row, value, grads)
     } else {
-        render_row::<T, 16>(exp, set, row, value, grads)
+        render_row::<T, 16, true>(exp, set, row, value, grads)
     }
 }
 
@@ -505,6 +620,28 @@ fn render_in<T: Real + Send + Sync>(exp: &Experiment, tangents: &[&Resolved], le
     (value, grads)
 }
 
+/// The summary line's solid-angle sum for a run the pass renders (`fast::update_omega`'s sum): per
+/// active pixel the first sub-pixel's ω (the C's last-value rule, L2620), once per sub-pixel.
+pub fn omega_sum(exp: &Experiment) -> f64 {
+    let (os, sub) = (exp.sampling.oversample, exp.sampling.subpixel_size);
+    let mut total = 0.0;
+    for row in 0..exp.det.rows() {
+        let (panel, s) = exp.det.locate(row);
+        let (fv, sv, pix0) = (panel.fdet_vector, panel.sdet_vector, panel.pix0_vector);
+        let sd = sub * ((s * os) as f64) + sub / 2.0;
+        let mut row_sum = 0.0;
+        for f in (0..panel.fpixels).filter(|&f| pixel_active(panel, f, s)) {
+            let fd = sub * ((f * os) as f64) + sub / 2.0;
+            let pos: V3 = std::array::from_fn(|i| fd * fv[i] + sd * sv[i] + pix0[i]);
+            let r = unitize(&pos).1;
+            let omega = if panel.point_pixel { 1.0 / r / r } else { panel.pixel_size * panel.pixel_size / r / r * panel.close_distance / r };
+            row_sum += omega * (os * os) as f64;
+        }
+        total += row_sum;
+    }
+    total
+}
+
 /// Largest |lane − reference| of a derivative image, relative to the image's peak |reference|: the
 /// lane pass (`tangent_lanes`) and the dual reference differ in double precision only by the order of
 /// the sums and the lattice factor's polynomial form; in single precision the per-sample work
@@ -527,6 +664,11 @@ pub fn tangent_difference(got: &[f64], want: &[f64]) -> (f64, f64) {
 mod tests {
     use super::*;
 
+    fn slope_at(d: f64, roots: &[f64], even: bool) -> ([f64; 1], [f64; 1]) {
+        let (y, s) = two_cos_sin_pi::<f64, 1, false>(&[d], &cos_sin_coefficients());
+        cheb_and_slope::<f64, 1, false>(&y, &s, roots, even)
+    }
+
     /// U and dU/dδ against sin(Nπδ)/sin(πδ) and its central difference, for every N the pass takes.
     #[test]
     fn sincg_and_slope_match_the_ratio_of_sines() {
@@ -534,17 +676,23 @@ mod tests {
         let ratio = |d: f64, n: usize| if d == 0.0 { n as f64 } else { (n as f64 * pi * d).sin() / (pi * d).sin() };
         for n in 1..=CHEB_MAX_N {
             let roots = cheb_roots::<f64>(n);
+            let scale = (n * n * n) as f64;
             let mut d = -0.5;
             while d <= 0.5 {
-                let ([u], [du]) = sincg_and_slope(&[d], &roots, n % 2 == 0, &cos_sin_coefficients());
+                let ([u], [du]) = slope_at(d, &roots, n % 2 == 0);
                 let h = 1e-5;
                 let fd = (8.0 * (ratio(d + h, n) - ratio(d - h, n)) - (ratio(d + 2.0 * h, n) - ratio(d - 2.0 * h, n))) / (12.0 * h);
-                let scale = (n * n * n) as f64;
                 assert!((u - ratio(d, n)).abs() <= 1e-12 * scale, "N={n} δ={d}: {u}");
                 assert!((du - fd).abs() <= 1e-7 * scale, "N={n} δ={d}: {du} vs {fd}");
                 d += 0.0173;
             }
-            assert_eq!(sincg_and_slope(&[0.0], &roots, n % 2 == 0, &cos_sin_coefficients()), ([n as f64], [0.0]));
+            let ([u0], [d0]) = slope_at(0.0, &roots, n % 2 == 0);
+            assert!((u0 - n as f64).abs() <= 1e-13 * scale && d0 == 0.0, "N={n}: {u0} {d0}");
+            // h shifted by an integer: y and s change sign together, U² and U·dU/dh do not
+            let (u1, d1) = slope_at(0.137, &roots, n % 2 == 0);
+            let (y, s) = two_cos_sin_pi::<f64, 1, false>(&[0.137], &cos_sin_coefficients());
+            let (u2, d2) = cheb_and_slope::<f64, 1, false>(&[-y[0]], &[-s[0]], &roots, n % 2 == 0);
+            assert!((u1[0] * u1[0] - u2[0] * u2[0]).abs() <= 1e-12 * scale && (u1[0] * d1[0] - u2[0] * d2[0]).abs() <= 1e-10 * scale);
         }
     }
 

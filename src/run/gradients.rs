@@ -59,6 +59,37 @@ pub fn derivative_images(cfg: &Config, inputs: &Inputs, exp: &Experiment, names:
     Ok(render_tangents_with(exp, &Resolved::of(exp), &t, fgrad, &cfg.run.render_options()))
 }
 
+/// The fused plan: where the lane pass (`kernel::tangent_lanes`) takes every parameter of `names` in a
+/// double-precision run on a SIMD backend, it renders the image in the same pass as the derivative
+/// images (the "in the same kernel pass as the image"): (the image, the derivative images).
+/// Its image is the SIMD kernel's to about 1e-13 relative (the same samples, summed per orientation
+/// instead of per source; `tests/gradients.rs`), so the float file matches the forward run's to the
+/// last f32 bit nearly everywhere. `None` where the plan does not fuse (the caller renders the image with
+/// the usual kernel, then the derivatives).
+pub fn fused_render(cfg: &Config, inputs: &Inputs, exp: &Experiment, names: &[Param]) -> Result<Option<(crate::kernel::RenderOutput, TangentImages)>> {
+    use crate::kernel::{tangent_lanes, Backend};
+    let opts = cfg.run.render_options();
+    let level = match crate::kernel::kernel_for(exp, opts.backend) {
+        Backend::Simd(level) if tangent_lanes::supports(exp) => level,
+        _ => return Ok(None),
+    };
+    if names.is_empty() || opts.precision != crate::experiment::params::Precision::Double {
+        return Ok(None);
+    }
+    tangents::check(&cfg.params, inputs, names)?;
+    let t = tangents::tangents(&cfg.params, inputs, exp, names)?;
+    if !t.iter().all(tangent_lanes::takes) {
+        return Ok(None);
+    }
+    let refs: Vec<&Resolved> = t.iter().collect();
+    let (value, grads) = tangent_lanes::render_lanes(exp, &refs, level, opts.precision);
+    #[cfg(feature = "check-kernels")]
+    crate::kernel::check::check_tangents(exp, &Resolved::of(exp), &refs, level, opts.precision, &grads);
+    let float = value.iter().map(|&v| v as f32).collect();
+    let r = crate::kernel::RenderOutput { float, omega_sum: tangent_lanes::omega_sum(exp), interp_oob: None };
+    Ok(Some((r, TangentImages { value, grads })))
+}
+
 /// What `--gradients`/`--observed` produced: the files (under temporary names, renamed with the
 /// images) and the lines to print.
 pub struct DerivativeOutputs {
@@ -67,8 +98,9 @@ pub struct DerivativeOutputs {
 }
 
 /// The derivative images, the loss and its gradients of a rendered run (`float` = the float image
-/// with `-add_float`). Nothing is done when neither `--gradients` nor `--observed` was given.
-pub fn derivative_outputs(cfg: &Config, inputs: &Inputs, exp: &Experiment, float: &[f32]) -> Result<DerivativeOutputs> {
+/// with `-add_float`; `rendered`: the derivative images of `--gradients` where [`fused_render`]
+/// made them with the image). Nothing is done when neither `--gradients` nor `--observed` was given.
+pub fn derivative_outputs(cfg: &Config, inputs: &Inputs, exp: &Experiment, float: &[f32], rendered: Option<TangentImages>) -> Result<DerivativeOutputs> {
     let mut out = DerivativeOutputs { files: OutputSet::default(), lines: Vec::new() };
     let paths = gradient_paths(cfg);
     let l = &cfg.output.loss;
@@ -83,7 +115,11 @@ pub fn derivative_outputs(cfg: &Config, inputs: &Inputs, exp: &Experiment, float
         (Some((_, w)), Some(_)) => Some(FGradient { weights: w, grid_grad: Vec::new() }),
         _ => None,
     };
-    let images = if names.is_empty() && fgrad.is_none() { None } else { Some(derivative_images(cfg, inputs, exp, &names, fgrad.as_mut())?) };
+    let images = match rendered {
+        Some(t) if fgrad.is_none() => Some(t),
+        _ if names.is_empty() && fgrad.is_none() => None,
+        _ => Some(derivative_images(cfg, inputs, exp, &names, fgrad.as_mut())?),
+    };
     if let Some(images) = &images {
         for ((_, path), img) in paths.iter().zip(&images.grads) {
             let f32s: Vec<f32> = img.iter().map(|&v| v as f32).collect();

@@ -358,14 +358,23 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
             b.inc(n as u64);
         }
     };
-    let mut r = render(&exp, &cfg.run.render_options(), cfg.run.threads, &tick)?;
+    // --gradients without dL/dF: the lane pass may render the image with the derivatives
+    let fused = if cfg.output.loss.dfhkl_out.is_none() {
+        in_pool(cfg.run.threads, || crate::run::gradients::fused_render(cfg, &inputs, &exp, &cfg.output.gradients))??
+    } else {
+        None
+    };
+    let (mut r, rendered) = match fused {
+        Some((r, t)) => (r, Some(t)),
+        None => (render(&exp, &cfg.run.render_options(), cfg.run.threads, &tick)?, None),
+    };
     if let Some(b) = bar {
         b.finish_and_clear();
     }
     for p in &cfg.params.add_float {
         add_into(&mut r.float, p)?;
     }
-    let derived = in_pool(cfg.run.threads, || crate::run::gradients::derivative_outputs(cfg, &inputs, &exp, &r.float))??;
+    let derived = in_pool(cfg.run.threads, || crate::run::gradients::derivative_outputs(cfg, &inputs, &exp, &r.float, rendered))??;
     let render_s = t1.elapsed().as_secs_f64();
 
     let mut sink = std::io::sink();
