@@ -312,6 +312,33 @@ fn observed_smv_and_cbf_read_the_same_counts() {
     assert_eq!(value("n.img"), value("n.cbf"));
 }
 
+/// A NeXus frame (`-nexusfile`: the CBF's counts) as --observed gives the CBF's loss and gradient
+/// (skipped, loudly, without the HDF5 library).
+#[test]
+fn observed_nexus_reads_the_cbf_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let base = words("-cell 60 70 80 90 100 90 -default_F 50 -lambda 1 -distance 100 -pixel 0.1 -N 3 -detpixels 24 -oversample 1");
+    let mut cmd = Command::new(BIN);
+    cmd.current_dir(d).arg("simulate").args(&base).args(words("-nexusfile n.nxs -cbffile n.cbf -seed 5 -quiet -noprogress"));
+    let out = cmd.output().unwrap();
+    if !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("HDF5") {
+        eprintln!("SKIPPED: observed_nexus_reads_the_cbf_counts because the HDF5 library is missing");
+        return;
+    }
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let value = |obs: &str| -> String {
+        run(d, &[base.clone(), words(&format!("--observed {obs} --loss-out L.json --gradients rot_x,distance"))].concat(), &[], &["rot_x", "distance"]);
+        std::fs::read_to_string(d.join("L.json")).unwrap()
+    };
+    assert_eq!(value("n.nxs"), value("n.cbf"));
+    // a detector of another size is refused with the file's shape
+    let mut cmd = Command::new(BIN);
+    cmd.current_dir(d).arg("simulate").args(&base).args(words("-detpixels 20 --observed n.nxs -quiet -noprogress -nonoise -nopgm"));
+    let out = cmd.output().unwrap();
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("24 x 24"), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
 /// The lane pass (`kernel::tangent_lanes`) against the dual reference at every SIMD level and both
 /// precisions, for every parameter it takes, on a still with polarization and a hkl grid and on a run
 /// through the sampling loops it supports (mosaic domains × phi steps × divergence × dispersion ×

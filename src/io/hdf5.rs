@@ -13,6 +13,7 @@ type Hsize = u64;
 const H5P_DEFAULT: Hid = 0;
 const H5S_ALL: Hid = 0;
 const H5F_ACC_TRUNC: c_uint = 0x0002;
+const H5F_ACC_RDONLY: c_uint = 0x0000;
 const H5S_SCALAR: c_int = 0;
 const H5S_SELECT_SET: c_int = 0;
 
@@ -41,6 +42,11 @@ pub struct Lib {
     pset_deflate: unsafe extern "C" fn(Hid, c_uint) -> Herr,
     pset_shuffle: unsafe extern "C" fn(Hid) -> Herr,
     pclose: unsafe extern "C" fn(Hid) -> Herr,
+    fopen: unsafe extern "C" fn(*const c_char, c_uint, Hid) -> Hid,
+    dopen2: unsafe extern "C" fn(Hid, *const c_char, Hid) -> Hid,
+    dread: unsafe extern "C" fn(Hid, Hid, Hid, Hid, Hid, *mut c_void) -> Herr,
+    sget_simple_extent_ndims: unsafe extern "C" fn(Hid) -> c_int,
+    sget_simple_extent_dims: unsafe extern "C" fn(Hid, *mut Hsize, *mut Hsize) -> c_int,
     t_double: Hid,
     t_int32: Hid,
     t_int64: Hid,
@@ -138,6 +144,11 @@ fn load() -> Result<Lib, String> {
             pset_deflate: sym(&library, "H5Pset_deflate")?,
             pset_shuffle: sym(&library, "H5Pset_shuffle")?,
             pclose: sym(&library, "H5Pclose")?,
+            fopen: sym(&library, "H5Fopen")?,
+            dopen2: sym(&library, "H5Dopen2")?,
+            dread: sym(&library, "H5Dread")?,
+            sget_simple_extent_ndims: sym(&library, "H5Sget_simple_extent_ndims")?,
+            sget_simple_extent_dims: sym(&library, "H5Sget_simple_extent_dims")?,
             t_double: global(&library, "H5T_NATIVE_DOUBLE_g")?,
             t_int32: global(&library, "H5T_NATIVE_INT_g")?,
             t_int64: global(&library, "H5T_NATIVE_LLONG_g")?,
@@ -354,5 +365,46 @@ impl Dataset {
             check((lib.dwrite)(self.id, lib.t_int32, ms.0, fs.0, H5P_DEFAULT, data.as_ptr() as *const c_void) as i64, "write a frame")?;
         }
         Ok(())
+    }
+}
+
+/// Frame `frame` of the dataset `name` (shape [frames, slow, fast], or [slow, fast] for frame 0) of
+/// the HDF5 file `path`, converted by the library to f64 (integer pixels included): (slow, fast,
+/// values, frames). For `--observed` NeXus images (`/entry/data/data`, as `-nexusfile` writes it).
+pub fn read_frame_f64(path: &std::path::Path, name: &str, frame: u64) -> Result<(usize, usize, Vec<f64>, u64), String> {
+    let lib = lib()?;
+    let _lock = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let c = cstr(&path.to_string_lossy())?;
+    let dn = cstr(name)?;
+    // SAFETY: valid C strings and ids; every id is closed by its guard; the buffer holds the
+    // selected slow × fast values of the memory type (f64).
+    unsafe {
+        let f = Node { lib, id: check((lib.fopen)(c.as_ptr(), H5F_ACC_RDONLY, H5P_DEFAULT), "open the file")?, is_file: true };
+        let d = Guard(check((lib.dopen2)(f.id, dn.as_ptr(), H5P_DEFAULT), &format!("find the dataset {name}"))?, lib.dclose);
+        let fs = Guard(check((lib.dget_space)(d.0), "get the dataspace")?, lib.sclose);
+        let rank = (lib.sget_simple_extent_ndims)(fs.0);
+        if !(2..=3).contains(&rank) {
+            return Err(format!("{name} has {rank} dimensions; an image has 2 (slow, fast) or 3 (frames, slow, fast)"));
+        }
+        let mut dims = vec![0 as Hsize; rank as usize];
+        check((lib.sget_simple_extent_dims)(fs.0, dims.as_mut_ptr(), std::ptr::null_mut()) as i64, "read the dimensions")?;
+        let frames = if rank == 3 { dims[0] } else { 1 };
+        if frame >= frames {
+            return Err(format!("{name} has {frames} frame(s), frame {frame} asked for"));
+        }
+        let (slow, fast) = (dims[rank as usize - 2], dims[rank as usize - 1]);
+        let mut start = vec![0 as Hsize; rank as usize];
+        let mut count = dims.clone();
+        if rank == 3 {
+            start[0] = frame;
+            count[0] = 1;
+        }
+        check((lib.sselect_hyperslab)(fs.0, H5S_SELECT_SET, start.as_ptr(), std::ptr::null(), count.as_ptr(), std::ptr::null()) as i64, "select a frame")?;
+        let mem = [slow, fast];
+        let ms = Guard(check((lib.screate_simple)(2, mem.as_ptr(), std::ptr::null()), "make a dataspace")?, lib.sclose);
+        let mut out = vec![0.0f64; (slow * fast) as usize];
+        check((lib.dread)(d.0, lib.t_double, ms.0, fs.0, H5P_DEFAULT, out.as_mut_ptr() as *mut c_void) as i64, &format!("read {name}"))?;
+        drop(f);
+        Ok((slow as usize, fast as usize, out, frames))
     }
 }

@@ -98,13 +98,11 @@ impl<T: Real> Grid32<T> {
         self.get_lanes::<1>(data, default_f, &[h0], &[k0], &[l0])[0]
     }
 
-    /// F for `C` lanes of integer-valued (h0, k0, l0); `default_f` outside the grid (or for NaN).
-    /// Three passes over the lanes (flat index, load, select) so the index arithmetic and the
-    /// selection vectorize; only the loads are one per lane.
+    /// The flat index of `C` lanes of integer-valued (h0, k0, l0) (0 outside the grid) and whether
+    /// each is inside it. The flat index in f64 arithmetic (integers below 2^31: exact), which
+    /// vectorizes where 32-bit integer multiplies across lanes do not.
     #[inline(always)]
-    pub(super) fn get_lanes<const C: usize>(&self, data: &[T], default_f: T, h0: &[T; C], k0: &[T; C], l0: &[T; C]) -> [T; C] {
-        // the flat index in f64 arithmetic (integers below 2^31: exact), which vectorizes where
-        // 32-bit integer multiplies across lanes do not
+    pub(super) fn index_lanes<const C: usize>(&self, h0: &[T; C], k0: &[T; C], l0: &[T; C]) -> ([i32; C], [bool; C]) {
         let mut flat = [0i32; C];
         let mut inside = [false; C];
         for l in 0..C {
@@ -114,6 +112,15 @@ impl<T: Real> Grid32<T> {
             flat[l] = (if ins { fl } else { 0.0 }).small_int();
             inside[l] = ins;
         }
+        (flat, inside)
+    }
+
+    /// F for `C` lanes of integer-valued (h0, k0, l0); `default_f` outside the grid (or for NaN).
+    /// Three passes over the lanes (flat index, load, select) so the index arithmetic and the
+    /// selection vectorize; only the loads are one per lane.
+    #[inline(always)]
+    pub(super) fn get_lanes<const C: usize>(&self, data: &[T], default_f: T, h0: &[T; C], k0: &[T; C], l0: &[T; C]) -> [T; C] {
+        let (flat, inside) = self.index_lanes(h0, k0, l0);
         let mut f = [T::ZERO; C];
         for l in 0..C {
             debug_assert!((flat[l] as u32 as usize) < data.len());

@@ -119,8 +119,7 @@ struct Setup<'a, T: Real> {
     orient: Vec<[[T; 3]; 3]>,
     /// Incident unit vectors (−source direction) and 1/λ.
     sources: Vec<(V3, f64)>,
-    roots: [Vec<T>; 3],
-    even: [bool; 3],
+    roots: [Roots<T>; 3],
     f: NearestF<'a, T>,
     /// The same grid for lookups in 32-bit lanes (`fast::Grid32`), where it fits.
     grid32: Option<super::fast::Grid32<T>>,
@@ -138,9 +137,13 @@ struct Setup<'a, T: Real> {
 impl<'a, T: Real> Setup<'a, T> {
     /// F at the nearest integers (h0, k0, l0) of `C` lanes (held fixed: F's derivative is not taken).
     #[inline(always)]
-    fn f_lanes<const C: usize>(&self, h0: &[[T; C]; 3]) -> [T; C] {
+    fn f_lanes<const C: usize, const G: u8>(&self, h0: &[[T; C]; 3]) -> [T; C] {
         match (&self.grid32, self.f.has_grid()) {
-            (Some(g), _) => g.get_lanes(self.f.data(), self.f.default_f(), &h0[0], &h0[1], &h0[2]),
+            (Some(g), _) => {
+                let (flat, inside) = g.index_lanes(&h0[0], &h0[1], &h0[2]);
+                let f = gather::<T, C, G>(self.f.data(), &flat);
+                std::array::from_fn(|l| if inside[l] { f[l] } else { self.f.default_f() })
+            }
             (None, true) => {
                 let view = self.f.view();
                 std::array::from_fn(|l| view.get(h0[0][l].magic_int(), h0[1][l].magic_int(), h0[2][l].magic_int()))
@@ -165,8 +168,7 @@ impl<'a, T: Real> Setup<'a, T> {
             k,
             orient,
             sources,
-            roots: ns.map(cheb_roots::<T>),
-            even: ns.map(|n| n % 2 == 0),
+            roots: ns.map(Roots::new),
             f,
             grid32,
             poly: cos_sin_coefficients(),
@@ -185,6 +187,45 @@ fn cos_sin_coefficients<T: Real>() -> ([T; 8], [T; 8]) {
     let (q, p): (&[f64], &[f64]) = if wide { (&TWO_COS_PI_Q64, &TWO_SIN_PI_P64) } else { (&TWO_COS_PI_Q32, &TWO_SIN_PI_P32) };
     let rev = |c: &[f64]| -> [T; 8] { std::array::from_fn(|k| if k + c.len() >= 8 { T::from_f64(c[7 - k]) } else { T::ZERO }) };
     (rev(q), rev(p))
+}
+
+/// `data[idx[l]]` for `C` lanes (every index within `data`): one gather instruction where the
+/// level `G` (2: AVX2, 5: AVX-512, 0: none) has one for this T and C, else lane by lane.
+#[inline(always)]
+fn gather<T: Real, const C: usize, const G: u8>(data: &[T], idx: &[i32; C]) -> [T; C] {
+    let mut out = [T::ZERO; C];
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        let wide = std::mem::size_of::<T>() == 8;
+        let (p, o, ip) = (data.as_ptr(), out.as_mut_ptr(), idx.as_ptr());
+        // SAFETY: G is 5 only in functions compiled with AVX-512F and 2 only with AVX2 (row_avx512,
+        // row_avx2); the casts match T's size and C lanes; every index is within `data`.
+        unsafe {
+            if G == 5 && wide && C == 8 {
+                _mm512_storeu_pd(o as *mut f64, _mm512_i32gather_pd::<8>(_mm256_loadu_si256(ip as *const __m256i), p as *const f64));
+                return out;
+            }
+            if G == 5 && !wide && C == 16 {
+                _mm512_storeu_ps(o as *mut f32, _mm512_i32gather_ps::<4>(_mm512_loadu_si512(ip as *const _), p as *const f32));
+                return out;
+            }
+            if G == 2 && wide && C == 4 {
+                _mm256_storeu_pd(o as *mut f64, _mm256_i32gather_pd::<8>(p as *const f64, _mm_loadu_si128(ip as *const __m128i)));
+                return out;
+            }
+            if G == 2 && !wide && C == 8 {
+                _mm256_storeu_ps(o as *mut f32, _mm256_i32gather_ps::<4>(p as *const f32, _mm256_loadu_si256(ip as *const __m256i)));
+                return out;
+            }
+        }
+    }
+    for l in 0..C {
+        debug_assert!((idx[l] as u32 as usize) < data.len());
+        // SAFETY: the caller's indices are within `data`
+        out[l] = unsafe { *data.get_unchecked(idx[l] as u32 as usize) };
+    }
+    out
 }
 
 /// a·b + c: one fused multiply-add where the row function is compiled with FMA (`F`), else two
@@ -221,32 +262,62 @@ fn two_cos_sin_pi<T: Real, const C: usize, const F: bool>(beta: &[T; C], (q, p):
     (c, s)
 }
 
+/// The roots of U_{N−1}(y/2) as a polynomial in z = y² (`lanes::cheb_roots`), in pairs
+/// (r + r′, r·r′) and the odd one out, as the hand loop takes them (`hand::HandAxis`).
+#[derive(Clone, Default)]
+struct Roots<T> {
+    even: bool,
+    pairs: Vec<[T; 2]>,
+    single: Option<T>,
+}
+
+impl<T: Real> Roots<T> {
+    fn new(n: usize) -> Self {
+        let r = cheb_roots::<f64>(n);
+        let pairs = r.chunks_exact(2).map(|p| [T::from_f64(p[0] + p[1]), T::from_f64(p[0] * p[1])]).collect();
+        Roots { even: n % 2 == 0, pairs, single: (r.len() % 2 == 1).then(|| T::from_f64(r[r.len() - 1])) }
+    }
+}
+
 /// sin(Nπh)/sin(πh) = U_{N−1}(y/2) and its derivative by h for `C` lanes, from y = 2cos πh and
-/// s = 2sin πh: U = y^e·Π(y² − r_k) (`lanes::cheb_roots`), dU/dy by the product rule, times
-/// dy/dh = −π·s. Exact at the Bragg condition (no division), where the C's sincg is N. A common
-/// sign of y and s (h shifted by an integer) changes U·dU/dh and U² by nothing.
+/// s = 2sin πh: U = y^e·P(z), P = Π(z − r_k) over pairs q = z(z − (r + r′)) + r·r′ (z = y²), with
+/// dP/dz by the product rule and dU/dy = P + 2z·dP/dz (even N) or 2y·dP/dz (odd), times
+/// dy/dh = −π·s. Exact at the Bragg condition (no division), where the C's sincg is N. A common sign
+/// of y and s (h shifted by an integer) changes U·dU/dh and U² by nothing.
 #[inline(always)]
-fn cheb_and_slope<T: Real, const C: usize, const F: bool>(y: &[T; C], s: &[T; C], roots: &[T], even: bool) -> ([T; C], [T; C]) {
+fn cheb_and_slope<T: Real, const C: usize, const F: bool>(y: &[T; C], s: &[T; C], roots: &Roots<T>) -> ([T; C], [T; C]) {
+    let two = T::from_f64(2.0);
     let mut z = [T::ZERO; C];
-    let mut two_y = [T::ZERO; C];
-    let mut u = [T::ONE; C];
-    let mut du = [T::ZERO; C];
+    let mut p = [T::ONE; C];
+    let mut dp = [T::ZERO; C];
     for l in 0..C {
         z[l] = y[l] * y[l];
-        two_y[l] = y[l] + y[l];
-        if even {
-            u[l] = y[l];
-            du[l] = T::ONE;
-        }
     }
-    for &r in roots {
+    for &[sum, prod] in &roots.pairs {
         for l in 0..C {
-            let f = z[l] - r;
-            du[l] = mad::<T, F>(du[l], f, u[l] * two_y[l]);
-            u[l] = u[l] * f;
+            let q = mad::<T, F>(z[l], z[l] - sum, prod);
+            let dq = mad::<T, F>(z[l], two, -sum);
+            dp[l] = mad::<T, F>(dp[l], q, p[l] * dq);
+            p[l] = p[l] * q;
         }
     }
+    if let Some(r) = roots.single {
+        for l in 0..C {
+            let q = z[l] - r;
+            dp[l] = mad::<T, F>(dp[l], q, p[l]);
+            p[l] = p[l] * q;
+        }
+    }
+    let mut u = [T::ZERO; C];
+    let mut du = [T::ZERO; C];
     for l in 0..C {
+        if roots.even {
+            u[l] = y[l] * p[l];
+            du[l] = mad::<T, F>(z[l] + z[l], dp[l], p[l]);
+        } else {
+            u[l] = p[l];
+            du[l] = (y[l] + y[l]) * dp[l];
+        }
         du[l] = -(du[l] * s[l]) * T::PI;
     }
     (u, du)
@@ -259,7 +330,7 @@ fn cheb_and_slope<T: Real, const C: usize, const F: bool>(y: &[T; C], s: &[T; C]
 /// `g_acc[o·9 + 3j + c]`; returns ∂I/∂d (Σ g_j·o_j/λ). `rel[g]` = (d − i_g)/λ_g and `scat[s]` = S
 /// per lane, `weight` 1 for active lanes and 0 elsewhere.
 #[inline(always)]
-fn sweep<T: Real, const C: usize, const F: bool>(
+fn sweep<T: Real, const C: usize, const F: bool, const G: u8>(
     set: &Setup<T>,
     rel: &[[[T; C]; 3]],
     scat: &[[[T; C]; 3]],
@@ -303,9 +374,9 @@ fn sweep<T: Real, const C: usize, const F: bool>(
                         y[l] = mad::<T, F>(cb[ax][l], ck, -(sb[ax][l] * sk));
                         s2[l] = mad::<T, F>(sb[ax][l], ck, cb[ax][l] * sk);
                     }
-                    (u[ax], du[ax]) = cheb_and_slope::<T, C, F>(&y, &s2, &set.roots[ax], set.even[ax]);
+                    (u[ax], du[ax]) = cheb_and_slope::<T, C, F>(&y, &s2, &set.roots[ax]);
                 }
-                let f = set.f_lanes(&h0);
+                let f = set.f_lanes::<C, G>(&h0);
                 let mut g = [[T::ZERO; C]; 3];
                 for l in 0..C {
                     let f2w = f[l] * f[l] * weight[l];
@@ -350,6 +421,7 @@ fn sweep<T: Real, const C: usize, const F: bool>(
 
 /// The first sub-pixel's solid angle and polarization (the C's last-value rule, L2620-L2720) with
 /// their gradients by the sub-pixel's position (and by close_distance, for ω).
+#[derive(Clone, Copy, Default)]
 struct FirstFactors {
     omega: f64,
     domega_dpos: V3,
@@ -394,22 +466,30 @@ fn polarization_and_slope(kahn: f64, (inc, b_in, e_in): &(V3, V3, V3), d: &V3) -
 /// One row's pixels (fpixels values) and derivative images (one row per parameter), in groups of `C`
 /// lanes. `out_grads[p]` holds parameter p's row.
 #[inline(always)]
-fn render_row<T: Real, const C: usize, const F: bool>(exp: &Experiment, set: &Setup<T>, row: usize, out_value: &mut [f64], out_grads: &mut [&mut [f64]]) {
+fn render_row<T: Real, const C: usize, const F: bool, const G: u8>(
+    exp: &Experiment,
+    set: &Setup<T>,
+    row: usize,
+    out_value: &mut [f64],
+    out_grads: &mut [&mut [f64]],
+) {
     let (panel, s) = exp.det.locate(row);
     let pi = exp.det.panels.iter().position(|p| std::ptr::eq(p, panel)).unwrap_or(0);
     let mut f0 = 0;
     let mut g_acc = vec![[T::ZERO; C]; set.orient.len() * 9];
     let mut di = vec![[0.0f64; C]; set.params.len()];
+    let mut scratch = (vec![[[T::ZERO; C]; 3]; set.sources.len()], vec![[[T::ZERO; C]; 3]; set.groups.len()]);
+    let moves: Vec<bool> = set.params.iter().map(|p| p.moves_panel(pi)).collect();
     while f0 < panel.fpixels {
         let active: [bool; C] = std::array::from_fn(|l| f0 + l < panel.fpixels && pixel_active(panel, f0 + l, s));
         if active.iter().any(|&a| a) {
             g_acc.iter_mut().for_each(|g| *g = [T::ZERO; C]);
             di.iter_mut().for_each(|d| *d = [0.0; C]);
-            let (value, grads) = render_group::<T, C, F>(exp, set, panel, pi, f0, s, &active, &mut g_acc, &mut di);
+            let value = render_group::<T, C, F, G>(exp, set, (panel, pi, &moves), f0, s, &active, &mut g_acc, &mut di, &mut scratch);
             for l in 0..C.min(panel.fpixels - f0) {
                 out_value[f0 + l] = if active[l] { value[l] } else { 0.0 };
                 for (p, g) in out_grads.iter_mut().enumerate() {
-                    g[f0 + l] = if active[l] { grads[p][l] } else { 0.0 };
+                    g[f0 + l] = if active[l] { di[p][l] } else { 0.0 };
                 }
             }
         }
@@ -417,30 +497,28 @@ fn render_row<T: Real, const C: usize, const F: bool>(exp: &Experiment, set: &Se
     }
 }
 
-/// One group of `C` pixels: (value, per parameter its derivative) per lane. `g_acc` and `di` are
-/// zeroed scratch (per orientation G_o; per parameter dI/dθ).
+/// One group of `C` pixels: its values; its derivatives are left in `di` (per parameter, per lane).
+/// `g_acc` and `di` come zeroed (per orientation G_o; per parameter dI/dθ); `scratch` holds S per
+/// source and (d − i_g)/λ_g per group; `moves[p]`: parameter p moves this panel.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn render_group<T: Real, const C: usize, const F: bool>(
+fn render_group<T: Real, const C: usize, const F: bool, const G: u8>(
     exp: &Experiment,
     set: &Setup<T>,
-    panel: &Panel,
-    pi: usize,
+    (panel, pi, moves): (&Panel, usize, &[bool]),
     f0: usize,
     s: usize,
     active: &[bool; C],
     g_acc: &mut [[T; C]],
     di: &mut [[f64; C]],
-) -> ([f64; C], Vec<[f64; C]>) {
+    (scat, rel): &mut ScratchPair<T, C>,
+) -> [f64; C] {
     let (os, sub) = (exp.sampling.oversample, exp.sampling.subpixel_size);
     let (fv, sv, ov, pix0) = (panel.fdet_vector, panel.sdet_vector, panel.odet_vector, panel.pix0_vector);
     let weight: [T; C] = std::array::from_fn(|l| if active[l] { T::ONE } else { T::ZERO });
     let mut i_acc = [T::ZERO; C];
-    let mut first: Vec<FirstFactors> = Vec::new();
+    let mut first = [FirstFactors::default(); C];
     let mut first_pos = [[0.0f64; 2]; C];
-    let mut scat = vec![[[T::ZERO; C]; 3]; set.sources.len()];
-    let mut rel = vec![[[T::ZERO; C]; 3]; set.groups.len()];
-    let moves: Vec<bool> = set.params.iter().map(|p| p.moves_panel(pi)).collect();
     for sub_s in 0..os {
         let sdet = sub * ((s * os + sub_s) as f64) + sub / 2.0;
         for sub_f in 0..os {
@@ -454,7 +532,7 @@ fn render_group<T: Real, const C: usize, const F: bool>(
                 d[l] = u;
                 r[l] = len;
                 if sub_s == 0 && sub_f == 0 {
-                    first.push(first_factors(exp, panel, &set.pol, &u, len));
+                    first[l] = first_factors(exp, panel, &set.pol, &u, len);
                     first_pos[l] = [fd[l], sdet];
                 }
             }
@@ -472,7 +550,7 @@ fn render_group<T: Real, const C: usize, const F: bool>(
                     }
                 }
             }
-            let v = sweep::<T, C, F>(set, &rel, &scat, &weight, g_acc, &mut i_acc);
+            let v = sweep::<T, C, F, G>(set, rel, scat, &weight, g_acc, &mut i_acc);
             // detector parameters: ∂I/∂d · dd/dθ, dd = (dpos − d(d·dpos))/R
             for (p, t) in set.params.iter().enumerate() {
                 if !moves[p] {
@@ -484,9 +562,9 @@ fn render_group<T: Real, const C: usize, const F: bool>(
                     let along = d[l][0] * dpos[0] + d[l][1] * dpos[1] + d[l][2] * dpos[2];
                     let mut acc = 0.0;
                     for k in 0..3 {
-                        acc += v[k][l].to_f64() * (dpos[k] - d[l][k] * along) / r[l];
+                        acc += v[k][l].to_f64() * (dpos[k] - d[l][k] * along);
                     }
-                    di[p][l] += acc;
+                    di[p][l] += acc / r[l];
                 }
             }
         }
@@ -494,8 +572,12 @@ fn render_group<T: Real, const C: usize, const F: bool>(
     chain(exp, set, pi, &i_acc, g_acc, di, &first, &first_pos)
 }
 
-/// The pixel's value r_e²·fluence/steps·I·polar·ω and its derivatives: the orientation table's
-/// part of dI/dθ (Σ_o G_o : do/dθ), then the product rule over I, polarization, ω and fluence.
+/// Per-row scratch of [`render_group`]: S per source, (d − i_g)/λ_g per group.
+type ScratchPair<T, const C: usize> = (Vec<[[T; C]; 3]>, Vec<[[T; C]; 3]>);
+
+/// The pixel's value r_e²·fluence/steps·I·polar·ω (returned) and its derivatives (left in `di`): the
+/// orientation table's part of dI/dθ (Σ_o G_o : do/dθ), then the product rule over I,
+/// polarization, ω and fluence.
 #[allow(clippy::too_many_arguments)]
 fn chain<T: Real, const C: usize>(
     exp: &Experiment,
@@ -506,11 +588,10 @@ fn chain<T: Real, const C: usize>(
     di: &mut [[f64; C]],
     first: &[FirstFactors],
     first_pos: &[[f64; 2]; C],
-) -> ([f64; C], Vec<[f64; C]>) {
+) -> [f64; C] {
     let steps = exp.sampling.steps as f64;
     let i_bg = exp.background.i_bg;
     let mut value = [0.0; C];
-    let mut grads = vec![[0.0; C]; set.params.len()];
     for (p, t) in set.params.iter().enumerate() {
         for (o, to) in t.orient.iter().enumerate() {
             for k in 0..9 {
@@ -533,10 +614,10 @@ fn chain<T: Real, const C: usize>(
             let domega = dot(&ff.domega_dpos) + ff.domega_dclose * g.close_distance;
             let dpolar = dot(&ff.dpolar_dpos);
             let dscale = R_E_SQR * t.fluence / steps;
-            grads[p][l] = scale * (di[p][l] * ff.polar * ff.omega + i * dpolar * ff.omega + i * ff.polar * domega) + dscale * i * ff.polar * ff.omega;
+            di[p][l] = scale * (di[p][l] * ff.polar * ff.omega + i * dpolar * ff.omega + i * ff.polar * domega) + dscale * i * ff.polar * ff.omega;
         }
     }
-    (value, grads)
+    value
 }
 
 /// One row at `level` in `T` (the dispatch of `kernel::simd`: the same generic row compiled for
@@ -552,9 +633,9 @@ fn row_at<T: Real>(level: SimdLevel, exp: &Experiment, set: &Setup<T>, row: usiz
         SimdLevel::Avx2 => unsafe { row_avx2(exp, set, row, value, grads, wide) },
         _ => {
             if wide {
-                render_row::<T, 4, false>(exp, set, row, value, grads)
+                render_row::<T, 4, false, 0>(exp, set, row, value, grads)
             } else {
-                render_row::<T, 8, false>(exp, set, row, value, grads)
+                render_row::<T, 8, false, 0>(exp, set, row, value, grads)
             }
         }
     }
@@ -566,9 +647,9 @@ fn row_at<T: Real>(level: SimdLevel, exp: &Experiment, set: &Setup<T>, row: usiz
 #[target_feature(enable = "avx2,fma")]
 unsafe fn row_avx2<T: Real>(exp: &Experiment, set: &Setup<T>, row: usize, value: &mut [f64], grads: &mut [&mut [f64]], wide: bool) {
     if wide {
-        render_row::<T, 4, true>(exp, set, row, value, grads)
+        render_row::<T, 4, true, 2>(exp, set, row, value, grads)
     } else {
-        render_row::<T, 8, true>(exp, set, row, value, grads)
+        render_row::<T, 8, true, 2>(exp, set, row, value, grads)
     }
 }
 
@@ -578,9 +659,9 @@ unsafe fn row_avx2<T: Real>(exp: &Experiment, set: &Setup<T>, row: usize, value:
 #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
 unsafe fn row_avx512<T: Real>(exp: &Experiment, set: &Setup<T>, row: usize, value: &mut [f64], grads: &mut [&mut [f64]], wide: bool) {
     if wide {
-        render_row::<T, 8, true>(exp, set, row, value, grads)
+        render_row::<T, 8, true, 5>(exp, set, row, value, grads)
     } else {
-        render_row::<T, 16, true>(exp, set, row, value, grads)
+        render_row::<T, 16, true, 5>(exp, set, row, value, grads)
     }
 }
 
@@ -598,25 +679,16 @@ pub fn render_lanes(exp: &Experiment, tangents: &[&Resolved], level: SimdLevel, 
 fn render_in<T: Real + Send + Sync>(exp: &Experiment, tangents: &[&Resolved], level: SimdLevel) -> (Vec<f64>, Vec<Vec<f64>>) {
     let set = Setup::<T>::new(exp, tangents);
     let (fp, rows, k) = (exp.det.fpixels(), exp.det.rows(), tangents.len());
-    // per row: its values, then its K derivative rows, in one buffer
-    let per_row: Vec<Vec<f64>> = (0..rows)
-        .into_par_iter()
-        .map(|s| {
-            let mut buf = vec![0.0; fp * (k + 1)];
-            let (value, rest) = buf.split_at_mut(fp);
-            let mut grads: Vec<&mut [f64]> = rest.chunks_mut(fp).collect();
-            row_at(level, exp, &set, s, value, &mut grads);
-            buf
-        })
-        .collect();
-    let mut value = Vec::with_capacity(fp * rows);
-    let mut grads = vec![Vec::with_capacity(fp * rows); k];
-    for buf in &per_row {
-        value.extend_from_slice(&buf[..fp]);
-        for (p, g) in grads.iter_mut().enumerate() {
-            g.extend_from_slice(&buf[(p + 1) * fp..(p + 2) * fp]);
+    // written in place, row by row (fresh zeroed pages: touched once)
+    let mut value = vec![0.0; fp * rows];
+    let mut grads: Vec<Vec<f64>> = (0..k).map(|_| vec![0.0; fp * rows]).collect();
+    let mut per_row: Vec<Vec<&mut [f64]>> = (0..rows).map(|_| Vec::with_capacity(k)).collect();
+    for g in grads.iter_mut() {
+        for (s, chunk) in g.chunks_mut(fp.max(1)).enumerate() {
+            per_row[s].push(chunk);
         }
     }
+    value.par_chunks_mut(fp.max(1)).zip(per_row.into_par_iter()).enumerate().for_each(|(s, (v, mut g))| row_at(level, exp, &set, s, v, &mut g));
     (value, grads)
 }
 
@@ -664,9 +736,9 @@ pub fn tangent_difference(got: &[f64], want: &[f64]) -> (f64, f64) {
 mod tests {
     use super::*;
 
-    fn slope_at(d: f64, roots: &[f64], even: bool) -> ([f64; 1], [f64; 1]) {
+    fn slope_at(d: f64, roots: &Roots<f64>) -> ([f64; 1], [f64; 1]) {
         let (y, s) = two_cos_sin_pi::<f64, 1, false>(&[d], &cos_sin_coefficients());
-        cheb_and_slope::<f64, 1, false>(&y, &s, roots, even)
+        cheb_and_slope::<f64, 1, false>(&y, &s, roots)
     }
 
     /// U and dU/dδ against sin(Nπδ)/sin(πδ) and its central difference, for every N the pass takes.
@@ -675,23 +747,23 @@ mod tests {
         let pi = std::f64::consts::PI;
         let ratio = |d: f64, n: usize| if d == 0.0 { n as f64 } else { (n as f64 * pi * d).sin() / (pi * d).sin() };
         for n in 1..=CHEB_MAX_N {
-            let roots = cheb_roots::<f64>(n);
+            let roots = Roots::<f64>::new(n);
             let scale = (n * n * n) as f64;
             let mut d = -0.5;
             while d <= 0.5 {
-                let ([u], [du]) = slope_at(d, &roots, n % 2 == 0);
+                let ([u], [du]) = slope_at(d, &roots);
                 let h = 1e-5;
                 let fd = (8.0 * (ratio(d + h, n) - ratio(d - h, n)) - (ratio(d + 2.0 * h, n) - ratio(d - 2.0 * h, n))) / (12.0 * h);
                 assert!((u - ratio(d, n)).abs() <= 1e-12 * scale, "N={n} δ={d}: {u}");
                 assert!((du - fd).abs() <= 1e-7 * scale, "N={n} δ={d}: {du} vs {fd}");
                 d += 0.0173;
             }
-            let ([u0], [d0]) = slope_at(0.0, &roots, n % 2 == 0);
+            let ([u0], [d0]) = slope_at(0.0, &roots);
             assert!((u0 - n as f64).abs() <= 1e-13 * scale && d0 == 0.0, "N={n}: {u0} {d0}");
             // h shifted by an integer: y and s change sign together, U² and U·dU/dh do not
-            let (u1, d1) = slope_at(0.137, &roots, n % 2 == 0);
+            let (u1, d1) = slope_at(0.137, &roots);
             let (y, s) = two_cos_sin_pi::<f64, 1, false>(&[0.137], &cos_sin_coefficients());
-            let (u2, d2) = cheb_and_slope::<f64, 1, false>(&[-y[0]], &[-s[0]], &roots, n % 2 == 0);
+            let (u2, d2) = cheb_and_slope::<f64, 1, false>(&[-y[0]], &[-s[0]], &roots);
             assert!((u1[0] * u1[0] - u2[0] * u2[0]).abs() <= 1e-12 * scale && (u1[0] * d1[0] - u2[0] * d2[0]).abs() <= 1e-10 * scale);
         }
     }

@@ -201,7 +201,8 @@ pub fn loss_gradient(cfg: &Config, inputs: &Inputs, exp: &Experiment, float: &[f
 }
 
 /// The observed image as photons per pixel: a raw float file, an SMV image (pixels less `adc`, the
-/// offset the noise image adds) or a byte-offset CBF; it must have the detector's size.
+/// offset the noise image adds), a byte-offset CBF or the first frame of a NeXus file's
+/// `/entry/data/data` (counts as they are, as a CBF's); it must have the detector's size.
 pub fn read_observed(path: &Path, exp: &Experiment, adc: f64) -> Result<Vec<f64>> {
     let head = {
         use std::io::Read;
@@ -216,7 +217,10 @@ pub fn read_observed(path: &Path, exp: &Experiment, adc: f64) -> Result<Vec<f64>
         let (w, h, d) = crate::io::cbf::read_cbf(path)?;
         (w, h, d.iter().map(|&v| v as f64).collect())
     } else if head.starts_with(b"\x89HDF") {
-        return Err(Error::file(path, "--observed: reading NeXus/HDF5 images is not supported yet; give the frame as raw floats, SMV or CBF"));
+        // a NeXus/NXmx file as -nexusfile writes it: the first frame of /entry/data/data, counts as
+        // they are (as a CBF's)
+        let (h, w, d, _) = crate::io::hdf5::read_frame_f64(path, "/entry/data/data", 0).map_err(|e| Error::file(path, format!("--observed: {e}")))?;
+        (w, h, d)
     } else {
         let f = crate::io::float::read_float_image(path)?;
         (exp.det.fpixels(), if exp.det.fpixels() == 0 { 0 } else { f.len() / exp.det.fpixels() }, f.iter().map(|&v| v as f64).collect())
