@@ -17,7 +17,7 @@ HKL = os.path.join(HERE, "..", "2026-11-22-heavy", "heavy_P1.hkl")
 HEAVY = (f"-cell 70 80 90 85 95 105 -misset 10 20 30 -lambda 1 -distance 100 -pixel 0.1 -N 10 -mosaic 0.5 "
          f"-mosaic_dom 5 -phisteps 2 -osc 0.1 -divergence 0.2 -divsteps 3 -dispersion 0.1 -dispsteps 2 "
          f"-oversample 2 -hkl {HKL} -detpixels 512").split()
-BENCH = "-cell 100 100 100 90 90 90 -lambda 6.2 -N 5 -default_F 100 -distance 100 -pixel 0.1 -detpixels 1024".split()
+BENCH = "-cell 100 100 100 90 90 90 -lambda 6.2 -N 5 -default_F 100 -distance 100 -pixel 0.1 -detpixels 512".split()
 TWELVE = "rot_x,rot_y,rot_z,a,b,c,alpha,beta,gamma,distance,Xbeam,Ybeam"
 COMMON = "-nonoise -nopgm -noprogress -quiet -floatfile f.bin -intfile i.img".split()
 
@@ -41,7 +41,7 @@ def main():
         if TORCH:
             env = dict(os.environ, PYTHONPATH=TORCH[1], NANOBRAGG_DISABLE_COMPILE="1")
             t = time.perf_counter()
-            r = subprocess.run([TORCH[0], os.path.join(HERE, "torch_worker.py"), "1024", "2", "2"], cwd=work, capture_output=True, text=True, env=env)
+            r = subprocess.run([TORCH[0], os.path.join(HERE, "torch_worker.py"), "512", "2", "2"], cwd=work, capture_output=True, text=True, env=env)
             assert r.returncode == 0, r.stderr
             j = json.loads(r.stdout.strip().splitlines()[-1])
             j["process_s"] = time.perf_counter() - t
