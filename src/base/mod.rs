@@ -10,6 +10,7 @@ pub mod disk;
 pub mod dual;
 pub mod error;
 pub mod image;
+pub mod lane_math;
 pub mod log;
 pub mod memory;
 pub mod os_text;

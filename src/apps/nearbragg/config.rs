@@ -70,6 +70,10 @@ pub struct NearBraggConfig {
     pub debug: bool,
     /// `--threads` (not in the C): worker threads of the pixel loop (0: rayon's default pool).
     pub threads: usize,
+    /// The atom loop (not in the C): the scalar reference (`Backend::Reference`) or SIMD lanes at a
+    /// level (lowered to the CPU's; below AVX2 the scalar loop runs); `None`: the process's
+    /// (`NANOBRAGG_SIMD`, else the CPU's best level).
+    pub backend: Option<crate::kernel::Backend>,
 }
 
 impl Default for NearBraggConfig {
@@ -124,6 +128,7 @@ impl Default for NearBraggConfig {
             progress: true,
             debug: false,
             threads: 0,
+            backend: None,
         }
     }
 }

@@ -21,6 +21,7 @@ mod config;
 mod output;
 mod render;
 mod setup;
+mod simd;
 
 pub use atoms::{parse_atoms, read_atoms, Atoms};
 pub use config::{NearBraggConfig, PI, RTD, TWO_PI, UNSET};
@@ -186,9 +187,17 @@ fn report(c: &NearBraggConfig, p: &Prepared, s: &mut String) {
     let _ = writeln!(s, "  coherent source: {}", c.coherent as i32);
 }
 
+/// The atom loop's SIMD level (see [`NearBraggConfig::backend`]), or `None` for the scalar loop.
+fn level_of(c: &NearBraggConfig) -> Option<crate::base::cpu::SimdLevel> {
+    match c.backend.unwrap_or_else(crate::kernel::active_backend) {
+        crate::kernel::Backend::Reference => None,
+        crate::kernel::Backend::Simd(level) => simd::fast_level(level),
+    }
+}
+
 /// Run the pixel loop on `c.threads` threads (0: the global pool); returns the printout text.
 fn render_all(c: &NearBraggConfig, p: &mut Prepared) -> Result<String> {
-    let scene = Scene { c, det: &p.det, atoms: &p.atoms, steps: &p.steps, div: &p.div, oversample: p.oversample, nsteps: p.nsteps };
+    let scene = Scene { c, det: &p.det, atoms: &p.atoms, steps: &p.steps, div: &p.div, oversample: p.oversample, nsteps: p.nsteps, level: level_of(c) };
     if c.threads == 0 {
         return Ok(render::render(&scene, &mut p.images));
     }
@@ -198,7 +207,7 @@ fn render_all(c: &NearBraggConfig, p: &mut Prepared) -> Result<String> {
 
 /// The statistics of a rendered run.
 fn stats_of(c: &NearBraggConfig, p: &Prepared) -> Stats {
-    let scene = Scene { c, det: &p.det, atoms: &p.atoms, steps: &p.steps, div: &p.div, oversample: p.oversample, nsteps: p.nsteps };
+    let scene = Scene { c, det: &p.det, atoms: &p.atoms, steps: &p.steps, div: &p.div, oversample: p.oversample, nsteps: p.nsteps, level: level_of(c) };
     let last = p.oversample - 1;
     output::statistics(&p.det, &p.images.float, |x, y| {
         let (xd, yd, _) = render::subpixel_position(&scene, x, y, last, last);
@@ -237,7 +246,7 @@ pub fn run(c: &NearBraggConfig, out: &mut dyn Write) -> Result<()> {
     } else if c.progress {
         s += &output::progress_lines(&p.det, p.det.roi_pixels());
     }
-    let scene = Scene { c, det: &p.det, atoms: &p.atoms, steps: &p.steps, div: &p.div, oversample: p.oversample, nsteps: p.nsteps };
+    let scene = Scene { c, det: &p.det, atoms: &p.atoms, steps: &p.steps, div: &p.div, oversample: p.oversample, nsteps: p.nsteps, level: level_of(c) };
     let omega_sum = render::omega_sum(&scene);
     let st = stats_of(c, &p);
     s += "\n";

@@ -8,6 +8,8 @@
 use super::atoms::Atoms;
 use super::config::{NearBraggConfig, TWO_PI};
 use super::setup::{BeamSteps, Detector};
+use super::simd::{self, WaveLanes, LANES};
+use crate::base::cpu::SimdLevel;
 use crate::base::c::printf::cf;
 use crate::base::consts::R_E_SQR;
 use crate::base::vec3::V3;
@@ -25,6 +27,8 @@ pub struct Scene<'a> {
     pub oversample: i32,
     /// the C's `steps` (line 934)
     pub nsteps: i32,
+    /// The SIMD level of the atom loop ([`simd::fast_level`]), or `None` for the scalar loop.
+    pub level: Option<SimdLevel>,
 }
 
 /// The images the loop writes into (the float image, and the coherent sin/cos images).
@@ -119,6 +123,7 @@ fn atom_sum(c: &NearBraggConfig, a: &Atoms, w: &Wave, f: &mut (f64, f64), mut tr
 
 /// What one pixel's loop leaves: the amplitudes and intensity, and its last sub-pixel's solid angle,
 /// air path and position (the C's loop variables after the loop).
+#[derive(Clone, Copy)]
 pub struct PixelSum {
     pub fa: f64,
     pub fb: f64,
@@ -168,6 +173,55 @@ fn pixel_sum(s: &Scene, x: i32, y: i32, mut trace: Option<&mut String>) -> Pixel
     last
 }
 
+/// [`pixel_sum`] of the [`LANES`] pixels (`xs[l]`, y) at once, the atom loop in SIMD lanes at `level`:
+/// the same loops in the same order, each lane's sums the scalar loop's but for sin/cos/exp.
+fn group_sum(s: &Scene, level: SimdLevel, xs: &[i32; LANES], y: i32) -> [PixelSum; LANES] {
+    let c = s.c;
+    let (mut fa, mut fb, mut i) = ([0.0f64; LANES], [0.0f64; LANES], [0.0f64; LANES]);
+    let mut last = [PixelSum { fa: 0.0, fb: 0.0, i: 0.0, omega: 0.0, airpath: 0.0, pos: [0.0; 3] }; LANES];
+    let square = |fa: &mut [f64; LANES], fb: &mut [f64; LANES], i: &mut [f64; LANES]| {
+        for l in 0..LANES {
+            i[l] += fa[l] * fa[l] + fb[l] * fb[l];
+            (fa[l], fb[l]) = (0.0, 0.0);
+        }
+    };
+    for suby in 0..s.oversample {
+        for subz in 0..s.oversample {
+            let mut pix = [[0.0; LANES]; 3];
+            for (l, p) in last.iter_mut().enumerate() {
+                let (_, _, pos) = subpixel_position(s, xs[l], y, suby, subz);
+                (p.omega, p.airpath) = omega(c, &pos);
+                p.pos = pos;
+                (pix[0][l], pix[1][l], pix[2][l]) = (pos[0], pos[1], pos[2]);
+            }
+            for disp in 0..s.steps.disp.steps {
+                let lambda = s.steps.lambda(c.lambda0, disp);
+                for &(hdiv, vdiv) in s.div {
+                    for depth in 0..s.steps.depth.steps {
+                        let ddepth = s.steps.ddepth(depth);
+                        let src = if c.far_source {
+                            [0.0; 3]
+                        } else {
+                            [-c.source_distance + ddepth, hdiv.atan() * c.source_distance, vdiv.atan() * c.source_distance]
+                        };
+                        simd::atom_sum_lanes(level, c, s.atoms, &WaveLanes { src, lambda, pix }, &mut fa, &mut fb);
+                    }
+                    if !c.coherent {
+                        square(&mut fa, &mut fb, &mut i);
+                    }
+                }
+                if !c.coherent {
+                    square(&mut fa, &mut fb, &mut i);
+                }
+            }
+        }
+    }
+    for (l, p) in last.iter_mut().enumerate() {
+        (p.fa, p.fb, p.i) = (fa[l], fb[l], i[l]);
+    }
+    last
+}
+
 /// Finish pixel `j` (lines 1147-1172): the coherent images, the intensity, the float image.
 fn finish_pixel(s: &Scene, p: &mut PixelSum, float: &mut f32, sin: &mut f32, cos: &mut f32) {
     let steps = s.nsteps;
@@ -206,23 +260,42 @@ fn printed(c: &NearBraggConfig, x: i32, y: i32) -> bool {
     }
 }
 
-/// Render one row into its slices of the images; returns the row's `-printout` text.
+/// Render one row into its slices of the images; returns the row's `-printout` text. With a SIMD
+/// level the row's ROI pixels go in groups of [`LANES`] from the ROI's left edge (the last group's
+/// spare lanes repeat its last pixel and are dropped), so a pixel's group, and its value, do not
+/// depend on the threads; a pixel whose atoms `-debug` traces takes the scalar loop.
 fn render_row(s: &Scene, y: i32, float: &mut [f32], sin: &mut [f32], cos: &mut [f32]) -> String {
     let mut text = String::new();
-    for x in 0..s.det.xpixels {
-        if !s.det.in_roi(x, y) {
-            continue;
+    let (x0, x1) = (s.det.roi[0].max(0), s.det.roi[1].min(s.det.xpixels - 1));
+    if !(s.det.in_roi(x0, y) && x0 <= x1) {
+        return text;
+    }
+    let mut x = x0;
+    while x <= x1 {
+        let n = match s.level {
+            Some(_) => (x1 - x + 1).min(LANES as i32),
+            None => 1,
+        };
+        let xs: [i32; LANES] = std::array::from_fn(|l| x + (l as i32).min(n - 1));
+        let group = match s.level {
+            Some(level) => Some(group_sum(s, level, &xs, y)),
+            None => None,
+        };
+        for (l, &xl) in xs.iter().enumerate().take(n as usize) {
+            let xi = xl as usize;
+            let show = s.c.printout && printed(s.c, xl, y);
+            let mut trace = String::new();
+            let mut p = match &group {
+                Some(g) if !(show && s.c.debug) => g[l],
+                _ => pixel_sum(s, xl, y, if show && s.c.debug { Some(&mut trace) } else { None }),
+            };
+            finish_pixel(s, &mut p, &mut float[xi], &mut sin[xi], &mut cos[xi]);
+            if show {
+                text += &trace;
+                printout(s, xl, y, &p, float[xi], sin[xi], cos[xi], &mut text);
+            }
         }
-        let xi = x as usize;
-        let show = s.c.printout && printed(s.c, x, y);
-        let mut trace = String::new();
-        let tr = if show && s.c.debug { Some(&mut trace) } else { None };
-        let mut p = pixel_sum(s, x, y, tr);
-        finish_pixel(s, &mut p, &mut float[xi], &mut sin[xi], &mut cos[xi]);
-        if show {
-            text += &trace;
-            printout(s, x, y, &p, float[xi], sin[xi], cos[xi], &mut text);
-        }
+        x += n;
     }
     text
 }
