@@ -20,10 +20,10 @@
 const ROUND_MAGIC: f64 = 6755399441055744.0;
 
 /// 2/π.
-const TWO_OVER_PI: f64 = 0.6366197723675814;
+const TWO_OVER_PI: f64 = std::f64::consts::FRAC_2_PI;
 /// π/2 in three parts (P1 the double nearest π/2, P2 the double nearest π/2 − P1, P3 the rest;
 /// the remainder π/2 − P1 − P2 − P3 is 5.6·10⁻⁵⁰).
-const PIO2_1: f64 = 1.5707963267948966;
+const PIO2_1: f64 = std::f64::consts::FRAC_PI_2;
 const PIO2_2: f64 = 6.123233995736766e-17;
 const PIO2_3: f64 = -1.4973849048591698e-33;
 
@@ -95,7 +95,7 @@ pub fn sincos_lanes<const L: usize>(x: &[f64; L]) -> ([f64; L], [f64; L]) {
     // one lane loop per stage: LLVM vectorizes these, not one loop around the whole of sincos1
     let mut big = [false; L];
     for l in 0..L {
-        big[l] = !(x[l].abs() <= SINCOS_MAX);
+        big[l] = x[l].is_nan() || x[l].abs() > SINCOS_MAX;
     }
     for l in 0..L {
         (s[l], c[l]) = sincos1(x[l]);
@@ -111,9 +111,9 @@ pub fn sincos_lanes<const L: usize>(x: &[f64; L]) -> ([f64; L], [f64; L]) {
 }
 
 /// log 2 in two parts (LN2_HI the double nearest, LN2_LO the double nearest the rest).
-const LN2_HI: f64 = 0.6931471805599453;
+const LN2_HI: f64 = std::f64::consts::LN_2;
 const LN2_LO: f64 = 2.3190468138462996e-17;
-const LOG2_E: f64 = 1.4426950408889634;
+const LOG2_E: f64 = std::f64::consts::LOG2_E;
 /// Range of [`exp1`]: 2ⁿ stays a normal double.
 pub const EXP_MIN: f64 = -708.0;
 pub const EXP_MAX: f64 = 709.0;

@@ -17,11 +17,15 @@
 //!   deterministic.
 
 mod atoms;
+#[cfg(any(test, feature = "check-kernels"))]
+mod check;
 mod config;
 mod output;
 mod render;
 mod setup;
 mod simd;
+#[cfg(test)]
+mod tests;
 
 pub use atoms::{parse_atoms, read_atoms, Atoms};
 pub use config::{NearBraggConfig, PI, RTD, TWO_PI, UNSET};

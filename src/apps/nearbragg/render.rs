@@ -9,9 +9,9 @@ use super::atoms::Atoms;
 use super::config::{NearBraggConfig, TWO_PI};
 use super::setup::{BeamSteps, Detector};
 use super::simd::{self, WaveLanes, LANES};
-use crate::base::cpu::SimdLevel;
 use crate::base::c::printf::cf;
 use crate::base::consts::R_E_SQR;
+use crate::base::cpu::SimdLevel;
 use crate::base::vec3::V3;
 use rayon::prelude::*;
 use std::fmt::Write as _;
@@ -134,7 +134,7 @@ pub struct PixelSum {
 }
 
 /// The loops over sub-pixels, wavelengths, divergence and depth of pixel (x, y) (lines 1004-1145).
-fn pixel_sum(s: &Scene, x: i32, y: i32, mut trace: Option<&mut String>) -> PixelSum {
+pub fn pixel_sum(s: &Scene, x: i32, y: i32, mut trace: Option<&mut String>) -> PixelSum {
     let c = s.c;
     let (mut fa, mut fb, mut i) = (0.0f64, 0.0f64, 0.0f64);
     let mut last = PixelSum { fa: 0.0, fb: 0.0, i: 0.0, omega: 0.0, airpath: 0.0, pos: [0.0; 3] };
@@ -260,43 +260,48 @@ fn printed(c: &NearBraggConfig, x: i32, y: i32) -> bool {
     }
 }
 
-/// Render one row into its slices of the images; returns the row's `-printout` text. With a SIMD
-/// level the row's ROI pixels go in groups of [`LANES`] from the ROI's left edge (the last group's
-/// spare lanes repeat its last pixel and are dropped), so a pixel's group, and its value, do not
-/// depend on the threads; a pixel whose atoms `-debug` traces takes the scalar loop.
-fn render_row(s: &Scene, y: i32, float: &mut [f32], sin: &mut [f32], cos: &mut [f32]) -> String {
-    let mut text = String::new();
+/// The loop sums of row `y`'s ROI pixels, in raster order: `each(x, sum, trace)`. With a SIMD level
+/// the pixels go in groups of [`LANES`] from the ROI's left edge (the last group's spare lanes repeat
+/// its last pixel and are dropped), so a pixel's group, and its value, do not depend on the
+/// threads; a pixel whose atoms `-debug` traces takes the scalar loop (its trace is the C's).
+pub fn row_sums(s: &Scene, y: i32, mut each: impl FnMut(i32, PixelSum, String)) {
     let (x0, x1) = (s.det.roi[0].max(0), s.det.roi[1].min(s.det.xpixels - 1));
-    if !(s.det.in_roi(x0, y) && x0 <= x1) {
-        return text;
+    if !(x0 <= x1 && s.det.in_roi(x0, y)) {
+        return;
     }
+    let traced = |x: i32| s.c.printout && s.c.debug && printed(s.c, x, y);
     let mut x = x0;
     while x <= x1 {
-        let n = match s.level {
-            Some(_) => (x1 - x + 1).min(LANES as i32),
-            None => 1,
-        };
+        let n = if s.level.is_some() { (x1 - x + 1).min(LANES as i32) } else { 1 };
         let xs: [i32; LANES] = std::array::from_fn(|l| x + (l as i32).min(n - 1));
-        let group = match s.level {
-            Some(level) => Some(group_sum(s, level, &xs, y)),
-            None => None,
-        };
+        let group = s.level.map(|level| group_sum(s, level, &xs, y));
+        #[cfg(feature = "check-kernels")]
+        if let Some(g) = &group {
+            super::check::check_group(s, &xs[..n as usize], y, g);
+        }
         for (l, &xl) in xs.iter().enumerate().take(n as usize) {
-            let xi = xl as usize;
-            let show = s.c.printout && printed(s.c, xl, y);
             let mut trace = String::new();
-            let mut p = match &group {
-                Some(g) if !(show && s.c.debug) => g[l],
-                _ => pixel_sum(s, xl, y, if show && s.c.debug { Some(&mut trace) } else { None }),
+            let p = match &group {
+                Some(g) if !traced(xl) => g[l],
+                _ => pixel_sum(s, xl, y, traced(xl).then_some(&mut trace)),
             };
-            finish_pixel(s, &mut p, &mut float[xi], &mut sin[xi], &mut cos[xi]);
-            if show {
-                text += &trace;
-                printout(s, xl, y, &p, float[xi], sin[xi], cos[xi], &mut text);
-            }
+            each(xl, p, trace);
         }
         x += n;
     }
+}
+
+/// Render one row into its slices of the images; returns the row's `-printout` text.
+fn render_row(s: &Scene, y: i32, float: &mut [f32], sin: &mut [f32], cos: &mut [f32]) -> String {
+    let mut text = String::new();
+    row_sums(s, y, |x, mut p, trace| {
+        let xi = x as usize;
+        finish_pixel(s, &mut p, &mut float[xi], &mut sin[xi], &mut cos[xi]);
+        if s.c.printout && printed(s.c, x, y) {
+            text += &trace;
+            printout(s, x, y, &p, float[xi], sin[xi], cos[xi], &mut text);
+        }
+    });
     text
 }
 

@@ -74,11 +74,7 @@ fn atom_loop(c: &NearBraggConfig, a: &Atoms, w: &WaveLanes, fa: &mut [f64; LANES
     for i in 0..a.len() {
         let (ax, ay, az) = (a.x[i], a.y[i], a.z[i]);
         // the source's path is the same for every lane (line 1076)
-        let s2a = if far {
-            ax
-        } else {
-            ((src[0] - ax) * (src[0] - ax) + (src[1] - ay) * (src[1] - ay) + (src[2] - az) * (src[2] - az)).sqrt()
-        };
+        let s2a = if far { ax } else { ((src[0] - ax) * (src[0] - ax) + (src[1] - ay) * (src[1] - ay) + (src[2] - az) * (src[2] - az)).sqrt() };
         let (mut d, mut a2p, mut phase) = ([[0.0; L]; 3], [0.0; L], [0.0; L]);
         for l in 0..L {
             d[0][l] = pix[0][l] - ax;
@@ -89,13 +85,24 @@ fn atom_loop(c: &NearBraggConfig, a: &Atoms, w: &WaveLanes, fa: &mut [f64; LANES
         }
         let (sin, cos) = sincos_lanes(&phase);
         let s2a = if far { 1.0 } else { s2a };
-        let mut dwf = [a.occ[i]; L];
+        // the C's dwf*cos(phase)/s2a/a2p as cos·(dwf/s2a/a2p): one division per lane instead of
+        // four (dwf/s2a is the same for every lane without a B factor)
+        let mut w = [0.0; L];
         if a.b[i] != 0.0 {
+            let mut dwf = [a.occ[i]; L];
             debye_waller(a.b[i], [ax, ay, az], src, far, s2a, lambda, &d, &a2p, &mut dwf);
+            for l in 0..L {
+                w[l] = dwf[l] / s2a / a2p[l];
+            }
+        } else {
+            let ws = a.occ[i] / s2a;
+            for l in 0..L {
+                w[l] = ws / a2p[l];
+            }
         }
         for l in 0..L {
-            fa[l] += dwf[l] * cos[l] / s2a / a2p[l];
-            fb[l] += dwf[l] * sin[l] / s2a / a2p[l];
+            fa[l] += w[l] * cos[l];
+            fb[l] += w[l] * sin[l];
         }
     }
 }
