@@ -15,6 +15,29 @@
 //! it): elsewhere `f64::mul_add` is a slow library call (still exact). The callers dispatch on
 //! [`crate::base::cpu::detected_level`] and keep libm on CPUs without FMA.
 
+/// The rare lanes beyond [`SINCOS_MAX`]: libm's sin and cos (out of line, off the hot loop; the
+/// lanes' own test again, so a lane's value does not depend on its neighbours).
+#[cold]
+#[inline(never)]
+fn libm_sincos<const L: usize>(x: &[f64; L], s: &mut [f64; L], c: &mut [f64; L]) {
+    for l in 0..L {
+        if x[l].is_nan() || x[l].abs() > SINCOS_MAX {
+            (s[l], c[l]) = (x[l].sin(), x[l].cos());
+        }
+    }
+}
+
+/// The rare lanes outside [`exp1`]'s range: libm's exp.
+#[cold]
+#[inline(never)]
+fn libm_exp<const L: usize>(x: &[f64; L], e: &mut [f64; L]) {
+    for l in 0..L {
+        if !(EXP_MIN..=EXP_MAX).contains(&x[l]) {
+            e[l] = x[l].exp();
+        }
+    }
+}
+
 /// 1.5·2⁵²: `x + ROUND_MAGIC - ROUND_MAGIC` is x rounded to the nearest integer (ties to even) for
 /// |x| < 2⁵¹, and the low bits of `(x + ROUND_MAGIC).to_bits()` are that integer.
 const ROUND_MAGIC: f64 = 6755399441055744.0;
@@ -92,20 +115,17 @@ pub fn sincos1(x: f64) -> (f64, f64) {
 #[inline(always)]
 pub fn sincos_lanes<const L: usize>(x: &[f64; L]) -> ([f64; L], [f64; L]) {
     let (mut s, mut c) = ([0.0; L], [0.0; L]);
-    // one lane loop per stage: LLVM vectorizes these, not one loop around the whole of sincos1
-    let mut big = [false; L];
-    for l in 0..L {
-        big[l] = x[l].is_nan() || x[l].abs() > SINCOS_MAX;
-    }
+    // one lane loop per stage, the out-of-range test an OR over the lanes: LLVM vectorizes these
+    // (not one loop around the whole of sincos1, nor per-lane flags and branches)
     for l in 0..L {
         (s[l], c[l]) = sincos1(x[l]);
     }
-    if big.iter().any(|&b| b) {
-        for l in 0..L {
-            if big[l] {
-                (s[l], c[l]) = (x[l].sin(), x[l].cos());
-            }
-        }
+    let mut big = 0u64;
+    for &v in x {
+        big |= (v.is_nan() || v.abs() > SINCOS_MAX) as u64;
+    }
+    if big != 0 {
+        libm_sincos(x, &mut s, &mut c);
     }
     (s, c)
 }
@@ -154,19 +174,15 @@ pub fn exp1(x: f64) -> f64 {
 /// [[`EXP_MIN`], [`EXP_MAX`]] (or not finite) takes libm's.
 #[inline(always)]
 pub fn exp_lanes<const L: usize>(x: &[f64; L]) -> [f64; L] {
-    let (mut e, mut inside) = ([0.0; L], [false; L]);
+    let mut e = [0.0; L];
+    let mut out = 0u64;
     for l in 0..L {
-        inside[l] = x[l] >= EXP_MIN && x[l] <= EXP_MAX;
+        let inside = x[l] >= EXP_MIN && x[l] <= EXP_MAX;
+        e[l] = exp1(if inside { x[l] } else { 0.0 });
+        out |= !inside as u64;
     }
-    for l in 0..L {
-        e[l] = exp1(if inside[l] { x[l] } else { 0.0 });
-    }
-    if !inside.iter().all(|&i| i) {
-        for l in 0..L {
-            if !inside[l] {
-                e[l] = x[l].exp();
-            }
-        }
+    if out != 0 {
+        libm_exp(x, &mut e);
     }
     e
 }

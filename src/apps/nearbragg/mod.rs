@@ -6,6 +6,10 @@
 //!
 //! Rows are rendered in parallel, each pixel in the C's order and arithmetic (its truncated 2π and
 //! π included), so the float image does not depend on the thread count and the SMV file is the C's.
+//! The atom loop runs eight adjacent pixels as SIMD lanes (`simd`, AVX-512 or AVX2+FMA picked at run
+//! time, `NANOBRAGG_SIMD=scalar` or a CPU without FMA keeps the scalar loop that mirrors the C): the
+//! same path lengths and phases to the bit, sin/cos/exp within a few 10⁻¹⁶ of glibc's, about 20×
+//! fewer nanoseconds per atom and pixel than the C (glibc's sin and cos of 10⁹–10¹² rad are slow).
 //!
 //! Differences from nearBragg.c:
 //! * refused with a one-line error (exit 9), nothing written: a missing or malformed atom list (a
@@ -41,7 +45,8 @@ use std::fmt::Write as _;
 use std::io::Write;
 
 /// Most atom-wave sums (rendered pixels × sub-pixels × wavelengths × divergence points × depths ×
-/// atoms) of one run: more would take days.
+/// atoms) of one run: 10¹³ takes about 10 CPU-hours with the SIMD atom loop (3.4 ns per wave on an
+/// AVX-512 core) and a week with the scalar one (the C's 67 ns); more is refused before anything runs.
 pub const MAX_WORK: f64 = 1e13;
 
 /// A run's images: the float image (photons/pixel), and with `-coherent` the average complex
@@ -126,7 +131,7 @@ fn check_size(det: &Detector, atoms: usize, steps: f64) -> Result<()> {
     let work = det.roi_pixels() as f64 * steps * atoms as f64;
     if work > MAX_WORK {
         return Err(Error::setup(format!(
-            "nearbragg: {} pixels x {} steps x {} atoms = {} atom waves, more than {} (days of CPU); use fewer atoms, pixels (-roi) or steps",
+            "nearbragg: {} pixels x {} steps x {} atoms = {} atom waves, more than {} (many CPU-hours); use fewer atoms, pixels (-roi) or steps",
             det.roi_pixels(),
             cf("%g", steps),
             atoms,
