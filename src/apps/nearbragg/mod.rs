@@ -8,8 +8,9 @@
 //! π included), so the float image does not depend on the thread count and the SMV file is the C's.
 //! The atom loop runs eight adjacent pixels as SIMD lanes (`simd`, AVX-512 or AVX2+FMA picked at run
 //! time, `NANOBRAGG_SIMD=scalar` or a CPU without FMA keeps the scalar loop that mirrors the C): the
-//! same path lengths and phases to the bit, sin/cos/exp within a few 10⁻¹⁶ of glibc's, about 20×
-//! fewer nanoseconds per atom and pixel than the C (glibc's sin and cos of 10⁹–10¹² rad are slow).
+//! same path lengths and phases to the bit, sin/cos/exp within a few 10⁻¹⁶ of glibc's, and an atom
+//! and pixel in about 2.8 ns of one AVX-512 core against the C's 64-67 ns (glibc's sin and cos of
+//! 10⁹–10¹² rad are slow; reports/benchmarks/2026-11-26-nearbragg-simd).
 //!
 //! Differences from nearBragg.c:
 //! * refused with a one-line error (exit 9), nothing written: a missing or malformed atom list (a
@@ -45,7 +46,7 @@ use std::fmt::Write as _;
 use std::io::Write;
 
 /// Most atom-wave sums (rendered pixels × sub-pixels × wavelengths × divergence points × depths ×
-/// atoms) of one run: 10¹³ takes about 10 CPU-hours with the SIMD atom loop (3.4 ns per wave on an
+/// atoms) of one run: 10¹³ takes about 8 CPU-hours with the SIMD atom loop (2.8 ns per wave on an
 /// AVX-512 core) and a week with the scalar one (the C's 67 ns); more is refused before anything runs.
 pub const MAX_WORK: f64 = 1e13;
 
