@@ -9,7 +9,7 @@
 //! The atom loop runs eight adjacent pixels as SIMD lanes (`simd`, AVX-512 or AVX2+FMA picked at run
 //! time, `NANOBRAGG_SIMD=scalar` or a CPU without FMA keeps the scalar loop that mirrors the C): the
 //! same path lengths and phases to the bit, sin/cos/exp within a few 10⁻¹⁶ of glibc's, and an atom
-//! and pixel in about 2.8 ns of one AVX-512 core against the C's 64-67 ns (glibc's sin and cos of
+//! and pixel in about 2.8 ns of one AVX-512 core against the C's 63-67 ns (glibc's sin and cos of
 //! 10⁹–10¹² rad are slow; reports/benchmarks/2026-11-26-nearbragg-simd).
 //!
 //! Differences from nearBragg.c:
