@@ -292,9 +292,12 @@ fn images_do_not_depend_on_the_thread_count() {
     assert_eq!(one, run("e", None, Some("2")), "--threads 1 vs RAYON_NUM_THREADS=2");
 }
 
+/// What [`port_run`] returns: stdout, the SMV file, the float (and sin, cos) images.
+type PortRun = (String, Vec<u8>, Vec<Vec<f32>>);
+
 /// One run of the port in `dir` with `NANOBRAGG_SIMD=simd` (`scalar`: the loop that mirrors the C;
 /// a level: the SIMD atom loop, lowered to the CPU's): stdout, the SMV file and the float images.
-fn port_run(dir: &Path, simd: &str, args: &[&str], before: Option<&[&str]>) -> (String, Vec<u8>, Vec<Vec<f32>>) {
+fn port_run(dir: &Path, simd: &str, args: &[&str], before: Option<&[&str]>) -> PortRun {
     let run = |a: &[&str]| {
         let out = bin().current_dir(dir).arg("nearbragg").args(["-file", "a.txt"]).args(a).env("NANOBRAGG_SIMD", simd).output().unwrap();
         assert!(out.status.success(), "{simd} {a:?}: {}", String::from_utf8_lossy(&out.stderr));
