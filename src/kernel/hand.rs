@@ -242,6 +242,7 @@ pub const TWO_COS_PI_Q32: [f64; 4] = [-9.869591036271823, 8.116902683253906, -2.
 /// 2sin(π√t)/√t ≈ P(t) on t ∈ [0, ¼], constant term first: the minimax polynomial for the
 /// absolute error of 2sin(πδ) = δ·P(δ²) on |δ| ≤ ½, |error| ≤ 1.8e-16 (degree 7; degree 6 would
 /// be 7.9e-14), from `scripts/fit_two_cos_pi.py`.
+#[allow(clippy::approx_constant)] // a fitted coefficient that happens to lie near 2π, not 2π
 pub const TWO_SIN_PI_P64: [f64; 8] = [
     6.28318530717958,
     -10.33542556009877,

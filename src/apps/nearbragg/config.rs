@@ -2,8 +2,10 @@
 //! (nearBragg.c lines 60-143; the command line itself is parsed by the CLI).
 
 /// nearBragg.c's `#define PI 3.14159265358979` (line 22): truncated, kept for parity.
+#[allow(clippy::approx_constant)]
 pub const PI: f64 = 3.14159265358979;
 /// nearBragg.c's `#define twoPI 6.28318530717959` (line 23): truncated, kept for the phases' parity.
+#[allow(clippy::approx_constant)]
 pub const TWO_PI: f64 = 6.28318530717959;
 /// nearBragg.c's `RTD = 180.0/PI` (line 24), with its truncated PI.
 pub const RTD: f64 = 180.0 / PI;
