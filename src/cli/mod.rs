@@ -5,6 +5,8 @@ pub mod flags;
 pub mod help;
 pub mod main;
 pub mod nearbragg;
+#[cfg(test)]
+mod nearbragg_lanes;
 pub mod noisify;
 pub mod nonbragg;
 pub mod parse;

@@ -47,23 +47,3 @@ pub fn check_row(name: &str, precision: Precision, exp: &Experiment, s: usize, i
         );
     }
 }
-
-/// Render the derivative images `grads` of the lane pass at `level` again with the dual reference
-/// and panic where an image differs by more than [`tangent_tolerance`] of its peak.
-pub fn check_tangents(
-    exp: &Experiment,
-    base: &crate::experiment::tangents::Resolved,
-    tangents: &[&crate::experiment::tangents::Resolved],
-    level: crate::base::cpu::SimdLevel,
-    precision: Precision,
-    grads: &[Vec<f64>],
-) {
-    let owned: Vec<_> = tangents.iter().map(|t| (*t).clone()).collect();
-    let want = super::tangents::render_tangents_reference(exp, base, &owned, None);
-    for (p, (got, want)) in grads.iter().zip(&want.grads).enumerate() {
-        let (err, peak) = super::tangent_lanes::tangent_difference(got, want);
-        let tol = super::tangent_lanes::tangent_tolerance(precision) * peak;
-        assert!(err <= tol, "check-kernels: derivative image {p} at level {} ({precision:?}): max |diff| {err:.3e} > {tol:.3e} (peak {peak:.3e})", level.name());
-    }
-}
-

@@ -121,7 +121,7 @@ pub fn render_tangents_with(exp: &Experiment, base: &Resolved, tangents: &[Resol
         let lane_t: Vec<&Resolved> = tangents.iter().zip(&in_lanes).filter(|p| *p.1).map(|p| p.0).collect();
         let (value, grads) = super::tangent_lanes::render_lanes(exp, &lane_t, level, opts.precision);
         #[cfg(feature = "check-kernels")]
-        super::check::check_tangents(exp, base, &lane_t, level, opts.precision, &grads);
+        check_tangents(exp, base, &lane_t, level, opts.precision, &grads);
         let mut it = grads.into_iter();
         for (g, _) in out.grads.iter_mut().zip(&in_lanes).filter(|p| *p.1) {
             *g = it.next().expect("one image per tangent");
@@ -510,4 +510,26 @@ fn polarization_factor<const K: usize>(kahn: f64, incident: &DV3<K>, diffracted:
         psi = -b_out.atan2(e_out);
     }
     (0.5 * (1.0 + cos2theta_sqr - kahn * (2.0 * psi).cos() * sin2theta_sqr), diffracted)
+}
+
+/// `check-kernels` for the derivative images: render the images `grads` of the lane pass at `level`
+/// again with the dual reference and panic where an image differs by more than
+/// [`tangent_tolerance`](super::tangent_lanes::tangent_tolerance) of its peak. (Here, not in
+/// `check.rs`, which the backends import: the lane pass imports them.)
+#[cfg(feature = "check-kernels")]
+pub fn check_tangents(
+    exp: &Experiment,
+    base: &crate::experiment::tangents::Resolved,
+    tangents: &[&crate::experiment::tangents::Resolved],
+    level: crate::base::cpu::SimdLevel,
+    precision: crate::experiment::params::Precision,
+    grads: &[Vec<f64>],
+) {
+    let owned: Vec<_> = tangents.iter().map(|t| (*t).clone()).collect();
+    let want = render_tangents_reference(exp, base, &owned, None);
+    for (p, (got, want)) in grads.iter().zip(&want.grads).enumerate() {
+        let (err, peak) = super::tangent_lanes::tangent_difference(got, want);
+        let tol = super::tangent_lanes::tangent_tolerance(precision) * peak;
+        assert!(err <= tol, "check-kernels: derivative image {p} at level {} ({precision:?}): max |diff| {err:.3e} > {tol:.3e} (peak {peak:.3e})", level.name());
+    }
 }

@@ -84,7 +84,7 @@ pub fn fused_render(cfg: &Config, inputs: &Inputs, exp: &Experiment, names: &[Pa
     let refs: Vec<&Resolved> = t.iter().collect();
     let (value, grads) = tangent_lanes::render_lanes(exp, &refs, level, opts.precision);
     #[cfg(feature = "check-kernels")]
-    crate::kernel::check::check_tangents(exp, &Resolved::of(exp), &refs, level, opts.precision, &grads);
+    crate::kernel::tangents::check_tangents(exp, &Resolved::of(exp), &refs, level, opts.precision, &grads);
     let float = value.iter().map(|&v| v as f32).collect();
     let r = crate::kernel::RenderOutput { float, omega_sum: tangent_lanes::omega_sum(exp), interp_oob: None };
     Ok(Some((r, TangentImages { value, grads })))

@@ -3,12 +3,7 @@
 //! nearBragg.c, and a disagreement panics with the pixel. Slow (the scalar loop runs too): for tests
 //! and debugging. The unit tests compare whole images with the same rule.
 
-use super::render::PixelSum;
-#[cfg(feature = "check-kernels")]
-use super::{
-    render::{pixel_sum, Scene},
-    simd::LANES,
-};
+use super::simd::PixelSum;
 
 /// Largest relative difference allowed between a SIMD and a scalar sum. The lanes' path lengths,
 /// phases and divisions are the C's to the bit; sin, cos, exp (and the amplitude's order of
@@ -45,21 +40,4 @@ pub fn compare(got: &PixelSum, want: &PixelSum, peak: f64) -> Result<(), String>
         ));
     }
     Ok(())
-}
-
-/// Sum the group's pixels (`xs`, row `y`) with the scalar loop and compare (peak: the group's
-/// brightest); panic on disagreement.
-#[cfg(feature = "check-kernels")]
-pub fn check_group(s: &Scene, xs: &[i32], y: i32, group: &[PixelSum; LANES]) {
-    let want: Vec<PixelSum> = xs.iter().map(|&x| pixel_sum(s, x, y, None)).collect();
-    let peak = want.iter().map(intensity).fold(0.0, f64::max);
-    for (l, w) in want.iter().enumerate() {
-        if let Err(e) = compare(&group[l], w, peak) {
-            panic!(
-                "check-kernels: nearbragg's SIMD atom loop ({}) disagrees with the scalar loop at pixel ({}, {y}): {e}",
-                s.level.map_or("scalar", |l| l.name()),
-                xs[l]
-            );
-        }
-    }
 }

@@ -23,14 +23,12 @@
 
 mod atoms;
 #[cfg(any(test, feature = "check-kernels"))]
-mod check;
+pub(crate) mod check;
 mod config;
 mod output;
-mod render;
+pub(crate) mod render;
 mod setup;
-mod simd;
-#[cfg(test)]
-mod tests;
+pub(crate) mod simd;
 
 pub use atoms::{parse_atoms, read_atoms, Atoms};
 pub use config::{NearBraggConfig, PI, RTD, TWO_PI, UNSET};
@@ -64,14 +62,14 @@ pub struct NearBraggImages {
 }
 
 /// Everything set up before the pixel loop.
-struct Prepared {
-    det: Detector,
-    atoms: Atoms,
-    steps: BeamSteps,
-    div: Vec<(f64, f64)>,
-    oversample: i32,
-    nsteps: i32,
-    images: Images,
+pub(crate) struct Prepared {
+    pub(crate) det: Detector,
+    pub(crate) atoms: Atoms,
+    pub(crate) steps: BeamSteps,
+    pub(crate) div: Vec<(f64, f64)>,
+    pub(crate) oversample: i32,
+    pub(crate) nsteps: i32,
+    pub(crate) images: Images,
 }
 
 /// Read `path` as native floats (`fread`, lines 872-899): the first `n`; a shorter file is refused.
@@ -144,7 +142,7 @@ fn check_size(det: &Detector, atoms: usize, steps: f64) -> Result<()> {
 }
 
 /// Lines 457-918: read the atoms, set up detector and steps, load the accumulated images.
-fn prepare(c: &NearBraggConfig, log: &mut String) -> Result<Prepared> {
+pub(crate) fn prepare(c: &NearBraggConfig, log: &mut String) -> Result<Prepared> {
     setup::check(c)?;
     let file = c.file.as_deref().ok_or_else(|| Error::flag("-file", "no atom list given (usage: nearbragg -file atom_list.txt)"))?;
     let bytes = std::fs::read(os_path(file)).map_err(|e| Error::file(file, format!("cannot read atom list: {e}")))?;
@@ -198,7 +196,7 @@ fn report(c: &NearBraggConfig, p: &Prepared, s: &mut String) {
 }
 
 /// The atom loop's SIMD level (see [`NearBraggConfig::backend`]), or `None` for the scalar loop.
-fn level_of(c: &NearBraggConfig) -> Option<crate::base::cpu::SimdLevel> {
+pub(crate) fn level_of(c: &NearBraggConfig) -> Option<crate::base::cpu::SimdLevel> {
     match c.backend.unwrap_or_else(crate::kernel::active_backend) {
         crate::kernel::Backend::Reference => None,
         crate::kernel::Backend::Simd(level) => simd::fast_level(level),

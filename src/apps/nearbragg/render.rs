@@ -10,6 +10,7 @@
 use super::atoms::Atoms;
 use super::config::{NearBraggConfig, TWO_PI};
 use super::setup::{BeamSteps, Detector};
+pub use super::simd::PixelSum;
 use super::simd::{self, WaveLanes, LANES};
 use crate::base::c::printf::cf;
 use crate::base::consts::R_E_SQR;
@@ -123,17 +124,6 @@ fn atom_sum(c: &NearBraggConfig, a: &Atoms, w: &Wave, f: &mut (f64, f64), mut tr
     }
 }
 
-/// What one pixel's loop leaves: the amplitudes and intensity, and its last sub-pixel's solid angle,
-/// air path and position (the C's loop variables after the loop).
-#[derive(Clone, Copy)]
-pub struct PixelSum {
-    pub fa: f64,
-    pub fb: f64,
-    pub i: f64,
-    pub omega: f64,
-    pub airpath: f64,
-    pub pos: V3,
-}
 
 /// The loops over sub-pixels, wavelengths, divergence and depth of pixel (x, y) (lines 1004-1145).
 pub fn pixel_sum(s: &Scene, x: i32, y: i32, mut trace: Option<&mut String>) -> PixelSum {
@@ -279,7 +269,7 @@ pub fn row_sums(s: &Scene, y: i32, mut each: impl FnMut(i32, PixelSum, String)) 
         let group = s.level.map(|level| group_sum(s, level, &xs, y));
         #[cfg(feature = "check-kernels")]
         if let Some(g) = &group {
-            super::check::check_group(s, &xs[..n as usize], y, g);
+            check_group(s, &xs[..n as usize], y, g);
         }
         for (l, &xl) in xs.iter().enumerate().take(n as usize) {
             let mut trace = String::new();
@@ -339,4 +329,21 @@ pub fn omega_sum(s: &Scene) -> f64 {
         }
     }
     sum
+}
+
+/// Sum the group's pixels (`xs`, row `y`) with the scalar loop and compare (peak: the group's
+/// brightest); panic on disagreement.
+#[cfg(feature = "check-kernels")]
+pub fn check_group(s: &Scene, xs: &[i32], y: i32, group: &[PixelSum; LANES]) {
+    let want: Vec<PixelSum> = xs.iter().map(|&x| pixel_sum(s, x, y, None)).collect();
+    let peak = want.iter().map(super::check::intensity).fold(0.0, f64::max);
+    for (l, w) in want.iter().enumerate() {
+        if let Err(e) = super::check::compare(&group[l], w, peak) {
+            panic!(
+                "check-kernels: nearbragg's SIMD atom loop ({}) disagrees with the scalar loop at pixel ({}, {y}): {e}",
+                s.level.map_or("scalar", |l| l.name()),
+                xs[l]
+            );
+        }
+    }
 }

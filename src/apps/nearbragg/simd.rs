@@ -17,6 +17,18 @@ use crate::base::cpu::SimdLevel;
 use crate::base::lane_math::{exp_lanes, sincos_lanes};
 use crate::base::vec3::V3;
 
+/// What one pixel's loop leaves (the scalar loop's, or one lane's): the amplitudes and intensity, and its last sub-pixel's solid angle,
+/// air path and position (the C's loop variables after the loop).
+#[derive(Clone, Copy)]
+pub struct PixelSum {
+    pub fa: f64,
+    pub fb: f64,
+    pub i: f64,
+    pub omega: f64,
+    pub airpath: f64,
+    pub pos: V3,
+}
+
 /// Pixels per group: one 512-bit register per quantity at AVX-512, two 256-bit ones at AVX2.
 pub const LANES: usize = 8;
 

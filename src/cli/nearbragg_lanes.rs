@@ -1,10 +1,11 @@
-//! The SIMD atom loop against the scalar loop that mirrors nearBragg.c, pixel by pixel in f64 (the
+//! nearbragg's SIMD atom loop against the scalar loop that mirrors nearBragg.c (here, beside the flag
+//! parser that builds the runs, so that `apps` never imports `cli`), pixel by pixel in f64 (the
 //! float image's f32 would hide all but the largest differences), on random atom lists across every
 //! flag group, at every SIMD level this CPU has.
 
-use super::check::{compare, intensity};
-use super::render::{row_sums, PixelSum, Scene};
-use super::{level_of, prepare, simd, NearBraggConfig, Prepared};
+use crate::apps::nearbragg::check::{compare, intensity};
+use crate::apps::nearbragg::render::{row_sums, PixelSum, Scene};
+use crate::apps::nearbragg::{level_of, prepare, simd, NearBraggConfig, Prepared};
 use crate::base::cpu::SimdLevel;
 use crate::kernel::Backend;
 
@@ -44,7 +45,7 @@ fn config(dir: &std::path::Path, atoms: &str, flags: &[&str]) -> NearBraggConfig
     std::fs::write(&file, atoms).unwrap();
     let mut args = vec!["-file".to_string(), file.to_string_lossy().into_owned()];
     args.extend(flags.iter().map(|s| s.to_string()));
-    crate::cli::nearbragg::parse_nearbragg_args(&args).unwrap()
+    super::nearbragg::parse_nearbragg_args(&args).unwrap()
 }
 
 /// Every ROI pixel's loop sums, in raster order, with the atom loop at `level` (`None`: scalar).
