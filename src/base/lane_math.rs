@@ -40,7 +40,7 @@ fn libm_exp<const L: usize>(x: &[f64; L], e: &mut [f64; L]) {
 
 /// 1.5·2⁵²: `x + ROUND_MAGIC - ROUND_MAGIC` is x rounded to the nearest integer (ties to even) for
 /// |x| < 2⁵¹, and the low bits of `(x + ROUND_MAGIC).to_bits()` are that integer.
-const ROUND_MAGIC: f64 = 6755399441055744.0;
+pub const ROUND_MAGIC: f64 = 6755399441055744.0;
 
 /// 2/π.
 const TWO_OVER_PI: f64 = std::f64::consts::FRAC_2_PI;
@@ -58,7 +58,7 @@ pub const SINCOS_MAX: f64 = 35184372088832.0;
 
 /// Cephes `sin.c` (S. L. Moshier) minimax coefficients of sin(r) = r + r·z·S(z), z = r², on [−π/4, π/4].
 #[allow(clippy::excessive_precision)] // the published coefficients, kept as written
-const SIN_C: [f64; 6] = [
+pub const SIN_C: [f64; 6] = [
     -1.66666666666666307295E-1,
     8.33333333332211858878E-3,
     -1.98412698295895385996E-4,
@@ -68,7 +68,7 @@ const SIN_C: [f64; 6] = [
 ];
 /// Cephes `sin.c` coefficients of cos(r) = 1 − z/2 + z²·C(z), z = r², on [−π/4, π/4].
 #[allow(clippy::excessive_precision)] // the published coefficients, kept as written
-const COS_C: [f64; 6] = [
+pub const COS_C: [f64; 6] = [
     4.16666666666665929218E-2,
     -1.38888888888730564116E-3,
     2.48015872888517045348E-5,

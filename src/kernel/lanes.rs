@@ -32,29 +32,15 @@ pub trait Real:
     fn small_int(self) -> i32;
 }
 
-#[allow(clippy::excessive_precision)] // the published Cephes coefficients, kept as written
 impl Real for f64 {
     const ZERO: f64 = 0.0;
     const ONE: f64 = 1.0;
     const HALF: f64 = 0.5;
     const PI: f64 = std::f64::consts::PI;
-    const ROUND_MAGIC: f64 = 6755399441055744.0;
-    const SIN_C: [f64; 6] = [
-        -1.66666666666666307295E-1,
-        8.33333333332211858878E-3,
-        -1.98412698295895385996E-4,
-        2.75573136213857245213E-6,
-        -2.50507477628578072866E-8,
-        1.58962301576546568060E-10,
-    ];
-    const COS_C: [f64; 6] = [
-        4.16666666666665929218E-2,
-        -1.38888888888730564116E-3,
-        2.48015872888517045348E-5,
-        -2.75573141792967388112E-7,
-        2.08757008419747316778E-9,
-        -1.13585365213876817300E-11,
-    ];
+    // the Cephes sin/cos coefficients and the rounding constant of base::lane_math (one copy)
+    const ROUND_MAGIC: f64 = crate::base::lane_math::ROUND_MAGIC;
+    const SIN_C: [f64; 6] = crate::base::lane_math::SIN_C;
+    const COS_C: [f64; 6] = crate::base::lane_math::COS_C;
     #[inline(always)]
     fn from_f64(x: f64) -> f64 {
         x
