@@ -83,6 +83,16 @@ pub fn omega(c: &NearBraggConfig, pos: &V3) -> (f64, f64) {
     (om, airpath)
 }
 
+/// The source point of divergence angles (hdiv, vdiv) at depth offset `ddepth` (lines 1055-1060);
+/// the origin for a far source, whose phase counts from the atom's x.
+fn source_point(c: &NearBraggConfig, hdiv: f64, vdiv: f64, ddepth: f64) -> V3 {
+    if c.far_source {
+        [0.0; 3]
+    } else {
+        [-c.source_distance + ddepth, hdiv.atan() * c.source_distance, vdiv.atan() * c.source_distance]
+    }
+}
+
 /// One source point and wavelength, seen from one pixel position.
 struct Wave {
     src: V3,
@@ -139,12 +149,7 @@ pub fn pixel_sum(s: &Scene, x: i32, y: i32, mut trace: Option<&mut String>) -> P
                 let lambda = s.steps.lambda(c.lambda0, disp);
                 for &(hdiv, vdiv) in s.div {
                     for depth in 0..s.steps.depth.steps {
-                        let ddepth = s.steps.ddepth(depth);
-                        let src = if c.far_source {
-                            [0.0; 3]
-                        } else {
-                            [-c.source_distance + ddepth, hdiv.atan() * c.source_distance, vdiv.atan() * c.source_distance]
-                        };
+                        let src = source_point(c, hdiv, vdiv, s.steps.ddepth(depth));
                         let mut f = (fa, fb);
                         atom_sum(c, s.atoms, &Wave { src, lambda, pix: pos }, &mut f, trace.as_deref_mut());
                         (fa, fb) = f;
@@ -190,12 +195,7 @@ fn group_sum(s: &Scene, level: SimdLevel, xs: &[i32; LANES], y: i32) -> [PixelSu
                 let lambda = s.steps.lambda(c.lambda0, disp);
                 for &(hdiv, vdiv) in s.div {
                     for depth in 0..s.steps.depth.steps {
-                        let ddepth = s.steps.ddepth(depth);
-                        let src = if c.far_source {
-                            [0.0; 3]
-                        } else {
-                            [-c.source_distance + ddepth, hdiv.atan() * c.source_distance, vdiv.atan() * c.source_distance]
-                        };
+                        let src = source_point(c, hdiv, vdiv, s.steps.ddepth(depth));
                         simd::atom_sum_lanes(level, c, s.atoms, &WaveLanes { src, lambda, pix }, &mut fa, &mut fb);
                     }
                     if !c.coherent {
