@@ -399,8 +399,6 @@ pub const OUTPUT_KINDS: &[(&str, &str, &str)] = &[
     ("nexus", "-nexusfile", "series.nxs"),
 ];
 
-/// `--outputs`: switch off every output not listed, give the listed optional ones a default name, and
-/// refuse a flag that names an output the list leaves out (the user asked for both).
 /// A detector of several panels writes float and NeXus files only: the one-panel formats (SMV, PGM,
 /// PNG, noise SMV, CBF) are switched off for every frame, with a note, unless the flags name one or
 /// `--outputs` lists one, which is refused here, before any file is written.
@@ -417,6 +415,8 @@ fn one_panel_outputs_off(c: &mut Config, listed: Option<&[String]>, panels: usiz
     Ok(notes)
 }
 
+/// `--outputs`: switch off every output not listed, give the listed optional ones a default name, and
+/// refuse a flag that names an output the list leaves out (the user asked for both).
 fn select_outputs(c: &mut Config, kinds: &[String], named: &[String]) -> Result<()> {
     for k in kinds {
         if !OUTPUT_KINDS.iter().any(|(n, _, _)| n == k) {
