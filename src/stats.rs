@@ -19,81 +19,141 @@ pub struct ImageStats {
     pub rmsd: f64,
 }
 
+/// One row's share of the first statistics pass: its brightest pixel (strict `>`, the first of
+/// equals, as the C's raster scan) and its sums over the rendered pixels. Kept per row so that the
+/// render can reduce each row while it is still in cache ([`row_stats`]) and [`image_stats_from_rows`]
+/// combines them in row order: the same numbers as [`image_stats`] for any thread count.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RowStats {
+    /// The row's largest value above 0 (0 when none).
+    pub max: f64,
+    /// Its column; `usize::MAX` when the row has no pixel above 0 (or is outside the ROI).
+    pub max_f: usize,
+    pub sum: f64,
+    pub sumsqr: f64,
+    /// Rendered pixels.
+    pub n: u64,
+    /// Pixels of the whole row (ROI or not) that are NaN or infinite.
+    pub nonfinite: u64,
+}
+
+impl Default for RowStats {
+    fn default() -> Self {
+        RowStats { max: 0.0, max_f: usize::MAX, sum: 0.0, sumsqr: 0.0, n: 0, nonfinite: 0 }
+    }
+}
+
+/// [`RowStats`] of row `s` (`row` = its `fpixels` values) of an image with `roi`, `mask_row` the
+/// row's mask (0 = masked) if any.
+pub fn row_stats(roi: &crate::base::image::Roi, s: usize, row: &[f32], mask_row: Option<&[u16]>) -> RowStats {
+    crate::base::cpu::with_avx2(|| {
+        let mut r = RowStats { nonfinite: row.iter().filter(|v| !v.is_finite()).count() as u64, ..RowStats::default() };
+        if !roi.slow.contains(&s) {
+            return r;
+        }
+        let cols = roi.fast.clone();
+        if let Some(mrow) = mask_row {
+            for f in cols {
+                if mrow[f] == 0 {
+                    continue;
+                }
+                let v = row[f];
+                if v as f64 > r.max {
+                    r.max = v as f64;
+                    r.max_f = f;
+                }
+                r.sum += v as f64;
+                r.sumsqr += (v * v) as f64;
+                r.n += 1;
+            }
+            return r;
+        }
+        let col_lo = cols.start;
+        let seg = &row[cols];
+        let (mut sum, mut sq) = ([0.0f64; 4], [0.0f64; 4]);
+        let mut chunks = seg.chunks_exact(4);
+        for c in &mut chunks {
+            for i in 0..4 {
+                sum[i] += c[i] as f64;
+                sq[i] += (c[i] * c[i]) as f64;
+            }
+        }
+        for &v in chunks.remainder() {
+            sum[0] += v as f64;
+            sq[0] += (v * v) as f64;
+        }
+        r.sum = (sum[0] + sum[1]) + (sum[2] + sum[3]);
+        r.sumsqr = (sq[0] + sq[1]) + (sq[2] + sq[3]);
+        r.n = seg.len() as u64;
+        let m = seg.iter().fold(0.0f32, |a, &v| if v > a { v } else { a });
+        if m > 0.0 {
+            r.max = m as f64;
+            r.max_f = col_lo + seg.iter().position(|&v| v == m).unwrap_or(0);
+        }
+        r
+    })
+}
+
+/// [`row_stats`] of every row as the render finishes it (the render's row hook), for
+/// [`image_stats_from_rows`]: the first statistics pass made while each row is in cache.
+pub struct RowCollector<'a> {
+    roi: crate::base::image::Roi,
+    fpixels: usize,
+    mask: Option<&'a [u16]>,
+    rows: Vec<std::sync::Mutex<RowStats>>,
+}
+
+impl<'a> RowCollector<'a> {
+    /// For an image of `spixels` rows of `fpixels` with `roi` and `mask` (as [`image_stats`] takes them).
+    pub fn new(roi: crate::base::image::Roi, fpixels: usize, spixels: usize, mask: Option<&'a [u16]>) -> Self {
+        RowCollector { roi, fpixels, mask, rows: (0..spixels).map(|_| Default::default()).collect() }
+    }
+
+    /// Row `s` is finished with these pixels (again, if it was rendered again).
+    pub fn add(&self, s: usize, row: &[f32]) {
+        let fp = self.fpixels;
+        let r = row_stats(&self.roi, s, row, self.mask.map(|m| &m[s * fp..(s + 1) * fp]));
+        *self.rows[s].lock().unwrap_or_else(|e| e.into_inner()) = r;
+    }
+
+    pub fn into_rows(self) -> Vec<RowStats> {
+        self.rows.into_iter().map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner())).collect()
+    }
+}
+
 /// Statistics over the pixels the C rendered (inside the inclusive ROI, not masked); the rmsd pass
 /// covers the whole ROI, masked pixels included (checklist Q28). Rows are reduced in parallel and
 /// their partial sums combined in row order, so the result does not depend on the thread count.
 pub fn image_stats(image: &ImageView, mask: Option<&[u16]>, subpixel_size: f64, oversample: usize) -> ImageStats {
     use rayon::prelude::*;
+    let (float, fpixels) = (image.data(), image.fpixels());
+    let rows: Vec<RowStats> = (0..image.spixels())
+        .into_par_iter()
+        .map(|s| row_stats(&image.roi, s, &float[s * fpixels..(s + 1) * fpixels], mask.map(|m| &m[s * fpixels..(s + 1) * fpixels])))
+        .collect();
+    image_stats_from_rows(image, &rows, subpixel_size, oversample)
+}
+
+/// [`image_stats`] from the rows' first-pass sums (`rows[s]` = [`row_stats`] of row `s`): combined in
+/// row order, then the rmsd pass over the image.
+pub fn image_stats_from_rows(image: &ImageView, rows: &[RowStats], subpixel_size: f64, oversample: usize) -> ImageStats {
+    use rayon::prelude::*;
     let (float, fpixels, spixels) = (image.data(), image.fpixels(), image.spixels());
     let row_in_roi = |s: usize| image.roi.slow.contains(&s);
     let cols = image.roi.fast.clone();
-    let col_lo = cols.start;
-    // per row: (max, its column, sum, sumsqr, n); sums use four interleaved accumulators so the loop
-    // vectorizes (a fixed order, whatever the thread count)
-    let rows: Vec<(f64, usize, f64, f64, u64)> = (0..spixels)
-        .into_par_iter()
-        .map(|s| crate::base::cpu::with_avx2(|| {
-            let mut r = (0.0f64, usize::MAX, 0.0f64, 0.0f64, 0u64);
-            if !row_in_roi(s) {
-                return r;
-            }
-            let row = &float[s * fpixels..(s + 1) * fpixels];
-            if let Some(m) = mask {
-                let mrow = &m[s * fpixels..(s + 1) * fpixels];
-                for f in cols.clone() {
-                    if mrow[f] == 0 {
-                        continue;
-                    }
-                    let v = row[f];
-                    if v as f64 > r.0 {
-                        r.0 = v as f64;
-                        r.1 = f;
-                    }
-                    r.2 += v as f64;
-                    // float*float is a float product in the C
-                    r.3 += (v * v) as f64;
-                    r.4 += 1;
-                }
-                return r;
-            }
-            let seg = &row[cols.clone()];
-            let (mut sum, mut sq) = ([0.0f64; 4], [0.0f64; 4]);
-            let mut chunks = seg.chunks_exact(4);
-            for c in &mut chunks {
-                for i in 0..4 {
-                    sum[i] += c[i] as f64;
-                    sq[i] += (c[i] * c[i]) as f64;
-                }
-            }
-            for &v in chunks.remainder() {
-                sum[0] += v as f64;
-                sq[0] += (v * v) as f64;
-            }
-            r.2 = (sum[0] + sum[1]) + (sum[2] + sum[3]);
-            r.3 = (sq[0] + sq[1]) + (sq[2] + sq[3]);
-            r.4 = seg.len() as u64;
-            // strict '>' from 0 in raster order: the first pixel holding the row's maximum
-            let m = seg.iter().fold(0.0f32, |a, &v| if v > a { v } else { a });
-            if m > 0.0 {
-                r.0 = m as f64;
-                r.1 = col_lo + seg.iter().position(|&v| v == m).unwrap_or(0);
-            }
-            r
-        }))
-        .collect();
     let mut st = ImageStats::default();
     let os = oversample as f64;
     for (s, r) in rows.iter().enumerate() {
         // strict '>' in raster order: the first pixel holding the maximum wins, as in the serial C
-        if r.1 != usize::MAX && r.0 > st.max_i {
-            st.max_i = r.0;
+        if r.max_f != usize::MAX && r.max > st.max_i {
+            st.max_i = r.max;
             // Fdet, Sdet of the last sub-pixel the C visited for this pixel
-            st.max_i_x = subpixel_size * (r.1 as f64 * os + (os - 1.0)) + subpixel_size / 2.0;
+            st.max_i_x = subpixel_size * (r.max_f as f64 * os + (os - 1.0)) + subpixel_size / 2.0;
             st.max_i_y = subpixel_size * (s as f64 * os + (os - 1.0)) + subpixel_size / 2.0;
         }
-        st.sum += r.2;
-        st.sumsqr += r.3;
-        st.n += r.4;
+        st.sum += r.sum;
+        st.sumsqr += r.sumsqr;
+        st.n += r.n;
     }
     let mut n = st.n.max(1);
     st.mean = st.sum / n as f64;

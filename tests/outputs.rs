@@ -208,3 +208,28 @@ fn png_preview_shows_the_spots_on_a_water_ring() {
     let darker = spot.iter().filter(|&&g| g < darkest_percent).count() as f64 / spot.len() as f64;
     assert!(darker >= 0.8, "only {:.1} % of the spot pixels are darker than 99 % of the background", 100.0 * darker);
 }
+
+/// The float image is rendered straight into its (regular) output file, with the statistics reduced
+/// row by row during the render; into a FIFO it is held in memory and written after. Both must give
+/// the same float bytes, SMV image and printed statistics.
+#[test]
+fn a_float_image_rendered_into_its_file_equals_one_written_from_memory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path();
+    let args = [CRYSTAL, &["-roi", "5", "50", "3", "60", "-mosaic", "0.5", "-mosaic_dom", "3", "-nonoise", "-nopgm", "-seed", "3"]].concat();
+    let regular = run_in(p, &[&args[..], &["-floatfile", "f.bin", "-intfile", "a.img"]].concat());
+    assert!(regular.status.success(), "{}", String::from_utf8_lossy(&regular.stderr));
+    assert!(Command::new("mkfifo").arg(p.join("fifo")).status().unwrap().success());
+    let fifo = p.join("fifo");
+    let reader = std::thread::spawn(move || std::fs::read(fifo).unwrap());
+    let piped = run_in(p, &[&args[..], &["-floatfile", "fifo", "-intfile", "b.img"]].concat());
+    assert!(piped.status.success(), "{}", String::from_utf8_lossy(&piped.stderr));
+    assert_eq!(reader.join().unwrap(), std::fs::read(p.join("f.bin")).unwrap(), "float bytes");
+    assert_eq!(std::fs::read(p.join("a.img")).unwrap(), std::fs::read(p.join("b.img")).unwrap(), "SMV image");
+    let stats = |o: &Output| -> Vec<String> {
+        String::from_utf8_lossy(&o.stdout).lines().filter(|l| l.starts_with("max_I") || l.starts_with("mean=") || l.starts_with("intfile_scale")).map(str::to_string).collect()
+    };
+    assert_eq!(stats(&regular).len(), 3);
+    assert_eq!(stats(&regular), stats(&piped));
+    assert_eq!(files_in(p), ["a.img", "b.img", "f.bin", "fifo"], "no temporary file left");
+}

@@ -213,6 +213,73 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     f.commit()
 }
 
+/// A regular output file of a known size written through a shared memory map of its temporary file:
+/// the program fills the map in place (the render writes the float image straight into the page
+/// cache, so the image is neither held twice nor copied by `write`), then renames it with the other
+/// outputs ([`MappedTemp::take_finished`], [`commit_all`]). Dropped before that, the temporary file
+/// is removed.
+pub struct MappedTemp {
+    map: memmap2::MmapMut,
+    finished: Option<Finished>,
+}
+
+impl MappedTemp {
+    /// Map a fresh temporary file of `len` bytes beside `path`'s target. `None` (nothing left behind)
+    /// where that cannot be done safely: a device, FIFO or socket (written in place), an empty file,
+    /// or a file system that cannot reserve the blocks up front (`fallocate`): a page it could not
+    /// back would kill the process (SIGBUS) when first written, so such a file is written the
+    /// ordinary way, where a full disk is an error message.
+    pub fn create(path: &Path, len: u64) -> Result<Option<MappedTemp>> {
+        let TargetKind::Regular(target) = target_kind(path)? else { return Ok(None) };
+        if len == 0 || !cfg!(target_os = "linux") {
+            return Ok(None);
+        }
+        let (tmp, file) = create_temp(&target)?;
+        if !reserve(&file, len) {
+            discard(tmp);
+            return Ok(None);
+        }
+        // SAFETY: the file is this process's own fresh temporary (O_EXCL, a random name), of `len`
+        // bytes with every block reserved; nothing else truncates it while it is mapped.
+        match unsafe { memmap2::MmapMut::map_mut(&file) } {
+            Ok(map) => Ok(Some(MappedTemp { map, finished: Some(Finished { path: path.to_path_buf(), target, tmp: Some(tmp) }) })),
+            Err(_) => {
+                discard(tmp);
+                Ok(None)
+            }
+        }
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.map
+    }
+
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.map
+    }
+
+    /// The file, complete, waiting for its rename ([`commit_all`]); the map stays readable.
+    pub fn take_finished(&mut self) -> Option<Finished> {
+        self.finished.take()
+    }
+}
+
+/// Allocate every block of `file`'s first `len` bytes (the file's size becomes `len`).
+fn reserve(file: &File, len: u64) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let Ok(len) = libc::off_t::try_from(len) else { return false };
+        // SAFETY: a valid open descriptor; fallocate reads no memory of ours
+        unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len) == 0 }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (file, len);
+        false
+    }
+}
+
 /// Files written under temporary names that appear together, all of them or none: a program with
 /// several outputs adds each as it is made and commits the set at the end ([`commit_all`]). Dropped
 /// uncommitted (a refusal, an error, a signal), it removes every temporary file.

@@ -11,6 +11,39 @@ pub fn write_float_image(path: &Path, float: &[f32]) -> Result<()> {
     f.commit()
 }
 
+/// The float image rendered in place in its output file: a memory map of the file's temporary copy
+/// ([`super::atomic::MappedTemp`]) seen as f32 pixels, whose bytes are the format's (little-endian f32)
+/// on a little-endian machine. Saves holding the image in memory and copying it into the file.
+pub struct MappedFloat(super::atomic::MappedTemp);
+
+impl MappedFloat {
+    /// `None` where the file cannot be written this way (big-endian machine, special file, no space
+    /// reservation): write it from memory instead.
+    pub fn create(path: &Path, pixels: usize) -> Result<Option<MappedFloat>> {
+        if !cfg!(target_endian = "little") {
+            return Ok(None);
+        }
+        Ok(super::atomic::MappedTemp::create(path, 4 * pixels as u64)?.map(MappedFloat))
+    }
+
+    pub fn pixels(&self) -> &[f32] {
+        let b = self.0.bytes();
+        // SAFETY: the map is page-aligned and 4·pixels bytes long; every bit pattern is an f32
+        unsafe { std::slice::from_raw_parts(b.as_ptr() as *const f32, b.len() / 4) }
+    }
+
+    pub fn pixels_mut(&mut self) -> &mut [f32] {
+        let b = self.0.bytes_mut();
+        // SAFETY: as in `pixels`, and the map is borrowed mutably for the slice's lifetime
+        unsafe { std::slice::from_raw_parts_mut(b.as_mut_ptr() as *mut f32, b.len() / 4) }
+    }
+
+    /// The complete file, for the rename with the other outputs.
+    pub fn take_finished(&mut self) -> Option<super::atomic::Finished> {
+        self.0.take_finished()
+    }
+}
+
 /// The first pixel (index, value) that is NaN or infinite: such a pixel cannot be scaled, summed
 /// or given Poisson noise, so readers of float images refuse it.
 pub fn first_non_finite(image: &[f32]) -> Option<(usize, f32)> {

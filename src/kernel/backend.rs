@@ -92,20 +92,34 @@ pub trait RenderBackend: Sync {
     fn render_row(&self, s: usize, interpolate: bool, out: &mut [f32]) -> RowResult;
 
     /// Render rows `first..first + out.len() / fpixels` into `out`, one [`RowResult`] per row in row
-    /// order. The default renders rows in parallel on the current rayon pool with
-    /// [`RenderBackend::render_row`]; a backend that works on batches of rows (a GPU) overrides it.
-    fn render_rows(&self, first: usize, interpolate: bool, out: &mut [f32], progress: &(dyn Fn(usize) + Sync)) -> Vec<RowResult> {
+    /// order, calling `on_row` with every row it finished ([`RowResult::end`] not
+    /// [`RowEnd::HandOver`]) right after rendering it. The default renders rows in parallel on the
+    /// current rayon pool with [`RenderBackend::render_row`]; a backend that works on batches of rows
+    /// (a GPU) overrides it.
+    fn render_rows(&self, first: usize, interpolate: bool, out: &mut [f32], progress: &(dyn Fn(usize) + Sync), on_row: RowHook) -> Vec<RowResult> {
         let fp = self.experiment().det.fpixels();
         out.par_chunks_mut(fp)
             .enumerate()
             .map(|(i, row)| {
                 let r = self.render_row(first + i, interpolate, row);
+                if !matches!(r.end, RowEnd::HandOver { .. }) {
+                    on_row(first + i, row);
+                }
                 progress(1);
                 r
             })
             .collect()
     }
 }
+
+/// What the driver calls with each finished row (its index and pixels), on the thread that rendered
+/// it while the row is still in cache: the run reduces the statistics there instead of in a second
+/// pass over the image. A row rendered again (interpolation switched off after an earlier row) is
+/// passed again; the last call holds its final pixels.
+pub type RowHook<'a> = &'a (dyn Fn(usize, &[f32]) + Sync);
+
+/// A [`RowHook`] that does nothing.
+pub fn no_row_hook(_: usize, _: &[f32]) {}
 
 /// The scalar reference kernel (a mirror of the C loop) as a backend.
 pub struct ReferenceBackend<'a> {
@@ -143,34 +157,47 @@ impl RenderBackend for ReferenceBackend<'_> {
 /// after the earliest such row is rendered again with interpolation off.
 pub fn render_with_backend(backend: &dyn RenderBackend, progress: &(dyn Fn(usize) + Sync)) -> RenderOutput {
     let exp = backend.experiment();
+    let mut float = vec![0.0f32; exp.det.fpixels() * exp.det.rows()];
+    let (omega_sum, interp_oob) = render_with_backend_into(backend, &mut float, progress, &no_row_hook);
+    RenderOutput { float, omega_sum, interp_oob }
+}
+
+/// [`render_with_backend`] into `float` (fpixels × rows values, whatever they hold: every pixel is
+/// written), calling `on_row` with each finished row. Returns the omega sum and the first
+/// out-of-range interpolation.
+pub fn render_with_backend_into(backend: &dyn RenderBackend, float: &mut [f32], progress: &(dyn Fn(usize) + Sync), on_row: RowHook) -> (f64, Option<OutOfRange>) {
+    let exp = backend.experiment();
     let fp = exp.det.fpixels();
-    let sp = exp.det.rows();
-    let mut float = vec![0.0f32; fp * sp];
-    let mut rows = pass(backend, 0, exp.structure_factors.interpolate, &mut float, progress);
+    assert_eq!(float.len(), fp * exp.det.rows(), "the image buffer must hold every row");
+    let mut rows = pass(backend, 0, exp.structure_factors.interpolate, float, progress, on_row);
     let first_bad = rows.iter().position(|r| r.1.is_some());
     if let Some(bad) = first_bad {
-        let redo = pass(backend, bad + 1, false, &mut float[(bad + 1) * fp..], &|_| {});
+        let redo = pass(backend, bad + 1, false, &mut float[(bad + 1) * fp..], &|_| {}, on_row);
         rows[bad + 1..].copy_from_slice(&redo);
     }
     let omega_sum = rows.iter().map(|r| r.0).sum();
-    RenderOutput { float, omega_sum, interp_oob: first_bad.and_then(|b| rows[b].1) }
+    (omega_sum, first_bad.and_then(|b| rows[b].1))
 }
 
 /// One pass over rows `first..`: the backend's rows, finished where it handed over.
-fn pass(backend: &dyn RenderBackend, first: usize, interpolate: bool, out: &mut [f32], progress: &(dyn Fn(usize) + Sync)) -> Vec<(f64, Option<OutOfRange>)> {
+fn pass(backend: &dyn RenderBackend, first: usize, interpolate: bool, out: &mut [f32], progress: &(dyn Fn(usize) + Sync), on_row: RowHook) -> Vec<(f64, Option<OutOfRange>)> {
     let exp = backend.experiment();
     let fp = exp.det.fpixels();
     if fp == 0 {
         return vec![(0.0, None); exp.det.rows().saturating_sub(first)];
     }
-    let results = backend.render_rows(first, interpolate, out, progress);
+    let results = backend.render_rows(first, interpolate, out, progress, on_row);
     assert_eq!(results.len(), out.len() / fp, "backend {} returned a wrong number of rows", backend.name());
     out.par_chunks_mut(fp)
         .zip(results.into_par_iter())
         .enumerate()
         .map(|(i, (row, r))| {
             let s = first + i;
+            let handed_over = matches!(r.end, RowEnd::HandOver { .. });
             let done = finish_row(exp, s, interpolate, r, row);
+            if handed_over {
+                on_row(s, row);
+            }
             #[cfg(feature = "check-kernels")]
             if !backend.is_reference() {
                 super::check::check_row(backend.name(), backend.precision(), exp, s, interpolate, row, done);

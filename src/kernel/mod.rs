@@ -21,7 +21,7 @@ pub mod tangents;
 use std::sync::atomic::{AtomicBool, Ordering};
 use crate::experiment::Experiment;
 pub use crate::base::cpu::{detected_level, SimdLevel};
-pub use backend::{render_with_backend, ReferenceBackend, RenderBackend, RenderOutput, RowEnd, RowResult};
+pub use backend::{no_row_hook, render_with_backend, render_with_backend_into, ReferenceBackend, RowHook, RenderBackend, RenderOutput, RowEnd, RowResult};
 pub use plan::{active_backend, active_level, simd_level_name, Backend, RenderOptions};
 pub use reference::{pixel_active, render_row, render_row_from, InterpState, OutOfRange, Trace};
 pub use simd::SimdBackend;
@@ -44,6 +44,19 @@ pub fn render(exp: &Experiment, opts: &RenderOptions, progress: &(dyn Fn(usize) 
         Backend::Simd(level) => match opts.precision {
             crate::experiment::params::Precision::Double => render_with_backend(&SimdBackend::<f64>::new(exp, level), progress),
             crate::experiment::params::Precision::Single => render_with_backend(&SimdBackend::<f32>::new(exp, level), progress),
+        },
+    }
+}
+
+/// [`render`] into a buffer the caller provides (fpixels × rows values; a memory map of the float
+/// output, say), calling `on_row` with each finished row while it is in cache. Returns the omega sum
+/// and the first out-of-range interpolation, as [`RenderOutput`] holds them.
+pub fn render_into(exp: &Experiment, opts: &RenderOptions, float: &mut [f32], progress: &(dyn Fn(usize) + Sync), on_row: RowHook) -> (f64, Option<OutOfRange>) {
+    match kernel_for(exp, opts.backend) {
+        Backend::Reference => render_with_backend_into(&ReferenceBackend::new(exp), float, progress, on_row),
+        Backend::Simd(level) => match opts.precision {
+            crate::experiment::params::Precision::Double => render_with_backend_into(&SimdBackend::<f64>::new(exp, level), float, progress, on_row),
+            crate::experiment::params::Precision::Single => render_with_backend_into(&SimdBackend::<f32>::new(exp, level), float, progress, on_row),
         },
     }
 }

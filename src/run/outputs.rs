@@ -31,6 +31,9 @@ pub struct OutputCtx<'a> {
     pub header: SmvHeader,
     /// The 32-bit counts of the CBF and NeXus images, made once by whichever needs them first.
     pub counts: std::sync::OnceLock<Vec<i32>>,
+    /// The `-floatfile` when the render already wrote it (into a map of its temporary file,
+    /// `io::float::MappedFloat`): renamed with the others instead of written again.
+    pub float_file: std::sync::Mutex<Option<Finished>>,
 }
 
 impl OutputCtx<'_> {
@@ -211,7 +214,7 @@ impl OutputWriter for FloatWriter {
     }
     fn write(&self, ctx: &OutputCtx, path: &Path, w: &mut (dyn Write + Send)) -> Result<Vec<String>> {
         crate::io::write_le(w, ctx.float).map_err(io_err(path))?;
-        Ok(vec![format!("writing {} as {} 4-byte floats", ctx.cfg.output.floatfile.display(), ctx.float.len())])
+        Ok(float_lines(ctx))
     }
     fn own_thread(&self) -> bool {
         true
@@ -219,6 +222,10 @@ impl OutputWriter for FloatWriter {
     fn before_stats(&self) -> bool {
         true
     }
+}
+
+fn float_lines(ctx: &OutputCtx) -> Vec<String> {
+    vec![format!("writing {} as {} 4-byte floats", ctx.cfg.output.floatfile.display(), ctx.float.len())]
 }
 
 /// `-intfile`: SMV with the scaled image.
@@ -651,6 +658,11 @@ pub fn remove_created_dirs(created: &[PathBuf]) {
 pub fn write_all(planned: &[Planned], ctx: &OutputCtx, stats_lines: Vec<String>, extra: atomic::OutputSet) -> Result<(Vec<String>, Vec<PathBuf>)> {
     type One = Result<(Vec<String>, Option<Finished>)>;
     let run_one = |p: &Planned| -> One {
+        if p.writer.role() == FloatWriter.role() {
+            if let Some(written) = ctx.float_file.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                return Ok((float_lines(ctx), Some(written)));
+            }
+        }
         let mut f = AtomicFile::create(&p.path)?;
         let lines = p.writer.write(ctx, &p.path, &mut f)?;
         f.flush().map_err(io_err(&p.path))?;

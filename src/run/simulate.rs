@@ -232,15 +232,28 @@ pub fn check_outputs(cfg: &Config) -> Result<Vec<Planned>> {
 pub fn write_outputs(cfg: &Config, exp: &mut Experiment, r: &RenderOutput, out: &mut dyn Write) -> Result<(ImageStats, Vec<PathBuf>)> {
     // a multi-panel detector: only the formats that hold every panel (float, NeXus)
     let (planned, _) = outputs::for_panels(outputs::plan(cfg)?, cfg, exp.det.panels.len())?;
-    write_planned(&planned, cfg, exp, r, out, Default::default())
+    write_planned(&planned, cfg, exp, Rendered { float: &r.float, rows: None, float_file: None }, out, Default::default())
 }
 
-fn write_planned(planned: &[Planned], cfg: &Config, exp: &Experiment, r: &RenderOutput, out: &mut dyn Write, extra: crate::io::atomic::OutputSet) -> Result<(ImageStats, Vec<PathBuf>)> {
+/// The rendered image as the writers get it: its pixels, the first statistics pass if the render
+/// made it ([`crate::stats::RowCollector`]), and the float file if the render wrote it in place.
+struct Rendered<'a> {
+    float: &'a [f32],
+    rows: Option<Vec<crate::stats::RowStats>>,
+    float_file: Option<crate::io::atomic::Finished>,
+}
+
+fn write_planned(planned: &[Planned], cfg: &Config, exp: &Experiment, r: Rendered, out: &mut dyn Write, extra: crate::io::atomic::OutputSet) -> Result<(ImageStats, Vec<PathBuf>)> {
     let d = &exp.det;
     let panel = d.panel();
     let multi = d.panels.len() > 1;
     let mask = if multi { None } else { panel.mask.as_deref() };
-    let stats = image_stats(&outputs::whole_image(exp, &r.float), mask, exp.sampling.subpixel_size, exp.sampling.oversample);
+    let image = outputs::whole_image(exp, r.float);
+    let (sub, os) = (exp.sampling.subpixel_size, exp.sampling.oversample);
+    let stats = match &r.rows {
+        Some(rows) => crate::stats::image_stats_from_rows(&image, rows, sub, os),
+        None => image_stats(&image, mask, sub, os),
+    };
     let intfile_scale = crate::stats::int_scale(cfg.output.intfile_scale, stats.max_i);
     let pgm_scale = crate::stats::pgm_scale(cfg.output.pgm_scale, intfile_scale, stats.rmsd);
     let stats_lines = vec![
@@ -248,13 +261,14 @@ fn write_planned(planned: &[Planned], cfg: &Config, exp: &Experiment, r: &Render
         format!("mean= {} rms= {} rmsd= {}", g(stats.mean), g(stats.rms), g(stats.rmsd)),
         format!("intfile_scale = {}", g(intfile_scale)),
     ];
-    let stats_lines = if multi { [panel_stats_lines(exp, &r.float), stats_lines].concat() } else { stats_lines };
+    let stats_lines = if multi { [panel_stats_lines(exp, r.float), stats_lines].concat() } else { stats_lines };
     let mut header = smv_header(exp);
     if cfg.output.smv_dxtbx {
         dxtbx_beam_centre(&mut header, exp);
         header.adc_offset = Some(cfg.output.adc_offset);
     }
-    let ctx = OutputCtx { cfg, exp, float: &r.float, stats, intfile_scale, pgm_scale, header, counts: Default::default() };
+    let float_file = std::sync::Mutex::new(r.float_file);
+    let ctx = OutputCtx { cfg, exp, float: r.float, stats, intfile_scale, pgm_scale, header, counts: Default::default(), float_file };
     let (lines, files) = outputs::write_all(planned, &ctx, stats_lines, extra)?;
     for l in lines {
         let _ = writeln!(out, "{l}");
@@ -365,16 +379,17 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
         None
     };
     let (mut r, rendered) = match fused {
-        Some((r, t)) => (r, Some(t)),
-        None => (render(&exp, &cfg.run.render_options(), cfg.run.threads, &tick)?, None),
+        Some((r, t)) => (RunImage { float: FloatImage::Held(r.float), omega_sum: r.omega_sum, interp_oob: r.interp_oob, rows: None }, Some(t)),
+        None => (render_streamed(cfg, &exp, &planned, &tick)?, None),
     };
     if let Some(b) = bar {
         b.finish_and_clear();
     }
     for p in &cfg.params.add_float {
-        add_into(&mut r.float, p)?;
+        add_into(r.float.pixels_mut(), p)?;
+        r.rows = None; // the statistics are of the sum
     }
-    let derived = in_pool(cfg.run.threads, || crate::run::gradients::derivative_outputs(cfg, &inputs, &exp, &r.float, rendered))??;
+    let derived = in_pool(cfg.run.threads, || crate::run::gradients::derivative_outputs(cfg, &inputs, &exp, r.float.pixels(), rendered))??;
     let render_s = t1.elapsed().as_secs_f64();
 
     let mut sink = std::io::sink();
@@ -398,7 +413,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
         for s in 0..exp.det.panel().spixels {
             for f in 0..exp.det.panel().fpixels {
                 if kernel::pixel_active(exp.det.panel(), f, s) && ((f as i64 == pf && s as i64 == ps) || pf < 0) {
-                    printout_block(&exp, f, s, r.float[s * exp.det.panel().fpixels + f], out);
+                    printout_block(&exp, f, s, r.float.pixels()[s * exp.det.panel().fpixels + f], out);
                 }
             }
         }
@@ -417,16 +432,21 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
     for l in &derived.lines {
         let _ = writeln!(out, "{l}");
     }
-    let (stats, files) = write_planned(&planned, cfg, &exp, &r, out, derived.files)?;
     // a silently wrong image must not look like a good one
-    let bad = {
-        use rayon::prelude::*;
-        r.float.par_chunks(1 << 16).map(|c| c.iter().filter(|v| !v.is_finite()).count()).sum::<usize>()
+    let bad = match &r.rows {
+        Some(rows) => rows.iter().map(|row| row.nonfinite as usize).sum(),
+        None => {
+            use rayon::prelude::*;
+            r.float.pixels().par_chunks(1 << 16).map(|c| c.iter().filter(|v| !v.is_finite()).count()).sum::<usize>()
+        }
     };
+    let float_file = r.float.take_file();
+    let image = Rendered { float: r.float.pixels(), rows: r.rows.take(), float_file };
+    let (stats, files) = write_planned(&planned, cfg, &exp, image, out, derived.files)?;
     if bad > 0 {
         crate::base::log::warn(format!(
             "nanobragg-rs: warning: {bad} of {} pixels are not finite (NaN or infinite): some input value is too large for the arithmetic",
-            r.float.len()
+            r.float.pixels().len()
         ));
     }
     let io_s = t2.elapsed().as_secs_f64();
@@ -437,6 +457,76 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
         steps: exp.sampling.steps,
         files,
     })
+}
+
+/// The float image of a `simulate` run: in memory, or rendered straight into the `-floatfile`'s
+/// temporary file ([`crate::io::float::MappedFloat`]).
+enum FloatImage {
+    Held(Vec<f32>),
+    Mapped(crate::io::float::MappedFloat),
+}
+
+impl FloatImage {
+    fn pixels(&self) -> &[f32] {
+        match self {
+            FloatImage::Held(v) => v,
+            FloatImage::Mapped(m) => m.pixels(),
+        }
+    }
+    fn pixels_mut(&mut self) -> &mut [f32] {
+        match self {
+            FloatImage::Held(v) => v,
+            FloatImage::Mapped(m) => m.pixels_mut(),
+        }
+    }
+    /// The float file, complete, when the render wrote it.
+    fn take_file(&mut self) -> Option<crate::io::atomic::Finished> {
+        match self {
+            FloatImage::Held(_) => None,
+            FloatImage::Mapped(m) => m.take_finished(),
+        }
+    }
+}
+
+/// What a `simulate` render leaves: the image, the C's omega sum and interpolation warning, and the
+/// statistics' first pass by row when the render made it.
+struct RunImage {
+    float: FloatImage,
+    omega_sum: f64,
+    interp_oob: Option<kernel::OutOfRange>,
+    rows: Option<Vec<crate::stats::RowStats>>,
+}
+
+/// Render the image into the `-floatfile`'s temporary file where it can be mapped (else into memory),
+/// reducing each finished row for the statistics while it is in cache: the float file is then
+/// complete when the render ends and the statistics need one pass (the rmsd) instead of two, so the
+/// outputs after the render are the SMV, PGM and noise conversions alone. The same pixels and
+/// numbers as [`render`] and [`image_stats`].
+fn render_streamed(cfg: &Config, exp: &Experiment, planned: &[Planned], tick: &(dyn Fn(usize) + Sync)) -> Result<RunImage> {
+    let n = exp.det.fpixels() * exp.det.rows();
+    let float_out = planned.iter().find(|p| p.writer.role() == crate::run::outputs::OutputWriter::role(&outputs::FloatWriter));
+    let mapped = match float_out {
+        Some(p) => crate::io::float::MappedFloat::create(&p.path, n)?,
+        None => None,
+    };
+    let mut float = mapped.map_or_else(|| FloatImage::Held(vec![0.0; n]), FloatImage::Mapped);
+    let collector = stats_collector(exp);
+    let opts = cfg.run.render_options();
+    let (omega_sum, interp_oob) = in_pool(cfg.run.threads, || kernel::render_into(exp, &opts, float.pixels_mut(), tick, &|s, row| collector.add(s, row)))?;
+    Ok(RunImage { float, omega_sum, interp_oob, rows: Some(collector.into_rows()) })
+}
+
+/// The row collector for the image [`write_planned`] takes its statistics of
+/// ([`outputs::whole_image`]): the one panel with its ROI and mask, or every row of a multi-panel
+/// detector.
+fn stats_collector(exp: &Experiment) -> crate::stats::RowCollector<'_> {
+    let d = &exp.det;
+    if d.panels.len() == 1 {
+        let p = d.panel();
+        crate::stats::RowCollector::new(p.roi.clone(), p.fpixels, p.spixels, p.mask.as_deref())
+    } else {
+        crate::stats::RowCollector::new(crate::base::image::Roi::full(d.fpixels(), d.rows()), d.fpixels(), d.rows(), None)
+    }
 }
 
 /// Run `f` on the requested thread count (None: rayon's default).
