@@ -46,52 +46,86 @@ impl Default for RowStats {
 /// [`RowStats`] of row `s` (`row` = its `fpixels` values) of an image with `roi`, `mask_row` the
 /// row's mask (0 = masked) if any.
 pub fn row_stats(roi: &crate::base::image::Roi, s: usize, row: &[f32], mask_row: Option<&[u16]>) -> RowStats {
-    crate::base::cpu::with_avx2(|| {
-        let mut r = RowStats { nonfinite: row.iter().filter(|v| !v.is_finite()).count() as u64, ..RowStats::default() };
-        if !roi.slow.contains(&s) {
-            return r;
+    #[cfg(target_arch = "x86_64")]
+    if crate::base::cpu::detected_level() >= crate::base::cpu::SimdLevel::Avx2 {
+        /// # Safety
+        /// The CPU must support AVX2 and FMA.
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn avx2(roi: &crate::base::image::Roi, s: usize, row: &[f32], mask_row: Option<&[u16]>) -> RowStats {
+            row_stats_lanes(roi, s, row, mask_row)
         }
-        let cols = roi.fast.clone();
-        if let Some(mrow) = mask_row {
-            for f in cols {
-                if mrow[f] == 0 {
-                    continue;
-                }
-                let v = row[f];
-                if v as f64 > r.max {
-                    r.max = v as f64;
-                    r.max_f = f;
-                }
-                r.sum += v as f64;
-                r.sumsqr += (v * v) as f64;
-                r.n += 1;
+        // SAFETY: AVX2 level and up means AVX2 and FMA (base::cpu's detection)
+        return unsafe { avx2(roi, s, row, mask_row) };
+    }
+    row_stats_lanes(roi, s, row, mask_row)
+}
+
+/// [`row_stats`], inlined into each instruction-set level. The sums keep four accumulators (the
+/// order every earlier release used, so the printed numbers stay the same); the maximum runs in 16
+/// lanes, which gives the serial scan's value exactly: the largest of 0 and the pixels, NaN never
+/// taken (`v > a` is false for it), and no value ≤ 0 ever replacing the starting +0.
+#[inline(always)]
+fn row_stats_lanes(roi: &crate::base::image::Roi, s: usize, row: &[f32], mask_row: Option<&[u16]>) -> RowStats {
+    let mut r = RowStats { nonfinite: row.iter().map(|v| !v.is_finite() as u64).sum(), ..RowStats::default() };
+    if !roi.slow.contains(&s) {
+        return r;
+    }
+    let cols = roi.fast.clone();
+    if let Some(mrow) = mask_row {
+        for f in cols {
+            if mrow[f] == 0 {
+                continue;
             }
-            return r;
-        }
-        let col_lo = cols.start;
-        let seg = &row[cols];
-        let (mut sum, mut sq) = ([0.0f64; 4], [0.0f64; 4]);
-        let mut chunks = seg.chunks_exact(4);
-        for c in &mut chunks {
-            for i in 0..4 {
-                sum[i] += c[i] as f64;
-                sq[i] += (c[i] * c[i]) as f64;
+            let v = row[f];
+            if v as f64 > r.max {
+                r.max = v as f64;
+                r.max_f = f;
             }
+            r.sum += v as f64;
+            r.sumsqr += (v * v) as f64;
+            r.n += 1;
         }
-        for &v in chunks.remainder() {
-            sum[0] += v as f64;
-            sq[0] += (v * v) as f64;
+        return r;
+    }
+    let col_lo = cols.start;
+    let seg = &row[cols];
+    let (mut sum, mut sq) = ([0.0f64; 4], [0.0f64; 4]);
+    let mut chunks = seg.chunks_exact(4);
+    for c in &mut chunks {
+        for i in 0..4 {
+            sum[i] += c[i] as f64;
+            sq[i] += (c[i] * c[i]) as f64;
         }
-        r.sum = (sum[0] + sum[1]) + (sum[2] + sum[3]);
-        r.sumsqr = (sq[0] + sq[1]) + (sq[2] + sq[3]);
-        r.n = seg.len() as u64;
-        let m = seg.iter().fold(0.0f32, |a, &v| if v > a { v } else { a });
-        if m > 0.0 {
-            r.max = m as f64;
-            r.max_f = col_lo + seg.iter().position(|&v| v == m).unwrap_or(0);
+    }
+    for &v in chunks.remainder() {
+        sum[0] += v as f64;
+        sq[0] += (v * v) as f64;
+    }
+    r.sum = (sum[0] + sum[1]) + (sum[2] + sum[3]);
+    r.sumsqr = (sq[0] + sq[1]) + (sq[2] + sq[3]);
+    r.n = seg.len() as u64;
+    let larger = |a: f32, v: f32| if v > a { v } else { a };
+    let mut lanes = [0.0f32; 16];
+    let mut wide = seg.chunks_exact(16);
+    for c in &mut wide {
+        for i in 0..16 {
+            lanes[i] = larger(lanes[i], c[i]);
         }
-        r
-    })
+    }
+    let m = wide.remainder().iter().fold(lanes.iter().fold(0.0f32, |a, &v| larger(a, v)), |a, &v| larger(a, v));
+    if m > 0.0 {
+        r.max = m as f64;
+        r.max_f = col_lo + first_equal(seg, m);
+    }
+    r
+}
+
+/// The index of the first pixel equal to `m` (which `seg` holds): 16 at a time without early exit
+/// inside a block (a loop that vectorizes), then within the block.
+#[inline(always)]
+fn first_equal(seg: &[f32], m: f32) -> usize {
+    let block = seg.chunks(16).position(|c| c.iter().fold(false, |a, &v| a | (v == m))).unwrap_or(0);
+    block * 16 + seg[block * 16..].iter().position(|&v| v == m).unwrap_or(0)
 }
 
 /// [`row_stats`] of every row as the render finishes it (the render's row hook), for
@@ -164,25 +198,13 @@ pub fn image_stats_from_rows(image: &ImageView, rows: &[RowStats], subpixel_size
     let mean = st.mean;
     let dev: Vec<(f64, u64)> = (0..spixels)
         .into_par_iter()
-        .map(|s| crate::base::cpu::with_avx2(|| {
+        .map(|s| {
             if !row_in_roi(s) {
                 return (0.0, 0);
             }
             let seg = &float[s * fpixels + cols.start..s * fpixels + cols.end];
-            let mut acc = [0.0f64; 4];
-            let mut chunks = seg.chunks_exact(4);
-            for c in &mut chunks {
-                for i in 0..4 {
-                    let t = c[i] as f64 - mean;
-                    acc[i] += t * t;
-                }
-            }
-            for &v in chunks.remainder() {
-                let t = v as f64 - mean;
-                acc[0] += t * t;
-            }
-            ((acc[0] + acc[1]) + (acc[2] + acc[3]), seg.len() as u64)
-        }))
+            (row_deviation(seg, mean), seg.len() as u64)
+        })
         .collect();
     let sumsqr: f64 = dev.iter().map(|d| d.0).sum();
     let mut m: u64 = dev.iter().map(|d| d.1).sum();
@@ -191,6 +213,39 @@ pub fn image_stats_from_rows(image: &ImageView, rows: &[RowStats], subpixel_size
     }
     st.rmsd = (sumsqr / (m - 1) as f64).sqrt();
     st
+}
+
+/// Σ(v − mean)² over a row's rendered pixels, in four accumulators (the C sums in one; the order
+/// is the project's since its first release), compiled for AVX2 where the CPU has it.
+fn row_deviation(seg: &[f32], mean: f64) -> f64 {
+    #[inline(always)]
+    fn lanes(seg: &[f32], mean: f64) -> f64 {
+        let mut acc = [0.0f64; 4];
+        let mut chunks = seg.chunks_exact(4);
+        for c in &mut chunks {
+            for i in 0..4 {
+                let t = c[i] as f64 - mean;
+                acc[i] += t * t;
+            }
+        }
+        for &v in chunks.remainder() {
+            let t = v as f64 - mean;
+            acc[0] += t * t;
+        }
+        (acc[0] + acc[1]) + (acc[2] + acc[3])
+    }
+    #[cfg(target_arch = "x86_64")]
+    if crate::base::cpu::detected_level() >= crate::base::cpu::SimdLevel::Avx2 {
+        /// # Safety
+        /// The CPU must support AVX2 and FMA.
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn avx2(seg: &[f32], mean: f64) -> f64 {
+            lanes(seg, mean)
+        }
+        // SAFETY: AVX2 level and up means AVX2 and FMA (base::cpu's detection)
+        return unsafe { avx2(seg, mean) };
+    }
+    lanes(seg, mean)
 }
 
 /// Pearson correlation of two images (f64 accumulation).
@@ -274,5 +329,47 @@ mod tests {
         assert_eq!(pgm_scale(0.0, 7.0, 10.0), 5.0);
         assert_eq!(pgm_scale(0.0, 7.0, 0.0), 7.0);
         assert_eq!(pgm_scale(3.0, 7.0, 10.0), 3.0);
+    }
+
+    /// The row's maximum and its first position as nanoBragg.c's serial raster scan finds them
+    /// (L3040-L3060: `if(floatimage[i] > max_I) { max_I = ...; }`, starting from 0), written out
+    /// plainly, against the 16-lane reduction: rows with NaN, infinities, negative values, ±0, ties
+    /// and ragged lengths.
+    #[test]
+    fn the_lane_maximum_is_the_serial_scans() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for len in [0usize, 1, 5, 15, 16, 17, 33, 100, 257] {
+            for _ in 0..40 {
+                let row: Vec<f32> = (0..len)
+                    .map(|_| match next() % 9 {
+                        0 => f32::NAN,
+                        1 => -0.0,
+                        2 => 0.0,
+                        3 => -((next() % 100) as f32),
+                        4 => 42.0,
+                        5 => f32::INFINITY,
+                        _ => (next() % 1000) as f32 / 7.0,
+                    })
+                    .collect();
+                let (mut max, mut at) = (0.0f32, None);
+                for (i, &v) in row.iter().enumerate() {
+                    if v > max {
+                        max = v;
+                        at = Some(i);
+                    }
+                }
+                let roi = crate::base::image::Roi::full(len, 1);
+                let r = row_stats(&roi, 0, &row, None);
+                assert_eq!(r.max.to_bits(), if at.is_some() { (max as f64).to_bits() } else { 0.0f64.to_bits() }, "{row:?}");
+                assert_eq!(r.max_f, at.unwrap_or(usize::MAX), "{row:?}");
+                assert_eq!(r.nonfinite, row.iter().filter(|v| !v.is_finite()).count() as u64);
+            }
+        }
     }
 }

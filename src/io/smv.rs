@@ -196,8 +196,13 @@ pub fn write_int_pixels(w: &mut (dyn std::io::Write + Send), image: &ImageView, 
 fn int_pixel(scale: f64, adc: f64) -> impl Fn(f32) -> u16 + Sync {
     move |v| {
         let test = (v as f64 * scale + adc).clamp(0.0, 65535.0); // NaN stays NaN, as in C
-        // test + 0.5 >= 0.5, so truncation is floorf (and NaN gives 0): no libm call, vectorizes
-        (((test + 0.5) as f32) as i32) as u16
+        // test + 0.5 >= 0.5, so truncation is floorf: no libm call. NaN gives 0 (as the C's
+        // conversion on x86 does in effect, and Rust's saturating `as`); mapped to 0 first so that
+        // the truncation needs no range checks and vectorizes.
+        let x = (test + 0.5) as f32;
+        let x = if x.is_nan() { 0.0 } else { x };
+        // SAFETY: x is in [0, 65535.5], finite and inside i32's range
+        (unsafe { x.to_int_unchecked::<i32>() }) as u16
     }
 }
 
