@@ -39,13 +39,9 @@ pub fn kernel_for(exp: &Experiment, requested: Backend) -> Backend {
 /// Render the whole image with the backend the planner picks for `opts.backend`, in `opts.precision`.
 /// `progress` is called with rows finished (any thread).
 pub fn render(exp: &Experiment, opts: &RenderOptions, progress: &(dyn Fn(usize) + Sync)) -> RenderOutput {
-    match kernel_for(exp, opts.backend) {
-        Backend::Reference => render_with_backend(&ReferenceBackend::new(exp), progress),
-        Backend::Simd(level) => match opts.precision {
-            crate::experiment::params::Precision::Double => render_with_backend(&SimdBackend::<f64>::new(exp, level), progress),
-            crate::experiment::params::Precision::Single => render_with_backend(&SimdBackend::<f32>::new(exp, level), progress),
-        },
-    }
+    let mut float = vec![0.0f32; exp.det.fpixels() * exp.det.rows()];
+    let (omega_sum, interp_oob) = render_into(exp, opts, &mut float, progress, &no_row_hook);
+    RenderOutput { float, omega_sum, interp_oob }
 }
 
 /// [`render`] into a buffer the caller provides (fpixels × rows values; a memory map of the float
