@@ -112,6 +112,69 @@ pub fn write_noise_rows(
 /// Rows per block whose exp(-mean) values are computed in parallel ahead of the serial draws.
 const BLOCK_ROWS: usize = 16;
 
+/// `g = exp(-xm)` of each pixel, the only part of poidev's work that does not depend on the random
+/// stream (float negation, exp in double, stored as float; used only for means below 12): computed
+/// ahead of the serial draws, on other threads.
+#[inline]
+pub fn exp_of_means(float: &[f32], out: &mut Vec<f32>) {
+    out.clear();
+    out.extend(float.iter().map(|&xm| if (xm as f64) < 12.0 { ((-xm) as f64).exp() as f32 } else { 0.0 }));
+}
+
+/// The C's serial noise loop one row at a time (nanoBragg.c's noise loop): every ROI pixel of the row
+/// in raster order draws `poidev(mean)` from the one ran1 stream, plus the ADC offset, capped at 65535
+/// for the SMV image. Rows must come in order; [`noise_rows`] drives it over a whole image, and a run
+/// that has its rows as the render finishes them feeds it directly.
+pub struct CNoiseRows {
+    rng: NrRandom,
+    seed: i64,
+    adc_offset: f64,
+    roi: crate::base::image::Roi,
+    /// Sum of the deviates so far ("%.0f photons on noise image").
+    pub photons: f64,
+    /// Pixels capped at 65535 so far.
+    pub overloads: u64,
+    row: Vec<u16>,
+    row32: Vec<i32>,
+}
+
+impl CNoiseRows {
+    /// The stream continuing from `rng`/`seed` (the experiment's state after the misset and mosaic
+    /// draws), for rows of `fpixels` with `roi`.
+    pub fn new(rng: NrRandom, seed: i64, roi: crate::base::image::Roi, fpixels: usize, adc_offset: f64) -> Self {
+        CNoiseRows { rng, seed, adc_offset, roi, photons: 0.0, overloads: 0, row: vec![0; fpixels], row32: vec![0; fpixels] }
+    }
+
+    /// Draw row `s` from its float pixels and their [`exp_of_means`]: the SMV pixels and the
+    /// uncapped 32-bit counts (saturating; NaN becomes 0).
+    pub fn draw(&mut self, s: usize, float: &[f32], exp: &[f32]) -> (&[u16], &[i32]) {
+        self.row.fill(0);
+        self.row32.fill(0);
+        if self.roi.slow.contains(&s) {
+            for f in self.roi.fast.clone() {
+                let xm = float[f];
+                let dev = if (xm as f64) < 12.0 { self.rng.poidev_small(xm, exp[f], &mut self.seed) } else { self.rng.poidev(xm, &mut self.seed) };
+                let mut test = dev as f64;
+                self.photons += test;
+                test += self.adc_offset;
+                self.row32[f] = test as i32;
+                if test > 65535.0 {
+                    test = 65535.0;
+                    self.overloads += 1;
+                }
+                // `as` saturates: negatives (and NaN) become 0, the rest truncate like the C cast.
+                self.row[f] = test as u16;
+            }
+        }
+        (&self.row, &self.row32)
+    }
+
+    /// The stream's state after the last row (the caller's RNG continues from it).
+    pub fn into_state(self) -> (NrRandom, i64) {
+        (self.rng, self.seed)
+    }
+}
+
 /// The serial noise loop, handing each finished row to `sink` in order. The only work that does not
 /// depend on the random stream, poidev's exp(-mean) for means below 12, is computed for the next block
 /// of rows on another thread while this block draws its deviates.
@@ -122,50 +185,32 @@ fn noise_rows(
     adc_offset: f64,
     mut sink: impl FnMut(usize, &[u16], &[i32]) -> crate::Result<()> + Send,
 ) -> crate::Result<(f64, u64)> {
-    let (float, fpixels, spixels, roi) = (image.data(), image.fpixels(), image.spixels(), &image.roi);
+    let (float, fpixels, spixels) = (image.data(), image.fpixels(), image.spixels());
     let n = fpixels * spixels;
     let exp_block = |b: usize| -> Vec<f32> {
-        use rayon::prelude::*;
         let lo = (b * BLOCK_ROWS * fpixels).min(n);
         let hi = ((b + 1) * BLOCK_ROWS * fpixels).min(n);
-        // `g=exp(-xm)`: float negation, exp in double, stored as float (only used for means < 12)
-        float[lo..hi].par_iter().map(|&xm| if (xm as f64) < 12.0 { ((-xm) as f64).exp() as f32 } else { 0.0 }).collect()
+        float[lo..hi]
+            .par_chunks(fpixels.max(1))
+            .map(|row| {
+                let mut e = Vec::new();
+                exp_of_means(row, &mut e);
+                e
+            })
+            .flatten_iter()
+            .collect()
     };
     let blocks = spixels.div_ceil(BLOCK_ROWS);
-    let mut photons = 0.0f64;
-    let mut overloads = 0u64;
-    let mut row = vec![0u16; fpixels];
-    let mut row32 = vec![0i32; fpixels];
+    let mut rows = CNoiseRows::new(rng.clone(), *seed, image.roi.clone(), fpixels, adc_offset);
     let mut current = if blocks > 0 { exp_block(0) } else { Vec::new() };
     for b in 0..blocks {
         let (next, drawn) = rayon::join(
             || if b + 1 < blocks { exp_block(b + 1) } else { Vec::new() },
             || -> crate::Result<()> {
                 for s in b * BLOCK_ROWS..((b + 1) * BLOCK_ROWS).min(spixels) {
-                    row.fill(0);
-                    row32.fill(0);
-                    if roi.slow.contains(&s) {
-                        for f in roi.fast.clone() {
-                            let xm = float[s * fpixels + f];
-                            let dev = if (xm as f64) < 12.0 {
-                                rng.poidev_small(xm, current[(s - b * BLOCK_ROWS) * fpixels + f], seed)
-                            } else {
-                                rng.poidev(xm, seed)
-                            };
-                            let mut test = dev as f64;
-                            photons += test;
-                            test += adc_offset;
-                            // uncapped 32-bit count (saturating; NaN becomes 0)
-                            row32[f] = test as i32;
-                            if test > 65535.0 {
-                                test = 65535.0;
-                                overloads += 1;
-                            }
-                            // `as` saturates: negatives (and NaN) become 0, the rest truncate like the C cast.
-                            row[f] = test as u16;
-                        }
-                    }
-                    sink(s, &row, &row32)?;
+                    let at = (s - b * BLOCK_ROWS) * fpixels;
+                    let (row, row32) = rows.draw(s, &float[s * fpixels..(s + 1) * fpixels], &current[at..at + fpixels]);
+                    sink(s, row, row32)?;
                 }
                 Ok(())
             },
@@ -173,6 +218,8 @@ fn noise_rows(
         drawn?;
         current = next;
     }
+    let (photons, overloads) = (rows.photons, rows.overloads);
+    (*rng, *seed) = rows.into_state();
     Ok((photons, overloads))
 }
 

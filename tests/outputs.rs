@@ -233,3 +233,25 @@ fn a_float_image_rendered_into_its_file_equals_one_written_from_memory() {
     assert_eq!(stats(&regular), stats(&piped));
     assert_eq!(files_in(p), ["a.img", "b.img", "f.bin", "fifo"], "no temporary file left");
 }
+
+/// The noise image is drawn from the rows as the render finishes them (the C's serial stream, rows in
+/// raster order); with `-add_float` (here an image of zeros, which changes no pixel) it is drawn after
+/// the render from the whole image. Both must be the same file, with the same photon count printed.
+#[test]
+fn noise_drawn_during_the_render_equals_noise_drawn_after_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path();
+    std::fs::write(p.join("zero.bin"), vec![0u8; 96 * 80 * 4]).unwrap();
+    let args = ["-cell", "70", "80", "90", "85", "95", "105", "-default_F", "100", "-N", "3", "-lambda", "1", "-detsize_f", "9.6", "-detsize_s", "8"];
+    let args = [&args[..], &["-pixel", "0.1", "-misset", "random", "-mosaic", "0.5", "-mosaic_dom", "4", "-water", "50", "-roi", "3", "90", "2", "70", "-seed", "11", "-nopgm"]].concat();
+    let during = run_in(p, &[&args[..], &["-floatfile", "a.bin", "-intfile", "a.img", "-noisefile", "a.noise"]].concat());
+    assert!(during.status.success(), "{}", String::from_utf8_lossy(&during.stderr));
+    let after = run_in(p, &[&args[..], &["-floatfile", "b.bin", "-intfile", "b.img", "-noisefile", "b.noise", "-add_float", "zero.bin"]].concat());
+    assert!(after.status.success(), "{}", String::from_utf8_lossy(&after.stderr));
+    for (x, y) in [("a.bin", "b.bin"), ("a.img", "b.img"), ("a.noise", "b.noise")] {
+        assert_eq!(std::fs::read(p.join(x)).unwrap(), std::fs::read(p.join(y)).unwrap(), "{x} vs {y}");
+    }
+    let photons = |o: &Output| String::from_utf8_lossy(&o.stdout).lines().find(|l| l.contains("photons on noise image")).map(str::to_string);
+    assert!(photons(&during).is_some());
+    assert_eq!(photons(&during), photons(&after));
+}

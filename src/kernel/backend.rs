@@ -98,17 +98,24 @@ pub trait RenderBackend: Sync {
     /// (a GPU) overrides it.
     fn render_rows(&self, first: usize, interpolate: bool, out: &mut [f32], progress: &(dyn Fn(usize) + Sync), on_row: RowHook) -> Vec<RowResult> {
         let fp = self.experiment().det.fpixels();
-        out.par_chunks_mut(fp)
+        // rows handed out in raster order, each to the next free thread (`par_bridge` pulls them from
+        // the sequential iterator): they finish nearly in order, so whatever follows the render row
+        // by row in raster order (the serial noise stream) waits for few of them
+        let mut done: Vec<(usize, RowResult)> = out
+            .chunks_mut(fp)
             .enumerate()
+            .par_bridge()
             .map(|(i, row)| {
                 let r = self.render_row(first + i, interpolate, row);
                 if !matches!(r.end, RowEnd::HandOver { .. }) {
                     on_row(first + i, row);
                 }
                 progress(1);
-                r
+                (i, r)
             })
-            .collect()
+            .collect();
+        done.sort_unstable_by_key(|d| d.0);
+        done.into_iter().map(|d| d.1).collect()
     }
 }
 

@@ -31,9 +31,25 @@ pub struct OutputCtx<'a> {
     pub header: SmvHeader,
     /// The 32-bit counts of the CBF and NeXus images, made once by whichever needs them first.
     pub counts: std::sync::OnceLock<Vec<i32>>,
-    /// The `-floatfile` when the render already wrote it (into a map of its temporary file,
-    /// `io::float::MappedFloat`): renamed with the others instead of written again.
-    pub float_file: std::sync::Mutex<Option<Finished>>,
+    /// Outputs the render already wrote (the float image into a map of its temporary file, the noise
+    /// image from the rows as they were finished): renamed with the others instead of written again.
+    pub prewritten: std::sync::Mutex<Vec<Prewritten>>,
+}
+
+/// An output written during the render: its complete temporary file and the lines its writer prints,
+/// or why it could not be written (reported in the writers' order, as if written after the render).
+pub struct Prewritten {
+    pub role: &'static str,
+    pub outcome: Result<(Finished, Vec<String>)>,
+}
+
+impl OutputCtx<'_> {
+    /// The output of `role` if the render wrote it.
+    fn take_prewritten(&self, role: &str) -> Option<Prewritten> {
+        let mut v = self.prewritten.lock().unwrap_or_else(|e| e.into_inner());
+        let i = v.iter().position(|p| p.role == role)?;
+        Some(v.swap_remove(i))
+    }
 }
 
 impl OutputCtx<'_> {
@@ -214,7 +230,7 @@ impl OutputWriter for FloatWriter {
     }
     fn write(&self, ctx: &OutputCtx, path: &Path, w: &mut (dyn Write + Send)) -> Result<Vec<String>> {
         crate::io::write_le(w, ctx.float).map_err(io_err(path))?;
-        Ok(float_lines(ctx))
+        Ok(float_lines(ctx.cfg, ctx.float.len()))
     }
     fn own_thread(&self) -> bool {
         true
@@ -224,8 +240,19 @@ impl OutputWriter for FloatWriter {
     }
 }
 
-fn float_lines(ctx: &OutputCtx) -> Vec<String> {
-    vec![format!("writing {} as {} 4-byte floats", ctx.cfg.output.floatfile.display(), ctx.float.len())]
+/// What the float writer prints for an image of `pixels`.
+pub fn float_lines(cfg: &Config, pixels: usize) -> Vec<String> {
+    vec![format!("writing {} as {} 4-byte floats", cfg.output.floatfile.display(), pixels)]
+}
+
+/// What the noise writer prints after drawing `photons` in all with `overloads` capped pixels.
+pub fn noise_lines(cfg: &Config, photons: f64, overloads: u64) -> Vec<String> {
+    let mut lines = Vec::new();
+    if cfg.output.noise_mode == crate::noise::NoiseMode::Fast {
+        lines.push("noise image by the fast generator (--noise fast: ChaCha8 per row; not the C's pixels)".to_string());
+    }
+    lines.extend([format!("{} photons on noise image ({} overloads)", cf("%.0f", photons), overloads), format!("writing {} as 2-byte integers", cfg.output.noisefile.display())]);
+    lines
 }
 
 /// `-intfile`: SMV with the scaled image.
@@ -326,15 +353,7 @@ impl OutputWriter for NoiseWriter {
                     .map_err(io_err(path))?
             }
         };
-        let mut lines = Vec::new();
-        if ctx.cfg.output.noise_mode == crate::noise::NoiseMode::Fast {
-            lines.push("noise image by the fast generator (--noise fast: ChaCha8 per row; not the C's pixels)".to_string());
-        }
-        lines.extend([
-            format!("{} photons on noise image ({} overloads)", cf("%.0f", photons), overloads),
-            format!("writing {} as 2-byte integers", ctx.cfg.output.noisefile.display()),
-        ]);
-        Ok(lines)
+        Ok(noise_lines(ctx.cfg, photons, overloads))
     }
     fn own_thread(&self) -> bool {
         true
@@ -658,10 +677,8 @@ pub fn remove_created_dirs(created: &[PathBuf]) {
 pub fn write_all(planned: &[Planned], ctx: &OutputCtx, stats_lines: Vec<String>, extra: atomic::OutputSet) -> Result<(Vec<String>, Vec<PathBuf>)> {
     type One = Result<(Vec<String>, Option<Finished>)>;
     let run_one = |p: &Planned| -> One {
-        if p.writer.role() == FloatWriter.role() {
-            if let Some(written) = ctx.float_file.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                return Ok((float_lines(ctx), Some(written)));
-            }
+        if let Some(done) = ctx.take_prewritten(p.writer.role()) {
+            return done.outcome.map(|(file, lines)| (lines, Some(file)));
         }
         let mut f = AtomicFile::create(&p.path)?;
         let lines = p.writer.write(ctx, &p.path, &mut f)?;

@@ -232,15 +232,15 @@ pub fn check_outputs(cfg: &Config) -> Result<Vec<Planned>> {
 pub fn write_outputs(cfg: &Config, exp: &mut Experiment, r: &RenderOutput, out: &mut dyn Write) -> Result<(ImageStats, Vec<PathBuf>)> {
     // a multi-panel detector: only the formats that hold every panel (float, NeXus)
     let (planned, _) = outputs::for_panels(outputs::plan(cfg)?, cfg, exp.det.panels.len())?;
-    write_planned(&planned, cfg, exp, Rendered { float: &r.float, rows: None, float_file: None }, out, Default::default())
+    write_planned(&planned, cfg, exp, Rendered { float: &r.float, rows: None, prewritten: Vec::new() }, out, Default::default())
 }
 
 /// The rendered image as the writers get it: its pixels, the first statistics pass if the render
-/// made it ([`crate::stats::RowCollector`]), and the float file if the render wrote it in place.
+/// made it ([`crate::stats::RowCollector`]), and the outputs the render wrote (float, noise).
 struct Rendered<'a> {
     float: &'a [f32],
     rows: Option<Vec<crate::stats::RowStats>>,
-    float_file: Option<crate::io::atomic::Finished>,
+    prewritten: Vec<outputs::Prewritten>,
 }
 
 fn write_planned(planned: &[Planned], cfg: &Config, exp: &Experiment, r: Rendered, out: &mut dyn Write, extra: crate::io::atomic::OutputSet) -> Result<(ImageStats, Vec<PathBuf>)> {
@@ -262,18 +262,24 @@ fn write_planned(planned: &[Planned], cfg: &Config, exp: &Experiment, r: Rendere
         format!("intfile_scale = {}", g(intfile_scale)),
     ];
     let stats_lines = if multi { [panel_stats_lines(exp, r.float), stats_lines].concat() } else { stats_lines };
-    let mut header = smv_header(exp);
-    if cfg.output.smv_dxtbx {
-        dxtbx_beam_centre(&mut header, exp);
-        header.adc_offset = Some(cfg.output.adc_offset);
-    }
-    let float_file = std::sync::Mutex::new(r.float_file);
-    let ctx = OutputCtx { cfg, exp, float: r.float, stats, intfile_scale, pgm_scale, header, counts: Default::default(), float_file };
+    let header = int_header(cfg, exp);
+    let prewritten = std::sync::Mutex::new(r.prewritten);
+    let ctx = OutputCtx { cfg, exp, float: r.float, stats, intfile_scale, pgm_scale, header, counts: Default::default(), prewritten };
     let (lines, files) = outputs::write_all(planned, &ctx, stats_lines, extra)?;
     for l in lines {
         let _ = writeln!(out, "{l}");
     }
     Ok((stats, files))
+}
+
+/// The header of the SMV images (int and noise): nanoBragg's, or dxtbx's reading of it with `-dxtbx_smv`.
+fn int_header(cfg: &Config, exp: &Experiment) -> SmvHeader {
+    let mut header = smv_header(exp);
+    if cfg.output.smv_dxtbx {
+        dxtbx_beam_centre(&mut header, exp);
+        header.adc_offset = Some(cfg.output.adc_offset);
+    }
+    header
 }
 
 /// One line of statistics per panel of a multi-panel detector (the lines after them are the whole
@@ -379,7 +385,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
         None
     };
     let (mut r, rendered) = match fused {
-        Some((r, t)) => (RunImage { float: FloatImage::Held(r.float), omega_sum: r.omega_sum, interp_oob: r.interp_oob, rows: None }, Some(t)),
+        Some((r, t)) => (RunImage { float: FloatImage::Held(r.float), omega_sum: r.omega_sum, interp_oob: r.interp_oob, rows: None, prewritten: Vec::new() }, Some(t)),
         None => (render_streamed(cfg, &exp, &planned, &tick)?, None),
     };
     if let Some(b) = bar {
@@ -440,8 +446,11 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
             r.float.pixels().par_chunks(1 << 16).map(|c| c.iter().filter(|v| !v.is_finite()).count()).sum::<usize>()
         }
     };
-    let float_file = r.float.take_file();
-    let image = Rendered { float: r.float.pixels(), rows: r.rows.take(), float_file };
+    let mut prewritten = std::mem::take(&mut r.prewritten);
+    if let Some(file) = r.float.take_file() {
+        prewritten.push(outputs::Prewritten { role: "float", outcome: Ok((file, outputs::float_lines(cfg, r.float.pixels().len()))) });
+    }
+    let image = Rendered { float: r.float.pixels(), rows: r.rows.take(), prewritten };
     let (stats, files) = write_planned(&planned, cfg, &exp, image, out, derived.files)?;
     if bad > 0 {
         crate::base::log::warn(format!(
@@ -495,6 +504,8 @@ struct RunImage {
     omega_sum: f64,
     interp_oob: Option<kernel::OutOfRange>,
     rows: Option<Vec<crate::stats::RowStats>>,
+    /// The noise image when it was drawn from the rows as the render finished them.
+    prewritten: Vec<outputs::Prewritten>,
 }
 
 /// Render the image into the `-floatfile`'s temporary file where it can be mapped (else into memory),
@@ -504,7 +515,7 @@ struct RunImage {
 /// numbers as [`render`] and [`image_stats`].
 fn render_streamed(cfg: &Config, exp: &Experiment, planned: &[Planned], tick: &(dyn Fn(usize) + Sync)) -> Result<RunImage> {
     let n = exp.det.fpixels() * exp.det.rows();
-    let float_out = planned.iter().find(|p| p.writer.role() == crate::run::outputs::OutputWriter::role(&outputs::FloatWriter));
+    let float_out = planned.iter().find(|p| p.writer.role() == "float");
     let mapped = match float_out {
         Some(p) => crate::io::float::MappedFloat::create(&p.path, n)?,
         None => None,
@@ -512,8 +523,72 @@ fn render_streamed(cfg: &Config, exp: &Experiment, planned: &[Planned], tick: &(
     let mut float = mapped.map_or_else(|| FloatImage::Held(vec![0.0; n]), FloatImage::Mapped);
     let collector = stats_collector(exp);
     let opts = cfg.run.render_options();
-    let (omega_sum, interp_oob) = in_pool(cfg.run.threads, || kernel::render_into(exp, &opts, float.pixels_mut(), tick, &|s, row| collector.add(s, row)))?;
-    Ok(RunImage { float, omega_sum, interp_oob, rows: Some(collector.into_rows()) })
+    let noise_out = planned.iter().find(|p| p.writer.role() == "noise").filter(|_| noise_follows_render(cfg, exp));
+    let pixels = float.pixels_mut();
+    let (omega_sum, interp_oob, noise) = std::thread::scope(|scope| -> Result<_> {
+        let (rows_tx, drawn) = match noise_out {
+            Some(p) => {
+                let (tx, rx) = std::sync::mpsc::sync_channel(NOISE_ROWS_IN_FLIGHT);
+                (Some(tx), Some(scope.spawn(move || follow_with_noise(cfg, exp, &p.path, rx))))
+            }
+            None => (None, None),
+        };
+        let hook = |s: usize, row: &[f32]| {
+            collector.add(s, row);
+            if let Some(tx) = &rows_tx {
+                let mut exp_row = Vec::with_capacity(row.len());
+                crate::noise::exp_of_means(row, &mut exp_row);
+                // an error here means the noise thread stopped on a write error, which it reports
+                let _ = tx.send((s, row.to_vec(), exp_row));
+            }
+        };
+        let rendered = in_pool(cfg.run.threads, || kernel::render_into(exp, &opts, pixels, tick, &hook));
+        drop(rows_tx); // the noise thread's row stream ends
+        let noise = drawn.map(|h| outputs::Prewritten {
+            role: "noise",
+            outcome: h.join().unwrap_or_else(|_| Err(Error::Output { path: PathBuf::new(), reason: "the noise thread panicked".into() })),
+        });
+        let (omega_sum, interp_oob) = rendered?;
+        Ok((omega_sum, interp_oob, noise))
+    })?;
+    Ok(RunImage { float, omega_sum, interp_oob, rows: Some(collector.into_rows()), prewritten: noise.into_iter().collect() })
+}
+
+/// Rows the render may finish ahead of the noise draws (each in flight holds two copies of a row):
+/// the render waits beyond that, so memory does not grow when the serial draws are the slower part.
+const NOISE_ROWS_IN_FLIGHT: usize = 64;
+
+/// Whether the C-mode noise image can be drawn from the rows as the render finishes them: every row's
+/// first rendering is its last (no interpolation that may switch off and render rows again, no
+/// `-add_float` added after), one panel.
+fn noise_follows_render(cfg: &Config, exp: &Experiment) -> bool {
+    cfg.output.noise_mode == crate::noise::NoiseMode::C && !exp.structure_factors.interpolate && cfg.params.add_float.is_empty() && exp.det.panels.len() == 1
+}
+
+/// The noise image drawn from the rendered rows (row index, pixels, their exp(−mean)) as they come,
+/// in raster order (rows that come early wait): the C's serial stream, the same file as
+/// [`outputs::NoiseWriter`] writes after the render.
+fn follow_with_noise(cfg: &Config, exp: &Experiment, path: &Path, rows: std::sync::mpsc::Receiver<(usize, Vec<f32>, Vec<f32>)>) -> Result<(crate::io::atomic::Finished, Vec<String>)> {
+    let panel = exp.det.panel();
+    let mut file = crate::io::atomic::AtomicFile::create(path)?;
+    let header = crate::io::smv::smv_header_bytes(&int_header(cfg, exp)).map_err(|e| Error::Output { path: path.to_path_buf(), reason: e.to_string() })?;
+    file.write_all(&header).map_err(|e| Error::write(path, e))?;
+    let mut noise = crate::noise::CNoiseRows::new(exp.rng.clone(), exp.seed, panel.roi.clone(), panel.fpixels, cfg.output.adc_offset);
+    let mut waiting = std::collections::BTreeMap::new();
+    let mut next = 0;
+    for (s, row, exp_row) in rows {
+        waiting.insert(s, (row, exp_row));
+        while let Some((row, exp_row)) = waiting.remove(&next) {
+            let (px, _) = noise.draw(next, &row, &exp_row);
+            crate::io::write_le(&mut file, px).map_err(|e| Error::write(path, e))?;
+            next += 1;
+        }
+    }
+    if next != panel.spixels {
+        return Err(Error::Output { path: path.to_path_buf(), reason: format!("the render stopped after {next} of {} rows", panel.spixels) });
+    }
+    file.flush().map_err(|e| Error::write(path, e))?;
+    Ok((file.finish()?, outputs::noise_lines(cfg, noise.photons, noise.overloads)))
 }
 
 /// The row collector for the image [`write_planned`] takes its statistics of
