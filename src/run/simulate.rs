@@ -556,7 +556,7 @@ fn render_streamed(cfg: &Config, exp: &Experiment, planned: &[Planned], tick: &(
 
 /// Rows the render may finish ahead of the noise draws (each in flight holds two copies of a row):
 /// the render waits beyond that, so memory does not grow when the serial draws are the slower part.
-const NOISE_ROWS_IN_FLIGHT: usize = 64;
+const NOISE_ROWS_IN_FLIGHT: usize = 16;
 
 /// Whether the C-mode noise image can be drawn from the rows as the render finishes them: every row's
 /// first rendering is its last (no interpolation that may switch off and render rows again, no
