@@ -24,7 +24,7 @@
 //! ([`super::hand::HandKernel`]) instead of the generic loop here.
 
 use super::hand::*;
-use super::lanes::{ceil, cheb_roots, cheb_two_x, sincg_sqr, Real, CHEB_MAX_N};
+use super::lanes::{ceil, cheb_roots, cheb_two_x, div_by_reciprocal, div_operands_outside, sincg_sqr, Real, CHEB_MAX_N};
 use crate::experiment::params::CrystalShape;
 use crate::base::consts::R_E_SQR;
 use crate::experiment::Experiment;
@@ -269,6 +269,8 @@ fn render_group<T: HandKernel, const L: usize, const C: usize, const HAND: bool>
     let mut dz = [0.0f64; L];
     // R per lane
     let mut airpath = [0.0f64; L];
+    // 1/R per lane, where the divisions by R run as fused operations (see `subpixel_directions`)
+    let mut inv_r = [0.0f64; L];
 
     for thick_tic in 0..panel.sensor.thicksteps {
         let odet = thick_tic as f64 * panel.sensor.thickstep;
@@ -276,8 +278,8 @@ fn render_group<T: HandKernel, const L: usize, const C: usize, const HAND: bool>
         for sub_s in 0..os {
             let sdet = sub * ((s * os + sub_s) as f64) + sub / 2.0;
             for sub_f in 0..os {
-                subpixel_directions(exp, panel, f0, sdet, sub_f, odet, [&mut dx, &mut dy, &mut dz], &mut airpath);
-                update_omega(exp, panel, &airpath, active, &mut omega, &mut omega_sum);
+                let by_inv_r = subpixel_directions::<L, HAND>(exp, panel, f0, sdet, sub_f, odet, [&mut dx, &mut dy, &mut dz], &mut airpath, &mut inv_r);
+                update_omega(exp, panel, &airpath, by_inv_r.then_some(&inv_r), active, &mut omega, &mut omega_sum);
                 update_capture(exp, panel, thick_tic, [&dx, &dy, &dz], &mut capture);
 
                 if let Some((h, a)) = hoist.as_mut() {
@@ -303,15 +305,7 @@ fn render_group<T: HandKernel, const L: usize, const C: usize, const HAND: bool>
                     // the scattering vector (in f64, the C's operations), where -dmin or the
                     // loop needs it (the hoisted hand loop does not)
                     let need_scat = hoist.is_none() || dmin > 0.0;
-                    let scattering = || {
-                        let mut sv = [[0.0f64; L]; 3];
-                        for l in 0..L {
-                            sv[0][l] = (dx[l] - inc[0]) / lambda;
-                            sv[1][l] = (dy[l] - inc[1]) / lambda;
-                            sv[2][l] = (dz[l] - inc[2]) / lambda;
-                        }
-                        sv
-                    };
+                    let scattering = || scattering_vectors::<L, HAND>([&dx, &dy, &dz], &inc, lambda);
                     let sv = if need_scat { scattering() } else { [[0.0; L]; 3] };
                     if dmin > 0.0 {
                         for l in 0..L {
@@ -369,8 +363,22 @@ fn render_group<T: HandKernel, const L: usize, const C: usize, const HAND: bool>
 /// The unit vector from the sample to sub-pixel (`sub_f`, the row's sub-pixel at `sdet`) of each
 /// lane's pixel at depth `odet`, and its distance R (`airpath`): the flat detector's positions in
 /// the C's order of operations, swung onto the sphere for `-curved_det` (nanoBragg.c L2578-L2600).
+/// With `FMA` (a row function compiled with it) and every lane's operands in range, the three
+/// divisions by R as [`div_by_reciprocal`] from one 1/R, left in `inv_r` for the solid angle:
+/// returns whether it did (the same bits either way).
 #[inline(always)]
-fn subpixel_directions<const L: usize>(exp: &Experiment, panel: &Panel, f0: usize, sdet: f64, sub_f: usize, odet: f64, d: [&mut [f64; L]; 3], airpath: &mut [f64; L]) {
+#[allow(clippy::too_many_arguments)]
+fn subpixel_directions<const L: usize, const FMA: bool>(
+    exp: &Experiment,
+    panel: &Panel,
+    f0: usize,
+    sdet: f64,
+    sub_f: usize,
+    odet: f64,
+    d: [&mut [f64; L]; 3],
+    airpath: &mut [f64; L],
+    inv_r: &mut [f64; L],
+) -> bool {
     let (os, sub) = (exp.sampling.oversample, exp.sampling.subpixel_size);
     let (fv, sv, ov, pix0) = (panel.fdet_vector, panel.sdet_vector, panel.odet_vector, panel.pix0_vector);
     let mut fdet = [0.0f64; L];
@@ -394,24 +402,99 @@ fn subpixel_directions<const L: usize>(exp: &Experiment, panel: &Panel, f0: usiz
         }
     }
     let [dx, dy, dz] = d;
+    // R, then the unit vector (nanoBragg.c's `airpath = unitize(pixel_pos,diffracted)`)
+    let mut outside = u64::from(!FMA);
     for l in 0..L {
         let (x, y, z) = (px[0][l], px[1][l], px[2][l]);
         let r = (x * x + y * y + z * z).sqrt();
         airpath[l] = r;
-        dx[l] = x / r;
-        dy[l] = y / r;
-        dz[l] = z / r;
+        outside |= div_operands_outside(x, r) | div_operands_outside(y, r) | div_operands_outside(z, r);
     }
+    let in_range = outside == 0;
+    if in_range {
+        for l in 0..L {
+            let r = airpath[l];
+            let y = 1.0 / r;
+            inv_r[l] = y;
+            dx[l] = div_by_reciprocal(px[0][l], r, y);
+            dy[l] = div_by_reciprocal(px[1][l], r, y);
+            dz[l] = div_by_reciprocal(px[2][l], r, y);
+        }
+    } else {
+        for l in 0..L {
+            let r = airpath[l];
+            dx[l] = px[0][l] / r;
+            dy[l] = px[1][l] / r;
+            dz[l] = px[2][l] / r;
+        }
+    }
+    in_range
+}
+
+/// The scattering vectors (d − i)/λ of one source for every lane (nanoBragg.c's
+/// `scattering[1] = (diffracted[1]-incident[1])/lambda`, the C's operations), the divisions as [`div_by_reciprocal`] with `FMA` where every lane's operands are
+/// in range (the same bits).
+#[inline(always)]
+fn scattering_vectors<const L: usize, const FMA: bool>(d: [&[f64; L]; 3], inc: &V3, lambda: f64) -> [[f64; L]; 3] {
+    let [dx, dy, dz] = d;
+    // lanes innermost, one statement per component (a loop over the axes outside the lanes'
+    // vectorized across the axes instead, with gathers and scatters)
+    let mut delta = [[0.0f64; L]; 3];
+    let mut outside = u64::from(!FMA);
+    for l in 0..L {
+        let (x, y, z) = (dx[l] - inc[0], dy[l] - inc[1], dz[l] - inc[2]);
+        [delta[0][l], delta[1][l], delta[2][l]] = [x, y, z];
+        outside |= div_operands_outside(x, lambda) | div_operands_outside(y, lambda) | div_operands_outside(z, lambda);
+    }
+    let mut sv = [[0.0f64; L]; 3];
+    if outside == 0 {
+        let inv_lambda = 1.0 / lambda;
+        for l in 0..L {
+            sv[0][l] = div_by_reciprocal(delta[0][l], lambda, inv_lambda);
+            sv[1][l] = div_by_reciprocal(delta[1][l], lambda, inv_lambda);
+            sv[2][l] = div_by_reciprocal(delta[2][l], lambda, inv_lambda);
+        }
+    } else {
+        for l in 0..L {
+            sv[0][l] = delta[0][l] / lambda;
+            sv[1][l] = delta[1][l] / lambda;
+            sv[2][l] = delta[2][l] / lambda;
+        }
+    }
+    sv
 }
 
 /// The pixel's solid angle (the C's last-value rule: set once, or at every sub-pixel with
-/// `-oversample_omega`) and the omega sum over the active lanes.
+/// `-oversample_omega`) and the omega sum over the active lanes. With `inv_r` (every lane's 1/R,
+/// from [`subpixel_directions`]) and the panel's constants in range, the C's chain of divisions
+/// (nanoBragg.c's `pixel_size*pixel_size/airpath/airpath*close_distance/airpath`, or
+/// `1.0/airpath/airpath` for `-point_pixel`) as [`div_by_reciprocal`]s: the same bits.
 #[inline(always)]
-fn update_omega<const L: usize>(exp: &Experiment, panel: &Panel, airpath: &[f64; L], active: &[bool; L], omega: &mut [f64; L], omega_sum: &mut [f64; L]) {
+fn update_omega<const L: usize>(exp: &Experiment, panel: &Panel, airpath: &[f64; L], inv_r: Option<&[f64; L]>, active: &[bool; L], omega: &mut [f64; L], omega_sum: &mut [f64; L]) {
+    // scalars out of the lane loops (read inside them, LLVM gathered them lane by lane)
+    let (point, every) = (panel.point_pixel, exp.sampling.oversample_omega);
+    let (area, close) = (panel.pixel_size * panel.pixel_size, panel.close_distance);
+    let mut new = [0.0f64; L];
+    // with R in [2⁻¹⁰⁰, 2¹⁰¹) (div_operands_outside), area in [2⁻³⁰⁰, 2³⁰⁰] and the distance in
+    // [2⁻¹⁰⁰, 2¹⁰¹) every numerator of the chain stays within [2⁻⁶⁰⁰, 2⁶⁰⁰]
+    let area_in_range = (area >= 2f64.powi(-300)) & (area <= 2f64.powi(300));
+    let constants_in_range = point || (area_in_range && div_operands_outside(1.0, close) == 0);
+    match inv_r {
+        Some(inv) if constants_in_range => {
+            for l in 0..L {
+                let (r, y) = (airpath[l], inv[l]);
+                new[l] = if point { div_by_reciprocal(y, r, y) } else { div_by_reciprocal(div_by_reciprocal(div_by_reciprocal(area, r, y), r, y) * close, r, y) };
+            }
+        }
+        _ => {
+            for l in 0..L {
+                let r = airpath[l];
+                new[l] = if point { 1.0 / r / r } else { area / r / r * close / r };
+            }
+        }
+    }
     for l in 0..L {
-        let r = airpath[l];
-        let new = if panel.point_pixel { 1.0 / r / r } else { panel.pixel_size * panel.pixel_size / r / r * panel.close_distance / r };
-        omega[l] = if omega[l] == 0.0 || exp.sampling.oversample_omega { new } else { omega[l] };
+        omega[l] = if omega[l] == 0.0 || every { new[l] } else { omega[l] };
         omega_sum[l] += if active[l] { omega[l] } else { 0.0 };
     }
 }
