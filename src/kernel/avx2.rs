@@ -33,9 +33,9 @@ use std::arch::x86_64::*;
 
 /// The sample loop for element type `$t` in registers `$v` of `$w` lanes, 2cos(πδ) from a polynomial
 /// of degree `$terms` in δ²; built from the wrappers (`set1`, `_mul`, `lookup`, ...) of the module
-/// it is expanded in.
+/// it is expanded in, every function compiled with the target features `$feat`.
 macro_rules! hand_kernel {
-    ($t:ty, $v:ty, $w:expr, $terms:expr, $sterms:expr) => {
+    ($t:ty, $v:ty, $w:expr, $terms:expr, $sterms:expr, $feat:literal) => {
         /// One pixel group's `C` lanes, one register of
         #[doc = concat!(stringify!($w), " lanes at a time: add every orientation's F²·F_latt²·weight to `acc`.")]
         /// A register's lanes go through all orientations before the next register's (measured
@@ -43,9 +43,10 @@ macro_rules! hand_kernel {
         /// overlaps consecutive orientations instead).
         ///
         /// # Safety
-        /// The CPU must support AVX2 and FMA.
+        /// The CPU must support the module's target features (AVX2 and FMA; for the 512-bit
+        /// modules AVX-512 F/DQ/VL too).
         #[inline]
-        #[target_feature(enable = "avx2,fma")]
+        #[target_feature(enable = $feat)]
         #[allow(clippy::too_many_arguments)]
         pub unsafe fn sample_chunk<const C: usize>(
             hand: &HandLattice<$t>,
@@ -69,7 +70,7 @@ macro_rules! hand_kernel {
 
         /// [`sample_chunk`] for any group: dead lanes masked, weights, N per axis.
         #[inline(never)]
-        #[target_feature(enable = "avx2,fma")]
+        #[target_feature(enable = $feat)]
         unsafe fn any_chunk<const C: usize>(
             hand: &HandLattice<$t>,
             default_f: $t,
@@ -196,7 +197,7 @@ macro_rules! hand_kernel {
         /// that neither's constants crowd the other's registers: the heavy render 14% faster in an
         /// in-process A/B (`reports/benchmarks/2026-11-23-plain-loop`).
         #[inline(never)]
-        #[target_feature(enable = "avx2,fma")]
+        #[target_feature(enable = $feat)]
         unsafe fn plain_chunk<const GRID: bool, const C: usize>(
             hand: &HandLattice<$t>,
             grid: Option<GridIndex<'_>>,
@@ -229,7 +230,7 @@ macro_rules! hand_kernel {
         /// and y = 2cos(π·) of each, F_cell from the grid or `f_default`. The lookup first, so
         /// that the indices' registers are free for the lattice factor.
         #[inline]
-        #[target_feature(enable = "avx2,fma")]
+        #[target_feature(enable = $feat)]
         unsafe fn term(hand: &HandLattice<$t>, idx0: [$v; 3], y: [$v; 3], in_range: bool, f_default: $v) -> $v {
             let c = &hand.consts;
             let f = match &hand.grid {
@@ -259,7 +260,7 @@ macro_rules! hand_kernel {
 
         /// The nearest integers ceil(x − ½) of the Miller indices and 2cos(πδ) of their distance δ.
         #[inline]
-        #[target_feature(enable = "avx2,fma")]
+        #[target_feature(enable = $feat)]
         unsafe fn nearest(c: &HandConsts<$t>, x: [$v; 3]) -> ([$v; 3], [$v; 3]) {
             let idx0 = x.map(|x| ceil(_sub(x, wide(&c.half))));
             let y = [0, 1, 2].map(|ax| two_cos_pi(c, _sub(x[ax], idx0[ax])));
@@ -269,7 +270,7 @@ macro_rules! hand_kernel {
         /// U_{N−1} on the three axes for one N (`axis`), from y = 2cos(πδ): y^(N+1 mod 2)·Π(y² − r_k),
         /// the roots in pairs (HandAxis), the pair loop outermost.
         #[inline]
-        #[target_feature(enable = "avx2,fma")]
+        #[target_feature(enable = $feat)]
         unsafe fn cheb_u_uniform(c: &HandConsts<$t>, axis: &HandAxis<$t>, y: [$v; 3]) -> [$v; 3] {
             let z = y.map(|y| _mul(y, y));
             let mut u = if axis.even { y } else { [wide(&c.one); 3] };
@@ -290,14 +291,14 @@ macro_rules! hand_kernel {
         /// ([`crate::kernel::hand::TWO_COS_PI_Q64`]/`Q32`): one fused multiply-add per
         /// coefficient, one fewer per axis and sample than 2 − (2sin(πδ/2))² from the sine polynomial.
         #[inline]
-        #[target_feature(enable = "avx2,fma")]
+        #[target_feature(enable = $feat)]
         pub(super) unsafe fn two_cos_pi(c: &HandConsts<$t>, delta: $v) -> $v {
             two_cos_pi_t(c, _mul(delta, delta))
         }
 
         /// [`two_cos_pi`] of δ from t = δ².
         #[inline]
-        #[target_feature(enable = "avx2,fma")]
+        #[target_feature(enable = $feat)]
         unsafe fn two_cos_pi_t(c: &HandConsts<$t>, t: $v) -> $v {
             let mut q = wide(&c.two_cos_pi_q[$terms]);
             for k in (0..$terms).rev() {
@@ -309,7 +310,7 @@ macro_rules! hand_kernel {
         /// 2sin(πδ) for |δ| ≤ ½ as δ·P(t), t = δ², P the minimax polynomial of degree `$sterms`
         /// ([`crate::kernel::hand::TWO_SIN_PI_P64`]/`P32`).
         #[inline]
-        #[target_feature(enable = "avx2,fma")]
+        #[target_feature(enable = $feat)]
         pub(super) unsafe fn two_sin_pi_t(c: &HandConsts<$t>, delta: $v, t: $v) -> $v {
             let mut p = wide(&c.two_sin_pi_p[$sterms]);
             for k in (0..$sterms).rev() {
@@ -323,7 +324,7 @@ macro_rules! hand_kernel {
 // The seam through which the generic kernel runs these loops (kernel::hand).
 impl HandKernel for f64 {
     #[inline(always)]
-    unsafe fn hand_chunk<const C: usize>(
+    unsafe fn hand_chunk<const C: usize, const W512: bool>(
         hand: &HandLattice<f64>,
         default_f: f64,
         idx: &HandIndices<f64, C>,
@@ -331,6 +332,10 @@ impl HandKernel for f64 {
         weight: &[f64; C],
         acc: &mut [f64; C],
     ) -> bool {
+        if W512 && C.is_multiple_of(8) && hand.grid.is_none() {
+            f64x8::sample_chunk::<C>(hand, default_f, idx, live, weight, acc);
+            return true;
+        }
         if !C.is_multiple_of(4) {
             return false;
         }
@@ -341,7 +346,7 @@ impl HandKernel for f64 {
 
 impl HandKernel for f32 {
     #[inline(always)]
-    unsafe fn hand_chunk<const C: usize>(
+    unsafe fn hand_chunk<const C: usize, const W512: bool>(
         hand: &HandLattice<f32>,
         default_f: f32,
         idx: &HandIndices<f32, C>,
@@ -349,6 +354,10 @@ impl HandKernel for f32 {
         weight: &[f32; C],
         acc: &mut [f32; C],
     ) -> bool {
+        if W512 && C.is_multiple_of(16) && hand.grid.is_none() {
+            f32x16::sample_chunk::<C>(hand, default_f, idx, live, weight, acc);
+            return true;
+        }
         if !C.is_multiple_of(8) {
             return false;
         }
@@ -516,7 +525,7 @@ pub mod f64x4 {
         read(g, float_offset(fi, idx0))
     }
 
-    hand_kernel!(f64, __m256d, 4, 6, 7);
+    hand_kernel!(f64, __m256d, 4, 6, 7, "avx2,fma");
 }
 
 /// Eight f32 lanes per `__m256` (`-precision single`).
@@ -654,7 +663,258 @@ pub mod f32x8 {
         lookup(g, idx0)
     }
 
-    hand_kernel!(f32, __m256, 8, 3, 4);
+    hand_kernel!(f32, __m256, 8, 3, 4, "avx2,fma");
+}
+
+/// Eight f64 lanes per `__m512d`: the same loop at the AVX-512 level for `default_F` alone (no
+/// grid), where the hand loop's work is the lattice factor and twice the lanes per instruction
+/// is what there is to gain. Every lane runs the same operations as in [`f64x4`] (the same
+/// multiplies, fused multiply-adds, ceil), so every pixel's value is the same bit for bit. With a
+/// grid the 256-bit loop stays: its F read is one broadcast where a register's lanes share their
+/// lattice point, which eight lanes do less often than four (the lookup here is the gather, only
+/// for completeness of the shared body).
+pub mod f64x8 {
+    use super::*;
+    type V = __m512d;
+
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn set1(x: f64) -> V {
+        _mm512_set1_pd(x)
+    }
+    /// A replicated constant's first lane, broadcast (an embedded broadcast memory operand).
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn wide(x: &Wide<f64>) -> V {
+        _mm512_set1_pd(x.0[0])
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn load(x: &[f64]) -> V {
+        debug_assert!(x.len() >= 8);
+        _mm512_loadu_pd(x.as_ptr())
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn load_ptr(x: *const f64) -> V {
+        _mm512_loadu_pd(x)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn store(x: &mut [f64], v: V) {
+        debug_assert!(x.len() >= 8);
+        _mm512_storeu_pd(x.as_mut_ptr(), v)
+    }
+    /// All ones where the lane is live.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn lane_mask(live: &[bool]) -> V {
+        let live = &live[..8];
+        let bytes = _mm_cvtsi64_si128(i64::from_ne_bytes(std::array::from_fn(|i| live[i] as u8)));
+        _mm512_castsi512_pd(_mm512_sub_epi64(_mm512_setzero_si512(), _mm512_cvtepu8_epi64(bytes)))
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn _add(a: V, b: V) -> V {
+        _mm512_add_pd(a, b)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn _sub(a: V, b: V) -> V {
+        _mm512_sub_pd(a, b)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn _mul(a: V, b: V) -> V {
+        _mm512_mul_pd(a, b)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn _and(a: V, b: V) -> V {
+        _mm512_and_pd(a, b)
+    }
+    /// a·b + c
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn _fmadd(a: V, b: V, c: V) -> V {
+        _mm512_fmadd_pd(a, b, c)
+    }
+    /// c − a·b
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn _fnmadd(a: V, b: V, c: V) -> V {
+        _mm512_fnmadd_pd(a, b, c)
+    }
+    /// vroundpd's immediate in vrndscalepd (scale 0): the same ceil.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn ceil(a: V) -> V {
+        _mm512_roundscale_pd::<{ _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC }>(a)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn round_nearest(a: V) -> V {
+        _mm512_roundscale_pd::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(a)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn _min(a: V, b: V) -> V {
+        _mm512_min_pd(a, b)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn _max(a: V, b: V) -> V {
+        _mm512_max_pd(a, b)
+    }
+    /// As [`super::f64x4`]'s lookup (integer offsets clamped to the padded grid), read by the gather.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn lookup(g: &HandGrid<f64>, idx0: [V; 3]) -> V {
+        let d: [__m256i; 3] = std::array::from_fn(|a| {
+            let d = _mm256_sub_epi32(_mm512_cvtpd_epi32(idx0[a]), _mm256_set1_epi32(g.lo[a]));
+            _mm256_min_epi32(_mm256_max_epi32(d, _mm256_setzero_si256()), _mm256_set1_epi32(g.last[a]))
+        });
+        let flat = _mm256_add_epi32(_mm256_add_epi32(_mm256_mullo_epi32(d[0], _mm256_set1_epi32(g.stride_h)), _mm256_mullo_epi32(d[1], _mm256_set1_epi32(g.stride_k))), d[2]);
+        _mm512_i32gather_pd::<8>(flat, g.data.as_ptr())
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn lookup_in_range(g: &HandGrid<f64>, idx0: [V; 3]) -> V {
+        lookup(g, idx0)
+    }
+    type GridIndex<'a> = ();
+    #[inline]
+    fn grid_index(_: &HandGrid<f64>) -> Option<GridIndex<'static>> {
+        Some(())
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn lookup_plain(g: &HandGrid<f64>, _: &GridIndex<'_>, idx0: [V; 3]) -> V {
+        lookup(g, idx0)
+    }
+
+    hand_kernel!(f64, __m512d, 8, 6, 7, "avx512f,avx512dq,avx512vl,avx2,fma");
+}
+
+/// Sixteen f32 lanes per `__m512` (`-precision single`): as [`f64x8`] for [`f32x8`].
+pub mod f32x16 {
+    use super::*;
+    type V = __m512;
+
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn set1(x: f32) -> V {
+        _mm512_set1_ps(x)
+    }
+    /// A replicated constant's first lane, broadcast (an embedded broadcast memory operand).
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn wide(x: &Wide<f32>) -> V {
+        _mm512_set1_ps(x.0[0])
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn load(x: &[f32]) -> V {
+        debug_assert!(x.len() >= 16);
+        _mm512_loadu_ps(x.as_ptr())
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn load_ptr(x: *const f32) -> V {
+        _mm512_loadu_ps(x)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn store(x: &mut [f32], v: V) {
+        debug_assert!(x.len() >= 16);
+        _mm512_storeu_ps(x.as_mut_ptr(), v)
+    }
+    /// All ones where the lane is live.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn lane_mask(live: &[bool]) -> V {
+        let live = &live[..16];
+        let bytes = _mm_loadu_si128(std::array::from_fn::<u8, 16, _>(|i| live[i] as u8).as_ptr() as *const __m128i);
+        _mm512_castsi512_ps(_mm512_sub_epi32(_mm512_setzero_si512(), _mm512_cvtepu8_epi32(bytes)))
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn _add(a: V, b: V) -> V {
+        _mm512_add_ps(a, b)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn _sub(a: V, b: V) -> V {
+        _mm512_sub_ps(a, b)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn _mul(a: V, b: V) -> V {
+        _mm512_mul_ps(a, b)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn _and(a: V, b: V) -> V {
+        _mm512_and_ps(a, b)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn _fmadd(a: V, b: V, c: V) -> V {
+        _mm512_fmadd_ps(a, b, c)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn _fnmadd(a: V, b: V, c: V) -> V {
+        _mm512_fnmadd_ps(a, b, c)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn ceil(a: V) -> V {
+        _mm512_roundscale_ps::<{ _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC }>(a)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn round_nearest(a: V) -> V {
+        _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(a)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn _min(a: V, b: V) -> V {
+        _mm512_min_ps(a, b)
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn _max(a: V, b: V) -> V {
+        _mm512_max_ps(a, b)
+    }
+    /// As [`super::f32x8`]'s lookup, sixteen lanes, read by the gather.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn lookup(g: &HandGrid<f32>, idx0: [V; 3]) -> V {
+        let d: [__m512i; 3] = std::array::from_fn(|a| {
+            let d = _mm512_sub_epi32(_mm512_cvtps_epi32(idx0[a]), _mm512_set1_epi32(g.lo[a]));
+            _mm512_min_epi32(_mm512_max_epi32(d, _mm512_setzero_si512()), _mm512_set1_epi32(g.last[a]))
+        });
+        let flat = _mm512_add_epi32(_mm512_add_epi32(_mm512_mullo_epi32(d[0], _mm512_set1_epi32(g.stride_h)), _mm512_mullo_epi32(d[1], _mm512_set1_epi32(g.stride_k))), d[2]);
+        _mm512_i32gather_ps::<4>(flat, g.data.as_ptr())
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn lookup_in_range(g: &HandGrid<f32>, idx0: [V; 3]) -> V {
+        lookup(g, idx0)
+    }
+    type GridIndex<'a> = ();
+    #[inline]
+    fn grid_index(_: &HandGrid<f32>) -> Option<GridIndex<'static>> {
+        Some(())
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn lookup_plain(g: &HandGrid<f32>, _: &GridIndex<'_>, idx0: [V; 3]) -> V {
+        lookup(g, idx0)
+    }
+
+    hand_kernel!(f32, __m512, 16, 3, 4, "avx512f,avx512dq,avx512vl,avx2,fma");
 }
 
 #[cfg(test)]

@@ -193,9 +193,10 @@ impl<'a, T: HandKernel> Prepared<'a, T> {
 /// safe range in a group, the row stops there with [`RowEnd::HandOver`] at the group's first pixel:
 /// the shared driver finishes it with the reference kernel, which switches interpolation off at
 /// exactly the C's evaluation. `HAND`: use the hand-written AVX2 sample loop where it applies (set
-/// only by a row function compiled with AVX2 and FMA, see `simd.rs`).
+/// only by a row function compiled with AVX2 and FMA, see `simd.rs`); `W512`: that loop in 512-bit
+/// registers where it has that form (set only by the AVX-512 row function; the same bits).
 #[inline(always)]
-pub fn render_row<T: HandKernel, const L: usize, const C: usize, const HAND: bool>(exp: &Experiment, prep: &Prepared<T>, s: usize, interpolate: bool, out: &mut [f32]) -> RowResult {
+pub fn render_row<T: HandKernel, const L: usize, const C: usize, const HAND: bool, const W512: bool>(exp: &Experiment, prep: &Prepared<T>, s: usize, interpolate: bool, out: &mut [f32]) -> RowResult {
     let (panel, s) = exp.det.locate(s);
     let fpixels = panel.fpixels;
     let mut omega_row = 0.0;
@@ -221,7 +222,7 @@ pub fn render_row<T: HandKernel, const L: usize, const C: usize, const HAND: boo
         let any = active.iter().any(|&a| a);
         let mut vals = [0.0f64; L];
         if any {
-            match render_group::<T, L, C, HAND>(exp, panel, prep, f0, s, &active, interpolate, hoist.map(|h| (h, &mut hoist_a[..])), &mut vals, omega_row) {
+            match render_group::<T, L, C, HAND, W512>(exp, panel, prep, f0, s, &active, interpolate, hoist.map(|h| (h, &mut hoist_a[..])), &mut vals, omega_row) {
                 Some(om) => omega_row = om,
                 None => return RowResult { omega: omega_row, end: RowEnd::HandOver { from: f0 } },
             }
@@ -241,7 +242,7 @@ pub fn render_row<T: HandKernel, const L: usize, const C: usize, const HAND: boo
 /// One group of pixels; the row's omega sum with theirs added (`omega_row` before), `None` when
 /// interpolation went out of range (the caller falls back).
 #[allow(clippy::too_many_arguments)]
-fn render_group<T: HandKernel, const L: usize, const C: usize, const HAND: bool>(
+fn render_group<T: HandKernel, const L: usize, const C: usize, const HAND: bool, const W512: bool>(
     exp: &Experiment,
     panel: &Panel,
     prep: &Prepared<T>,
@@ -294,8 +295,8 @@ fn render_group<T: HandKernel, const L: usize, const C: usize, const HAND: bool>
                         update_polar(&mut polar, si, active);
                     }
                     let idx = HandIndices::Hoisted { a, sources: 0..prep.sources.len() };
-                    // SAFETY: a hoist exists only for HAND rows, which run with AVX2 and FMA (simd.rs)
-                    let done = prep.hand.as_ref().is_some_and(|h| unsafe { T::hand_chunk(h, prep.f.default_f(), &idx, active, &weight_of(&polar), &mut i_sum) });
+                    // SAFETY: a hoist exists only for HAND rows, which run with AVX2 and FMA, and W512 ones with AVX-512 too (simd.rs)
+                    let done = prep.hand.as_ref().is_some_and(|h| unsafe { T::hand_chunk::<L, W512>(h, prep.f.default_f(), &idx, active, &weight_of(&polar), &mut i_sum) });
                     // (the hoist comes from prep.hand, whose loop takes C lanes)
                     debug_assert!(done);
                     continue;
@@ -321,9 +322,9 @@ fn render_group<T: HandKernel, const L: usize, const C: usize, const HAND: bool>
                     let weight = weight_of(&polar);
                     // accumulate straight into the pixel sums: the C's summation order
                     if let Some((_, a)) = hoist.as_ref() {
-                        // SAFETY: a hoist exists only for HAND rows, which run with AVX2 and FMA (simd.rs)
+                        // SAFETY: a hoist exists only for HAND rows, which run with AVX2 and FMA, and W512 ones with AVX-512 too (simd.rs)
                         let idx = HandIndices::Hoisted { a, sources: si..si + 1 };
-                        if prep.hand.as_ref().is_some_and(|h| unsafe { T::hand_chunk(h, prep.f.default_f(), &idx, &live, &weight, &mut i_sum) }) {
+                        if prep.hand.as_ref().is_some_and(|h| unsafe { T::hand_chunk::<L, W512>(h, prep.f.default_f(), &idx, &live, &weight, &mut i_sum) }) {
                             continue;
                         }
                     }
@@ -338,10 +339,10 @@ fn render_group<T: HandKernel, const L: usize, const C: usize, const HAND: bool>
                     let in_range = if interpolate {
                         interpolated_sample_loop::<T, L>(exp, prep, &scat, &live, &weight, &mut i_sum)
                     } else if prep.f.has_grid() {
-                        sample_loop::<T, L, C, true, HAND>(exp, prep, &scat, &live, &weight, &mut i_sum);
+                        sample_loop::<T, L, C, true, HAND, W512>(exp, prep, &scat, &live, &weight, &mut i_sum);
                         true
                     } else {
-                        sample_loop::<T, L, C, false, HAND>(exp, prep, &scat, &live, &weight, &mut i_sum);
+                        sample_loop::<T, L, C, false, HAND, W512>(exp, prep, &scat, &live, &weight, &mut i_sum);
                         true
                     };
                     if !in_range {
@@ -613,7 +614,7 @@ fn pixel_values<T: HandKernel, const L: usize>(exp: &Experiment, i_sum: &[T; L],
 /// scattering vectors and sums stay in registers across every orientation, and a chunk with no live
 /// lane is skipped. Each lane still adds its samples in the C's order, so chunking changes no bit.
 #[inline(always)]
-fn sample_loop<T: HandKernel, const L: usize, const C: usize, const GRID: bool, const HAND: bool>(
+fn sample_loop<T: HandKernel, const L: usize, const C: usize, const GRID: bool, const HAND: bool, const W512: bool>(
     exp: &Experiment,
     prep: &Prepared<T>,
     scat: &[[T; L]; 3],
@@ -622,8 +623,9 @@ fn sample_loop<T: HandKernel, const L: usize, const C: usize, const GRID: bool, 
     acc: &mut [T; L],
 ) {
     // the hand-written loop takes the whole group (it skips registers with no live lane itself)
-    // SAFETY: HAND is set only where the row function runs with AVX2 and FMA (simd.rs)
-    if HAND && prep.hand.as_ref().is_some_and(|h| unsafe { T::hand_chunk(h, prep.f.default_f(), &HandIndices::Scattering(scat), live, weight, acc) }) {
+    // SAFETY: HAND is set only where the row function runs with AVX2 and FMA, W512 only where it
+    // runs with AVX-512 F/DQ/VL too (simd.rs)
+    if HAND && prep.hand.as_ref().is_some_and(|h| unsafe { T::hand_chunk::<L, W512>(h, prep.f.default_f(), &HandIndices::Scattering(scat), live, weight, acc) }) {
         return;
     }
     let mut c0 = 0;

@@ -10,13 +10,13 @@ use crate::base::vec3::V3;
 
 /// The element types whose sample loop has a hand-written version: `hand_chunk` runs it for `C`
 /// lanes and returns true, or returns false where `C` is not a whole number of registers (or the
-/// target is not x86-64) and the generic loop must run. The x86-64 implementations are in
-/// `kernel::avx2`.
+/// target is not x86-64) and the generic loop must run. `W512`: in 512-bit registers where that
+/// version applies (the same bits). The x86-64 implementations are in `kernel::avx2`.
 pub trait HandKernel: Real {
     /// # Safety
-    /// The CPU must support AVX2 and FMA.
+    /// The CPU must support AVX2 and FMA, and with `W512` AVX-512 F/DQ/VL.
     #[allow(clippy::too_many_arguments)]
-    unsafe fn hand_chunk<const C: usize>(
+    unsafe fn hand_chunk<const C: usize, const W512: bool>(
         hand: &HandLattice<Self>,
         default_f: Self,
         idx: &HandIndices<Self, C>,
@@ -31,7 +31,7 @@ pub trait HandKernel: Real {
 macro_rules! no_hand_kernel {
     ($t:ty) => {
         impl HandKernel for $t {
-            unsafe fn hand_chunk<const C: usize>(
+            unsafe fn hand_chunk<const C: usize, const W512: bool>(
                 _: &HandLattice<$t>,
                 _: $t,
                 _: &HandIndices<$t, C>,

@@ -55,9 +55,9 @@ pub fn render_row_at<T: HandKernel>(level: SimdLevel, exp: &Experiment, prep: &P
 
 fn row_portable<T: HandKernel>(exp: &Experiment, prep: &Prepared<T>, s: usize, interpolate: bool, out: &mut [f32]) -> RowResult {
     if std::mem::size_of::<T>() == 4 {
-        render_row::<T, 16, 8, false>(exp, prep, s, interpolate, out)
+        render_row::<T, 16, 8, false, false>(exp, prep, s, interpolate, out)
     } else {
-        render_row::<T, 8, 4, false>(exp, prep, s, interpolate, out)
+        render_row::<T, 8, 4, false, false>(exp, prep, s, interpolate, out)
     }
 }
 
@@ -67,9 +67,9 @@ fn row_portable<T: HandKernel>(exp: &Experiment, prep: &Prepared<T>, s: usize, i
 #[target_feature(enable = "avx2,fma")]
 unsafe fn row_avx2<T: HandKernel>(exp: &Experiment, prep: &Prepared<T>, s: usize, interpolate: bool, out: &mut [f32]) -> RowResult {
     if std::mem::size_of::<T>() == 4 {
-        render_row::<T, 16, 16, true>(exp, prep, s, interpolate, out)
+        render_row::<T, 16, 16, true, false>(exp, prep, s, interpolate, out)
     } else {
-        render_row::<T, 16, 8, true>(exp, prep, s, interpolate, out)
+        render_row::<T, 16, 8, true, false>(exp, prep, s, interpolate, out)
     }
 }
 
@@ -87,8 +87,8 @@ unsafe fn row_avx2<T: HandKernel>(exp: &Experiment, prep: &Prepared<T>, s: usize
 #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
 unsafe fn row_avx512<T: HandKernel>(exp: &Experiment, prep: &Prepared<T>, s: usize, interpolate: bool, out: &mut [f32]) -> RowResult {
     if std::mem::size_of::<T>() == 4 {
-        render_row::<T, 32, 32, true>(exp, prep, s, interpolate, out)
+        render_row::<T, 32, 32, true, true>(exp, prep, s, interpolate, out)
     } else {
-        render_row::<T, 16, 16, true>(exp, prep, s, interpolate, out)
+        render_row::<T, 16, 16, true, true>(exp, prep, s, interpolate, out)
     }
 }
