@@ -1206,4 +1206,44 @@ mod tests {
         check_hoisted::<f64>(1e-11, |h, d, i, l, w, a| unsafe { super::f64x4::sample_chunk(h, d, i, l, w, a) });
         check_hoisted::<f32>(2e-4, |h, d, i, l, w, a| unsafe { super::f32x8::sample_chunk(h, d, i, l, w, a) });
     }
+
+    /// The 512-bit loops give the 256-bit loops' bits lane for lane (and so, through `check`, the
+    /// C's formulas): plain and masked groups, weights, with and without a grid, one N or N per
+    /// axis, scattering vectors and hoisted indices with and without wavelength groups.
+    #[test]
+    fn wide_kernels_are_the_narrow_ones_bit_for_bit() {
+        if !(is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512dq") && is_x86_feature_detected!("avx512vl") && is_x86_feature_detected!("fma")) {
+            return;
+        }
+        fn same<T: crate::kernel::lanes::Real>(narrow: &[T; 16], wide: &[T; 16]) {
+            for l in 0..16 {
+                assert!(narrow[l].to_f64().to_bits() == wide[l].to_f64().to_bits(), "lane {l}: {} vs {}", narrow[l].to_f64(), wide[l].to_f64());
+            }
+        }
+        // SAFETY (every block below): AVX2, FMA and AVX-512 F/DQ/VL checked above
+        check::<f64>(1e-11, |h, f, s, l, w, a| unsafe {
+            let mut narrow = *a;
+            super::f64x4::sample_chunk(h, f.default_f(), &HandIndices::Scattering(s), l, w, &mut narrow);
+            super::f64x8::sample_chunk(h, f.default_f(), &HandIndices::Scattering(s), l, w, a);
+            same(&narrow, a);
+        });
+        check::<f32>(2e-4, |h, f, s, l, w, a| unsafe {
+            let mut narrow = *a;
+            super::f32x8::sample_chunk(h, f.default_f(), &HandIndices::Scattering(s), l, w, &mut narrow);
+            super::f32x16::sample_chunk(h, f.default_f(), &HandIndices::Scattering(s), l, w, a);
+            same(&narrow, a);
+        });
+        check_hoisted::<f64>(1e-11, |h, d, i, l, w, a| unsafe {
+            let mut narrow = *a;
+            super::f64x4::sample_chunk(h, d, i, l, w, &mut narrow);
+            super::f64x8::sample_chunk(h, d, i, l, w, a);
+            same(&narrow, a);
+        });
+        check_hoisted::<f32>(2e-4, |h, d, i, l, w, a| unsafe {
+            let mut narrow = *a;
+            super::f32x8::sample_chunk(h, d, i, l, w, &mut narrow);
+            super::f32x16::sample_chunk(h, d, i, l, w, a);
+            same(&narrow, a);
+        });
+    }
 }

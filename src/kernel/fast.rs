@@ -209,10 +209,15 @@ pub fn render_row<T: HandKernel, const L: usize, const C: usize, const HAND: boo
     let mut hoist_a = vec![T::ZERO; if hoist.is_some() { prep.orient.len() * 3 * L } else { 0 }];
     let mut f0 = 0;
     while f0 < fpixels {
-        let mut active = [false; L];
-        for (l, a) in active.iter_mut().enumerate() {
-            let f = f0 + l;
-            *a = row_in_roi & (f >= cols.start) & (f < cols.end);
+        // a group inside the ROI's columns (most of them) without building the lanes' booleans one
+        // by one: LLVM made that a long chain of mask-register shuffles per group
+        let inside = row_in_roi && f0 >= cols.start && f0 + L <= cols.end;
+        let mut active = [inside; L];
+        if !inside {
+            for (l, a) in active.iter_mut().enumerate() {
+                let f = f0 + l;
+                *a = row_in_roi & (f >= cols.start) & (f < cols.end);
+            }
         }
         if let Some(m) = mask_row {
             for (l, a) in active.iter_mut().enumerate() {
