@@ -4,6 +4,9 @@
 //! The per-pixel geometry (position, unit vector, solid angle, scattering vector) keeps the C's exact
 //! operations and order: reciprocals or re-associated sums would move a few float pixels by one ulp,
 //! and with them the noise image, which must stay bit-identical to the C's.
+//! Where one divisor serves several quotients (R, λ) and the row function has FMA, each quotient is
+//! still the division's, bit for bit: from one reciprocal and a corrected product
+//! ([`super::lanes::div_by_reciprocal`]), which frees the divider that bounded the geometry.
 //!
 //! What differs from the reference (all within the parity tolerance, tested against it):
 //! * sincg from the reduced argument δ = h − h0: for N ≤ 24 as the Chebyshev polynomial

@@ -74,12 +74,15 @@ unsafe fn row_avx2<T: HandKernel>(exp: &Experiment, prep: &Prepared<T>, s: usize
 }
 
 /// The per-pixel geometry and the generic loop in 512-bit registers; the usual crystal's samples
-/// in the hand-written AVX2 loop (`HAND`), which every AVX-512 CPU also runs. On an AVX2 machine
-/// the hand loop renders the heavy case 2.5× (f64) and 2.2× (f32) faster than the generic loop at
-/// the same group shape, and within noise of its own time at this level's wider groups (in-process
-/// A/B, 2026-11-23); twice the lanes cannot give the generic loop that back. Every pixel's value is
-/// the same, bit for bit, at this level's group shapes as at the AVX2 level's (tests/kernels.rs
-/// checks both shapes with the hand loop on any AVX2 CPU).
+/// in the hand-written loop (`HAND`): with `default_F` alone in its 512-bit form (`W512`,
+/// `avx2::f64x8`/`f32x16`; with the geometry's divisions from one reciprocal it halved the 4096²
+/// benchmark crystal's render, `reports/benchmarks/2026-11-26-light-kernel`), with a grid in the
+/// 256-bit form, whose F read is one broadcast where a register's lanes share their
+/// lattice point. On an AVX2 machine the hand loop renders the heavy case 2.5× (f64) and 2.2× (f32)
+/// faster than the generic loop at the same group shape (in-process A/B, 2026-11-23). Every pixel's
+/// value is the same, bit for bit, at this level's group shapes and register widths as at the AVX2
+/// level's (tests/kernels.rs checks both shapes with the hand loop on any AVX2 CPU; the avx2 module's
+/// tests the two register widths against each other).
 ///
 /// # Safety
 /// The CPU must support AVX-512 F/DQ/VL (checked by `detected_level`).
