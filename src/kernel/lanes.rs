@@ -323,7 +323,7 @@ mod tests {
             state ^= state << 17;
             state
         };
-        let mut check = |a: f64, b: f64| {
+        let check = |a: f64, b: f64| {
             if div_operands_outside(a, b) == 0 {
                 let want = a / b;
                 assert_eq!(div_by_reciprocal(a, b, 1.0 / b).to_bits(), want.to_bits(), "{a:e} / {b:e}");
