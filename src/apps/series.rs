@@ -1178,19 +1178,9 @@ fn render_and_write(plan: &Plan, todo: &[usize], inputs: &Inputs, sink: &FrameSi
             })
             .collect();
         let mut render_err = Ok(());
+        let render_threads = Some(threads.unwrap_or_else(rayon::current_num_threads));
         for &k in todo {
-            let step = (|| -> Result<Rendered> {
-                let rec = plan.frame(k)?;
-                let cfg = plan.frame_config(&rec);
-                let exp = crate::run::setup::build_experiment(&cfg, inputs)?;
-                let mut out = crate::run::simulate::render(&exp, &cfg.run.render_options(), threads, &|_| {})?;
-                // -add_float as in a single-image run (the same image under every frame)
-                for p in &cfg.params.add_float {
-                    crate::run::simulate::add_into(&mut out.float, p)?;
-                }
-                Ok(Rendered { rec, cfg, exp, out })
-            })();
-            match step {
+            match render_frame(plan, k, inputs, render_threads) {
                 Ok(job) => {
                     if !send_when_free(&tx, job, failed) {
                         break;
@@ -1212,6 +1202,22 @@ fn render_and_write(plan: &Plan, todo: &[usize], inputs: &Inputs, sink: &FrameSi
         }
         res.and(render_err)
     })
+}
+
+/// Frame k rendered on `render_threads` threads of a pool of their own (never rayon's global pool),
+/// with `-add_float` added as in a single-image run. The writers' parallel loops (statistics, noise
+/// blocks, conversions) run on the global pool: were the render on it too, every one of them would
+/// queue behind the frame being rendered, and the writers would mostly wait.
+fn render_frame(plan: &Plan, k: usize, inputs: &Inputs, render_threads: Option<usize>) -> Result<Rendered> {
+    let rec = plan.frame(k)?;
+    let cfg = plan.frame_config(&rec);
+    let exp = crate::run::setup::build_experiment(&cfg, inputs)?;
+    let mut out = crate::run::simulate::render(&exp, &cfg.run.render_options(), render_threads, &|_| {})?;
+    // -add_float as in a single-image run (the same image under every frame)
+    for p in &cfg.params.add_float {
+        crate::run::simulate::add_into(&mut out.float, p)?;
+    }
+    Ok(Rendered { rec, cfg, exp, out })
 }
 
 /// Wait for a free writer (or a failed one, whose error is reported by the caller); false when the
