@@ -361,6 +361,15 @@ pub fn file_sha256(path: &Path) -> std::io::Result<(String, u64)> {
     Ok((hex(&h.finalize()), n))
 }
 
+/// sha256 and size of an output just written: hashed on its way to the file while the series records
+/// digests ([`crate::io::atomic::record_digests`]), else read back.
+fn written_sha256(full: &Path) -> Result<(String, u64)> {
+    match crate::io::atomic::take_digest(full) {
+        Some(d) => Ok((hex(&d.sha256), d.bytes)),
+        None => file_sha256(full).map_err(|e| Error::Output { path: full.to_path_buf(), reason: format!("cannot read back: {e}") }),
+    }
+}
+
 /// The outputs a single-image run writes, by role, as named (before `--out-dir`), in
 /// [`crate::run::simulate::output_paths`]' order.
 fn output_names(c: &Config) -> Vec<(&'static str, PathBuf)> {
@@ -784,10 +793,13 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
     let (inputs, mut nexus) = setup_once(&plan, prepared, &todo, nexus_name.as_ref(), quiet_user, log_out)?;
     let first_frame = todo.first().copied().unwrap_or(1);
     let bar = crate::base::progress::Bar::start(!quiet_user && !todo.is_empty(), todo.len() as u64, "frames");
+    // every frame's files are hashed as they are written, not read back
+    let digests = crate::io::atomic::record_digests();
     let mut result = {
         let sink = FrameSink { plan: &plan, mpath: &mpath, bar: &bar, first_frame, nexus: std::sync::Mutex::new(nexus.as_mut().map(|(w, _)| w)) };
         render_and_write(&plan, &todo, &inputs, &sink, &mut manifest)
     };
+    drop(digests);
     if let (Ok(()), Some((w, nx))) = (&result, nexus.take()) {
         result = finish_nexus(&plan, w, &nx, first_frame, &mut manifest, quiet_user, log_out);
     }
@@ -1130,7 +1142,7 @@ impl FrameSink<'_, '_> {
         for (role, p) in &self.plan.outputs {
             let named = PathBuf::from(frame_name(&p.to_string_lossy(), rec.frame));
             let full = resolve_out(&job.cfg, &named);
-            let (sha, bytes) = file_sha256(&full).map_err(|e| Error::Output { path: full.clone(), reason: format!("cannot read back: {e}") })?;
+            let (sha, bytes) = written_sha256(&full)?;
             rec.files.push(FileRecord { role: role.to_string(), path: named, bytes, sha256: sha });
         }
         let mut st = state.lock().unwrap_or_else(|e| e.into_inner());

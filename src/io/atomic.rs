@@ -22,7 +22,9 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
+use sha2::{Digest, Sha256};
 use tempfile::TempPath;
 
 /// Temporary files of this process that exist right now. Creating, renaming and removing a temp
@@ -206,6 +208,49 @@ fn discard(tmp: TempPath) {
     forget(&mut reg, &p);
 }
 
+/// The sha256 and size of the bytes an [`AtomicFile`] wrote, for a caller that records checksums of
+/// its outputs (`series` manifests) without reading every file back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WrittenDigest {
+    pub sha256: [u8; 32],
+    pub bytes: u64,
+}
+
+/// While `.0` > 0 (callers holding a [`DigestRecording`]): the digests of the regular files finished
+/// since, by their path as given to [`AtomicFile::create`].
+static DIGESTS: Mutex<(usize, BTreeMap<PathBuf, WrittenDigest>)> = Mutex::new((0, BTreeMap::new()));
+
+fn digests() -> MutexGuard<'static, (usize, BTreeMap<PathBuf, WrittenDigest>)> {
+    DIGESTS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Held while files written through [`AtomicFile`] should be hashed as they are written
+/// ([`take_digest`]); when the last one is dropped, the digests not taken are forgotten.
+pub struct DigestRecording(());
+
+/// Start hashing every regular file written through [`AtomicFile`] (each write feeds a sha256 on its
+/// way to the file: the bytes are hashed while still in the cache, never read back).
+pub fn record_digests() -> DigestRecording {
+    digests().0 += 1;
+    DigestRecording(())
+}
+
+impl Drop for DigestRecording {
+    fn drop(&mut self) {
+        let mut d = digests();
+        d.0 = d.0.saturating_sub(1);
+        if d.0 == 0 {
+            d.1.clear();
+        }
+    }
+}
+
+/// The digest of the file last finished at `path` while recording, once (None: not recorded, e.g.
+/// written by name through [`AtomicFile::temp_path`], or already taken).
+pub fn take_digest(path: &Path) -> Option<WrittenDigest> {
+    digests().1.remove(path)
+}
+
 /// Write `bytes` to `path` atomically (in place for a device, FIFO or socket).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let mut f = AtomicFile::create(path)?;
@@ -320,6 +365,8 @@ pub struct AtomicFile {
     /// None once committed or abandoned, and for a special file.
     tmp: Option<TempPath>,
     file: Option<BufWriter<File>>,
+    /// While digests are recorded ([`record_digests`]): sha256 and count of the bytes written so far.
+    hash: Option<(Sha256, u64)>,
 }
 
 /// A completely written temporary file waiting for its rename (see [`commit_all`]). Dropping it
@@ -433,11 +480,12 @@ impl AtomicFile {
             TargetKind::Special => {
                 // as the C's fopen(...,"wb"): a device or FIFO is written where it is
                 let f = OpenOptions::new().write(true).open(path).map_err(|e| out_err(path, e))?;
-                Ok(AtomicFile { path: path.to_path_buf(), target: path.to_path_buf(), tmp: None, file: Some(BufWriter::with_capacity(1 << 16, f)) })
+                Ok(AtomicFile { path: path.to_path_buf(), target: path.to_path_buf(), tmp: None, file: Some(BufWriter::with_capacity(1 << 16, f)), hash: None })
             }
             TargetKind::Regular(target) => {
                 let (tmp, f) = create_temp(&target)?;
-                Ok(AtomicFile { path: path.to_path_buf(), target, tmp: Some(tmp), file: Some(BufWriter::with_capacity(1 << 16, f)) })
+                let hash = (digests().0 > 0).then(|| (Sha256::new(), 0));
+                Ok(AtomicFile { path: path.to_path_buf(), target, tmp: Some(tmp), file: Some(BufWriter::with_capacity(1 << 16, f)), hash })
             }
         }
     }
@@ -456,12 +504,22 @@ impl AtomicFile {
     /// Flush and close, keeping the temporary name; the rename happens in [`commit_all`].
     pub fn finish(mut self) -> Result<Finished> {
         let file = self.file.take().expect("AtomicFile used after commit");
-        let res = file.into_inner().map_err(|e| e.into_error()).map(drop); // close before the rename
+        let res = file.into_inner().map_err(|e| e.into_error()).map(|f| self.record_digest(&f)); // close before the rename
         let tmp = self.tmp.take();
         let fin = Finished { path: self.path.clone(), target: self.target.clone(), tmp };
         match res {
             Ok(()) => Ok(fin),
             Err(e) => Err(out_err(&self.path, e)), // `fin` dropped: temp removed
+        }
+    }
+
+    /// Keep the digest of what went through [`Write`] when it is the whole file: a file written by
+    /// name ([`AtomicFile::temp_path`]: libhdf5) holds other bytes, and gets none.
+    fn record_digest(&mut self, f: &File) {
+        if let Some((h, n)) = self.hash.take() {
+            if f.metadata().is_ok_and(|m| m.len() == n) {
+                digests().1.insert(self.path.clone(), WrittenDigest { sha256: h.finalize().into(), bytes: n });
+            }
         }
     }
 
@@ -472,18 +530,32 @@ impl AtomicFile {
     }
 }
 
+impl AtomicFile {
+    /// Feed bytes just written to the digest, when one is recorded.
+    fn hash_written(&mut self, buf: &[u8]) {
+        if let Some((h, n)) = self.hash.as_mut() {
+            h.update(buf);
+            *n += buf.len() as u64;
+        }
+    }
+}
+
 impl Write for AtomicFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self.file.as_mut() {
-            Some(f) => f.write(buf),
-            None => Err(io::Error::other("AtomicFile already committed")),
-        }
+        let n = match self.file.as_mut() {
+            Some(f) => f.write(buf)?,
+            None => return Err(io::Error::other("AtomicFile already committed")),
+        };
+        self.hash_written(&buf[..n]);
+        Ok(n)
     }
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
         match self.file.as_mut() {
-            Some(f) => f.write_all(buf),
-            None => Err(io::Error::other("AtomicFile already committed")),
+            Some(f) => f.write_all(buf)?,
+            None => return Err(io::Error::other("AtomicFile already committed")),
         }
+        self.hash_written(buf);
+        Ok(())
     }
     fn flush(&mut self) -> io::Result<()> {
         match self.file.as_mut() {
@@ -585,6 +657,32 @@ mod tests {
         write_atomic(&p, b"second, longer").unwrap();
         assert_eq!(fs::read(&p).unwrap(), b"second, longer");
         assert_eq!(entries(d.path()), vec!["a.bin"]);
+    }
+
+    /// While recorded, a file's digest is the sha256 of its bytes on disk; a file written by name
+    /// behind the writer's back gets none, and nothing is kept once recording stops.
+    #[test]
+    fn digests_are_of_the_bytes_on_disk() {
+        let d = tempfile::tempdir().unwrap();
+        let (a, b, c) = (d.path().join("a.bin"), d.path().join("b.bin"), d.path().join("c.bin"));
+        let rec = record_digests();
+        let mut f = AtomicFile::create(&a).unwrap();
+        f.write_all(b"header ").unwrap();
+        assert_eq!(f.write(b"and body").unwrap(), 8);
+        f.commit().unwrap();
+        let got = take_digest(&a).unwrap();
+        let on_disk = fs::read(&a).unwrap();
+        assert_eq!((got.sha256, got.bytes), (<[u8; 32]>::from(Sha256::digest(&on_disk)), on_disk.len() as u64));
+        assert_eq!(take_digest(&a), None, "taken once");
+        let f = AtomicFile::create(&b).unwrap();
+        fs::write(f.temp_path().unwrap(), b"written by name").unwrap();
+        f.commit().unwrap();
+        assert_eq!(take_digest(&b), None);
+        write_atomic(&c, b"c").unwrap();
+        drop(rec);
+        assert_eq!(take_digest(&c), None, "forgotten when recording stops");
+        write_atomic(&c, b"c").unwrap();
+        assert_eq!(take_digest(&c), None, "not recorded");
     }
 
     /// Outputs get 0666 less the umask, as the C's fopen gives them (tempfile alone would make 0600).
