@@ -27,7 +27,11 @@ fn pgm_pixel(scale: f64) -> impl Fn(f32) -> u8 + Sync {
         if test > 255.0 {
             test = 255.0;
         }
-        (test as i32) as u8
+        // `as i32` saturates below i32::MIN and gives 0 for NaN: the same done by a clamp and a
+        // select, after which the unchecked conversion (no per-pixel saturation tests) vectorizes
+        let t = if test.is_nan() { 0.0 } else { test.max(i32::MIN as f64) };
+        // SAFETY: t is finite and i32::MIN <= t <= 255
+        (unsafe { t.to_int_unchecked::<i32>() }) as u8
     }
 }
 
@@ -65,6 +69,21 @@ mod tests {
         let f = [0.0f32, 1.99, 300.0, -3.5, f32::NAN, 254.9];
         assert_eq!(pgm_pixels(&ImageView::new(&f, 3, 2, Roi::from_c_bounds([0, 2, 0, 1], 3, 2)), 1.0), vec![0, 1, 255, 253, 0, 254]);
         assert_eq!(pgm_pixels(&ImageView::new(&[100.0; 4], 2, 2, Roi::from_c_bounds([1, 5, 1, 5], 2, 2)), 2.0), vec![0, 0, 0, 200]);
+    }
+
+    /// The vectorizing conversion is the C cast as `as i32 as u8` makes it, at the extremes too.
+    #[test]
+    fn pixel_is_the_saturating_cast() {
+        let cast = |v: f32, scale: f64| {
+            let t = v as f64 * scale;
+            ((if t > 255.0 { 255.0 } else { t }) as i32) as u8
+        };
+        let special = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -3e9, -2.2e9, -2.147_483_6e9, -1e9, -256.5, -0.5, -0.0, 0.0, 0.99, 127.5, 254.999, 255.0, 1e30];
+        for scale in [1.0, 0.37, 1e-40, 3e10, -2.0] {
+            for &v in &special {
+                assert_eq!(pgm_pixel(scale)(v), cast(v, scale), "v {v} scale {scale}");
+            }
+        }
     }
 
     #[test]

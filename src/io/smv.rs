@@ -404,6 +404,18 @@ mod tests {
         assert_eq!(int_pixels(&ImageView::new(&[0.0], 1, 1, Roi::from_c_bounds([0, 1, 0, 1], 1, 1)), 1.0, 40.499_999_99), vec![41]);
     }
 
+    /// The vectorizing conversion is `as i32 as u16` of the clamped, rounded value, at the extremes too.
+    #[test]
+    fn int_pixel_is_the_saturating_cast() {
+        let cast = |v: f32, scale: f64, adc: f64| ((((v as f64 * scale + adc).clamp(0.0, 65535.0) + 0.5) as f32) as i32) as u16;
+        let special = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -1e9, -0.6, -0.0, 0.0, 0.49, 0.5, 65534.5, 65535.0, 65535.4, 65535.5, 65536.0, 1e30];
+        for (scale, adc) in [(1.0, 0.0), (1.0, 40.0), (0.37, 10.0), (1e-40, 0.0), (3e10, -5.0), (-2.0, 40.0), (1.0, f64::NAN)] {
+            for &v in &special {
+                assert_eq!(int_pixel(scale, adc)(v), cast(v, scale, adc), "v {v} scale {scale} adc {adc}");
+            }
+        }
+    }
+
     #[test]
     fn value_of_semantics() {
         let h = "{\nHEADER_BYTES=512;\nDISTANCE=120;\nCLOSE_DISTANCE=110;\nXDS_ORGX=12.5;\nX=  -3e2xyz\nNOEQ";
