@@ -287,7 +287,14 @@ impl MappedTemp {
         // SAFETY: the file is this process's own fresh temporary (O_EXCL, a random name), of `len`
         // bytes with every block reserved; nothing else truncates it while it is mapped.
         match unsafe { memmap2::MmapMut::map_mut(&file) } {
-            Ok(map) => Ok(Some(MappedTemp { map, finished: Some(Finished { path: path.to_path_buf(), target, tmp: Some(tmp) }) })),
+            Ok(map) => {
+                // every page allocated and mapped writable in one call, instead of a read fault and a
+                // write fault per page from the render threads (about 10 % of a 2048² render); a
+                // kernel without it (before Linux 5.14) faults the pages in as they are written
+                #[cfg(target_os = "linux")]
+                let _ = map.advise(memmap2::Advice::PopulateWrite);
+                Ok(Some(MappedTemp { map, finished: Some(Finished { path: path.to_path_buf(), target, tmp: Some(tmp) }) }))
+            }
             Err(_) => {
                 discard(tmp);
                 Ok(None)
