@@ -287,14 +287,7 @@ impl MappedTemp {
         // SAFETY: the file is this process's own fresh temporary (O_EXCL, a random name), of `len`
         // bytes with every block reserved; nothing else truncates it while it is mapped.
         match unsafe { memmap2::MmapMut::map_mut(&file) } {
-            Ok(map) => {
-                // every page allocated and mapped writable in one call, instead of a read fault and a
-                // write fault per page from the render threads (about 10 % of a 2048² render); a
-                // kernel without it (before Linux 5.14) faults the pages in as they are written
-                #[cfg(target_os = "linux")]
-                let _ = map.advise(memmap2::Advice::PopulateWrite);
-                Ok(Some(MappedTemp { map, finished: Some(Finished { path: path.to_path_buf(), target, tmp: Some(tmp) }) }))
-            }
+            Ok(map) => Ok(Some(MappedTemp { map, finished: Some(Finished { path: path.to_path_buf(), target, tmp: Some(tmp) }) })),
             Err(_) => {
                 discard(tmp);
                 Ok(None)
@@ -313,6 +306,44 @@ impl MappedTemp {
     /// The file, complete, waiting for its rename ([`commit_all`]); the map stays readable.
     pub fn take_finished(&mut self) -> Option<Finished> {
         self.finished.take()
+    }
+
+    /// What pre-faults parts of this map from any thread while the map is being written elsewhere.
+    pub fn populator(&self) -> Populator {
+        Populator { addr: self.map.as_ptr() as usize, len: self.map.len() }
+    }
+}
+
+/// Maps pages of a [`MappedTemp`] writable ahead of their first write (`MADV_POPULATE_WRITE`, Linux 5.14),
+/// one call for a run of pages instead of a read fault and a write fault per page: the render threads
+/// populate the rows a little ahead of those they write, so the pages are made in parallel and without
+/// faults. An address range, not a reference to the bytes: madvise neither reads nor writes them, so it
+/// may run while the map is borrowed for writing. Where the call is refused (an older kernel) the pages
+/// are faulted in as they are written.
+#[derive(Clone, Copy, Debug)]
+pub struct Populator {
+    addr: usize,
+    len: usize,
+}
+
+impl Populator {
+    /// Populate the pages holding bytes `range` of the map (clipped to it).
+    pub fn populate(&self, range: std::ops::Range<usize>) {
+        #[cfg(target_os = "linux")]
+        {
+            // SAFETY: sysconf reads no memory of ours
+            let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096).max(1);
+            let start = self.addr + range.start.min(self.len);
+            let start = start - (start - self.addr) % page; // the map itself starts on a page
+            let end = self.addr + range.end.min(self.len);
+            if end > start {
+                // SAFETY: a range inside this process's live mapping (the caller keeps the MappedTemp
+                // alive while it populates); MADV_POPULATE_WRITE changes no byte the program sees
+                unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_POPULATE_WRITE) };
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = range;
     }
 }
 

@@ -38,6 +38,11 @@ impl MappedFloat {
         unsafe { std::slice::from_raw_parts_mut(b.as_mut_ptr() as *mut f32, b.len() / 4) }
     }
 
+    /// Pre-faults pixels' pages from any thread ([`super::atomic::Populator`], byte ranges).
+    pub fn populator(&self) -> super::atomic::Populator {
+        self.0.populator()
+    }
+
     /// The complete file, for the rename with the other outputs.
     pub fn take_finished(&mut self) -> Option<super::atomic::Finished> {
         self.0.take_finished()

@@ -524,6 +524,16 @@ fn render_streamed(cfg: &Config, exp: &Experiment, planned: &[Planned], tick: &(
     let collector = stats_collector(exp);
     let opts = cfg.run.render_options();
     let noise_out = planned.iter().find(|p| p.writer.role() == "noise").filter(|_| noise_follows_render(cfg, exp));
+    // the float file's pages: the first rows now, later ones by the render threads ahead of the rows
+    // they write (rows are handed out in raster order)
+    let row_bytes = 4 * exp.det.fpixels();
+    let populate = match &float {
+        FloatImage::Mapped(m) => Some(m.populator()),
+        FloatImage::Held(_) => None,
+    };
+    if let Some(p) = &populate {
+        p.populate(0..(POPULATE_AHEAD + POPULATE_ROWS) * row_bytes);
+    }
     let pixels = float.pixels_mut();
     let (omega_sum, interp_oob, noise) = std::thread::scope(|scope| -> Result<_> {
         let (rows_tx, drawn) = match noise_out {
@@ -535,6 +545,10 @@ fn render_streamed(cfg: &Config, exp: &Experiment, planned: &[Planned], tick: &(
         };
         let hook = |s: usize, row: &[f32]| {
             collector.add(s, row);
+            if let (Some(p), 0) = (&populate, s % POPULATE_ROWS) {
+                let from = s + POPULATE_AHEAD + POPULATE_ROWS;
+                p.populate(from * row_bytes..(from + POPULATE_ROWS) * row_bytes);
+            }
             if let Some(tx) = &rows_tx {
                 let mut exp_row = Vec::with_capacity(row.len());
                 crate::noise::exp_of_means(row, &mut exp_row);
@@ -553,6 +567,11 @@ fn render_streamed(cfg: &Config, exp: &Experiment, planned: &[Planned], tick: &(
     })?;
     Ok(RunImage { float, omega_sum, interp_oob, rows: Some(collector.into_rows()), prewritten: noise.into_iter().collect() })
 }
+
+/// The float file's pages are populated `POPULATE_ROWS` rows at a time, that many and `POPULATE_AHEAD`
+/// more rows ahead of the row just finished.
+const POPULATE_ROWS: usize = 16;
+const POPULATE_AHEAD: usize = 16;
 
 /// Rows the render may finish ahead of the noise draws (each in flight holds two copies of a row):
 /// the render waits beyond that, so memory does not grow when the serial draws are the slower part.
