@@ -92,6 +92,6 @@ unsafe fn row_avx512<T: HandKernel>(exp: &Experiment, prep: &Prepared<T>, s: usi
     if std::mem::size_of::<T>() == 4 {
         render_row::<T, 32, 32, true, true>(exp, prep, s, interpolate, out)
     } else {
-        render_row::<T, 16, 16, true, true>(exp, prep, s, interpolate, out)
+        render_row::<T, 32, 16, true, true>(exp, prep, s, interpolate, out)
     }
 }
