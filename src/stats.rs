@@ -171,10 +171,16 @@ pub fn image_stats(image: &ImageView, mask: Option<&[u16]>, subpixel_size: f64, 
 /// [`image_stats`] from the rows' first-pass sums (`rows[s]` = [`row_stats`] of row `s`): combined in
 /// row order, then the rmsd pass over the image.
 pub fn image_stats_from_rows(image: &ImageView, rows: &[RowStats], subpixel_size: f64, oversample: usize) -> ImageStats {
-    use rayon::prelude::*;
-    let (float, fpixels, spixels) = (image.data(), image.fpixels(), image.spixels());
-    let row_in_roi = |s: usize| image.roi.slow.contains(&s);
-    let cols = image.roi.fast.clone();
+    let mut st = first_pass_from_rows(rows, subpixel_size, oversample);
+    let devs = rmsd_rows(image, st.mean);
+    with_rmsd(&mut st, image, &devs);
+    st
+}
+
+/// Everything of [`image_stats_from_rows`] but the rmsd (left 0): the rows' sums combined in row
+/// order. The rmsd follows from each row's Σ(v − mean)² ([`with_rmsd`]), which a writer reading the
+/// whole image anyway can compute ([`DeferredRmsd`]).
+pub fn first_pass_from_rows(rows: &[RowStats], subpixel_size: f64, oversample: usize) -> ImageStats {
     let mut st = ImageStats::default();
     let os = oversample as f64;
     for (s, r) in rows.iter().enumerate() {
@@ -195,24 +201,128 @@ pub fn image_stats_from_rows(image: &ImageView, rows: &[RowStats], subpixel_size
         n = 2;
     }
     st.rms = (st.sumsqr / (n - 1) as f64).sqrt();
-    let mean = st.mean;
-    let dev: Vec<(f64, u64)> = (0..spixels)
-        .into_par_iter()
-        .map(|s| {
-            if !row_in_roi(s) {
-                return (0.0, 0);
-            }
-            let seg = &float[s * fpixels + cols.start..s * fpixels + cols.end];
-            (row_deviation(seg, mean), seg.len() as u64)
+    st
+}
+
+/// The rmsd pass: Σ(v − mean)² of every row of `image` over the ROI's columns (0 outside the ROI's
+/// rows), four rows at a time ([`rows_deviation`]), in parallel.
+pub fn rmsd_rows(image: &ImageView, mean: f64) -> Vec<f64> {
+    use rayon::prelude::*;
+    let (float, fpixels, spixels) = (image.data(), image.fpixels(), image.spixels());
+    let segment = |s: usize| -> &[f32] {
+        if image.roi.slow.contains(&s) {
+            &float[s * fpixels + image.roi.fast.start..s * fpixels + image.roi.fast.end]
+        } else {
+            &[]
+        }
+    };
+    let starts: Vec<usize> = (0..spixels).step_by(ROWS_TOGETHER).collect();
+    starts
+        .par_iter()
+        .flat_map_iter(|&s0| {
+            let segs: Vec<&[f32]> = (s0..(s0 + ROWS_TOGETHER).min(spixels)).map(segment).collect();
+            rows_deviation(&segs, mean)
         })
-        .collect();
-    let sumsqr: f64 = dev.iter().map(|d| d.0).sum();
-    let mut m: u64 = dev.iter().map(|d| d.1).sum();
+        .collect()
+}
+
+/// The rmsd from every row's Σ(v − mean)² (`devs[s]` for row `s`, 0 outside the ROI), summed in row
+/// order over the ROI's pixels, masked ones included (checklist Q28).
+pub fn with_rmsd(st: &mut ImageStats, image: &ImageView, devs: &[f64]) {
+    let roi_rows = (0..image.spixels()).filter(|s| image.roi.slow.contains(s)).count();
+    let sumsqr: f64 = devs.iter().sum();
+    let mut m = (roi_rows * image.roi.fast.len()) as u64;
     if m <= 1 {
         m = 2;
     }
     st.rmsd = (sumsqr / (m - 1) as f64).sqrt();
-    st
+}
+
+/// The rmsd pass done by a writer that reads every rendered row anyway (the int image's conversion,
+/// `run::outputs`), so the image is read once after the render instead of twice: the mean it needs,
+/// and each row's Σ(v − mean)² once it has run.
+pub struct DeferredRmsd {
+    pub mean: f64,
+    rows: std::sync::Mutex<Option<Vec<f64>>>,
+}
+
+impl DeferredRmsd {
+    pub fn new(mean: f64) -> Self {
+        DeferredRmsd { mean, rows: std::sync::Mutex::new(None) }
+    }
+
+    /// The writer's result: [`rows_deviation`] of every row of the image, in row order.
+    pub fn set(&self, devs: Vec<f64>) {
+        *self.rows.lock().unwrap_or_else(|e| e.into_inner()) = Some(devs);
+    }
+
+    /// `st` with its rmsd: from the writer's rows, or from a pass of its own where the writer did
+    /// not run to the end.
+    pub fn complete(&self, mut st: ImageStats, image: &ImageView) -> ImageStats {
+        let devs = self.rows.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let devs = devs.filter(|d| d.len() == image.spixels()).unwrap_or_else(|| rmsd_rows(image, self.mean));
+        with_rmsd(&mut st, image, &devs);
+        st
+    }
+}
+
+/// Rows whose deviations are summed side by side: four independent chains of additions instead of
+/// one, which a single row's fixed order of additions would leave waiting on each other.
+pub const ROWS_TOGETHER: usize = 4;
+
+/// [`row_deviation`] of each of `rows` (any number; an empty row gives 0): rows of equal length four
+/// at a time, each in its own accumulators and order, so every row's sum has the same bits as
+/// [`row_deviation`] of it alone.
+pub fn rows_deviation(rows: &[&[f32]], mean: f64) -> Vec<f64> {
+    if let Ok(four) = <[&[f32]; ROWS_TOGETHER]>::try_from(rows) {
+        if four.iter().all(|r| r.len() == four[0].len()) {
+            return deviation_of_four(four, mean).to_vec();
+        }
+    }
+    rows.iter().map(|r| row_deviation(r, mean)).collect()
+}
+
+/// Four rows' [`row_deviation`]s in one loop (their additions interleaved), compiled for AVX2 where
+/// the CPU has it.
+fn deviation_of_four(rows: [&[f32]; 4], mean: f64) -> [f64; 4] {
+    #[inline(always)]
+    fn step(a: &mut [f64; 4], c: &[f32], mean: f64) {
+        for j in 0..4 {
+            let t = c[j] as f64 - mean;
+            a[j] += t * t;
+        }
+    }
+    #[inline(always)]
+    fn lanes(rows: [&[f32]; 4], mean: f64) -> [f64; 4] {
+        let mut acc = [[0.0f64; 4]; 4];
+        let [c0, c1, c2, c3] = rows.map(|r| r.chunks_exact(4));
+        let rest = [c0.remainder(), c1.remainder(), c2.remainder(), c3.remainder()];
+        for (((a, b), c), d) in c0.zip(c1).zip(c2).zip(c3) {
+            step(&mut acc[0], a, mean);
+            step(&mut acc[1], b, mean);
+            step(&mut acc[2], c, mean);
+            step(&mut acc[3], d, mean);
+        }
+        for (a, r) in acc.iter_mut().zip(rest) {
+            for &v in r {
+                let t = v as f64 - mean;
+                a[0] += t * t;
+            }
+        }
+        acc.map(|a| (a[0] + a[1]) + (a[2] + a[3]))
+    }
+    #[cfg(target_arch = "x86_64")]
+    if crate::base::cpu::detected_level() >= crate::base::cpu::SimdLevel::Avx2 {
+        /// # Safety
+        /// The CPU must support AVX2 and FMA.
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn avx2(rows: [&[f32]; 4], mean: f64) -> [f64; 4] {
+            lanes(rows, mean)
+        }
+        // SAFETY: AVX2 level and up means AVX2 and FMA (base::cpu's detection)
+        return unsafe { avx2(rows, mean) };
+    }
+    lanes(rows, mean)
 }
 
 /// Σ(v − mean)² over a row's rendered pixels, in four accumulators (the C sums in one; the order
@@ -371,5 +481,65 @@ mod tests {
                 assert_eq!(r.nonfinite, row.iter().filter(|v| !v.is_finite()).count() as u64);
             }
         }
+    }
+
+    /// Σ(v − mean)² the way every release summed it: four accumulators over the row's groups of four,
+    /// the leftovers onto the first, then (a0 + a1) + (a2 + a3) — written out serially here.
+    fn serial_deviation(row: &[f32], mean: f64) -> f64 {
+        let mut a = [0.0f64; 4];
+        let full = row.len() / 4 * 4;
+        for (i, &v) in row[..full].iter().enumerate() {
+            a[i % 4] += (v as f64 - mean) * (v as f64 - mean);
+        }
+        for &v in &row[full..] {
+            a[0] += (v as f64 - mean) * (v as f64 - mean);
+        }
+        (a[0] + a[1]) + (a[2] + a[3])
+    }
+
+    #[test]
+    fn rows_side_by_side_give_each_rows_own_sum() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for len in [0usize, 1, 3, 4, 7, 64, 301] {
+            for count in 0..=5 {
+                let rows: Vec<Vec<f32>> = (0..count).map(|_| (0..len).map(|_| (next() % 100_000) as f32 / 37.0 * (next() % 3) as f32).collect()).collect();
+                let mean = (next() % 1000) as f64 / 13.0;
+                let refs: Vec<&[f32]> = rows.iter().map(|r| &r[..]).collect();
+                let got = rows_deviation(&refs, mean);
+                let want: Vec<f64> = rows.iter().map(|r| serial_deviation(r, mean)).collect();
+                assert_eq!(got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), want.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), "len {len}, {count} rows");
+            }
+        }
+        // rows of different lengths (a block across the ROI's first row) one by one
+        let (a, b) = ([1.0f32, 2.0, 3.0, 4.0, 5.0], [7.0f32]);
+        assert_eq!(rows_deviation(&[&a, &[], &b, &a], 2.0), vec![serial_deviation(&a, 2.0), 0.0, serial_deviation(&b, 2.0), serial_deviation(&a, 2.0)]);
+    }
+
+    #[test]
+    fn a_deferred_rmsd_is_the_rmsd_pass() {
+        let (f, s) = (37usize, 23usize);
+        let img: Vec<f32> = (0..f * s).map(|i| ((i * 7919) % 613) as f32 / 11.0).collect();
+        let roi = Roi::from_c_bounds([3, 30, 2, 19], f, s);
+        let view = ImageView::new(&img, f, s, roi.clone());
+        let whole = image_stats(&view, None, 1e-4, 1);
+        let rows: Vec<RowStats> = (0..s).map(|r| row_stats(&roi, r, &img[r * f..(r + 1) * f], None)).collect();
+        let first = first_pass_from_rows(&rows, 1e-4, 1);
+        // the writer's rows (the ROI's columns of the ROI's rows, empty elsewhere), four at a time
+        let segs: Vec<&[f32]> = (0..s).map(|r| if roi.slow.contains(&r) { &img[r * f + roi.fast.start..r * f + roi.fast.end] } else { &[][..] }).collect();
+        let d = DeferredRmsd::new(first.mean);
+        d.set(segs.chunks(ROWS_TOGETHER).flat_map(|c| rows_deviation(c, d.mean)).collect());
+        assert_eq!(d.complete(first, &view), whole);
+        // and where the writer did not finish, a pass of its own
+        assert_eq!(DeferredRmsd::new(first.mean).complete(first, &view), whole);
+        // the serial definition: Σ over the ROI of (v − mean)², n − 1
+        let n = (roi.slow.len() * roi.fast.len()) as f64;
+        let sum: f64 = roi.slow.clone().flat_map(|r| img[r * f + roi.fast.start..r * f + roi.fast.end].iter().map(|&v| (v as f64 - whole.mean).powi(2))).sum();
+        assert_abs_diff_eq!(whole.rmsd, (sum / (n - 1.0)).sqrt(), epsilon = 1e-12 * whole.rmsd);
     }
 }

@@ -255,3 +255,22 @@ fn noise_drawn_during_the_render_equals_noise_drawn_after_it() {
     assert!(photons(&during).is_some());
     assert_eq!(photons(&during), photons(&after));
 }
+
+/// Without a PGM the rmsd is summed during the int image's conversion (one read of the image after the
+/// render, not two); with one it is a pass of its own before the PGM needs it. Same statistics, same
+/// int image either way.
+#[test]
+fn the_rmsd_summed_during_the_int_conversion_equals_its_own_pass() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path();
+    let args = ["-cell", "70", "80", "90", "85", "95", "105", "-default_F", "100", "-N", "3", "-lambda", "1", "-detsize_f", "9.7", "-detsize_s", "8.3"];
+    let args = [&args[..], &["-pixel", "0.1", "-misset", "10", "20", "30", "-water", "50", "-roi", "3", "90", "2", "70", "-nonoise"]].concat();
+    let fused = run_in(p, &[&args[..], &["-floatfile", "a.bin", "-intfile", "a.img", "-nopgm"]].concat());
+    assert!(fused.status.success(), "{}", String::from_utf8_lossy(&fused.stderr));
+    let own = run_in(p, &[&args[..], &["-floatfile", "b.bin", "-intfile", "b.img", "-pgmfile", "b.pgm"]].concat());
+    assert!(own.status.success(), "{}", String::from_utf8_lossy(&own.stderr));
+    assert_eq!(std::fs::read(p.join("a.img")).unwrap(), std::fs::read(p.join("b.img")).unwrap());
+    let stats = |o: &Output| String::from_utf8_lossy(&o.stdout).lines().find(|l| l.starts_with("mean=")).map(str::to_string);
+    assert!(stats(&fused).is_some_and(|l| l.contains("rmsd=")));
+    assert_eq!(stats(&fused), stats(&own));
+}

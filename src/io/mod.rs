@@ -78,23 +78,50 @@ pub fn map_roi<T: Copy + Default + Send>(image: &ImageView, convert: impl Fn(f32
 
 /// [`map_roi`] for the whole rows from row `s0` on that `out` holds (in parallel over rows).
 pub fn map_roi_rows<T: Copy + Default + Send>(image: &ImageView, s0: usize, out: &mut [T], convert: &(impl Fn(f32) -> T + Sync)) {
+    map_roi_rows_then(image, s0, out, convert, 1, &|_: &[&[f32]]| ());
+}
+
+/// [`map_roi_rows`], `rows_per` rows at a time (in parallel over such blocks), handing each block's
+/// source rows (the ROI's columns; empty for a row outside the ROI) to `reduce` right after their
+/// conversion, while they are in cache: a second pass over the same pixels without a second read
+/// of the image. The blocks' results in row order.
+pub fn map_roi_rows_then<T: Copy + Default + Send, R: Send>(
+    image: &ImageView,
+    s0: usize,
+    out: &mut [T],
+    convert: &(impl Fn(f32) -> T + Sync),
+    rows_per: usize,
+    reduce: &(impl Fn(&[&[f32]]) -> R + Sync),
+) -> Vec<R> {
     use rayon::prelude::*;
     let (float, fpixels) = (image.data(), image.fpixels());
     if fpixels == 0 {
-        return;
+        return Vec::new();
     }
     let cols = image.roi.fast.clone();
-    out.par_chunks_mut(fpixels).enumerate().for_each(|(i, row)| {
-        let s = s0 + i;
-        if !image.roi.slow.contains(&s) {
-            row.fill(T::default());
-            return;
-        }
-        row[..cols.start].fill(T::default());
-        row[cols.end..].fill(T::default());
-        let src = &float[s * fpixels + cols.start..s * fpixels + cols.end];
-        crate::base::cpu::with_avx2(|| convert_row(&mut row[cols.clone()], src, convert));
-    });
+    out.par_chunks_mut(fpixels * rows_per.max(1))
+        .enumerate()
+        .map(|(b, block)| {
+            let first = s0 + b * rows_per.max(1);
+            let srcs: Vec<&[f32]> = block
+                .chunks_mut(fpixels)
+                .enumerate()
+                .map(|(i, row)| {
+                    let s = first + i;
+                    if !image.roi.slow.contains(&s) {
+                        row.fill(T::default());
+                        return &[][..];
+                    }
+                    row[..cols.start].fill(T::default());
+                    row[cols.end..].fill(T::default());
+                    let src = &float[s * fpixels + cols.start..s * fpixels + cols.end];
+                    crate::base::cpu::with_widest(|| convert_row(&mut row[cols.clone()], src, convert));
+                    src
+                })
+                .collect();
+            reduce(&srcs)
+        })
+        .collect()
 }
 
 #[inline(always)]
@@ -113,6 +140,19 @@ pub const STREAM_BATCH_PIXELS: usize = 1 << 18;
 pub fn write_map_roi<T: LeBytes + Default + Copy + Send + Sync>(w: &mut (dyn std::io::Write + Send), image: &ImageView, convert: impl Fn(f32) -> T + Sync) -> std::io::Result<()> {
     write_batched(w, image.fpixels(), image.spixels(), STREAM_BATCH_PIXELS, |s0, out: &mut [T]| map_roi_rows(image, s0, out, &convert))?;
     Ok(())
+}
+
+/// [`write_map_roi`], with `reduce` of every block of `rows_per` rows made during the conversion
+/// ([`map_roi_rows_then`]): the blocks' results in row order.
+pub fn write_map_roi_then<T: LeBytes + Default + Copy + Send + Sync, R: Send>(
+    w: &mut (dyn std::io::Write + Send),
+    image: &ImageView,
+    convert: impl Fn(f32) -> T + Sync,
+    rows_per: usize,
+    reduce: impl Fn(&[&[f32]]) -> R + Sync,
+) -> std::io::Result<Vec<R>> {
+    let batches = write_batched(w, image.fpixels(), image.spixels(), STREAM_BATCH_PIXELS, |s0, out: &mut [T]| map_roi_rows_then(image, s0, out, &convert, rows_per, &reduce))?;
+    Ok(batches.into_iter().flatten().collect())
 }
 
 /// Write an image of `spixels` rows of `fpixels` pixels, little-endian, batch by batch of about

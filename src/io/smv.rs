@@ -191,6 +191,19 @@ pub fn write_int_pixels(w: &mut (dyn std::io::Write + Send), image: &ImageView, 
     super::write_map_roi(w, image, int_pixel(scale, adc))
 }
 
+/// [`write_int_pixels`], handing every block of `rows_per` rows to `reduce` as they are converted
+/// ([`super::write_map_roi_then`]): the blocks' results in row order.
+pub fn write_int_pixels_then<R: Send>(
+    w: &mut (dyn std::io::Write + Send),
+    image: &ImageView,
+    scale: f64,
+    adc: f64,
+    rows_per: usize,
+    reduce: impl Fn(&[&[f32]]) -> R + Sync,
+) -> std::io::Result<Vec<R>> {
+    super::write_map_roi_then(w, image, int_pixel(scale, adc), rows_per, reduce)
+}
+
 /// One `-intfile` pixel from its float value.
 #[inline]
 fn int_pixel(scale: f64, adc: f64) -> impl Fn(f32) -> u16 + Sync {
@@ -489,5 +502,21 @@ mod tests {
         let p = mk("badhb.img", "{\nHEADER_BYTES=0;\nSIZE1=1;SIZE2=1;\n}", 512, &[0; 2]);
         assert!(msg(&p).contains("HEADER_BYTES"));
         assert!(!msg(&p).contains('\n'));
+    }
+
+    #[test]
+    fn int_pixels_with_a_second_pass_are_the_same_bytes_and_rows_in_order() {
+        // an image taller than one write batch, rows not a multiple of the block, a ROI inside
+        let (f, s) = (700usize, 1000usize);
+        let img: Vec<f32> = (0..f * s).map(|i| ((i * 7919) % 9973) as f32 / 3.0).collect();
+        let roi = Roi::from_c_bounds([5, 690, 3, 997], f, s);
+        let view = ImageView::new(&img, f, s, roi.clone());
+        let (mut plain, mut then) = (Vec::new(), Vec::new());
+        write_int_pixels(&mut plain, &view, 0.37, 40.0).unwrap();
+        let blocks = write_int_pixels_then(&mut then, &view, 0.37, 40.0, 3, |rows: &[&[f32]]| rows.iter().map(|r| (r.len(), r.first().map(|v| v.to_bits()))).collect::<Vec<_>>()).unwrap();
+        assert_eq!(plain, then);
+        let rows: Vec<_> = blocks.into_iter().flatten().collect();
+        let want: Vec<_> = (0..s).map(|r| if roi.slow.contains(&r) { (roi.fast.len(), Some(img[r * f + roi.fast.start].to_bits())) } else { (0, None) }).collect();
+        assert_eq!(rows, want);
     }
 }

@@ -13,7 +13,7 @@ use crate::base::c::printf::{cf, g};
 use crate::run::config::Config;
 use crate::experiment::Experiment;
 use crate::run::config::resolve_out;
-use crate::io::smv::{smv_header_bytes, write_int_pixels, SmvHeader};
+use crate::io::smv::{smv_header_bytes, write_int_pixels, write_int_pixels_then, SmvHeader};
 use crate::stats::ImageStats;
 use crate::{Error, Result};
 use std::io::Write;
@@ -31,6 +31,8 @@ pub struct OutputCtx<'a> {
     pub header: SmvHeader,
     /// The 32-bit counts of the CBF and NeXus images, made once by whichever needs them first.
     pub counts: std::sync::OnceLock<Vec<i32>>,
+    /// The rmsd pass, when the int image's conversion makes it ([`crate::stats::DeferredRmsd`]).
+    pub rmsd: Option<crate::stats::DeferredRmsd>,
     /// Outputs the render already wrote (the float image into a map of its temporary file, the noise
     /// image from the rows as they were finished): renamed with the others instead of written again.
     pub prewritten: std::sync::Mutex<Vec<Prewritten>>,
@@ -271,7 +273,15 @@ impl OutputWriter for IntWriter {
         let d = &ctx.exp.det;
         w.write_all(&smv_header_bytes(&ctx.header).map_err(|e| with_path(e, path))?).map_err(io_err(path))?;
         // converted and written batch by batch: the 16-bit image is never held whole
-        write_int_pixels(w, &d.panel().image(ctx.float), ctx.intfile_scale, ctx.cfg.output.adc_offset).map_err(io_err(path))?;
+        let (image, adc) = (d.panel().image(ctx.float), ctx.cfg.output.adc_offset);
+        match &ctx.rmsd {
+            Some(rmsd) => {
+                let rows_per = crate::stats::ROWS_TOGETHER;
+                let blocks = write_int_pixels_then(w, &image, ctx.intfile_scale, adc, rows_per, |rows| crate::stats::rows_deviation(rows, rmsd.mean)).map_err(io_err(path))?;
+                rmsd.set(blocks.into_iter().flatten().collect());
+            }
+            None => write_int_pixels(w, &image, ctx.intfile_scale, adc).map_err(io_err(path))?,
+        }
         Ok(vec![format!("writing {} as 2-byte integers", ctx.cfg.output.intfile.display())])
     }
     fn memory(&self, pixels: u64) -> u64 {
@@ -674,7 +684,7 @@ pub fn remove_created_dirs(created: &[PathBuf]) {
 /// Returns the lines to print, in the C's order: lines of the `before_stats` writers, `stats_lines`,
 /// then the others. `extra` (files already written under temporary names, e.g. the derivative
 /// images) are renamed with them.
-pub fn write_all(planned: &[Planned], ctx: &OutputCtx, stats_lines: Vec<String>, extra: atomic::OutputSet) -> Result<(Vec<String>, Vec<PathBuf>)> {
+pub fn write_all(planned: &[Planned], ctx: &OutputCtx, stats_lines: impl FnOnce() -> Vec<String>, extra: atomic::OutputSet) -> Result<(Vec<String>, Vec<PathBuf>)> {
     type One = Result<(Vec<String>, Option<Finished>)>;
     let run_one = |p: &Planned| -> One {
         if let Some(done) = ctx.take_prewritten(p.writer.role()) {
@@ -734,7 +744,7 @@ pub fn write_all(planned: &[Planned], ctx: &OutputCtx, stats_lines: Vec<String>,
     files.extend(extra.iter().map(|f| f.path().to_path_buf()));
     finished.extend(extra);
     atomic::commit_all(finished)?;
-    before.extend(stats_lines);
+    before.extend(stats_lines());
     before.extend(after);
     Ok((before, files))
 }

@@ -250,21 +250,37 @@ fn write_planned(planned: &[Planned], cfg: &Config, exp: &Experiment, r: Rendere
     let mask = if multi { None } else { panel.mask.as_deref() };
     let image = outputs::whole_image(exp, r.float);
     let (sub, os) = (exp.sampling.subpixel_size, exp.sampling.oversample);
+    // the rmsd pass within the int image's conversion (one read of the image instead of two) where
+    // nothing written needs the rmsd first: the PGM's automatic scale does
+    let has = |role: &str| planned.iter().any(|p| p.writer.role() == role);
+    let defer_rmsd = r.rows.is_some() && !multi && has("int") && !has("pgm");
     let stats = match &r.rows {
+        Some(rows) if defer_rmsd => crate::stats::first_pass_from_rows(rows, sub, os),
         Some(rows) => crate::stats::image_stats_from_rows(&image, rows, sub, os),
         None => image_stats(&image, mask, sub, os),
     };
     let intfile_scale = crate::stats::int_scale(cfg.output.intfile_scale, stats.max_i);
     let pgm_scale = crate::stats::pgm_scale(cfg.output.pgm_scale, intfile_scale, stats.rmsd);
-    let stats_lines = vec![
-        format!("max_I = {}  at {} {}", g(stats.max_i), g(stats.max_i_x), g(stats.max_i_y)),
-        format!("mean= {} rms= {} rmsd= {}", g(stats.mean), g(stats.rms), g(stats.rmsd)),
-        format!("intfile_scale = {}", g(intfile_scale)),
-    ];
-    let stats_lines = if multi { [panel_stats_lines(exp, r.float), stats_lines].concat() } else { stats_lines };
     let header = int_header(cfg, exp);
     let prewritten = std::sync::Mutex::new(r.prewritten);
-    let ctx = OutputCtx { cfg, exp, float: r.float, stats, intfile_scale, pgm_scale, header, counts: Default::default(), prewritten };
+    let rmsd = defer_rmsd.then(|| crate::stats::DeferredRmsd::new(stats.mean));
+    let ctx = OutputCtx { cfg, exp, float: r.float, stats, intfile_scale, pgm_scale, header, counts: Default::default(), rmsd, prewritten };
+    let mut stats = stats;
+    let stats_lines = || {
+        if let Some(d) = &ctx.rmsd {
+            stats = d.complete(stats, &image);
+        }
+        let lines = vec![
+            format!("max_I = {}  at {} {}", g(stats.max_i), g(stats.max_i_x), g(stats.max_i_y)),
+            format!("mean= {} rms= {} rmsd= {}", g(stats.mean), g(stats.rms), g(stats.rmsd)),
+            format!("intfile_scale = {}", g(intfile_scale)),
+        ];
+        if multi {
+            [panel_stats_lines(exp, r.float), lines].concat()
+        } else {
+            lines
+        }
+    };
     let (lines, files) = outputs::write_all(planned, &ctx, stats_lines, extra)?;
     for l in lines {
         let _ = writeln!(out, "{l}");
