@@ -46,18 +46,7 @@ impl Default for RowStats {
 /// [`RowStats`] of row `s` (`row` = its `fpixels` values) of an image with `roi`, `mask_row` the
 /// row's mask (0 = masked) if any.
 pub fn row_stats(roi: &crate::base::image::Roi, s: usize, row: &[f32], mask_row: Option<&[u16]>) -> RowStats {
-    #[cfg(target_arch = "x86_64")]
-    if crate::base::cpu::detected_level() >= crate::base::cpu::SimdLevel::Avx2 {
-        /// # Safety
-        /// The CPU must support AVX2 and FMA.
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn avx2(roi: &crate::base::image::Roi, s: usize, row: &[f32], mask_row: Option<&[u16]>) -> RowStats {
-            row_stats_lanes(roi, s, row, mask_row)
-        }
-        // SAFETY: AVX2 level and up means AVX2 and FMA (base::cpu's detection)
-        return unsafe { avx2(roi, s, row, mask_row) };
-    }
-    row_stats_lanes(roi, s, row, mask_row)
+    crate::base::cpu::avx2_call!(row_stats_lanes(roi: &crate::base::image::Roi, s: usize, row: &[f32], mask_row: Option<&[u16]>) -> RowStats)
 }
 
 /// [`row_stats`], inlined into each instruction-set level. The sums keep four accumulators (the
@@ -311,18 +300,7 @@ fn deviation_of_four(rows: [&[f32]; 4], mean: f64) -> [f64; 4] {
         }
         acc.map(|a| (a[0] + a[1]) + (a[2] + a[3]))
     }
-    #[cfg(target_arch = "x86_64")]
-    if crate::base::cpu::detected_level() >= crate::base::cpu::SimdLevel::Avx2 {
-        /// # Safety
-        /// The CPU must support AVX2 and FMA.
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn avx2(rows: [&[f32]; 4], mean: f64) -> [f64; 4] {
-            lanes(rows, mean)
-        }
-        // SAFETY: AVX2 level and up means AVX2 and FMA (base::cpu's detection)
-        return unsafe { avx2(rows, mean) };
-    }
-    lanes(rows, mean)
+    crate::base::cpu::avx2_call!(lanes(rows: [&[f32]; 4], mean: f64) -> [f64; 4])
 }
 
 /// Σ(v − mean)² over a row's rendered pixels, in four accumulators (the C sums in one; the order
@@ -344,18 +322,7 @@ fn row_deviation(seg: &[f32], mean: f64) -> f64 {
         }
         (acc[0] + acc[1]) + (acc[2] + acc[3])
     }
-    #[cfg(target_arch = "x86_64")]
-    if crate::base::cpu::detected_level() >= crate::base::cpu::SimdLevel::Avx2 {
-        /// # Safety
-        /// The CPU must support AVX2 and FMA.
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn avx2(seg: &[f32], mean: f64) -> f64 {
-            lanes(seg, mean)
-        }
-        // SAFETY: AVX2 level and up means AVX2 and FMA (base::cpu's detection)
-        return unsafe { avx2(seg, mean) };
-    }
-    lanes(seg, mean)
+    crate::base::cpu::avx2_call!(lanes(seg: &[f32], mean: f64) -> f64)
 }
 
 /// Pearson correlation of two images (f64 accumulation).

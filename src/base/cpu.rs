@@ -22,6 +22,28 @@ pub fn with_avx2<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
+/// `lanes(args)` (a named `#[inline(always)]` function) compiled for AVX2+FMA where the CPU has it,
+/// else for the baseline: the dispatch of [`with_avx2`] for loops LLVM must inline into the AVX2 copy
+/// (a closure given to `with_avx2` sometimes stays a call, compiled for the baseline). Used as the
+/// calling function's whole body: `avx2_call!(lanes(seg: &[f32], mean: f64) -> f64)`.
+macro_rules! avx2_call {
+    ($f:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty) => {{
+        #[cfg(target_arch = "x86_64")]
+        if $crate::base::cpu::detected_level() >= $crate::base::cpu::SimdLevel::Avx2 {
+            /// # Safety
+            /// The CPU must support AVX2 and FMA.
+            #[target_feature(enable = "avx2,fma")]
+            unsafe fn avx2($($arg: $ty),*) -> $ret {
+                $f($($arg),*)
+            }
+            // SAFETY: AVX2 level and up means AVX2 and FMA (base::cpu's detection)
+            return unsafe { avx2($($arg),*) };
+        }
+        $f($($arg),*)
+    }};
+}
+pub(crate) use avx2_call;
+
 /// Run `f` compiled for the widest vectors this CPU has: AVX-512 (F, DQ, VL) where it has them, else
 /// as [`with_avx2`]. For loops bound by their arithmetic per pixel, such as the int image's
 /// conversion through f64 (16 pixels per register pair instead of 8: 2048² 3.9 -> ~1.5 ms of CPU,
