@@ -254,7 +254,7 @@ fn image_is_identical_for_any_thread_count() {
 
 /// Every row, rendered with the hand-written sample loop at the AVX-512 level's group shapes (32
 /// pixels in 16 lanes in f64, 32 and 32 in f32; on an AVX-512 CPU with its 512-bit registers too, as that
-/// level runs it) and at the AVX2 level's (16 pixels, 8 or 16 lanes, 256-bit registers).
+/// level runs it) and at the AVX2 level's (32 pixels, 8 or 16 lanes, 256-bit registers).
 fn rows_at_both_shapes<T: kernel::hand::HandKernel>(exp: &nanobragg::experiment::Experiment) -> [(Vec<u32>, Vec<String>); 2] {
     let prep = fast::Prepared::<T>::new(exp, true);
     let w512 = kernel::simd::detected_level() >= SimdLevel::Avx512;
@@ -272,8 +272,8 @@ fn rows_at_both_shapes<T: kernel::hand::HandKernel>(exp: &nanobragg::experiment:
                     (true, false, true) => fast::render_row::<T, 32, 16, true, true>(exp, &prep, row, interp, out),
                     (true, true, false) => fast::render_row::<T, 32, 32, true, false>(exp, &prep, row, interp, out),
                     (true, false, false) => fast::render_row::<T, 32, 16, true, false>(exp, &prep, row, interp, out),
-                    (false, true, _) => fast::render_row::<T, 16, 16, true, false>(exp, &prep, row, interp, out),
-                    (false, false, _) => fast::render_row::<T, 16, 8, true, false>(exp, &prep, row, interp, out),
+                    (false, true, _) => fast::render_row::<T, 32, 16, true, false>(exp, &prep, row, interp, out),
+                    (false, false, _) => fast::render_row::<T, 32, 8, true, false>(exp, &prep, row, interp, out),
                 };
                 format!("{:?} {:?}", r.omega.to_bits(), r.end)
             })

@@ -71,11 +71,12 @@ pub fn with_widest<R>(f: impl FnOnce() -> R) -> R {
 pub enum SimdLevel {
     /// Fast kernel compiled for the baseline target: groups of 8 pixels (16 in f32).
     Portable,
-    /// Fast kernel with AVX2 + FMA: groups of 16 pixels (f64 or f32), the sample loop of the
+    /// Fast kernel with AVX2 + FMA: groups of 32 pixels (f64 or f32), the sample loop of the
     /// usual crystal in hand-written intrinsics (`kernel::avx2`).
     Avx2,
-    /// Fast kernel with AVX-512: groups of 16 pixels (32 in f32), two registers per quantity.
-    /// (Wider groups amortize the per-group work; measured best on this project's machines.) The
+    /// Fast kernel with AVX-512: groups of 32 pixels (f64 or f32), four (two) registers per quantity.
+    /// (Wider groups amortize the per-group work and let two groups' chains of divisions and square
+    /// roots overlap; measured best on this project's machines, see `simd.rs`.) The
     /// usual crystal's sample loop is the AVX2 level's hand-written one, taking a group's lanes
     /// four (eight) at a time: it does per sample what the generic loop does in about 2.5× the
     /// time at the same width, more than twice the lanes can win back (see `row_avx512`).

@@ -61,15 +61,20 @@ fn row_portable<T: HandKernel>(exp: &Experiment, prep: &Prepared<T>, s: usize, i
     }
 }
 
+/// Groups of 32 pixels: the geometry's divisions and square roots of two 16-pixel halves interleave
+/// (2048² benchmark crystal, one thread, forced to this level on the AVX-512 Xeon, 2026-11-27: render
+/// 63.4 -> 52.4 ms in f64 and 53.5 -> 43.9 ms in f32 against groups of 16; 64 pixels was slower again;
+/// the heavy case unchanged). Each pixel's value does not depend on the group's width.
+///
 /// # Safety
 /// The CPU must support AVX2 and FMA (checked by `detected_level`).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn row_avx2<T: HandKernel>(exp: &Experiment, prep: &Prepared<T>, s: usize, interpolate: bool, out: &mut [f32]) -> RowResult {
     if std::mem::size_of::<T>() == 4 {
-        render_row::<T, 16, 16, true, false>(exp, prep, s, interpolate, out)
+        render_row::<T, 32, 16, true, false>(exp, prep, s, interpolate, out)
     } else {
-        render_row::<T, 16, 8, true, false>(exp, prep, s, interpolate, out)
+        render_row::<T, 32, 8, true, false>(exp, prep, s, interpolate, out)
     }
 }
 
@@ -82,7 +87,9 @@ unsafe fn row_avx2<T: HandKernel>(exp: &Experiment, prep: &Prepared<T>, s: usize
 /// faster than the generic loop at the same group shape (in-process A/B, 2026-11-23). Every pixel's
 /// value is the same, bit for bit, at this level's group shapes and register widths as at the AVX2
 /// level's (tests/kernels.rs checks both shapes with the hand loop on any AVX2 CPU; the avx2 module's
-/// tests the two register widths against each other).
+/// tests the two register widths against each other). Groups of 32 pixels in f64 too (as at the AVX2
+/// level: two 16-lane halves whose division and square-root chains overlap; 2048² render 21.2 -> 19.7
+/// ms, 2026-11-27); 64 pixels in f32 was no faster.
 ///
 /// # Safety
 /// The CPU must support AVX-512 F/DQ/VL (checked by `detected_level`).
