@@ -4,6 +4,7 @@
 # (the C with OpenMP, the port with rayon) unless THREADS is set (then OMP_NUM_THREADS and --threads).
 #
 #   scripts/series_vs_c_loop.sh [FRAMES] [PIXELS] [C_BINARY]   (defaults: 20 1024 ../shared/cref/nanoBragg)
+#   RS=path/to/nanobragg-rs   another build of ours (default: target/release/nanobragg-rs)
 #
 # Prints one Markdown table row per program. A brief measurement on whatever machine runs it: on a
 # shared machine other work shows up in the figures.
@@ -12,7 +13,7 @@ cd "$(dirname "$0")/.."
 N=${1:-20}
 PIX=${2:-1024}
 C=${3:-../shared/cref/nanoBragg}
-RS=target/release/nanobragg-rs
+RS=${RS:-target/release/nanobragg-rs}
 [ -x "$C" ] || { echo "SKIPPED: no C binary at $C"; exit 0; }
 [ -x "$RS" ] || cargo build --release --quiet
 C=$(realpath "$C")
