@@ -8,7 +8,7 @@
 //!   the C's `poidev` (exact Poisson up to a mean of 1e6, the C's Gaussian approximation above), but
 //!   not the C's draws. See [`noise_image_fast`].
 use crate::base::image::ImageView;
-use crate::base::c::rng::NrRandom;
+use crate::base::c::rng::{DeviateCache, NrRandom, Ran1Ahead};
 use rand_chacha::rand_core::{Rng as _, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Poisson, StandardNormal};
@@ -126,9 +126,13 @@ pub fn exp_of_means(float: &[f32], out: &mut Vec<f32>) {
 /// in raster order draws `poidev(mean)` from the one ran1 stream, plus the ADC offset, capped at 65535
 /// for the SMV image. Rows must come in order; [`noise_rows`] drives it over a whole image, and a run
 /// that has its rows as the render finishes them feeds it directly.
+///
+/// The uniforms come from [`Ran1Ahead`] (ran1 in blocks, ahead of the pixels that take them), and a
+/// row is made in three passes: the deviates ([`draw_deviates`]), their sum ([`add_photons`]) and
+/// the pixels ([`convert_row`]); the same values, sum and stream state as a per-pixel `poidev` loop.
 pub struct CNoiseRows {
-    rng: NrRandom,
-    seed: i64,
+    ahead: Ran1Ahead,
+    cache: DeviateCache,
     adc_offset: f64,
     roi: crate::base::image::Roi,
     /// Sum of the deviates so far ("%.0f photons on noise image").
@@ -137,13 +141,25 @@ pub struct CNoiseRows {
     pub overloads: u64,
     row: Vec<u16>,
     row32: Vec<i32>,
+    dev: Vec<f32>,
 }
 
 impl CNoiseRows {
     /// The stream continuing from `rng`/`seed` (the experiment's state after the misset and mosaic
     /// draws), for rows of `fpixels` with `roi`.
     pub fn new(rng: NrRandom, seed: i64, roi: crate::base::image::Roi, fpixels: usize, adc_offset: f64) -> Self {
-        CNoiseRows { rng, seed, adc_offset, roi, photons: 0.0, overloads: 0, row: vec![0; fpixels], row32: vec![0; fpixels] }
+        let (table, cache) = rng.into_parts();
+        CNoiseRows {
+            ahead: Ran1Ahead::new(table, seed),
+            cache,
+            adc_offset,
+            roi,
+            photons: 0.0,
+            overloads: 0,
+            row: vec![0; fpixels],
+            row32: vec![0; fpixels],
+            dev: vec![0.0; fpixels],
+        }
     }
 
     /// Draw row `s` from its float pixels and their [`exp_of_means`]: the SMV pixels and the
@@ -152,28 +168,99 @@ impl CNoiseRows {
         self.row.fill(0);
         self.row32.fill(0);
         if self.roi.slow.contains(&s) {
-            for f in self.roi.fast.clone() {
-                let xm = float[f];
-                let dev = if (xm as f64) < 12.0 { self.rng.poidev_small(xm, exp[f], &mut self.seed) } else { self.rng.poidev(xm, &mut self.seed) };
-                let mut test = dev as f64;
-                self.photons += test;
-                test += self.adc_offset;
-                self.row32[f] = test as i32;
-                if test > 65535.0 {
-                    test = 65535.0;
-                    self.overloads += 1;
-                }
-                // `as` saturates: negatives (and NaN) become 0, the rest truncate like the C cast.
-                self.row[f] = test as u16;
-            }
+            let cols = self.roi.fast.clone();
+            let dev = &mut self.dev[cols.clone()];
+            draw_deviates(&mut self.ahead, &mut self.cache, &float[cols.clone()], &exp[cols.clone()], dev);
+            self.photons = add_photons(self.photons, dev);
+            self.overloads += convert_row(dev, self.adc_offset, &mut self.row[cols.clone()], &mut self.row32[cols]);
         }
         (&self.row, &self.row32)
     }
 
     /// The stream's state after the last row (the caller's RNG continues from it).
     pub fn into_state(self) -> (NrRandom, i64) {
-        (self.rng, self.seed)
+        let (table, seed) = self.ahead.finish();
+        (NrRandom::from_parts(table, self.cache), seed)
     }
+}
+
+/// `dev[i] = poidev(xm[i])` in order, with `g[i]` = exp(−xm[i]) for means below 12 (nanoBragg.c's
+/// noise loop, `test = poidev(floatimage[i], &seed)`).
+///
+/// A mean below 12 whose first uniform is at most g (most pixels of a sparse image) takes one draw
+/// and gives 0 inline; the rest continue out of line ([`more_draws`], [`DeviateCache::poidev`]).
+/// poidev's cached `oldm`/`g` are set as the C's would be before each larger mean and at the end.
+fn draw_deviates(src: &mut Ran1Ahead, cache: &mut DeviateCache, xm: &[f32], g: &[f32], dev: &mut [f32]) {
+    // the last mean below 12 and its g, not yet noted in the cache
+    let mut last: Option<(f32, f32)> = None;
+    for ((d, &m), &g) in dev.iter_mut().zip(xm).zip(g) {
+        // `(xm as f64) < 12.0` exactly (the conversion is exact; NaN is false in both)
+        if m < 12.0 {
+            let u = src.next();
+            *d = if u <= g { 0.0 } else { more_draws(src, u, g) };
+            last = Some((m, g));
+        } else {
+            if let Some((m, g)) = last.take() {
+                cache.note_small(m, g);
+            }
+            *d = cache.poidev(m, &mut || src.next());
+        }
+    }
+    if let Some((m, g)) = last {
+        cache.note_small(m, g);
+    }
+}
+
+/// The rest of poidev's product-of-uniforms loop after a first uniform `t` above `g`: `em` counts the
+/// further draws until the float product `t *= ran1()` is at most g.
+#[inline(never)]
+fn more_draws(src: &mut Ran1Ahead, mut t: f32, g: f32) -> f32 {
+    let mut em = 0.0f32;
+    loop {
+        em += 1.0;
+        t *= src.next();
+        if t <= g {
+            return em;
+        }
+    }
+}
+
+/// `photons += dev[i]` in order (the C's `sum += test`), in double.
+///
+/// When the sum so far is a non-negative integer and every deviate an integer from 0 to 2^24 (all
+/// but the Gaussian approximation's and NaN, for means up to 1e6), each partial sum is an integer below 2^53 and so
+/// exact: the row is summed as integers, without the serial chain of one rounding add per pixel.
+fn add_photons(photons: f64, dev: &[f32]) -> f64 {
+    const TWO_53: u64 = 1 << 53;
+    let integral = photons >= 0.0 && photons.to_bits() >> 63 == 0 && photons < TWO_53 as f64 && photons == photons.trunc();
+    if integral {
+        // `d as u32` saturates (NaN to 0); k <= 2^24 is exact as a float, so it equals d only when
+        // d is that integer (or −0, which adds as +0 to a sum that is not −0)
+        let (sum, all) = dev.iter().fold((0u64, true), |(sum, all), &d| {
+            let k = d as u32;
+            (sum + k as u64, all & (k <= 1 << 24) & (k as f32 == d))
+        });
+        if all && photons as u64 + sum <= TWO_53 {
+            return (photons as u64 + sum) as f64;
+        }
+    }
+    // deviate first, as the per-pixel loop compiled (x86 keeps the first of two NaN operands)
+    dev.iter().fold(photons, |p, &d| d as f64 + p)
+}
+
+/// The pixels of deviates `dev` (nanoBragg.c: `test += adc_offset; if (test > 65535) { test = 65535;
+/// overloads++; } intimage = (unsigned short) test;`): the SMV pixels and the uncapped 32-bit counts
+/// (`as` saturates: negatives and NaN become 0 in u16, NaN 0 in i32); returns the overloads.
+fn convert_row(dev: &[f32], adc_offset: f64, row: &mut [u16], row32: &mut [i32]) -> u64 {
+    let mut overloads = 0u64;
+    for ((&d, px), px32) in dev.iter().zip(row).zip(row32) {
+        let test = d as f64 + adc_offset;
+        *px32 = test as i32;
+        let over = test > 65535.0;
+        overloads += over as u64;
+        *px = if over { 65535 } else { test as u16 };
+    }
+    overloads
 }
 
 /// The serial noise loop, handing each finished row to `sink` in order. The only work that does not
@@ -604,6 +691,105 @@ mod tests {
         let chunk = 1u32 << 22;
         let fallbacks: u64 = (0..=last / chunk).into_par_iter().map(|c| check_g(c * chunk, (c * chunk + chunk - 1).min(last), 1)).sum();
         eprintln!("{fallbacks} of {} means through libm", last as u64 + 1);
+    }
+
+    /// The noise stream as it was before [`Ran1Ahead`]: one `poidev` call per ROI pixel in raster
+    /// order, the conversion inline. Rows (SMV and 32-bit), photons, overloads, final state.
+    fn reference(mut rng: NrRandom, mut seed: i64, image: &ImageView, adc: f64) -> (Vec<u16>, Vec<i32>, f64, u64, NrRandom, i64) {
+        let (fp, sp) = (image.fpixels(), image.spixels());
+        let (mut px, mut px32) = (vec![0u16; fp * sp], vec![0i32; fp * sp]);
+        let (mut photons, mut overloads) = (0.0f64, 0u64);
+        for s in image.roi.slow.clone() {
+            for f in image.roi.fast.clone() {
+                let xm = image.data()[s * fp + f];
+                let dev = if (xm as f64) < 12.0 { rng.poidev_small(xm, g_libm(xm), &mut seed) } else { rng.poidev(xm, &mut seed) };
+                let mut test = dev as f64;
+                photons += test;
+                test += adc;
+                px32[s * fp + f] = test as i32;
+                if test > 65535.0 {
+                    test = 65535.0;
+                    overloads += 1;
+                }
+                px[s * fp + f] = test as u16;
+            }
+        }
+        (px, px32, photons, overloads, rng, seed)
+    }
+
+    /// A random image: means from every regime (0, tiny, 0.5, below and at 12, rejection, above 1e6,
+    /// NaN, infinities, negative), mostly tiny as in a sparse diffraction image.
+    fn random_image(rng: &mut ChaCha8Rng, n: usize) -> Vec<f32> {
+        let special = [0.0f32, -0.0, 1e-30, 0.5, 11.99, 11.999_999, 12.0, 12.000_001, 100.0, 1e5, 999_999.9, 1e6, 2e6, f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -3.0, 1e-4];
+        (0..n)
+            .map(|_| match rng.next_u32() % 100 {
+                0..=59 => (rng.next_u32() % 1000) as f32 * 1e-5,
+                60..=79 => (rng.next_u32() % 1000) as f32 * 1e-3,
+                80..=89 => (rng.next_u32() % 12000) as f32 * 1e-3,
+                90..=94 => 12.0 + (rng.next_u32() % 5000) as f32 * 0.1,
+                _ => special[rng.next_u32() as usize % special.len()],
+            })
+            .collect()
+    }
+
+    /// The row loop ([`noise_rows`] over [`CNoiseRows`]) against [`reference`]: random images and
+    /// ROIs, ADC offsets (0, 10, 40.5, −5, 65000), seeds at the edges, fresh and loaded tables,
+    /// several images on one stream; identical rows, photon sums, overloads and final state (also
+    /// checked by the draws that follow it).
+    #[test]
+    fn rows_match_per_pixel_poidev() {
+        let mut gen = ChaCha8Rng::seed_from_u64(2026);
+        let seeds = [0i64, -1, 1, 7, -12345, 2147483647, -2147483647, 5_000_000_000];
+        for (case, adc) in [0.0, 10.0, 40.5, -5.0, 65000.0].into_iter().cycle().take(40).enumerate() {
+            let (fp, sp) = (1 + gen.next_u32() as usize % 300, 1 + gen.next_u32() as usize % 40);
+            let float = random_image(&mut gen, fp * sp);
+            let roi = if case % 3 == 0 { Roi::full(fp, sp) } else {
+                let (a, b) = (gen.next_u32() as usize % fp, gen.next_u32() as usize % fp);
+                let (c, d) = (gen.next_u32() as usize % sp, gen.next_u32() as usize % sp);
+                Roi::from_c_bounds([a.min(b) as i64, a.max(b) as i64, c.min(d) as i64, c.max(d) as i64], fp, sp)
+            };
+            let image = ImageView::new(&float, fp, sp, roi);
+            let mut rng = NrRandom::new();
+            if case % 2 == 1 {
+                let mut pre = -(case as i64) - 3;
+                (0..10).for_each(|_| { rng.poidev(3.5, &mut pre); });
+            }
+            let mut seed = seeds[case % seeds.len()];
+            let (mut rng2, mut seed2) = (rng.clone(), seed);
+            for _ in 0..2 {
+                let want = reference(rng2.clone(), seed2, &image, adc);
+                let img = noise_image(&mut rng, &mut seed, &image, adc);
+                let counts = noise_counts(&mut rng2, &mut seed2, &image, adc);
+                assert_eq!(img.pixels, want.0, "case {case}");
+                assert_eq!(counts, want.1, "case {case}");
+                assert!(img.photons.to_bits() == want.2.to_bits() || (img.photons.is_nan() && want.2.is_nan()), "case {case} {} {}", img.photons, want.2);
+                assert_eq!(img.overloads, want.3, "case {case}");
+                assert_eq!((format!("{:?}", rng), seed), (format!("{:?}", want.4), want.5), "case {case}");
+                assert_eq!((format!("{:?}", rng2), seed2), (format!("{:?}", want.4), want.5), "case {case}");
+            }
+            for m in [0.3f32, 0.3, 20.0, 20.0, 5.0, 2e6] {
+                assert_eq!(rng.poidev(m, &mut seed).to_bits(), rng2.poidev(m, &mut seed2).to_bits());
+            }
+        }
+    }
+
+    /// Photon sums that cannot be added as integers (non-integer Gaussian deviates, NaN, a sum near
+    /// 2^53) take the rounding adds in order, as the C does.
+    #[test]
+    fn photons_fall_back_to_ordered_adds() {
+        let ordered = |p: f64, dev: &[f32]| dev.iter().fold(p, |p, &d| p + d as f64);
+        let cases: [(f64, &[f32]); 7] = [
+            (0.0, &[0.0, 1.0, 3.0, 16777216.0]),
+            (0.5, &[1.0, 2.0]),
+            (9007199254740990.0, &[1.0, 1.0, 1.0, 1.0]),
+            (0.0, &[1000000.1, 3.0]),
+            (0.0, &[1.0, f32::NAN]),
+            (0.0, &[-0.0, 0.0]),
+            (12.0, &[33554432.0, 1.0]),
+        ];
+        for (p, dev) in cases {
+            assert_eq!(add_photons(p, dev).to_bits(), ordered(p, dev).to_bits(), "{p} {dev:?}");
+        }
     }
 
     #[test]

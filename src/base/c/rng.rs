@@ -26,25 +26,38 @@ const RNMX: f64 = 1.0 - EPS;
 /// One value must be threaded through all streams in the C's order (misset → mosaic → noise): a stream
 /// started with a positive seed reuses the table left by the previous one, and poidev/gaussdev keep
 /// their caches across streams.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct NrRandom {
-    /// ran1's `static long iy` (0 = table not loaded yet).
+    table: Ran1Table,
+    cache: DeviateCache,
+}
+
+/// ran1's `static long iy, iv[NTAB]`: the shuffle table (iy = 0: not loaded yet).
+///
+/// Kept apart from [`DeviateCache`] so that poidev/gaussdev can take their uniforms from a source
+/// other than the table itself ([`Ran1Ahead`]) while keeping the C's caches.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Ran1Table {
     iy: i64,
-    /// ran1's `static long iv[NTAB]` shuffle table.
     iv: [i64; NTAB],
-    /// poidev's `static float sq, alxm, g, oldm` (`oldm` starts at -1 so the first mean is "new").
+}
+
+/// poidev's `static float sq, alxm, g, oldm` and gaussdev's `static int iset; static float gset`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviateCache {
+    /// poidev's statics (`oldm` starts at -1 so the first mean is "new").
     sq: f32,
     alxm: f32,
     g: f32,
     oldm: f32,
-    /// gaussdev's `static int iset; static float gset` (the spare deviate of the polar method).
+    /// gaussdev's spare deviate of the polar method.
     iset: bool,
     gset: f32,
 }
 
-impl Default for NrRandom {
+impl Default for DeviateCache {
     fn default() -> Self {
-        Self::new()
+        DeviateCache { sq: 0.0, alxm: 0.0, g: 0.0, oldm: -1.0, iset: false, gset: 0.0 }
     }
 }
 
@@ -52,18 +65,29 @@ impl Default for NrRandom {
 /// 64-bit, so no overflow).
 ///
 /// For 0 < idum < IM, Schrage's result is exactly IA·idum mod IM (its two terms stay within ±IM), and
-/// that is computed here by the Mersenne reduction of IM = 2³¹ − 1: one multiplication instead of a
-/// division and three multiplications, so the noise image's serial chain of draws (one step each)
-/// is shorter. Any other idum (a huge seed's first steps) takes Schrage's formula itself.
+/// that is computed here by the Mersenne reduction of IM = 2³¹ − 1 ([`mersenne_step`]): one
+/// multiplication instead of a division and three multiplications, so the noise image's serial chain
+/// of draws (one step each) is shorter. Any other idum (a huge seed's first steps) takes Schrage's
+/// formula itself.
 #[inline]
 fn park_miller(idum: &mut i64) {
     if 0 < *idum && *idum < IM {
-        let p = (IA * *idum) as u64; // < 2^46
-        let r = (p & IM as u64) + (p >> 31); // ≡ p (mod 2^31 − 1), at most IM + 2^15
-        *idum = (if r >= IM as u64 { r - IM as u64 } else { r }) as i64;
+        *idum = mersenne_step(*idum as u64) as i64;
         return;
     }
     schrage(idum);
+}
+
+/// IA·idum mod IM for 0 < idum < IM (the result is in the same range).
+#[inline(always)]
+fn mersenne_step(idum: u64) -> u64 {
+    let p = IA as u64 * idum; // < 2^46
+    let r = (p & IM as u64) + (p >> 31); // ≡ p (mod 2^31 − 1), at most IM + 2^15
+    if r >= IM as u64 {
+        r - IM as u64
+    } else {
+        r
+    }
 }
 
 /// The C's step: `k=(*idum)/IQ; *idum=IA*(*idum-k*IQ)-IR*k; if (*idum < 0) *idum += IM;`.
@@ -76,25 +100,78 @@ fn schrage(idum: &mut i64) {
     }
 }
 
+/// ran1's deviate from the table entry it returns: `temp=AM*iy` in double stored in a float, and
+/// `if (temp > RNMX) return RNMX;` (the comparison promotes temp back to double).
+#[inline(always)]
+fn uniform(iy: i64) -> f32 {
+    let temp = (AM * iy as f64) as f32;
+    if temp as f64 > RNMX {
+        RNMX as f32
+    } else {
+        temp
+    }
+}
+
 impl NrRandom {
     /// The state at program start: empty table, `oldm = -1`, no spare Gaussian.
     pub fn new() -> Self {
-        NrRandom {
-            iy: 0,
-            iv: [0; NTAB],
-            sq: 0.0,
-            alxm: 0.0,
-            g: 0.0,
-            oldm: -1.0,
-            iset: false,
-            gset: 0.0,
-        }
+        NrRandom::default()
     }
 
     /// Uniform deviate in (0,1), exactly as the C `ran1(&idum)`.
     ///
     /// A non-positive `idum` (or a never-loaded table) reloads the shared shuffle table; a positive one
     /// continues with the table left by whichever stream used it last.
+    #[inline]
+    pub fn ran1(&mut self, idum: &mut i64) -> f32 {
+        self.table.ran1(idum)
+    }
+
+    /// Gaussian deviate, exactly as the C `gaussdev(&idum)` (polar Box–Muller with a cached spare).
+    pub fn gaussdev(&mut self, idum: &mut i64) -> f32 {
+        let NrRandom { table, cache } = self;
+        cache.gaussdev(&mut || table.ran1(idum))
+    }
+
+    /// `poidev` for a mean below 12 whose `exp(-xm)` (as the C computes it: float negation, exp in
+    /// double, stored as float) was computed beforehand, e.g. in parallel for a block of pixels. Same
+    /// draws, same result and same cached state as [`NrRandom::poidev`].
+    #[inline]
+    pub fn poidev_small(&mut self, xm: f32, g: f32, idum: &mut i64) -> f32 {
+        debug_assert!((xm as f64) < 12.0 && g == ((-xm) as f64).exp() as f32);
+        self.cache.note_small(xm, g);
+        let mut em: f32 = -1.0;
+        let mut t: f32 = 1.0;
+        loop {
+            em += 1.0;
+            t *= self.ran1(idum); // float × float
+            if t <= g {
+                break;
+            }
+        }
+        em
+    }
+
+    /// Poisson deviate, exactly as the C `poidev(xm,&idum)` (see [`DeviateCache::poidev`]).
+    pub fn poidev(&mut self, xm: f32, idum: &mut i64) -> f32 {
+        let NrRandom { table, cache } = self;
+        cache.poidev(xm, &mut || table.ran1(idum))
+    }
+
+    /// The two parts: the shuffle table and the poidev/gaussdev caches.
+    pub fn into_parts(self) -> (Ran1Table, DeviateCache) {
+        (self.table, self.cache)
+    }
+
+    /// The state made of the two parts of [`NrRandom::into_parts`].
+    pub fn from_parts(table: Ran1Table, cache: DeviateCache) -> Self {
+        NrRandom { table, cache }
+    }
+}
+
+impl Ran1Table {
+    /// nanoBragg.c's `ran1`: a non-positive `idum` (or a never-loaded table) reloads the table.
+    #[inline]
     pub fn ran1(&mut self, idum: &mut i64) -> f32 {
         if *idum <= 0 || self.iy == 0 {
             // `if(-(*idum) < 1) *idum=1; else *idum = -(*idum);`
@@ -112,23 +189,50 @@ impl NrRandom {
         let j = (self.iy / NDIV) as usize;
         self.iy = self.iv[j];
         self.iv[j] = *idum;
-        // `temp = AM*iy` is computed in double and stored in a float; the comparison promotes it back.
-        let temp = (AM * self.iy as f64) as f32;
-        if temp as f64 > RNMX {
-            RNMX as f32
-        } else {
-            temp
-        }
+        uniform(self.iy)
     }
 
-    /// Gaussian deviate, exactly as the C `gaussdev(&idum)` (polar Box–Muller with a cached spare).
-    pub fn gaussdev(&mut self, idum: &mut i64) -> f32 {
+    /// `out.len()` successive [`Ran1Table::ran1`] deviates.
+    ///
+    /// When `idum`, `iy` and every table entry lie in 1..IM (always so after the first draw of a
+    /// stream whose seed is below IM), ran1 never reloads the table, `iy/NDIV` is `iy >> 26` and every
+    /// value fits 32 bits: the loop then keeps the table in a local array, so the two serial chains
+    /// (idum's step, and iy's look-up of the entry the previous iy chose) run back to back without
+    /// the reload test. Anything else takes `ran1` itself.
+    pub fn fill(&mut self, idum: &mut i64, out: &mut [f32]) {
+        let ok = |v: i64| 0 < v && v < IM;
+        if !(ok(*idum) && ok(self.iy) && self.iv.iter().all(|&v| ok(v))) {
+            for o in out {
+                *o = self.ran1(idum);
+            }
+            return;
+        }
+        const _: () = assert!(NDIV == 1 << 26 && NTAB == 32);
+        let mut iv = self.iv.map(|v| v as u32);
+        let mut iy = self.iy as u32;
+        let mut d = *idum as u64;
+        for o in out {
+            d = mersenne_step(d);
+            let j = (iy >> 26) as usize & (NTAB - 1); // iy < 2^31: j < 32, the mask only drops the bounds check
+            iy = iv[j];
+            iv[j] = d as u32;
+            *o = uniform(iy as i64);
+        }
+        self.iv = iv.map(|v| v as i64);
+        self.iy = iy as i64;
+        *idum = d as i64;
+    }
+}
+
+impl DeviateCache {
+    /// Gaussian deviate from the uniforms of `ran1`, exactly as the C `gaussdev`.
+    pub fn gaussdev(&mut self, ran1: &mut impl FnMut() -> f32) -> f32 {
         if !self.iset {
             let (mut v1, mut v2, mut rsq): (f32, f32, f32);
             loop {
                 // `v1=2.0*ran1(idum)-1.0;`: double arithmetic, stored as float.
-                v1 = (2.0 * self.ran1(idum) as f64 - 1.0) as f32;
-                v2 = (2.0 * self.ran1(idum) as f64 - 1.0) as f32;
+                v1 = (2.0 * ran1() as f64 - 1.0) as f32;
+                v2 = (2.0 * ran1() as f64 - 1.0) as f32;
                 rsq = v1 * v1 + v2 * v2; // float arithmetic
                 if !(rsq as f64 >= 1.0 || rsq == 0.0) {
                     break;
@@ -146,32 +250,20 @@ impl NrRandom {
         }
     }
 
-    /// Poisson deviate, exactly as the C `poidev(xm,&idum)`.
+    /// What poidev leaves in its statics after a mean `xm` below 12 whose `g=exp(-xm)` is `g`
+    /// (`if (xm != oldm) { oldm=xm; g=exp(-xm); }`): for callers that draw such means themselves.
+    #[inline(always)]
+    pub fn note_small(&mut self, xm: f32, g: f32) {
+        self.oldm = xm;
+        self.g = g;
+    }
+
+    /// Poisson deviate from the uniforms of `ran1`, exactly as the C `poidev(xm,&idum)`.
     ///
     /// Three regimes as in the C: mean > 1e6 → Gaussian approximation; mean < 12 → product of uniforms
     /// (a mean of 0 still consumes one draw); otherwise Lorentzian rejection. The per-mean constants
     /// are cached in `self` and shared between the two lower regimes, as the C's statics are.
-    /// `poidev` for a mean below 12 whose `exp(-xm)` (as the C computes it: float negation, exp in
-    /// double, stored as float) was computed beforehand, e.g. in parallel for a block of pixels. Same
-    /// draws, same result and same cached state as [`NrRandom::poidev`].
-    #[inline]
-    pub fn poidev_small(&mut self, xm: f32, g: f32, idum: &mut i64) -> f32 {
-        debug_assert!((xm as f64) < 12.0 && g == ((-xm) as f64).exp() as f32);
-        self.oldm = xm;
-        self.g = g;
-        let mut em: f32 = -1.0;
-        let mut t: f32 = 1.0;
-        loop {
-            em += 1.0;
-            t *= self.ran1(idum); // float × float
-            if t <= g {
-                break;
-            }
-        }
-        em
-    }
-
-    pub fn poidev(&mut self, xm: f32, idum: &mut i64) -> f32 {
+    pub fn poidev(&mut self, xm: f32, ran1: &mut impl FnMut() -> f32) -> f32 {
         if xm.is_nan() {
             // the C's rejection loop never ends on a NaN mean; callers refuse non-finite images, and
             // whatever still reaches here gives NaN back (no draw) instead of hanging
@@ -179,7 +271,7 @@ impl NrRandom {
         }
         if xm as f64 > 1.0e6 {
             // `return xm+sqrt(xm)*gaussdev(idum);`: double arithmetic, returned as float.
-            let gd = self.gaussdev(idum) as f64;
+            let gd = self.gaussdev(ran1) as f64;
             return (xm as f64 + (xm as f64).sqrt() * gd) as f32;
         }
         let mut em: f32;
@@ -193,7 +285,7 @@ impl NrRandom {
             let mut t: f32 = 1.0;
             loop {
                 em += 1.0;
-                t *= self.ran1(idum); // float × float
+                t *= ran1(); // float × float
                 if t <= self.g {
                     break;
                 }
@@ -210,7 +302,7 @@ impl NrRandom {
                 let mut y: f32;
                 loop {
                     // `y=tan(M_PI*ran1(idum));` in double, stored as float.
-                    y = (PI * self.ran1(idum) as f64).tan() as f32;
+                    y = (PI * ran1() as f64).tan() as f32;
                     em = self.sq * y + xm; // float arithmetic, no FMA
                     if (em as f64) >= 0.0 {
                         break;
@@ -221,12 +313,73 @@ impl NrRandom {
                 // in float, the rest in double, the result stored as float.
                 let arg: f32 = em * self.alxm - gammln((em as f64 + 1.0) as f32) - self.g;
                 let t = (0.9 * (1.0 + (y * y) as f64) * (arg as f64).exp()) as f32;
-                if self.ran1(idum) <= t {
+                if ran1() <= t {
                     break;
                 }
             }
         }
         em
+    }
+}
+
+/// Uniforms of one ran1 stream drawn ahead in blocks ([`Ran1Table::fill`]) for a consumer that takes
+/// them one by one ([`Ran1Ahead::next`]): the same deviates in the same order as calling ran1 for
+/// each, whoever consumes them (ran1's sequence does not depend on what its deviates are used for).
+/// [`Ran1Ahead::finish`] gives the state after exactly the deviates taken.
+pub struct Ran1Ahead {
+    /// The state before the buffer's first deviate (what `finish` replays from).
+    start: Ran1Table,
+    start_idum: i64,
+    /// The state after the buffer's last deviate.
+    table: Ran1Table,
+    idum: i64,
+    buf: Box<[f32; AHEAD]>,
+    /// Deviates in `buf`, and how many of them were taken.
+    len: usize,
+    pos: usize,
+}
+
+/// Deviates drawn ahead at a time: 16 KiB, within the L1 cache beside the rows.
+pub const AHEAD: usize = 4096;
+
+impl Ran1Ahead {
+    /// The stream continuing from `table`/`idum`.
+    pub fn new(table: Ran1Table, idum: i64) -> Self {
+        Ran1Ahead { start: table.clone(), start_idum: idum, table, idum, buf: Box::new([0.0; AHEAD]), len: 0, pos: 0 }
+    }
+
+    /// The stream's next deviate.
+    #[inline(always)]
+    pub fn next(&mut self) -> f32 {
+        if self.pos == self.len {
+            self.refill();
+        }
+        // pos < len <= AHEAD: the mask only drops the bounds check
+        let u = self.buf[self.pos & (AHEAD - 1)];
+        self.pos += 1;
+        u
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn refill(&mut self) {
+        self.start.clone_from(&self.table);
+        self.start_idum = self.idum;
+        self.table.fill(&mut self.idum, &mut self.buf[..]);
+        (self.len, self.pos) = (AHEAD, 0);
+    }
+
+    /// The table and idum after exactly the deviates taken (the untaken rest of the buffer is drawn
+    /// again from the buffer's start state).
+    pub fn finish(self) -> (Ran1Table, i64) {
+        if self.pos == self.len {
+            return (self.table, self.idum);
+        }
+        let (mut table, mut idum) = (self.start, self.start_idum);
+        for _ in 0..self.pos {
+            table.ran1(&mut idum);
+        }
+        (table, idum)
     }
 }
 
@@ -419,6 +572,61 @@ mod tests {
         for _ in 0..2_000_000 {
             check(z);
             park_miller(&mut z);
+        }
+    }
+
+    /// A state reached by `seed` after `draws` ran1 calls, with `pre` calls of another stream first.
+    fn state(pre: Option<i64>, seed: i64, draws: usize) -> (NrRandom, i64) {
+        let mut rng = NrRandom::new();
+        if let Some(mut p) = pre {
+            for _ in 0..50 {
+                rng.ran1(&mut p);
+            }
+        }
+        let mut idum = seed;
+        for _ in 0..draws {
+            rng.ran1(&mut idum);
+        }
+        (rng, idum)
+    }
+
+    const SEEDS: [i64; 9] = [0, -1, 1, 7, -12345, 2147483647, -2147483647, 2147483646, 5_000_000_000];
+
+    /// Blocks of `fill` are ran1's deviates one by one, and leave the same state: from fresh and
+    /// loaded tables, at the seeds' edges (0, ±IM, above IM) and mid-stream.
+    #[test]
+    fn fill_is_ran1() {
+        for pre in [None, Some(-3), Some(9_000_000_000)] {
+            for seed in SEEDS {
+                for draws in [0, 1, 40] {
+                    let (mut a, mut ia) = state(pre, seed, draws);
+                    let (mut b, mut ib) = (a.clone(), ia);
+                    for len in [0, 1, 2, 31, 33, 1000, 4096] {
+                        let mut got = vec![0.0f32; len];
+                        a.table.fill(&mut ia, &mut got);
+                        let want: Vec<f32> = (0..len).map(|_| b.ran1(&mut ib)).collect();
+                        assert_eq!(bits(&got), bits(&want), "pre {pre:?} seed {seed} draws {draws} len {len}");
+                        assert_eq!((&a.table, ia), (&b.table, ib));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Deviates taken one by one from [`Ran1Ahead`] are ran1's, and `finish` leaves ran1's state after
+    /// exactly those taken, for counts around the block size.
+    #[test]
+    fn ahead_is_ran1_and_finishes_exactly() {
+        for seed in SEEDS {
+            for taken in [0, 1, 2, AHEAD - 1, AHEAD, AHEAD + 1, 3 * AHEAD + 17] {
+                let (a, ia) = state(Some(-5), seed, 0);
+                let (mut b, mut ib) = (a.clone(), ia);
+                let mut ahead = Ran1Ahead::new(a.table.clone(), ia);
+                for k in 0..taken {
+                    assert_eq!(ahead.next().to_bits(), b.ran1(&mut ib).to_bits(), "seed {seed} draw {k}");
+                }
+                assert_eq!(ahead.finish(), (b.table.clone(), ib), "seed {seed} taken {taken}");
+            }
         }
     }
 
