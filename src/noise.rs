@@ -127,9 +127,10 @@ pub fn exp_of_means(float: &[f32], out: &mut Vec<f32>) {
 /// for the SMV image. Rows must come in order; [`noise_rows`] drives it over a whole image, and a run
 /// that has its rows as the render finishes them feeds it directly.
 ///
-/// The uniforms come from [`Ran1Ahead`] (ran1 in blocks, ahead of the pixels that take them), and a
-/// row is made in three passes: the deviates ([`draw_deviates`]), their sum ([`add_photons`]) and
-/// the pixels ([`convert_row`]); the same values, sum and stream state as a per-pixel `poidev` loop.
+/// The uniforms come from [`Ran1Ahead`] (ran1 in blocks, ahead of the pixels that take them). Most
+/// pixels of a sparse image take one uniform and give 0; [`draw_deviates`] lists only the others
+/// with their deviates, and the photon sum ([`add_photons`]) and the pixels ([`convert_row`]) are
+/// made from that list: the same pixels, sums and stream state as a per-pixel `poidev` loop.
 pub struct CNoiseRows {
     ahead: Ran1Ahead,
     cache: DeviateCache,
@@ -141,7 +142,8 @@ pub struct CNoiseRows {
     pub overloads: u64,
     row: Vec<u16>,
     row32: Vec<i32>,
-    dev: Vec<f32>,
+    /// The row's pixels whose deviate may not be 0 (column within the ROI, deviate), in order.
+    others: Vec<(u32, f32)>,
 }
 
 impl CNoiseRows {
@@ -158,7 +160,7 @@ impl CNoiseRows {
             overloads: 0,
             row: vec![0; fpixels],
             row32: vec![0; fpixels],
-            dev: vec![0.0; fpixels],
+            others: Vec::new(),
         }
     }
 
@@ -169,10 +171,9 @@ impl CNoiseRows {
         self.row32.fill(0);
         if self.roi.slow.contains(&s) {
             let cols = self.roi.fast.clone();
-            let dev = &mut self.dev[cols.clone()];
-            draw_deviates(&mut self.ahead, &mut self.cache, &float[cols.clone()], &exp[cols.clone()], dev);
-            self.photons = add_photons(self.photons, dev);
-            self.overloads += convert_row(dev, self.adc_offset, &mut self.row[cols.clone()], &mut self.row32[cols]);
+            draw_deviates(&mut self.ahead, &mut self.cache, &float[cols.clone()], &exp[cols.clone()], &mut self.others);
+            self.photons = add_photons(self.photons, &self.others);
+            self.overloads += convert_row(&self.others, self.adc_offset, &mut self.row[cols.clone()], &mut self.row32[cols]);
         }
         (&self.row, &self.row32)
     }
@@ -184,28 +185,40 @@ impl CNoiseRows {
     }
 }
 
-/// `dev[i] = poidev(xm[i])` in order, with `g[i]` = exp(−xm[i]) for means below 12 (nanoBragg.c's
-/// noise loop, `test = poidev(floatimage[i], &seed)`).
+/// `poidev(xm[i])` for every pixel in order, with `g[i]` = exp(−xm[i]) for means below 12
+/// (nanoBragg.c's noise loop, `test = poidev(floatimage[i], &seed)`); `others` gets (i, deviate) of
+/// every pixel not settled by one uniform, in order (all other deviates are +0).
 ///
 /// A mean below 12 whose first uniform is at most g (most pixels of a sparse image) takes one draw
-/// and gives 0 inline; the rest continue out of line ([`more_draws`], [`DeviateCache::poidev`]).
-/// poidev's cached `oldm`/`g` are set as the C's would be before each larger mean and at the end.
-fn draw_deviates(src: &mut Ran1Ahead, cache: &mut DeviateCache, xm: &[f32], g: &[f32], dev: &mut [f32]) {
+/// and gives 0 inline, with no store; the rest continue out of line ([`more_draws`],
+/// [`DeviateCache::poidev`]). poidev's cached `oldm`/`g` are set as the C's would be before each
+/// larger mean and at the end.
+fn draw_deviates(src: &mut Ran1Ahead, cache: &mut DeviateCache, xm: &[f32], g: &[f32], others: &mut Vec<(u32, f32)>) {
+    others.clear();
     // the last mean below 12 and its g, not yet noted in the cache
     let mut last: Option<(f32, f32)> = None;
-    for ((d, &m), &g) in dev.iter_mut().zip(xm).zip(g) {
+    // the stream's position, held here between the out-of-line calls
+    let mut pos = src.position();
+    for (i, (&m, &g)) in xm.iter().zip(g).enumerate() {
         // `(xm as f64) < 12.0` exactly (the conversion is exact; NaN is false in both)
         if m < 12.0 {
-            let u = src.next();
-            *d = if u <= g { 0.0 } else { more_draws(src, u, g) };
+            let u = src.next_at(&mut pos);
+            if u > g {
+                src.set_position(pos);
+                others.push((i as u32, more_draws(src, u, g)));
+                pos = src.position();
+            }
             last = Some((m, g));
         } else {
             if let Some((m, g)) = last.take() {
                 cache.note_small(m, g);
             }
-            *d = cache.poidev(m, &mut || src.next());
+            src.set_position(pos);
+            others.push((i as u32, cache.poidev(m, &mut || src.next())));
+            pos = src.position();
         }
     }
+    src.set_position(pos);
     if let Some((m, g)) = last {
         cache.note_small(m, g);
     }
@@ -225,18 +238,20 @@ fn more_draws(src: &mut Ran1Ahead, mut t: f32, g: f32) -> f32 {
     }
 }
 
-/// `photons += dev[i]` in order (the C's `sum += test`), in double.
+/// `photons += dev` for every pixel in order (the C's `sum += test`, in double), from the deviates
+/// that may not be 0 ([`draw_deviates`]'s list): the others add +0, which changes no sum but −0,
+/// and the sum starts at +0 and never becomes −0 (x + y is −0 only when both are).
 ///
 /// When the sum so far is a non-negative integer and every deviate an integer from 0 to 2^24 (all
-/// but the Gaussian approximation's and NaN, for means up to 1e6), each partial sum is an integer below 2^53 and so
-/// exact: the row is summed as integers, without the serial chain of one rounding add per pixel.
-fn add_photons(photons: f64, dev: &[f32]) -> f64 {
+/// but the Gaussian approximation's and NaN, for means up to 1e6), each partial sum is an integer
+/// below 2^53 and so exact: the row is summed as integers, without a serial chain of rounding adds.
+fn add_photons(photons: f64, others: &[(u32, f32)]) -> f64 {
     const TWO_53: u64 = 1 << 53;
     let integral = photons >= 0.0 && photons.to_bits() >> 63 == 0 && photons < TWO_53 as f64 && photons == photons.trunc();
     if integral {
         // `d as u32` saturates (NaN to 0); k <= 2^24 is exact as a float, so it equals d only when
         // d is that integer (or −0, which adds as +0 to a sum that is not −0)
-        let (sum, all) = dev.iter().fold((0u64, true), |(sum, all), &d| {
+        let (sum, all) = others.iter().fold((0u64, true), |(sum, all), &(_, d)| {
             let k = d as u32;
             (sum + k as u64, all & (k <= 1 << 24) & (k as f32 == d))
         });
@@ -245,20 +260,28 @@ fn add_photons(photons: f64, dev: &[f32]) -> f64 {
         }
     }
     // deviate first, as the per-pixel loop compiled (x86 keeps the first of two NaN operands)
-    dev.iter().fold(photons, |p, &d| d as f64 + p)
+    others.iter().fold(photons, |p, &(_, d)| d as f64 + p)
 }
 
-/// The pixels of deviates `dev` (nanoBragg.c: `test += adc_offset; if (test > 65535) { test = 65535;
-/// overloads++; } intimage = (unsigned short) test;`): the SMV pixels and the uncapped 32-bit counts
+/// The pixels of the ROI row (nanoBragg.c: `test += adc_offset; if (test > 65535) { test = 65535;
+/// overloads++; } intimage = (unsigned short) test;`) from the deviates that may not be 0: every
+/// other pixel is a deviate of +0, one value for all. The SMV pixels and the uncapped 32-bit counts
 /// (`as` saturates: negatives and NaN become 0 in u16, NaN 0 in i32); returns the overloads.
-fn convert_row(dev: &[f32], adc_offset: f64, row: &mut [u16], row32: &mut [i32]) -> u64 {
-    let mut overloads = 0u64;
-    for ((&d, px), px32) in dev.iter().zip(row).zip(row32) {
+fn convert_row(others: &[(u32, f32)], adc_offset: f64, row: &mut [u16], row32: &mut [i32]) -> u64 {
+    let pixel = |d: f32| {
         let test = d as f64 + adc_offset;
-        *px32 = test as i32;
         let over = test > 65535.0;
-        overloads += over as u64;
-        *px = if over { 65535 } else { test as u16 };
+        (if over { 65535 } else { test as u16 }, test as i32, over as u64)
+    };
+    let (zero, zero32, zero_over) = pixel(0.0);
+    row.fill(zero);
+    row32.fill(zero32);
+    let mut overloads = zero_over * row.len() as u64;
+    for &(i, d) in others {
+        let (px, px32, over) = pixel(d);
+        row[i as usize] = px;
+        row32[i as usize] = px32;
+        overloads = overloads + over - zero_over;
     }
     overloads
 }
@@ -788,7 +811,8 @@ mod tests {
             (12.0, &[33554432.0, 1.0]),
         ];
         for (p, dev) in cases {
-            assert_eq!(add_photons(p, dev).to_bits(), ordered(p, dev).to_bits(), "{p} {dev:?}");
+            let list: Vec<(u32, f32)> = dev.iter().enumerate().map(|(i, &d)| (i as u32, d)).collect();
+            assert_eq!(add_photons(p, &list).to_bits(), ordered(p, dev).to_bits(), "{p} {dev:?}");
         }
     }
 
@@ -831,5 +855,46 @@ mod tests {
         let img = noise_image(&mut rng, &mut seed, &ImageView::new(&float, 2, 1, Roi::from_c_bounds([0, 1, 0, 0], 2, 1)), -10.0);
         assert_eq!(img.pixels, [65535, 0]);
         assert_eq!(img.overloads, 1);
+    }
+}
+
+#[cfg(test)]
+mod bench {
+    use super::*;
+    use crate::base::image::Roi;
+
+    /// Time per pixel of the C-mode rows on the float image in NOISE_BENCH_IMAGE (square f32):
+    /// `NOISE_BENCH_IMAGE=f.bin cargo test --release --lib noise::bench -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn noise_rows_speed() {
+        let Ok(path) = std::env::var("NOISE_BENCH_IMAGE") else { return };
+        let bytes = std::fs::read(path).unwrap();
+        let float: Vec<f32> = bytes.chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
+        let n = (float.len() as f64).sqrt() as usize;
+        let exp: Vec<f32> = float.chunks(n).flat_map(|r| { let mut e = Vec::new(); exp_of_means(r, &mut e); e }).collect();
+        for _ in 0..3 {
+            let t = std::time::Instant::now();
+            let reps = 20;
+            let mut sink = 0u64;
+            for k in 0..reps {
+                let mut rows = CNoiseRows::new(NrRandom::new(), -(k as i64) - 1, Roi::full(n, n), n, 0.0);
+                for s in 0..n {
+                    let (r, _) = rows.draw(s, &float[s * n..(s + 1) * n], &exp[s * n..(s + 1) * n]);
+                    sink += r[0] as u64;
+                }
+                sink += rows.overloads;
+            }
+            eprintln!("rows: {:.2} ns/pixel ({sink})", t.elapsed().as_nanos() as f64 / (reps * n * n) as f64);
+            let (mut table, _) = NrRandom::new().into_parts();
+            let mut idum = -1i64;
+            let mut buf = vec![0.0f32; 4096];
+            table.fill(&mut idum, &mut buf);
+            let t = std::time::Instant::now();
+            for _ in 0..1000 {
+                table.fill(&mut idum, &mut buf);
+            }
+            eprintln!("fill: {:.2} ns/draw ({})", t.elapsed().as_nanos() as f64 / 4096e3, buf[7]);
+        }
     }
 }

@@ -90,6 +90,20 @@ fn mersenne_step(idum: u64) -> u64 {
     }
 }
 
+/// IA²·idum mod IM for 0 < idum < IM: two steps of [`mersenne_step`] at once (same range).
+#[inline(always)]
+fn mersenne_step2(idum: u64) -> u64 {
+    const IA2: u64 = (IA as u64 * IA as u64) % IM as u64;
+    let p = IA2 * idum; // < 2^62
+    let r = (p & IM as u64) + (p >> 31); // ≡ p, below 2^32
+    let r = (r & IM as u64) + (r >> 31); // ≡ p, at most IM + 1
+    if r >= IM as u64 {
+        r - IM as u64
+    } else {
+        r
+    }
+}
+
 /// The C's step: `k=(*idum)/IQ; *idum=IA*(*idum-k*IQ)-IR*k; if (*idum < 0) *idum += IM;`.
 #[inline]
 fn schrage(idum: &mut i64) {
@@ -208,19 +222,43 @@ impl Ran1Table {
             return;
         }
         const _: () = assert!(NDIV == 1 << 26 && NTAB == 32);
-        let mut iv = self.iv.map(|v| v as u32);
-        let mut iy = self.iy as u32;
-        let mut d = *idum as u64;
-        for o in out {
-            d = mersenne_step(d);
-            let j = (iy >> 26) as usize & (NTAB - 1); // iy < 2^31: j < 32, the mask only drops the bounds check
-            iy = iv[j];
-            iv[j] = d as u32;
-            *o = uniform(iy as i64);
+        // entries 32..64 are never chosen (iy < 2^31); they make any `iy >> 26` of a u32 an index
+        // in bounds, so no mask or bounds check lengthens iy's chain
+        let mut iv = [0u32; 2 * NTAB];
+        for (t, &v) in iv.iter_mut().zip(&self.iv) {
+            *t = v as u32;
         }
-        self.iv = iv.map(|v| v as i64);
+        let mut iy = self.iy as u32;
+        // idum's chain in two interleaved halves (odd and even steps, each one step of IA² mod IM),
+        // so that it is shorter than iy's
+        let mut last = *idum as u64; // the idum of the last draw made
+        let mut da = mersenne_step(last);
+        let mut db = mersenne_step(da);
+        let mut pairs = out.chunks_exact_mut(2);
+        for pair in &mut pairs {
+            for (o, d) in pair.iter_mut().zip([da, db]) {
+                let j = (iy >> 26) as usize;
+                iy = iv[j];
+                iv[j] = d as u32;
+                *o = uniform(iy as i64);
+            }
+            last = db;
+            da = mersenne_step2(da);
+            db = mersenne_step2(db);
+        }
+        // da is the next draw's idum
+        for o in pairs.into_remainder() {
+            let j = (iy >> 26) as usize;
+            iy = iv[j];
+            iv[j] = da as u32;
+            *o = uniform(iy as i64);
+            last = da;
+        }
+        for (v, &t) in self.iv.iter_mut().zip(&iv) {
+            *v = t as i64;
+        }
         self.iy = iy as i64;
-        *idum = d as i64;
+        *idum = last as i64;
     }
 }
 
@@ -351,13 +389,38 @@ impl Ran1Ahead {
     /// The stream's next deviate.
     #[inline(always)]
     pub fn next(&mut self) -> f32 {
-        if self.pos == self.len {
+        let mut pos = self.pos;
+        let u = self.next_at(&mut pos);
+        self.pos = pos;
+        u
+    }
+
+    /// The next deviate for a loop that holds the position itself (in a register, not in `self`):
+    /// `pos` from [`Ran1Ahead::position`], and given back by [`Ran1Ahead::set_position`] before
+    /// any other use of `self`.
+    #[inline(always)]
+    pub fn next_at(&mut self, pos: &mut usize) -> f32 {
+        if *pos == self.len {
             self.refill();
+            *pos = 0;
         }
         // pos < len <= AHEAD: the mask only drops the bounds check
-        let u = self.buf[self.pos & (AHEAD - 1)];
-        self.pos += 1;
+        let u = self.buf[*pos & (AHEAD - 1)];
+        *pos += 1;
         u
+    }
+
+    /// Deviates taken from the buffer (see [`Ran1Ahead::next_at`]).
+    #[inline(always)]
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// Gives back the position of a loop's [`Ran1Ahead::next_at`] calls.
+    #[inline(always)]
+    pub fn set_position(&mut self, pos: usize) {
+        debug_assert!(pos <= self.len);
+        self.pos = pos;
     }
 
     #[cold]
@@ -572,6 +635,10 @@ mod tests {
         for _ in 0..2_000_000 {
             check(z);
             park_miller(&mut z);
+            assert_eq!(mersenne_step2(z as u64), mersenne_step(mersenne_step(z as u64)), "idum {z}");
+        }
+        for z in [1u64, 2, IA as u64, (IM - 1) as u64, (IM - 2) as u64, (IM / 2) as u64] {
+            assert_eq!(mersenne_step2(z), mersenne_step(mersenne_step(z)), "idum {z}");
         }
     }
 
