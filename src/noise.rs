@@ -195,8 +195,13 @@ impl CNoiseRows {
 /// larger mean and at the end.
 fn draw_deviates(src: &mut Ran1Ahead, cache: &mut DeviateCache, xm: &[f32], g: &[f32], others: &mut Vec<(u32, f32)>) {
     others.clear();
-    // the last mean below 12 and its g, not yet noted in the cache
-    let mut last: Option<(f32, f32)> = None;
+    // the last pixel with a mean below 12 not yet noted in the cache (usize::MAX: none)
+    let mut last = usize::MAX;
+    let note = |cache: &mut DeviateCache, last: usize| {
+        if let (Some(&m), Some(&g)) = (xm.get(last), g.get(last)) {
+            cache.note_small(m, g);
+        }
+    };
     // the stream's position, held here between the out-of-line calls
     let mut pos = src.position();
     for (i, (&m, &g)) in xm.iter().zip(g).enumerate() {
@@ -208,20 +213,16 @@ fn draw_deviates(src: &mut Ran1Ahead, cache: &mut DeviateCache, xm: &[f32], g: &
                 others.push((i as u32, more_draws(src, u, g)));
                 pos = src.position();
             }
-            last = Some((m, g));
+            last = i;
         } else {
-            if let Some((m, g)) = last.take() {
-                cache.note_small(m, g);
-            }
+            note(cache, std::mem::replace(&mut last, usize::MAX));
             src.set_position(pos);
             others.push((i as u32, cache.poidev(m, &mut || src.next())));
             pos = src.position();
         }
     }
     src.set_position(pos);
-    if let Some((m, g)) = last {
-        cache.note_small(m, g);
-    }
+    note(cache, last);
 }
 
 /// The rest of poidev's product-of-uniforms loop after a first uniform `t` above `g`: `em` counts the
