@@ -349,7 +349,7 @@ impl DeviateCache {
                 em = (em as f64).floor() as f32;
                 // `t=0.9*(1.0+y*y)*exp(em*alxm-gammln(em+1.0)-g);`: y*y and the exponent's argument
                 // in float, the rest in double, the result stored as float.
-                let arg: f32 = em * self.alxm - gammln((em as f64 + 1.0) as f32) - self.g;
+                let arg: f32 = em * self.alxm - gammln_count(em) - self.g;
                 let t = (0.9 * (1.0 + (y * y) as f64) * (arg as f64).exp()) as f32;
                 if ran1() <= t {
                     break;
@@ -444,6 +444,25 @@ impl Ran1Ahead {
         }
         (table, idum)
     }
+}
+
+/// `gammln(em+1.0)` of poidev's rejection loop (the argument `(float)(double em + 1.0)`), for a
+/// floored `em` >= 0 (any float gives gammln's result): from a table for the small counts that almost every mean below 1000 gives
+/// (the same function of the same argument, so the same float), else computed as the C does.
+#[inline]
+fn gammln_count(em: f32) -> f32 {
+    const COUNTS: usize = 1024;
+    static TABLE: std::sync::OnceLock<Vec<f32>> = std::sync::OnceLock::new();
+    // `as` saturates (NaN to 0): k equals em only when em is that integer (or −0, whose argument
+    // is 1.0 as 0's is)
+    let k = em as usize;
+    if k < COUNTS && k as f32 == em {
+        let table = TABLE.get_or_init(|| (0..COUNTS).map(|k| gammln((k as f64 + 1.0) as f32)).collect());
+        if let Some(&v) = table.get(k) {
+            return v;
+        }
+    }
+    gammln((em as f64 + 1.0) as f32)
 }
 
 /// ln Γ(xx) by the Lanczos series, as the C `gammln`: float in, double inside, float out.
@@ -767,6 +786,14 @@ mod tests {
             .collect();
         assert_eq!(got, want);
         assert_eq!(seed, 1503931509);
+    }
+
+    /// The table of counts is gammln's own result for each count, and anything else is computed.
+    #[test]
+    fn gammln_count_is_gammln() {
+        for em in (0..1100).map(|k| k as f32).chain([-0.0, 0.5, 1023.5, 1e6, f32::INFINITY, f32::NAN]) {
+            assert_eq!(gammln_count(em).to_bits(), gammln((em as f64 + 1.0) as f32).to_bits(), "{em}");
+        }
     }
 
     #[test]
