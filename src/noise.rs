@@ -335,28 +335,17 @@ fn noise_rows(
     Ok((photons, overloads))
 }
 
+/// [`poisson_g_fast_row`] compiled 4 lanes wide where the CPU has AVX2 (a closure under `with_avx2` is
+/// not reliably inlined into it).
+fn poisson_g_fast_dispatch(g: &mut [f32], xm: &[f32]) {
+    crate::base::cpu::avx2_call!(poisson_g_fast_row(g: &mut [f32], xm: &[f32]) -> ())
+}
+
 /// poidev's `g=exp(-xm)` for means below 12 (float negation, exp in double, stored as float), 0 for
 /// the others (unused there). Mostly by [`poisson_g_fast`], whose loop vectorizes; the few pixels it
 /// cannot vouch for (and every mean outside 0..12) go through libm's exp as the C's do.
 fn poisson_g_row(g: &mut [f32], xm: &[f32]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        /// The loop compiled 4 lanes wide (a closure under `with_avx2` is not reliably inlined into it).
-        /// # Safety
-        /// The CPU must support AVX2 and FMA.
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn fast_avx2(g: &mut [f32], xm: &[f32]) {
-            poisson_g_fast_row(g, xm)
-        }
-        if crate::base::cpu::detected_level() >= crate::base::cpu::SimdLevel::Avx2 {
-            // SAFETY: AVX2 level and up means AVX2 and FMA (as with_avx2 assumes)
-            unsafe { fast_avx2(g, xm) }
-        } else {
-            poisson_g_fast_row(g, xm)
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    poisson_g_fast_row(g, xm);
+    poisson_g_fast_dispatch(g, xm);
     for (g, &xm) in g.iter_mut().zip(xm) {
         if g.is_nan() {
             *g = if (xm as f64) < 12.0 { ((-xm) as f64).exp() as f32 } else { 0.0 };

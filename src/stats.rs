@@ -412,15 +412,19 @@ mod tests {
     /// (L3040-L3060: `if(floatimage[i] > max_I) { max_I = ...; }`, starting from 0), written out
     /// plainly, against the 16-lane reduction: rows with NaN, infinities, negative values, ±0, ties
     /// and ragged lengths.
-    #[test]
-    fn the_lane_maximum_is_the_serial_scans() {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
+    /// A xorshift64 stream: test inputs that need no crate.
+    fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+        move || {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
             x
-        };
+        }
+    }
+
+    #[test]
+    fn the_lane_maximum_is_the_serial_scans() {
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15u64);
         for len in [0usize, 1, 5, 15, 16, 17, 33, 100, 257] {
             for _ in 0..40 {
                 let row: Vec<f32> = (0..len)
@@ -466,13 +470,7 @@ mod tests {
 
     #[test]
     fn rows_side_by_side_give_each_rows_own_sum() {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1du64);
         for len in [0usize, 1, 3, 4, 7, 64, 301] {
             for count in 0..=5 {
                 let rows: Vec<Vec<f32>> = (0..count).map(|_| (0..len).map(|_| (next() % 100_000) as f32 / 37.0 * (next() % 3) as f32).collect()).collect();
