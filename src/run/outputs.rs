@@ -25,6 +25,7 @@ pub struct OutputCtx<'a> {
     pub cfg: &'a Config,
     pub exp: &'a Experiment,
     pub float: &'a [f32],
+    /// The image's statistics; their rmsd is 0 while `rmsd` is set (the int writer sums it then).
     pub stats: ImageStats,
     pub intfile_scale: f64,
     pub pgm_scale: f64,
