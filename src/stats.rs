@@ -271,34 +271,42 @@ pub fn rows_deviation(rows: &[&[f32]], mean: f64) -> Vec<f64> {
     rows.iter().map(|r| row_deviation(r, mean)).collect()
 }
 
+/// One group of four pixels onto a row's four accumulators: Σ(v − mean)², accumulator j taking the
+/// pixels j, j + 4, j + 8, ... (the order of [`row_deviation`] and [`deviation_of_four`]).
+#[inline(always)]
+fn deviation_step(acc: &mut [f64; 4], group: &[f32], mean: f64) {
+    for j in 0..4 {
+        let t = group[j] as f64 - mean;
+        acc[j] += t * t;
+    }
+}
+
+/// A row's sum from its accumulators and the pixels left over after its groups of four (onto the
+/// first accumulator, in order).
+#[inline(always)]
+fn deviation_finish(mut acc: [f64; 4], rest: &[f32], mean: f64) -> f64 {
+    for &v in rest {
+        let t = v as f64 - mean;
+        acc[0] += t * t;
+    }
+    (acc[0] + acc[1]) + (acc[2] + acc[3])
+}
+
 /// Four rows' [`row_deviation`]s in one loop (their additions interleaved), compiled for AVX2 where
 /// the CPU has it.
 fn deviation_of_four(rows: [&[f32]; 4], mean: f64) -> [f64; 4] {
-    #[inline(always)]
-    fn step(a: &mut [f64; 4], c: &[f32], mean: f64) {
-        for j in 0..4 {
-            let t = c[j] as f64 - mean;
-            a[j] += t * t;
-        }
-    }
     #[inline(always)]
     fn lanes(rows: [&[f32]; 4], mean: f64) -> [f64; 4] {
         let mut acc = [[0.0f64; 4]; 4];
         let [c0, c1, c2, c3] = rows.map(|r| r.chunks_exact(4));
         let rest = [c0.remainder(), c1.remainder(), c2.remainder(), c3.remainder()];
         for (((a, b), c), d) in c0.zip(c1).zip(c2).zip(c3) {
-            step(&mut acc[0], a, mean);
-            step(&mut acc[1], b, mean);
-            step(&mut acc[2], c, mean);
-            step(&mut acc[3], d, mean);
+            deviation_step(&mut acc[0], a, mean);
+            deviation_step(&mut acc[1], b, mean);
+            deviation_step(&mut acc[2], c, mean);
+            deviation_step(&mut acc[3], d, mean);
         }
-        for (a, r) in acc.iter_mut().zip(rest) {
-            for &v in r {
-                let t = v as f64 - mean;
-                a[0] += t * t;
-            }
-        }
-        acc.map(|a| (a[0] + a[1]) + (a[2] + a[3]))
+        [0, 1, 2, 3].map(|k| deviation_finish(acc[k], rest[k], mean))
     }
     crate::base::cpu::avx2_call!(lanes(rows: [&[f32]; 4], mean: f64) -> [f64; 4])
 }
@@ -311,16 +319,9 @@ fn row_deviation(seg: &[f32], mean: f64) -> f64 {
         let mut acc = [0.0f64; 4];
         let mut chunks = seg.chunks_exact(4);
         for c in &mut chunks {
-            for i in 0..4 {
-                let t = c[i] as f64 - mean;
-                acc[i] += t * t;
-            }
+            deviation_step(&mut acc, c, mean);
         }
-        for &v in chunks.remainder() {
-            let t = v as f64 - mean;
-            acc[0] += t * t;
-        }
-        (acc[0] + acc[1]) + (acc[2] + acc[3])
+        deviation_finish(acc, chunks.remainder(), mean)
     }
     crate::base::cpu::avx2_call!(lanes(seg: &[f32], mean: f64) -> f64)
 }

@@ -99,10 +99,11 @@ pub fn map_roi_rows_then<T: Copy + Default + Send, R: Send>(
         return Vec::new();
     }
     let cols = image.roi.fast.clone();
-    out.par_chunks_mut(fpixels * rows_per.max(1))
+    let rows_per = rows_per.max(1);
+    out.par_chunks_mut(fpixels * rows_per)
         .enumerate()
         .map(|(b, block)| {
-            let first = s0 + b * rows_per.max(1);
+            let first = s0 + b * rows_per;
             let srcs: Vec<&[f32]> = block
                 .chunks_mut(fpixels)
                 .enumerate()
