@@ -798,6 +798,13 @@ pub static FLAGS: &[Flag] = &[
         set: |c, v| { c.output.loss.dfhkl_out = Some(v.path(0)); Ok(()) } },
     Flag { name: "--precision", aliases: &[], arity: Word, values: "double|single", units: "", default: "double",
         category: Port, help: "Arithmetic of the pixel kernel (double matches the C).", set: set_precision },
+    Flag { name: "--backend", aliases: &[], arity: Word, values: "cpu|gpu|auto", units: "", default: "cpu",
+        category: Port,
+        help: "Where the pixel kernel runs. cpu: the SIMD kernel. gpu: the CUDA kernel on device 0 (the driver and NVRTC are loaded at run time; refused in one line where there is none). auto: the GPU where there is one, else the CPU.",
+        set: |c, v| match crate::run::config::BackendChoice::parse(v.word(0)) {
+            Some(b) => { c.run.backend = b; Ok(()) }
+            None => Err(v.err(format!("expects 'cpu', 'gpu' or 'auto' (got '{}')", v.word(0)))),
+        } },
     Flag { name: "--noise", aliases: &["--noise-mode"], arity: Word, values: "c|fast", units: "", default: "c",
         category: Port,
         help: "Noise image generator (default c). c: the C's single serial random stream (ran1), bit-identical to nanoBragg's noise image, serial. fast: a counter-based generator (ChaCha8 from rand_chacha, streams per row keyed by -seed), parallel over rows and streamed to the file, the same image for a seed at any thread count, the same Poisson/Gaussian distributions as the C's, not the C's pixels; about 6x faster for the noise stage at 4096x4096 on 2 cores.",

@@ -28,6 +28,7 @@ fn usage() -> String {
          nanobragg-rs float-add A.bin B.bin ... [-scale s..] -o sum.bin\n  \
          nanobragg-rs matrix -cell a b c al be ga [-lambda L] [-misset x y z | -misset random -seed N] -o A.mat\n  \
          nanobragg-rs flags --markdown   the flag reference as a Markdown table\n  \
+         nanobragg-rs gpu [--compile ARCH]   the GPU backend's device, or the kernel's NVRTC compile\n  \
          nanobragg-rs --version\n\n\
          Try: nanobragg-rs simulate --detector 512   (the built-in benchmark crystal)\n",
         version()
@@ -288,8 +289,10 @@ fn dispatch(args: &[String]) -> Result<(), Failure> {
             }
         }
         "flags" => print_out(&help::markdown_reference()),
+        "gpu" if rest.iter().any(|a| a == "--help" || a == "-h" || a == "-help") => print_out(&format!("{}\n", crate::cli::gpu::GPU_USAGE)),
+        "gpu" => with_stdout(|out| crate::cli::gpu::main(rest, out)),
         "--version" | "-V" | "version" => print_out(&format!("{}\n", version())),
         "--help" | "-h" | "help" => print_out(&usage()),
-        other => Err(crate::Error::flag(other, "unknown command (expected simulate, series, refine, noisify, nonbragg, nearbragg, float-add or matrix; see `nanobragg-rs --help`)").into()),
+        other => Err(crate::Error::flag(other, "unknown command (expected simulate, series, refine, noisify, nonbragg, nearbragg, float-add, matrix or gpu; see `nanobragg-rs --help`)").into()),
     }
 }

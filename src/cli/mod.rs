@@ -2,6 +2,7 @@
 //! ([`parse`]), `--help` and the flag reference ([`help`]) are made; `base::os_text` keeps non-UTF-8 words.
 
 pub mod flags;
+pub mod gpu;
 pub mod help;
 pub mod main;
 pub mod nearbragg;

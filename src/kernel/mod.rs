@@ -10,6 +10,7 @@ pub mod backend;
 #[cfg(feature = "check-kernels")]
 pub mod check;
 pub mod fast;
+pub mod gpu;
 pub mod hand;
 pub mod lanes;
 pub mod plan;
@@ -28,11 +29,33 @@ pub use simd::SimdBackend;
 
 /// The planner: which backend renders this experiment when `requested` is asked for. The SIMD
 /// kernel needs integer N (always true from the flags) and runs at most at the CPU's level;
-/// otherwise the reference renders.
+/// otherwise the reference renders. The GPU renders where the process has a device and the
+/// experiment fits it (`gpu::unsupported`), else the CPU's best (a run that asked for the GPU by name
+/// was refused before it got here: `run::config::RunOptions::check_backend`).
 pub fn kernel_for(exp: &Experiment, requested: Backend) -> Backend {
     match requested {
         Backend::Simd(level) if fast::supports(exp) => Backend::Simd(level.min(detected_level())),
+        Backend::Gpu if gpu::unsupported(exp).is_none() && gpu::device().is_ok() => Backend::Gpu,
+        Backend::Gpu => kernel_for(exp, Backend::Simd(detected_level())),
         _ => Backend::Reference,
+    }
+}
+
+/// Run `f` with the backend the planner picks for `opts` (a GPU whose tables cannot be uploaded
+/// falls back to the CPU's best, with one warning).
+fn with_backend<R>(exp: &Experiment, opts: &RenderOptions, f: impl FnOnce(&dyn RenderBackend) -> R) -> R {
+    use crate::experiment::params::Precision;
+    match (kernel_for(exp, opts.backend), opts.precision) {
+        (Backend::Reference, _) => f(&ReferenceBackend::new(exp)),
+        (Backend::Simd(level), Precision::Double) => f(&SimdBackend::<f64>::new(exp, level)),
+        (Backend::Simd(level), Precision::Single) => f(&SimdBackend::<f32>::new(exp, level)),
+        (Backend::Gpu, precision) => match gpu::GpuBackend::new(exp, precision) {
+            Ok(b) => f(&b),
+            Err(e) => {
+                eprintln!("warning: GPU backend: {e}; rendering on the CPU instead");
+                with_backend(exp, &RenderOptions { backend: Backend::Simd(detected_level()), precision }, f)
+            }
+        },
     }
 }
 
@@ -48,26 +71,13 @@ pub fn render(exp: &Experiment, opts: &RenderOptions, progress: &(dyn Fn(usize) 
 /// output, say), calling `on_row` with each finished row while it is in cache. Returns the omega sum
 /// and the first out-of-range interpolation, as [`RenderOutput`] holds them.
 pub fn render_into(exp: &Experiment, opts: &RenderOptions, float: &mut [f32], progress: &(dyn Fn(usize) + Sync), on_row: RowHook) -> (f64, Option<OutOfRange>) {
-    match kernel_for(exp, opts.backend) {
-        Backend::Reference => render_with_backend_into(&ReferenceBackend::new(exp), float, progress, on_row),
-        Backend::Simd(level) => match opts.precision {
-            crate::experiment::params::Precision::Double => render_with_backend_into(&SimdBackend::<f64>::new(exp, level), float, progress, on_row),
-            crate::experiment::params::Precision::Single => render_with_backend_into(&SimdBackend::<f32>::new(exp, level), float, progress, on_row),
-        },
-    }
+    with_backend(exp, opts, |b| render_with_backend_into(b, float, progress, on_row))
 }
 
 /// [`render`], stopping early when `stop` is set (from any thread): rows not yet begun are left empty,
 /// so the render ends within about one row per thread. `None` when it was stopped.
 pub fn render_until(exp: &Experiment, opts: &RenderOptions, progress: &(dyn Fn(usize) + Sync), stop: &AtomicBool) -> Option<RenderOutput> {
-    let run = |inner: &dyn RenderBackend| render_with_backend(&Stoppable { inner, stop }, progress);
-    let out = match kernel_for(exp, opts.backend) {
-        Backend::Reference => run(&ReferenceBackend::new(exp)),
-        Backend::Simd(level) => match opts.precision {
-            crate::experiment::params::Precision::Double => run(&SimdBackend::<f64>::new(exp, level)),
-            crate::experiment::params::Precision::Single => run(&SimdBackend::<f32>::new(exp, level)),
-        },
-    };
+    let out = with_backend(exp, opts, |inner| render_with_backend(&Stoppable { inner, stop }, progress));
     (!stop.load(Ordering::Relaxed)).then_some(out)
 }
 

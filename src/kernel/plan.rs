@@ -31,6 +31,8 @@ pub enum Backend {
     Reference,
     /// The SIMD kernel at this instruction-set level.
     Simd(SimdLevel),
+    /// The CUDA kernel (`kernel::gpu`) on the process's device.
+    Gpu,
 }
 
 impl Backend {
@@ -38,6 +40,7 @@ impl Backend {
         match self {
             Backend::Reference => REFERENCE_NAME,
             Backend::Simd(level) => level.name(),
+            Backend::Gpu => "gpu",
         }
     }
     /// `scalar`/`reference`, or a SIMD level's name.
@@ -56,7 +59,7 @@ pub fn active_backend() -> Backend {
     match std::env::var("NANOBRAGG_SIMD").ok().and_then(|v| Backend::parse(&v)) {
         Some(Backend::Reference) => Backend::Reference,
         Some(Backend::Simd(forced)) => Backend::Simd(forced.min(detected)),
-        None => Backend::Simd(detected),
+        Some(Backend::Gpu) | None => Backend::Simd(detected),
     }
 }
 

@@ -195,6 +195,8 @@ pub struct RunOptions {
     /// Worker threads (`None` = one per core).
     pub threads: Option<usize>,
     pub precision: Precision,
+    /// `--backend`: the CPU kernels, the GPU, or the GPU where there is one.
+    pub backend: BackendChoice,
     pub progress: bool,
     pub quiet: bool,
     pub printout: bool,
@@ -210,13 +212,61 @@ pub struct RunOptions {
 impl RunOptions {
     /// The kernel's options for this run: the planned backend, in this run's precision.
     pub fn render_options(&self) -> crate::kernel::RenderOptions {
-        crate::kernel::RenderOptions { precision: self.precision, ..Default::default() }
+        let cpu = crate::kernel::RenderOptions { precision: self.precision, ..Default::default() };
+        match self.backend {
+            BackendChoice::Cpu => cpu,
+            BackendChoice::Gpu | BackendChoice::Auto => crate::kernel::RenderOptions { backend: crate::kernel::Backend::Gpu, ..cpu },
+        }
+    }
+
+    /// Refuse `--backend gpu` where it cannot render (no device, no NVRTC, a build without the
+    /// backend, an experiment or output it does not support), in one line naming the cause; `auto`
+    /// falls back to the CPU there instead (the planner, `kernel::kernel_for`).
+    pub fn check_backend(&self, exp: &crate::experiment::Experiment, output: &OutputSettings) -> crate::Result<()> {
+        if self.backend != BackendChoice::Gpu {
+            return Ok(());
+        }
+        let refuse = |why: String| Err(crate::Error::setup(format!("--backend gpu: {why}")));
+        if !output.gradients.is_empty() {
+            return refuse("derivative images (--gradients) are rendered on the CPU only; use --backend cpu".into());
+        }
+        if let Some(why) = crate::kernel::gpu::unsupported(exp) {
+            return refuse(why);
+        }
+        match crate::kernel::gpu::device() {
+            Ok(_) => Ok(()),
+            Err(why) => refuse(why),
+        }
+    }
+}
+
+/// Where the pixel kernel runs (`--backend`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendChoice {
+    /// The SIMD kernel at the CPU's level (or the reference, `NANOBRAGG_SIMD`).
+    #[default]
+    Cpu,
+    /// The CUDA kernel; refused where there is no device.
+    Gpu,
+    /// The GPU where there is a device and the experiment fits it, else the CPU.
+    Auto,
+}
+
+impl BackendChoice {
+    pub fn parse(s: &str) -> Option<BackendChoice> {
+        match s.to_ascii_lowercase().as_str() {
+            "cpu" => Some(BackendChoice::Cpu),
+            "gpu" | "cuda" => Some(BackendChoice::Gpu),
+            "auto" => Some(BackendChoice::Auto),
+            _ => None,
+        }
     }
 }
 
 impl Default for RunOptions {
     fn default() -> Self {
-        RunOptions { threads: None, precision: Precision::Double, progress: true, quiet: false, printout: false, printout_pixel: None, save_params: None, params_file: None }
+        RunOptions { threads: None, precision: Precision::Double, backend: BackendChoice::Cpu, progress: true, quiet: false, printout: false, printout_pixel: None, save_params: None, params_file: None }
     }
 }
 

@@ -373,6 +373,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
     let t0 = Instant::now();
     let (exp, mut log, inputs) = setup_with_inputs(cfg)?;
     crate::run::gradients::check(cfg, &inputs)?;
+    cfg.run.check_backend(&exp, &cfg.output)?;
     let planned = check_outputs(cfg)?;
     if !cfg.run.quiet {
         let _ = log.flush_to(out);

@@ -200,6 +200,7 @@ pub(crate) fn level_of(c: &NearBraggConfig) -> Option<crate::base::cpu::SimdLeve
     match c.backend.unwrap_or_else(crate::kernel::active_backend) {
         crate::kernel::Backend::Reference => None,
         crate::kernel::Backend::Simd(level) => simd::fast_level(level),
+        crate::kernel::Backend::Gpu => simd::fast_level(crate::kernel::detected_level()),
     }
 }
 
