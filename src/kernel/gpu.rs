@@ -469,10 +469,10 @@ impl RenderBackend for GpuBackend<'_> {
                     // a device that fails mid-run: the same rows on the CPU, said once
                     static SAID: std::sync::Once = std::sync::Once::new();
                     SAID.call_once(|| eprintln!("warning: GPU backend failed ({e}); rendering on the CPU instead"));
-                    let level = super::detected_level();
+                    let level = crate::base::cpu::detected_level();
                     results.extend(match self.precision {
-                        Precision::Double => super::SimdBackend::<f64>::new(self.exp, level).render_rows(start, interpolate, chunk, progress, on_row),
-                        Precision::Single => super::SimdBackend::<f32>::new(self.exp, level).render_rows(start, interpolate, chunk, progress, on_row),
+                        Precision::Double => super::simd::SimdBackend::<f64>::new(self.exp, level).render_rows(start, interpolate, chunk, progress, on_row),
+                        Precision::Single => super::simd::SimdBackend::<f32>::new(self.exp, level).render_rows(start, interpolate, chunk, progress, on_row),
                     });
                     continue;
                 }
