@@ -148,6 +148,10 @@ fn nvrtc_compiles_the_kernel_for_the_data_centre_gpus() {
         assert!(out.status.success(), "{arch}: {}{}", text, String::from_utf8_lossy(&out.stderr));
         assert!(text.contains("render_f64, render_f32, row_omega"), "{arch}: {text}");
     }
+    // machine code for the H100/H200 (what the backend loads on such a device)
+    let out = Command::new(BIN).args(["gpu", "--compile", "sm_90"]).env("LD_LIBRARY_PATH", &dir).output().unwrap();
+    assert!(out.status.success(), "sm_90: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("bytes of machine code"));
 }
 
 fn simulate_cmd(dir: &Path, args: &str) -> Command {

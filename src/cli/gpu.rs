@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-pub const GPU_USAGE: &str = "USAGE:\n  nanobragg-rs gpu                          the device --backend gpu would use, or why there is none\n  nanobragg-rs gpu --compile ARCH [-o K.ptx]  compile the kernel with NVRTC for ARCH (compute_90, say); no device needed";
+pub const GPU_USAGE: &str = "USAGE:\n  nanobragg-rs gpu                          the device --backend gpu would use, or why there is none\n  nanobragg-rs gpu --compile ARCH [-o K.ptx]  compile the kernel with NVRTC for ARCH (compute_90: PTX, sm_90: machine code); no device needed";
 
 pub fn main(args: &[String], out: &mut dyn Write) -> crate::Result<()> {
     let mut compile: Option<String> = None;
@@ -18,6 +18,13 @@ pub fn main(args: &[String], out: &mut dyn Write) -> crate::Result<()> {
     }
     let write = |out: &mut dyn Write, s: String| writeln!(out, "{s}").map_err(|e| crate::Error::setup(format!("stdout: {e}")));
     match compile {
+        Some(arch) if arch.starts_with("sm_") => {
+            let cubin = compile_cubin(&arch)?;
+            if let Some(p) = ptx_out {
+                crate::io::atomic::write_atomic(&p, &cubin)?;
+            }
+            write(out, format!("kernel compiled for {arch}: {} bytes of machine code (CUBIN)", cubin.len()))
+        }
         Some(arch) => {
             let ptx = compile_ptx(&arch)?;
             let entries: Vec<&str> = ptx.lines().filter_map(|l| l.trim().strip_prefix(".visible .entry ")).map(|l| l.split('(').next().unwrap_or(l)).collect();
@@ -36,6 +43,16 @@ pub fn main(args: &[String], out: &mut dyn Write) -> crate::Result<()> {
 #[cfg(feature = "gpu")]
 fn compile_ptx(arch: &str) -> crate::Result<String> {
     crate::kernel::gpu::compile_ptx(arch).map_err(crate::Error::setup)
+}
+
+#[cfg(feature = "gpu")]
+fn compile_cubin(arch: &str) -> crate::Result<Vec<u8>> {
+    crate::kernel::gpu::compile_cubin(arch).map_err(crate::Error::setup)
+}
+
+#[cfg(not(feature = "gpu"))]
+fn compile_cubin(_: &str) -> crate::Result<Vec<u8>> {
+    Err(crate::Error::setup("this build has no GPU backend (cargo feature `gpu`)"))
 }
 
 #[cfg(not(feature = "gpu"))]

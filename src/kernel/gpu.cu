@@ -12,7 +12,7 @@
 
 #define GPU_PI 3.14159265358979323846
 
-// The launch parameters: one struct by value. Its layout is `gpu::Params` in gpu.rs (8-byte fields
+// The launch parameters: one struct in device memory. Its layout is `gpu::Params` in gpu.rs (8-byte fields
 // first, then 4-byte ones); keep the two in step.
 struct Params {
     // device addresses
@@ -33,7 +33,9 @@ struct Params {
     long long f_min[3], f_span[3], f_range[3], stride_h, stride_k;
     // 32-bit integers
     int first_row, n_rows, fpixels, n_src, n_orient, oversample, shape, n_panels;
-    int nopolar, oversample_omega, oversample_thick, oversample_polar, interpolate, has_grid, pad0, pad1;
+    int nopolar, oversample_omega, oversample_thick, oversample_polar, interpolate, has_grid;
+    int n_cheb[3];  // per axis: integer N (2..CHEB_MAX_N) for the Chebyshev form of the lattice factor, 0: the sine ratio
+    int pad;
 };
 
 // One panel's doubles (fixed offsets; gpu.rs writes them).
@@ -83,7 +85,7 @@ __device__ inline void rotate_axis3(const double* v, const double* axis, double 
 
 // Kahn polarization factor (the C's polarization_factor); renormalises `diffracted` in place as the
 // C does.
-__device__ double polarization_factor(double kahn, const double* incident_in, double* diffracted, const double* axis_in) {
+__device__ __noinline__ double polarization_factor(double kahn, const double* incident_in, double* diffracted, const double* axis_in) {
     double incident[3], axis[3], d[3];
     unitize3(incident_in, incident);
     unitize3(diffracted, d);
@@ -113,9 +115,51 @@ __device__ inline real sincg_reduced(real dh, real n) {
     return sinpi_r(n * dh) / sinpi_r(dh);
 }
 
+// cos(pi*x) for |x| <= 1/2 (the reduced index): in float a Taylor polynomial in x^2 to x^12 (its
+// truncation error below 1e-8 there), no range reduction; in double the library's cospi.
+__device__ inline float cospi_reduced(float x) {
+    float y = x * x;
+    return 1.0f + y * (-4.934802200544679f + y * (4.058712126416768f + y * (-1.3352627688545893f + y * (0.23533063035889312f + y * (-0.02580689139001405f + y * 0.001929574309403922f)))));
+}
+__device__ inline double cospi_reduced(double x) { return cospi(x); }
+
+// The same ratio at integer N as the Chebyshev polynomial U_{N-1}(cos(pi*dh)) (sin(N x)/sin(x) =
+// U_{N-1}(cos x)): one cosine and N-2 multiply-adds instead of two sines and a division.
+template <typename real>
+__device__ inline real sincg_chebyshev(real dh, int n) {
+    real c2 = (real)2 * cospi_reduced(dh);
+    real u_prev = (real)1, u = c2;  // U_0, U_1
+    for (int k = 2; k < n; k++) {
+        real t = c2 * u - u_prev;
+        u_prev = u;
+        u = t;
+    }
+    return u;
+}
+
+template <typename real>
+__device__ inline real square_axis(real dh, double n, int n_cheb) {
+    return n_cheb ? sincg_chebyshev(dh, n_cheb) : sincg_reduced(dh, (real)n);
+}
+
 __device__ inline double sinc3(double x) {
     if (x == 0.0) return 1.0;
     return 3.0 * (sin(x) / x - cos(x)) / (x * x);
+}
+
+// F_latt of the round, Gaussian and tophat spots (nanoBragg.c L2836-L2870), out of line: its double
+// arithmetic would otherwise hold registers in the square spot's loop.
+__device__ __noinline__ double lattice_factor_other(const Params& p, double dh, double dk, double dl) {
+    if (p.shape == SHAPE_ROUND) {
+        double hrad_sqr = dh * dh * p.na * p.na + dk * dk * p.nb * p.nb + dl * dl * p.nc * p.nc;
+        return p.na * p.nb * p.nc * 0.723601254558268 * sinc3(GPU_PI * sqrt(hrad_sqr * p.fudge));
+    }
+    double dx = dh * p.a_star[0] + dk * p.b_star[0] + dl * p.c_star[0];
+    double dy = dh * p.a_star[1] + dk * p.b_star[1] + dl * p.c_star[1];
+    double dz = dh * p.a_star[2] + dk * p.b_star[2] + dl * p.c_star[2];
+    double rad_star_sqr = (dx * dx + dy * dy + dz * dz) * p.na * p.na * p.nb * p.nb * p.nc * p.nc;
+    if (p.shape == SHAPE_GAUSS) return p.na * p.nb * p.nc * exp(-(rad_star_sqr / 0.63 * p.fudge));
+    return rad_star_sqr * p.fudge < 0.3969 ? p.na * p.nb * p.nc : 0.0;
 }
 
 // F_latt for the crystal shape (nanoBragg.c L2822-L2870).
@@ -124,21 +168,12 @@ __device__ inline real lattice_factor(const Params& p, real h, real k, real l, r
     real dh = h - h0, dk = k - k0, dl = l - l0;
     if (p.shape == SHAPE_SQUARE) {
         real f = (real)1;
-        if (p.na > 1.0) f *= sincg_reduced(dh, (real)p.na);
-        if (p.nb > 1.0) f *= sincg_reduced(dk, (real)p.nb);
-        if (p.nc > 1.0) f *= sincg_reduced(dl, (real)p.nc);
+        if (p.na > 1.0) f *= square_axis(dh, p.na, p.n_cheb[0]);
+        if (p.nb > 1.0) f *= square_axis(dk, p.nb, p.n_cheb[1]);
+        if (p.nc > 1.0) f *= square_axis(dl, p.nc, p.n_cheb[2]);
         return f;
     }
-    if (p.shape == SHAPE_ROUND) {
-        double hrad_sqr = (double)dh * dh * p.na * p.na + (double)dk * dk * p.nb * p.nb + (double)dl * dl * p.nc * p.nc;
-        return (real)(p.na * p.nb * p.nc * 0.723601254558268 * sinc3(GPU_PI * sqrt(hrad_sqr * p.fudge)));
-    }
-    double dx = dh * p.a_star[0] + dk * p.b_star[0] + dl * p.c_star[0];
-    double dy = dh * p.a_star[1] + dk * p.b_star[1] + dl * p.c_star[1];
-    double dz = dh * p.a_star[2] + dk * p.b_star[2] + dl * p.c_star[2];
-    double rad_star_sqr = (dx * dx + dy * dy + dz * dz) * p.na * p.na * p.nb * p.nb * p.nc * p.nc;
-    if (p.shape == SHAPE_GAUSS) return (real)(p.na * p.nb * p.nc * exp(-(rad_star_sqr / 0.63 * p.fudge)));
-    return rad_star_sqr * p.fudge < 0.3969 ? (real)(p.na * p.nb * p.nc) : (real)0;
+    return (real)lattice_factor_other(p, (double)dh, (double)dk, (double)dl);
 }
 
 // Nearest-neighbour |F| (nanoBragg.c L2994-L3005): the grid inside h_min..=h_max (k, l), else default_F.
@@ -158,7 +193,7 @@ __device__ inline double polint(const double* xa, const double* ya, double x) {
 }
 
 // Tricubic interpolation of |F| (nanoBragg.c L2929-L2992); false where h, k, l leave the safe range.
-__device__ bool interpolate_f(const Params& p, double h, double k, double l, double* f) {
+__device__ __noinline__ bool interpolate_f(const Params& p, double h, double k, double l, double* f) {
     double h_min = (double)p.f_min[0], k_min = (double)p.f_min[1], l_min = (double)p.f_min[2];
     if ((h - h_min + 3.0) > (double)p.f_range[0] || h - 2.0 < h_min || (k - k_min + 3.0) > (double)p.f_range[1] || k - 2.0 < k_min ||
         (l - l_min + 3.0) > (double)p.f_range[2] || l - 2.0 < l_min)
@@ -187,11 +222,40 @@ __device__ bool interpolate_f(const Params& p, double h, double k, double l, dou
     return true;
 }
 
+// The sample loop over phi steps x mosaic domains for one scattering vector: the sum of F^2 F_latt^2
+// (nanoBragg.c L2800-L3020), or -1 where an interpolation left the grid. Out of line, so that its
+// registers are its own and not the pixel's geometry's.
+template <typename real>
+__device__ __noinline__ real sum_orientations(const Params& p, real sx, real sy, real sz) {
+    const real* __restrict__ orient = (const real*)p.orient;
+    const int n_orient = p.n_orient;
+    const bool skip_zero = p.water_size == 0.0;
+    const bool interpolate = p.interpolate && p.has_grid;
+    real acc = (real)0;
+    for (int o = 0; o < n_orient; o++) {
+        const real* m = orient + 9 * o;
+        real h = m[0] * sx + m[1] * sy + m[2] * sz;
+        real k = m[3] * sx + m[4] * sy + m[5] * sz;
+        real l = m[6] * sx + m[7] * sy + m[8] * sz;
+        real h0 = ceil_r(h - (real)0.5), k0 = ceil_r(k - (real)0.5), l0 = ceil_r(l - (real)0.5);
+        real f_latt = lattice_factor<real>(p, h, k, l, h0, k0, l0);
+        if (f_latt == (real)0 && skip_zero) continue;
+        double f_cell;
+        if (interpolate) {
+            if (!interpolate_f(p, (double)h, (double)k, (double)l, &f_cell)) return (real)-1;
+        } else {
+            f_cell = nearest_f(p, (long long)h0, (long long)k0, (long long)l0);
+        }
+        real fc = (real)f_cell;
+        acc += fc * fc * f_latt * f_latt;
+    }
+    return acc;
+}
+
 // One pixel: the value added to the float image, its solid-angle sum in *omega_out; false where an
 // interpolation left the grid (the driver renders the rest of the row with the reference kernel).
 template <typename real>
 __device__ bool render_pixel(const Params& p, const double* panel, int fpixel, int spixel, float* value, double* omega_out) {
-    const real* orient = (const real*)p.orient;
     const double* f_vec = panel + P_FDET;
     const double* s_vec = panel + P_SDET;
     const double* o_vec = panel + P_ODET;
@@ -241,25 +305,8 @@ __device__ bool render_pixel(const Params& p, const double* panel, int fpixel, i
                     double stol = 0.5 * sqrt(dot3(scattering, scattering));
                     if (p.dmin > 0.0 && stol > 0.0 && p.dmin > 0.5 / stol) continue;
                     if (polar == 0.0 || p.oversample_polar) polar = polarization_factor(p.polarization, incident, diffracted, p.polar_vector);
-                    const real sx = (real)scattering[0], sy = (real)scattering[1], sz = (real)scattering[2];
-                    real acc = (real)0;
-                    for (int o = 0; o < p.n_orient; o++) {
-                        const real* m = orient + 9 * o;
-                        real h = m[0] * sx + m[1] * sy + m[2] * sz;
-                        real k = m[3] * sx + m[4] * sy + m[5] * sz;
-                        real l = m[6] * sx + m[7] * sy + m[8] * sz;
-                        real h0 = ceil_r(h - (real)0.5), k0 = ceil_r(k - (real)0.5), l0 = ceil_r(l - (real)0.5);
-                        real f_latt = lattice_factor<real>(p, h, k, l, h0, k0, l0);
-                        if (f_latt == (real)0 && p.water_size == 0.0) continue;
-                        double f_cell;
-                        if (p.interpolate && p.has_grid) {
-                            if (!interpolate_f(p, (double)h, (double)k, (double)l, &f_cell)) return false;
-                        } else {
-                            f_cell = nearest_f(p, (long long)h0, (long long)k0, (long long)l0);
-                        }
-                        real fc = (real)f_cell;
-                        acc += fc * fc * f_latt * f_latt;
-                    }
+                    real acc = sum_orientations<real>(p, (real)scattering[0], (real)scattering[1], (real)scattering[2]);
+                    if (acc < (real)0) return false;
                     double contribution = (double)acc;
                     if (p.oversample_thick) contribution *= capture_fraction;
                     if (p.oversample_polar) contribution *= polar;
@@ -309,17 +356,22 @@ __device__ void render_one(const Params& p, long long idx) {
     p.omega[idx] = omega;
 }
 
-extern "C" __global__ void render_f64(const Params p) {
-    render_one<double>(p, (long long)blockIdx.x * blockDim.x + threadIdx.x);
+// The parameters are read from device memory (one small upload per launch): a struct passed by
+// value would be copied to every thread's stack wherever a function takes its address.
+// At most 128 registers (4 blocks of 128 threads per multiprocessor): what spills is the pixel's
+// geometry, outside the sample loop (ptxas -v, sm_90).
+extern "C" __global__ void __launch_bounds__(128, 4) render_f64(const Params* __restrict__ p) {
+    render_one<double>(*p, (long long)blockIdx.x * blockDim.x + threadIdx.x);
 }
 
-extern "C" __global__ void render_f32(const Params p) {
-    render_one<float>(p, (long long)blockIdx.x * blockDim.x + threadIdx.x);
+extern "C" __global__ void __launch_bounds__(128, 4) render_f32(const Params* __restrict__ p) {
+    render_one<float>(*p, (long long)blockIdx.x * blockDim.x + threadIdx.x);
 }
 
 // Each row's solid-angle sum in pixel order (the reference's order), over the pixels before the row's
 // hand-over: one thread per row, so the sum does not depend on how the pixels were scheduled.
-extern "C" __global__ void row_omega(const Params p, double* sums) {
+extern "C" __global__ void row_omega(const Params* __restrict__ pp, double* sums) {
+    const Params& p = *pp;
     int r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= p.n_rows) return;
     int end = p.oob_from[r];

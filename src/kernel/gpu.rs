@@ -31,6 +31,9 @@ pub const TIMING_ENV: &str = "NANOBRAGG_GPU_TIMING";
 const BLOCK: u32 = 128;
 /// Most pixels per launch (their float and solid-angle buffers: 12 bytes each on the device).
 const BATCH_PIXELS: usize = 1 << 23;
+/// Largest integer N whose lattice factor the kernel evaluates as a Chebyshev polynomial (N − 2
+/// multiply-adds per axis and sample); larger or non-integer N take the sine ratio.
+const CHEB_MAX_N: f64 = 32.0;
 /// Doubles per panel in the panel table (`PANEL_STRIDE` in gpu.cu).
 const PANEL_STRIDE: usize = 28;
 
@@ -82,12 +85,9 @@ pub struct Params {
     oversample_polar: i32,
     interpolate: i32,
     has_grid: i32,
-    pad: [i32; 2],
+    n_cheb: [i32; 3],
+    pad: i32,
 }
-
-// SAFETY: plain old data, laid out as the kernel's `struct Params` (repr(C), no padding).
-#[cfg(feature = "gpu")]
-unsafe impl cudarc::driver::DeviceRepr for Params {}
 
 /// The experiment's tables as the kernel reads them (host side), and the scalar parameters.
 pub struct Tables {
@@ -206,6 +206,8 @@ impl Tables {
         p.nb = exp.crystal.nb;
         p.nc = exp.crystal.nc;
         p.fudge = exp.crystal.fudge;
+        let cheb = |n: f64| if n > 1.0 && n <= CHEB_MAX_N && n.fract() == 0.0 { n as i32 } else { 0 };
+        p.n_cheb = [cheb(p.na), cheb(p.nb), cheb(p.nc)];
         p.i_bg = exp.background.i_bg;
         p.steps = exp.sampling.steps as f64;
         p.fpixels = exp.det.fpixels() as i32;
@@ -287,6 +289,14 @@ impl Device {
             }
         }
     }
+    /// `len` zero bytes on the device.
+    fn zeros(&self, len: usize) -> std::result::Result<Buf, String> {
+        match &self.exec {
+            #[cfg(feature = "gpu")]
+            Executor::Cuda(d) => d.zeros(len).map(Buf::Cuda),
+            Executor::Host(_) => Ok(Buf::Host(vec![0u64; len.div_ceil(8).max(1)])),
+        }
+    }
     fn addr(&self, b: &Buf) -> u64 {
         match b {
             #[cfg(feature = "gpu")]
@@ -311,24 +321,22 @@ impl Device {
             Executor::Host(_) => unreachable!("a CUDA buffer on the host executor"),
         }
     }
-    /// Run `kernel` over `threads` threads with `params` (and `sums` for row_omega), then wait.
-    fn launch(&self, kernel: &str, params: &Params, threads: usize, sums: Option<&Buf>) -> std::result::Result<(), String> {
+    /// Run `kernel` over `threads` threads with the parameters in `params` (a device copy of
+    /// [`Params`]; and `sums` for row_omega), then wait.
+    fn launch(&self, kernel: &str, params: &Buf, threads: usize, sums: Option<&Buf>) -> std::result::Result<(), String> {
         let blocks = threads.div_ceil(BLOCK as usize) as u32;
         match &self.exec {
             #[cfg(feature = "gpu")]
-            Executor::Cuda(d) => d.launch(kernel, params, blocks, BLOCK, sums.map(|b| match b {
-                Buf::Cuda(s) => s,
-                Buf::Host(_) => unreachable!(),
-            })),
+            Executor::Cuda(d) => d.launch(kernel, self.addr(params), blocks, BLOCK, sums.map(|b| self.addr(b))),
             Executor::Host(lib) => {
                 type Launch = unsafe extern "C" fn(*const std::ffi::c_char, *const Params, u32, u32, *mut f64);
                 let name = std::ffi::CString::new(kernel).expect("kernel names have no NUL");
                 let sums = sums.map_or(std::ptr::null_mut(), |b| self.addr(b) as *mut f64);
-                // SAFETY: host_launch is gpu_host.cpp's entry point with this signature; every address
-                // in `params` is a live host buffer of this backend
+                // SAFETY: host_launch is gpu_host.cpp's entry point with this signature; `params`
+                // holds a Params whose every address is a live host buffer of this backend
                 unsafe {
                     let f = lib.get::<Launch>(b"host_launch\0").map_err(|e| e.to_string())?;
-                    f(name.as_ptr(), params, blocks, BLOCK, sums);
+                    f(name.as_ptr(), self.addr(params) as *const Params, blocks, BLOCK, sums);
                 }
                 Ok(())
             }
@@ -392,10 +400,10 @@ impl<'a> GpuBackend<'a> {
         p.first_row = first as i32;
         p.n_rows = n as i32;
         p.interpolate = interpolate as i32;
-        let out_buf = dev.upload(&vec![0u8; n * fp * 4])?;
-        let omega_buf = dev.upload(&vec![0u8; n * fp * 8])?;
+        let out_buf = dev.zeros(n * fp * 4)?;
+        let omega_buf = dev.zeros(n * fp * 8)?;
         let oob_buf = dev.upload(bytes_of(&vec![fp as i32; n]))?;
-        let sums_buf = dev.upload(&vec![0u8; n * 8])?;
+        let sums_buf = dev.zeros(n * 8)?;
         p.out = dev.addr(&out_buf);
         p.omega = dev.addr(&omega_buf);
         p.oob_from = dev.addr(&oob_buf);
@@ -404,8 +412,9 @@ impl<'a> GpuBackend<'a> {
             Precision::Double => "render_f64",
             Precision::Single => "render_f32",
         };
-        dev.launch(kernel, &p, n * fp, None)?;
-        dev.launch("row_omega", &p, n, Some(&sums_buf))?;
+        let p_buf = dev.upload(bytes_of(std::slice::from_ref(&p)))?;
+        dev.launch(kernel, &p_buf, n * fp, None)?;
+        dev.launch("row_omega", &p_buf, n, Some(&sums_buf))?;
         let kernel_s = t.elapsed().as_secs_f64();
         let t = Instant::now();
         dev.download(&out_buf, bytes_of_mut(out))?;
@@ -493,7 +502,6 @@ impl RenderBackend for GpuBackend<'_> {
 /// The CUDA side: the driver and NVRTC through cudarc, loaded at run time.
 #[cfg(feature = "gpu")]
 mod cuda {
-    use super::Params;
     use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
     use std::sync::Arc;
 
@@ -524,8 +532,13 @@ mod cuda {
             let ctx = CudaContext::new(0).map_err(|e| format!("CUDA device 0: {}", text(e)))?;
             let name = ctx.name().unwrap_or_else(|_| "CUDA device 0".into());
             let (major, minor) = ctx.compute_capability().map_err(text)?;
-            let ptx = super::compile_ptx(&format!("compute_{major}{minor}"))?;
-            let module = ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx)).map_err(|e| format!("loading the kernel: {}", text(e)))?;
+            // machine code for this device's architecture (no PTX JIT by the driver, whatever PTX
+            // version the driver takes); PTX where NVRTC cannot make it
+            let module = match super::compile_cubin(&format!("sm_{major}{minor}")) {
+                Ok(cubin) => ctx.load_module(cudarc::nvrtc::Ptx::from_binary(cubin)),
+                Err(_) => ctx.load_module(cudarc::nvrtc::Ptx::from_src(super::compile_ptx(&format!("compute_{major}{minor}"))?)),
+            }
+            .map_err(|e| format!("loading the kernel: {}", text(e)))?;
             let mut functions = Vec::new();
             for name in ["render_f64", "render_f32", "row_omega"] {
                 functions.push((name, module.load_function(name).map_err(text)?));
@@ -539,22 +552,26 @@ mod cuda {
             self.stream.clone_htod(bytes).map_err(text)
         }
 
+        pub fn zeros(&self, len: usize) -> Result<CudaSlice<u8>, String> {
+            self.stream.alloc_zeros::<u8>(len.max(1)).map_err(text)
+        }
+
         pub fn download(&self, s: &CudaSlice<u8>, into: &mut [u8]) -> Result<(), String> {
             let view = s.slice(..into.len());
             self.stream.memcpy_dtoh(&view, into).map_err(text)?;
             self.stream.synchronize().map_err(text)
         }
 
-        pub fn launch(&self, kernel: &str, params: &Params, blocks: u32, threads: u32, sums: Option<&CudaSlice<u8>>) -> Result<(), String> {
+        pub fn launch(&self, kernel: &str, params: u64, blocks: u32, threads: u32, sums: Option<u64>) -> Result<(), String> {
             let f = &self.functions.iter().find(|(n, _)| *n == kernel).expect("a kernel of gpu.cu").1;
             let cfg = LaunchConfig { grid_dim: (blocks.max(1), 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: 0 };
             let mut b = self.stream.launch_builder(f);
-            b.arg(params);
-            if let Some(s) = sums {
+            b.arg(&params);
+            if let Some(s) = &sums {
                 b.arg(s);
             }
-            // SAFETY: the kernels take (Params) and (Params, double*) as pushed; every address in
-            // `params` is a live allocation of this context
+            // SAFETY: the kernels take (const Params*) and (const Params*, double*) as pushed; the
+            // Params and every address in it are live allocations of this context
             unsafe { b.launch(cfg) }.map_err(text)?;
             self.stream.synchronize().map_err(text)?;
             let _ = &self.ctx;
@@ -568,6 +585,39 @@ mod cuda {
     }
 }
 
+/// The NVRTC options of every compile of [`KERNEL_SOURCE`] for `arch`.
+#[cfg(feature = "gpu")]
+fn nvrtc_options(arch: &str) -> Vec<String> {
+    vec![format!("--gpu-architecture={arch}"), "--std=c++17".into()]
+}
+
+/// Compile [`KERNEL_SOURCE`] to machine code (CUBIN) for `arch` (`sm_90`, say) with NVRTC.
+#[cfg(feature = "gpu")]
+pub fn compile_cubin(arch: &str) -> std::result::Result<Vec<u8>, String> {
+    use cudarc::nvrtc::{result, sys};
+    // SAFETY: only probes whether the library can be loaded
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        return Err("no NVRTC library (libnvrtc.so) found".into());
+    }
+    let src = std::ffi::CString::new(KERNEL_SOURCE).expect("the kernel source has no NUL");
+    let prog = result::create_program(&src, None).map_err(|e| format!("NVRTC: {e:?}"))?;
+    // SAFETY: `prog` is a live program until destroyed below; the buffer holds the size NVRTC gave
+    let cubin = unsafe {
+        let compiled = result::compile_program(prog, &nvrtc_options(arch)).map_err(|e| format!("NVRTC: {e:?}"));
+        let mut size = 0usize;
+        let got = compiled.and_then(|_| sys::nvrtcGetCUBINSize(prog, &mut size).result().map_err(|e| format!("NVRTC: {e:?}"))).and_then(|_| {
+            let mut buf = vec![0u8; size];
+            sys::nvrtcGetCUBIN(prog, buf.as_mut_ptr() as *mut std::ffi::c_char).result().map(|_| buf).map_err(|e| format!("NVRTC: {e:?}"))
+        });
+        let _ = result::destroy_program(prog);
+        got
+    }?;
+    if cubin.is_empty() {
+        return Err(format!("NVRTC made no machine code for {arch}"));
+    }
+    Ok(cubin)
+}
+
 /// Compile [`KERNEL_SOURCE`] to PTX for `arch` (`compute_90`, say) with NVRTC.
 #[cfg(feature = "gpu")]
 pub fn compile_ptx(arch: &str) -> std::result::Result<String, String> {
@@ -575,7 +625,7 @@ pub fn compile_ptx(arch: &str) -> std::result::Result<String, String> {
     if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
         return Err("no NVRTC library (libnvrtc.so) found".into());
     }
-    let opts = cudarc::nvrtc::CompileOptions { options: vec![format!("--gpu-architecture={arch}"), "--std=c++17".into()], ..Default::default() };
+    let opts = cudarc::nvrtc::CompileOptions { options: nvrtc_options(arch), ..Default::default() };
     match cudarc::nvrtc::compile_ptx_with_opts(KERNEL_SOURCE, opts) {
         Ok(ptx) => Ok(ptx.to_src()),
         Err(cudarc::nvrtc::CompileError::CompileError { log, .. }) => {

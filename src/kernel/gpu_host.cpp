@@ -6,6 +6,9 @@
 #include <cstring>
 
 #define __global__
+#define __launch_bounds__(threads, blocks)
+#define __noinline__ __attribute__((noinline))
+#define __restrict__ __restrict
 #define __device__
 
 struct HostDim {
@@ -17,6 +20,10 @@ static thread_local HostDim blockIdx, threadIdx, blockDim;
 static inline double sinpi(double x) {
     double r = std::remainder(x, 2.0);
     return std::sin(M_PI * r);
+}
+static inline double cospi(double x) {
+    double r = std::remainder(x, 2.0);
+    return std::cos(M_PI * r);
 }
 static inline float sinpif(float x) {
     return (float)sinpi((double)x);
@@ -38,9 +45,9 @@ extern "C" void host_launch(const char* kernel, const Params* p, unsigned blocks
         blockDim.x = threads;
         for (unsigned t = 0; t < threads; t++) {
             threadIdx.x = t;
-            if (which == 0) render_f64(*p);
-            else if (which == 1) render_f32(*p);
-            else row_omega(*p, sums);
+            if (which == 0) render_f64(p);
+            else if (which == 1) render_f32(p);
+            else row_omega(p, sums);
         }
     }
 }
