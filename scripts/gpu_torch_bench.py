@@ -84,6 +84,14 @@ try:
         sync()
         times.append(time.perf_counter() - t)
     out["forward_s"] = times
+    # the image to the host, as a user writing it would need (ours is timed the same way)
+    downloads = []
+    for _ in range(repeats):
+        sync()
+        t = time.perf_counter()
+        host = img.cpu()
+        downloads.append(time.perf_counter() - t)
+    out["download_s"] = downloads
     out["image_sum"] = float(img.double().sum())
     if device == "cuda":
         out["peak_gpu_mib"] = torch.cuda.max_memory_allocated() / 2**20

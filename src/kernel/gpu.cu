@@ -20,6 +20,7 @@ struct Params {
     const double* sources;       // n_src x 4: direction (from the sample), lambda
     const double* panels;        // n_panels x PANEL_STRIDE (see below)
     const double* fgrid;         // |F| grid, l fastest (one value when there is none)
+    const void* fgrid_real;      // the same grid in the kernel's precision (nearest-neighbour lookups)
     const unsigned short* mask;  // every panel's mask, concatenated (one value when none has one)
     float* out;                  // n_rows x fpixels
     double* omega;               // n_rows x fpixels: each pixel's solid-angle sum
@@ -35,7 +36,7 @@ struct Params {
     int first_row, n_rows, fpixels, n_src, n_orient, oversample, shape, n_panels;
     int nopolar, oversample_omega, oversample_thick, oversample_polar, interpolate, has_grid;
     int n_cheb[3];  // per axis: integer N (2..CHEB_MAX_N) for the Chebyshev form of the lattice factor, 0: the sine ratio
-    int pad;
+    int fused_n;    // square spot, the same integer N (2..FUSED_MAX_N) on every axis, no grid: N (the unrolled loop), else 0
 };
 
 // One panel's doubles (fixed offsets; gpu.rs writes them).
@@ -115,13 +116,28 @@ __device__ inline real sincg_reduced(real dh, real n) {
     return sinpi_r(n * dh) / sinpi_r(dh);
 }
 
-// cos(pi*x) for |x| <= 1/2 (the reduced index): in float a Taylor polynomial in x^2 to x^12 (its
-// truncation error below 1e-8 there), no range reduction; in double the library's cospi.
+// cos(pi*x) for |x| <= 1/2 (the reduced index): a Taylor polynomial in x^2, no range reduction (float:
+// to x^12, truncation error below 1e-8; double: to x^20, below 2e-17).
 __device__ inline float cospi_reduced(float x) {
     float y = x * x;
     return 1.0f + y * (-4.934802200544679f + y * (4.058712126416768f + y * (-1.3352627688545893f + y * (0.23533063035889312f + y * (-0.02580689139001405f + y * 0.001929574309403922f)))));
 }
-__device__ inline double cospi_reduced(double x) { return cospi(x); }
+__device__ inline double cospi_reduced(double x) {
+    // Taylor to x^20: the first term left out is below 2e-17 at |x| = 1/2
+    double y = x * x;
+    double r = 3.6047307974624982e-09;
+    r = r * y + -1.3878952462213761e-07;
+    r = r * y + 4.3030695870329439e-06;
+    r = r * y + -0.00010463810492484565;
+    r = r * y + 0.0019295743094039221;
+    r = r * y + -0.025806891390014051;
+    r = r * y + 0.23533063035889312;
+    r = r * y + -1.3352627688545893;
+    r = r * y + 4.0587121264167676;
+    r = r * y + -4.934802200544679;
+    r = r * y + 1;
+    return r;
+}
 
 // The same ratio at integer N as the Chebyshev polynomial U_{N-1}(cos(pi*dh)) (sin(N x)/sin(x) =
 // U_{N-1}(cos x)): one cosine and N-2 multiply-adds instead of two sines and a division.
@@ -177,10 +193,12 @@ __device__ inline real lattice_factor(const Params& p, real h, real k, real l, r
 }
 
 // Nearest-neighbour |F| (nanoBragg.c L2994-L3005): the grid inside h_min..=h_max (k, l), else default_F.
-__device__ inline double nearest_f(const Params& p, long long h0, long long k0, long long l0) {
-    long long dh = h0 - p.f_min[0], dk = k0 - p.f_min[1], dl = l0 - p.f_min[2];
-    if (!p.has_grid || dh < 0 || dh > p.f_span[0] || dk < 0 || dk > p.f_span[1] || dl < 0 || dl > p.f_span[2]) return p.default_f;
-    return p.fgrid[dh * p.stride_h + dk * p.stride_k + dl];
+// 32-bit indices (gpu.rs refuses grids of 2^31 values or more).
+template <typename real>
+__device__ inline real nearest_f(const Params& p, real h0, real k0, real l0) {
+    int dh = (int)h0 - (int)p.f_min[0], dk = (int)k0 - (int)p.f_min[1], dl = (int)l0 - (int)p.f_min[2];
+    if (!p.has_grid || dh < 0 || dh > (int)p.f_span[0] || dk < 0 || dk > (int)p.f_span[1] || dl < 0 || dl > (int)p.f_span[2]) return (real)p.default_f;
+    return ((const real*)p.fgrid_real)[dh * (int)p.stride_h + dk * (int)p.stride_k + dl];
 }
 
 // 4-point Lagrange interpolation (the C's polint), term by term.
@@ -225,10 +243,59 @@ __device__ __noinline__ bool interpolate_f(const Params& p, double h, double k, 
 // The sample loop over phi steps x mosaic domains for one scattering vector: the sum of F^2 F_latt^2
 // (nanoBragg.c L2800-L3020), or -1 where an interpolation left the grid. Out of line, so that its
 // registers are its own and not the pixel's geometry's.
+// U_{N-1}(c2/2) for c2 = 2 cos(pi*dh), unrolled: N - 2 multiply-adds.
+template <typename real, int N>
+__device__ inline real chebyshev_u(real c2) {
+    real u_prev = (real)1, u = c2;
+#pragma unroll
+    for (int k = 2; k < N; k++) {
+        real t = c2 * u - u_prev;
+        u_prev = u;
+        u = t;
+    }
+    return u;
+}
+
+// The usual crystal's sample loop: a square spot with the same integer N on every axis and one |F|
+// (no grid): sum over orientations of F_latt^2, the recurrence unrolled for N.
+template <typename real, int N>
+__device__ real sum_square_fixed_n(const real* __restrict__ orient, int n_orient, real sx, real sy, real sz) {
+    real acc = (real)0;
+    for (int o = 0; o < n_orient; o++) {
+        const real* m = orient + 9 * o;
+        real h = m[0] * sx + m[1] * sy + m[2] * sz;
+        real k = m[3] * sx + m[4] * sy + m[5] * sz;
+        real l = m[6] * sx + m[7] * sy + m[8] * sz;
+        real dh = h - ceil_r(h - (real)0.5), dk = k - ceil_r(k - (real)0.5), dl = l - ceil_r(l - (real)0.5);
+        real f = chebyshev_u<real, N>((real)2 * cospi_reduced(dh)) * chebyshev_u<real, N>((real)2 * cospi_reduced(dk)) *
+                 chebyshev_u<real, N>((real)2 * cospi_reduced(dl));
+        acc += f * f;
+    }
+    return acc;
+}
+
+#define FUSED_MAX_N 8
+
+// The sample loop over phi steps x mosaic domains for one scattering vector: the sum of F^2 F_latt^2
+// (nanoBragg.c L2800-L3020), or -1 where an interpolation left the grid. Out of line, so that its
+// registers are its own and not the pixel's geometry's.
 template <typename real>
 __device__ __noinline__ real sum_orientations(const Params& p, real sx, real sy, real sz) {
     const real* __restrict__ orient = (const real*)p.orient;
     const int n_orient = p.n_orient;
+    if (p.fused_n) {
+        real f = (real)p.default_f, s = (real)0;
+        switch (p.fused_n) {
+            case 2: s = sum_square_fixed_n<real, 2>(orient, n_orient, sx, sy, sz); break;
+            case 3: s = sum_square_fixed_n<real, 3>(orient, n_orient, sx, sy, sz); break;
+            case 4: s = sum_square_fixed_n<real, 4>(orient, n_orient, sx, sy, sz); break;
+            case 5: s = sum_square_fixed_n<real, 5>(orient, n_orient, sx, sy, sz); break;
+            case 6: s = sum_square_fixed_n<real, 6>(orient, n_orient, sx, sy, sz); break;
+            case 7: s = sum_square_fixed_n<real, 7>(orient, n_orient, sx, sy, sz); break;
+            default: s = sum_square_fixed_n<real, FUSED_MAX_N>(orient, n_orient, sx, sy, sz); break;
+        }
+        return f * f * s;
+    }
     const bool skip_zero = p.water_size == 0.0;
     const bool interpolate = p.interpolate && p.has_grid;
     real acc = (real)0;
@@ -240,13 +307,14 @@ __device__ __noinline__ real sum_orientations(const Params& p, real sx, real sy,
         real h0 = ceil_r(h - (real)0.5), k0 = ceil_r(k - (real)0.5), l0 = ceil_r(l - (real)0.5);
         real f_latt = lattice_factor<real>(p, h, k, l, h0, k0, l0);
         if (f_latt == (real)0 && skip_zero) continue;
-        double f_cell;
+        real fc;
         if (interpolate) {
+            double f_cell;
             if (!interpolate_f(p, (double)h, (double)k, (double)l, &f_cell)) return (real)-1;
+            fc = (real)f_cell;
         } else {
-            f_cell = nearest_f(p, (long long)h0, (long long)k0, (long long)l0);
+            fc = nearest_f<real>(p, h0, k0, l0);
         }
-        real fc = (real)f_cell;
         acc += fc * fc * f_latt * f_latt;
     }
     return acc;

@@ -34,6 +34,8 @@ const BATCH_PIXELS: usize = 1 << 23;
 /// Largest integer N whose lattice factor the kernel evaluates as a Chebyshev polynomial (N − 2
 /// multiply-adds per axis and sample); larger or non-integer N take the sine ratio.
 const CHEB_MAX_N: f64 = 32.0;
+/// Largest N of the unrolled sample loop (`FUSED_MAX_N` in gpu.cu).
+const FUSED_MAX_N: f64 = 8.0;
 /// Doubles per panel in the panel table (`PANEL_STRIDE` in gpu.cu).
 const PANEL_STRIDE: usize = 28;
 
@@ -45,6 +47,7 @@ pub struct Params {
     sources: u64,
     panels: u64,
     fgrid: u64,
+    fgrid_real: u64,
     mask: u64,
     out: u64,
     omega: u64,
@@ -86,7 +89,7 @@ pub struct Params {
     interpolate: i32,
     has_grid: i32,
     n_cheb: [i32; 3],
-    pad: i32,
+    fused_n: i32,
 }
 
 /// The experiment's tables as the kernel reads them (host side), and the scalar parameters.
@@ -97,6 +100,8 @@ pub struct Tables {
     pub sources: Vec<f64>,
     pub panels: Vec<f64>,
     pub fgrid: Vec<f64>,
+    /// The grid in the kernel's precision (the nearest-neighbour lookups).
+    pub fgrid_real: Vec<u8>,
     pub mask: Vec<u16>,
     /// Samples per pixel (sub-pixels × layers × sources × orientations), for the throughput.
     pub samples_per_pixel: f64,
@@ -110,6 +115,9 @@ pub fn unsupported(exp: &Experiment) -> Option<String> {
     }
     if det.rows() > i32::MAX as usize || det.fpixels() > i32::MAX as usize {
         return Some("more than 2^31 rows or columns: --backend gpu".into());
+    }
+    if exp.structure_factors.fhkl.as_deref().is_some_and(|g| g.data.len() > i32::MAX as usize) {
+        return Some("an F grid of 2^31 values or more (-hkl): --backend gpu indexes it with 32 bits".into());
     }
     None
 }
@@ -190,6 +198,10 @@ impl Tables {
             }
             None => vec![0.0],
         };
+        let fgrid_real = match precision {
+            Precision::Double => bytes_of(&fgrid).to_vec(),
+            Precision::Single => bytes_of(&fgrid.iter().map(|&v| v as f32).collect::<Vec<f32>>()).to_vec(),
+        };
         let lat = &exp.crystal.lattice;
         p.a_star = lat.a_star;
         p.b_star = lat.b_star;
@@ -208,6 +220,10 @@ impl Tables {
         p.fudge = exp.crystal.fudge;
         let cheb = |n: f64| if n > 1.0 && n <= CHEB_MAX_N && n.fract() == 0.0 { n as i32 } else { 0 };
         p.n_cheb = [cheb(p.na), cheb(p.nb), cheb(p.nc)];
+        let square = exp.crystal.shape == CrystalShape::Square;
+        if square && p.has_grid == 0 && p.na == p.nb && p.na == p.nc && p.n_cheb[0] != 0 && p.na <= FUSED_MAX_N {
+            p.fused_n = p.n_cheb[0];
+        }
         p.i_bg = exp.background.i_bg;
         p.steps = exp.sampling.steps as f64;
         p.fpixels = exp.det.fpixels() as i32;
@@ -227,7 +243,7 @@ impl Tables {
         p.oversample_polar = exp.sampling.oversample_polar as i32;
         let layers: f64 = exp.det.panels.first().map_or(1.0, |p| p.sensor.thicksteps.max(0) as f64);
         let samples_per_pixel = (exp.sampling.oversample * exp.sampling.oversample) as f64 * layers * p.n_src as f64 * p.n_orient as f64;
-        Tables { params: p, orient, sources, panels, fgrid, mask, samples_per_pixel }
+        Tables { params: p, orient, sources, panels, fgrid, fgrid_real, mask, samples_per_pixel }
     }
 }
 
@@ -360,7 +376,7 @@ pub struct GpuBackend<'a> {
     precision: Precision,
     params: Params,
     samples_per_pixel: f64,
-    /// orient, sources, panels, fgrid, mask (kept alive for the addresses in `params`)
+    /// orient, sources, panels, fgrid, mask, fgrid_real (kept alive for the addresses in `params`)
     _tables: Vec<Buf>,
     timing: Mutex<Timing>,
 }
@@ -380,6 +396,7 @@ impl<'a> GpuBackend<'a> {
             dev.upload(bytes_of(&tables.panels))?,
             dev.upload(bytes_of(&tables.fgrid))?,
             dev.upload(bytes_of(&tables.mask))?,
+            dev.upload(&tables.fgrid_real)?,
         ];
         let mut params = tables.params;
         params.orient = dev.addr(&bufs[0]);
@@ -387,6 +404,7 @@ impl<'a> GpuBackend<'a> {
         params.panels = dev.addr(&bufs[2]);
         params.fgrid = dev.addr(&bufs[3]);
         params.mask = dev.addr(&bufs[4]);
+        params.fgrid_real = dev.addr(&bufs[5]);
         let timing = Timing { tables_s: t.elapsed().as_secs_f64(), ..Timing::default() };
         Ok(GpuBackend { exp, dev, precision, params, samples_per_pixel: tables.samples_per_pixel, _tables: bufs, timing: Mutex::new(timing) })
     }
