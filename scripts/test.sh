@@ -64,6 +64,16 @@ else
   echo "SKIPPED: a virtual environment with pytest, numpy and dask could not be made (Python tests below skip)"
 fi
 
+# --- GPU backend: the CUDA kernel compiled by NVRTC (no GPU needed) ---------------------------------------
+# tests/gpu.rs ran above with the kernel's host build (g++); its NVRTC test needs libnvrtc, which PyPI's
+# nvidia-cuda-nvrtc wheel brings. The device itself is checked by scripts/gpu_check.sh (reports/gpu/).
+if [ "$VENV_OK" = 1 ] && "$VENV/bin/python" -m pip install "${PIPQ[@]}" nvidia-cuda-nvrtc >/dev/null 2>&1 \
+   && NVRTC_DIR="$("$VENV/bin/python" scripts/gpu_nvrtc_dirs.py | head -1)" && [ -n "$NVRTC_DIR" ]; then
+  NANOBRAGG_NVRTC_DIR="$NVRTC_DIR" cargo test --release --test gpu nvrtc
+else
+  echo "SKIPPED: the NVRTC compile of the GPU kernel, because nvidia-cuda-nvrtc could not be installed from PyPI into $VENV"
+fi
+
 # --- Independent readers -----------------------------------------------------------------------------
 # fabio (what DIALS/dxtbx users open SMV with) must read our images.
 FABIO_PY=""

@@ -212,3 +212,29 @@ fn backend_gpu_renders_through_the_cli_and_refuses_derivatives() {
     assert!(err.contains("--backend gpu") && err.contains("--gradients"), "{err}");
     assert!(!tmp.path().join("g.bin").exists());
 }
+
+#[test]
+fn series_renders_its_frames_on_the_gpu_backend() {
+    let Some(lib) = host_kernel() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let series = |dir: &str, backend: &str| {
+        let out = Command::new(BIN)
+            .arg("series")
+            .args(SMALL.split_whitespace())
+            .args(["-phi", "10", "-osc", "0.5", "--frames", "2", "-floatfile", "f_#####.bin", "--backend", backend, "--out-dir", dir])
+            .current_dir(tmp.path())
+            .env(HOST_EMULATION_ENV, lib)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{backend}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    series("cpu", "cpu");
+    series("gpu", "gpu");
+    for k in 1..=2 {
+        let name = format!("f_{k:05}.bin");
+        let (a, b) = (read_f32_le(&tmp.path().join("cpu").join(&name)), read_f32_le(&tmp.path().join("gpu").join(&name)));
+        let peak = a.iter().fold(0.0f32, |m, &v| m.max(v));
+        assert_eq!(a.len(), b.len());
+        assert!(peak > 0.0 && a.iter().zip(&b).all(|(x, y)| (x - y).abs() <= 1e-6 * peak), "frame {k}");
+    }
+}
