@@ -81,6 +81,7 @@ fn sample_values(f: &Flag) -> Vec<String> {
     let v: &[&str] = match (f.name, f.arity) {
         ("-pivot", _) => &["sample"],
         ("--precision", _) => &["single"],
+        ("--backend", _) => &["auto"],
         ("--max-memory", _) => &["64G"],
         ("--noise", _) => &["fast"],
         ("--gradients", _) => &["rot_x,Na"],

@@ -330,6 +330,23 @@ impl Device {
             }
         }
     }
+    /// Wait for the kernels started since the last call; the seconds they took on the device (wall
+    /// time since `started` on the host build).
+    fn finish(&self, started: Instant) -> std::result::Result<f64, String> {
+        match &self.exec {
+            #[cfg(feature = "gpu")]
+            Executor::Cuda(d) => d.finish(),
+            Executor::Host(_) => Ok(started.elapsed().as_secs_f64()),
+        }
+    }
+    /// Mark the start of a batch's kernels (a device event).
+    fn start(&self) -> std::result::Result<(), String> {
+        match &self.exec {
+            #[cfg(feature = "gpu")]
+            Executor::Cuda(d) => d.start(),
+            Executor::Host(_) => Ok(()),
+        }
+    }
     #[cfg(feature = "gpu")]
     fn cuda(&self) -> &cuda::Device {
         match &self.exec {
@@ -337,8 +354,9 @@ impl Device {
             Executor::Host(_) => unreachable!("a CUDA buffer on the host executor"),
         }
     }
-    /// Run `kernel` over `threads` threads with the parameters in `params` (a device copy of
-    /// [`Params`]; and `sums` for row_omega), then wait.
+    /// Start `kernel` over `threads` threads with the parameters in `params` (a device copy of
+    /// [`Params`]; and `sums` for row_omega); [`Device::finish`] waits for it. (The host build runs
+    /// it to the end here.)
     fn launch(&self, kernel: &str, params: &Buf, threads: usize, sums: Option<&Buf>) -> std::result::Result<(), String> {
         let blocks = threads.div_ceil(BLOCK as usize) as u32;
         match &self.exec {
@@ -365,8 +383,16 @@ impl Device {
 struct Timing {
     tables_s: f64,
     kernel_s: f64,
+    /// making the host pages the image is copied into (overlapping the kernel)
+    pages_s: f64,
     download_s: f64,
     pixels: f64,
+}
+
+/// Touch one value per 4 KiB page of `out` on the rayon pool, so that its pages exist before the copy
+/// from the device writes them.
+fn make_pages(out: &mut [f32]) {
+    out.par_chunks_mut(1024).for_each(|page| page[0] = 0.0);
 }
 
 /// The GPU backend for one experiment: its tables on the device.
@@ -425,15 +451,22 @@ impl<'a> GpuBackend<'a> {
         p.out = dev.addr(&out_buf);
         p.omega = dev.addr(&omega_buf);
         p.oob_from = dev.addr(&oob_buf);
-        let t = Instant::now();
         let kernel = match self.precision {
             Precision::Double => "render_f64",
             Precision::Single => "render_f32",
         };
         let p_buf = dev.upload(bytes_of(std::slice::from_ref(&p)))?;
+        let t = Instant::now();
+        dev.start()?;
         dev.launch(kernel, &p_buf, n * fp, None)?;
         dev.launch("row_omega", &p_buf, n, Some(&sums_buf))?;
-        let kernel_s = t.elapsed().as_secs_f64();
+        // while the kernel runs, the destination's pages are made on every core (a memory map of the
+        // float file faults them in one by one otherwise, inside the copy, on one thread: 22 ms of
+        // the 4096² image's copy on an H200 machine)
+        let t_pages = Instant::now();
+        make_pages(out);
+        let pages_s = t_pages.elapsed().as_secs_f64();
+        let kernel_s = dev.finish(t)?;
         let t = Instant::now();
         dev.download(&out_buf, bytes_of_mut(out))?;
         let mut sums = vec![0.0f64; n];
@@ -442,6 +475,7 @@ impl<'a> GpuBackend<'a> {
         dev.download(&oob_buf, bytes_of_mut(&mut oob))?;
         let mut timing = self.timing.lock().unwrap_or_else(|e| e.into_inner());
         timing.kernel_s += kernel_s;
+        timing.pages_s += pages_s;
         timing.download_s += t.elapsed().as_secs_f64();
         timing.pixels += (n * fp) as f64;
         Ok(sums.into_iter().zip(oob).map(|(s, o)| (s, o.max(0) as usize)).collect())
@@ -458,6 +492,7 @@ impl<'a> GpuBackend<'a> {
             "setup_s": self.dev.setup_s,
             "tables_s": t.tables_s,
             "kernel_s": t.kernel_s,
+            "host_pages_s": t.pages_s,
             "download_s": t.download_s,
             "pixels": t.pixels,
             "samples": samples,
@@ -527,6 +562,8 @@ mod cuda {
         ctx: Arc<CudaContext>,
         stream: Arc<CudaStream>,
         functions: Vec<(&'static str, CudaFunction)>,
+        /// the event recorded before the current batch's kernels
+        started: std::sync::Mutex<Option<cudarc::driver::CudaEvent>>,
     }
 
     fn text(e: impl std::fmt::Debug) -> String {
@@ -540,9 +577,6 @@ mod cuda {
             if !unsafe { cudarc::driver::sys::is_culib_present() } {
                 return Err("no CUDA driver (libcuda.so) on this machine".into());
             }
-            if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
-                return Err("no NVRTC library (libnvrtc.so) found: add the CUDA toolkit's lib64 to LD_LIBRARY_PATH".into());
-            }
             let count = CudaContext::device_count().map_err(|e| format!("CUDA driver: {}", text(e)))?;
             if count < 1 {
                 return Err("no CUDA device".into());
@@ -552,9 +586,22 @@ mod cuda {
             let (major, minor) = ctx.compute_capability().map_err(text)?;
             // machine code for this device's architecture (no PTX JIT by the driver, whatever PTX
             // version the driver takes); PTX where NVRTC cannot make it
-            let module = match super::compile_cubin(&format!("sm_{major}{minor}")) {
-                Ok(cubin) => ctx.load_module(cudarc::nvrtc::Ptx::from_binary(cubin)),
-                Err(_) => ctx.load_module(cudarc::nvrtc::Ptx::from_src(super::compile_ptx(&format!("compute_{major}{minor}"))?)),
+            let arch = format!("sm_{major}{minor}");
+            let cached = super::cache_path(&arch);
+            let from_cache = cached.as_ref().and_then(|p| std::fs::read(p).ok()).filter(|b| !b.is_empty());
+            let module = match from_cache.map(|b| ctx.load_module(cudarc::nvrtc::Ptx::from_binary(b))) {
+                Some(Ok(m)) => Ok(m),
+                // not cached (or unreadable there): compile, and keep it for the next process
+                _ => match super::compile_cubin(&arch) {
+                    Ok(cubin) => {
+                        if let Some(p) = &cached {
+                            let _ = p.parent().map(std::fs::create_dir_all);
+                            let _ = crate::io::atomic::write_atomic(p, &cubin);
+                        }
+                        ctx.load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
+                    }
+                    Err(_) => ctx.load_module(cudarc::nvrtc::Ptx::from_src(super::compile_ptx(&format!("compute_{major}{minor}"))?)),
+                },
             }
             .map_err(|e| format!("loading the kernel: {}", text(e)))?;
             let mut functions = Vec::new();
@@ -562,7 +609,7 @@ mod cuda {
                 functions.push((name, module.load_function(name).map_err(text)?));
             }
             let stream = ctx.default_stream();
-            Ok((Device { ctx, stream, functions }, format!("{name} (sm_{major}{minor})")))
+            Ok((Device { ctx, stream, functions, started: std::sync::Mutex::new(None) }, format!("{name} (sm_{major}{minor})")))
         }
 
         pub fn upload(&self, bytes: &[u8]) -> Result<CudaSlice<u8>, String> {
@@ -591,9 +638,23 @@ mod cuda {
             // SAFETY: the kernels take (const Params*) and (const Params*, double*) as pushed; the
             // Params and every address in it are live allocations of this context
             unsafe { b.launch(cfg) }.map_err(text)?;
+            Ok(())
+        }
+
+        pub fn start(&self) -> Result<(), String> {
+            let e = self.stream.record_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(text)?;
+            *self.started.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+            Ok(())
+        }
+
+        pub fn finish(&self) -> Result<f64, String> {
+            let end = self.stream.record_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(text)?;
             self.stream.synchronize().map_err(text)?;
             let _ = &self.ctx;
-            Ok(())
+            match self.started.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                Some(start) => start.elapsed_ms(&end).map(|ms| f64::from(ms) / 1e3).map_err(text),
+                None => Ok(0.0),
+            }
         }
     }
 
@@ -601,6 +662,31 @@ mod cuda {
         let (ptr, _sync) = s.device_ptr(&dev.stream);
         ptr
     }
+}
+
+/// Environment variable naming the folder of compiled kernels (default `$XDG_CACHE_HOME/nanobragg-rs`,
+/// else `~/.cache/nanobragg-rs`); `off` compiles in every process.
+pub const CACHE_ENV: &str = "NANOBRAGG_GPU_CACHE";
+
+/// Where the machine code of this kernel source for `arch` is kept between processes (its name holds
+/// a digest of the source and the compile options), or `None` when caching is off.
+#[cfg(feature = "gpu")]
+fn cache_path(arch: &str) -> Option<std::path::PathBuf> {
+    use sha2::{Digest, Sha256};
+    let dir = match std::env::var_os(CACHE_ENV) {
+        Some(v) if v == "off" => return None,
+        Some(v) => std::path::PathBuf::from(v),
+        None => match (std::env::var_os("XDG_CACHE_HOME"), std::env::var_os("HOME")) {
+            (Some(x), _) if !x.is_empty() => std::path::PathBuf::from(x).join("nanobragg-rs"),
+            (_, Some(h)) if !h.is_empty() => std::path::PathBuf::from(h).join(".cache").join("nanobragg-rs"),
+            _ => return None,
+        },
+    };
+    let mut h = Sha256::new();
+    h.update(KERNEL_SOURCE.as_bytes());
+    h.update(nvrtc_options(arch).join(" ").as_bytes());
+    let digest: String = h.finalize().iter().take(12).map(|b| format!("{b:02x}")).collect();
+    Some(dir.join(format!("gpu-kernel-{arch}-{digest}.cubin")))
 }
 
 /// The NVRTC options of every compile of [`KERNEL_SOURCE`] for `arch`.
@@ -615,7 +701,7 @@ pub fn compile_cubin(arch: &str) -> std::result::Result<Vec<u8>, String> {
     use cudarc::nvrtc::{result, sys};
     // SAFETY: only probes whether the library can be loaded
     if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
-        return Err("no NVRTC library (libnvrtc.so) found".into());
+        return Err("no NVRTC library (libnvrtc.so.13) found: add the CUDA toolkit's lib64 to LD_LIBRARY_PATH".into());
     }
     let src = std::ffi::CString::new(KERNEL_SOURCE).expect("the kernel source has no NUL");
     let prog = result::create_program(&src, None).map_err(|e| format!("NVRTC: {e:?}"))?;
@@ -641,7 +727,7 @@ pub fn compile_cubin(arch: &str) -> std::result::Result<Vec<u8>, String> {
 pub fn compile_ptx(arch: &str) -> std::result::Result<String, String> {
     // SAFETY: only probes whether the library can be loaded
     if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
-        return Err("no NVRTC library (libnvrtc.so) found".into());
+        return Err("no NVRTC library (libnvrtc.so.13) found: add the CUDA toolkit's lib64 to LD_LIBRARY_PATH".into());
     }
     let opts = cudarc::nvrtc::CompileOptions { options: nvrtc_options(arch), ..Default::default() };
     match cudarc::nvrtc::compile_ptx_with_opts(KERNEL_SOURCE, opts) {
