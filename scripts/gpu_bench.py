@@ -98,8 +98,8 @@ def main():
 
 def summary(results):
     lines = ["## Our GPU backend (median of 3 after one warm-up; whole process includes start, CUDA context, NVRTC compile, writing the float file)", "",
-             "| case | precision | samples | setup s | tables ms | kernel ms | host pages ms | download ms | process s | G samples/s (kernel) | G samples/s (kernel+download) | CPU process s |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| case | precision | samples | setup s | tables ms | kernel ms | download ms | process s | G samples/s (kernel) | G samples/s (kernel+download) | CPU process s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     ours_by = {}
     for r in results["ours"]:
         ours_by[(r["kind"], r["size"], r["backend"], r["precision"])] = r
@@ -108,7 +108,7 @@ def summary(results):
             continue
         timed = [x for x in r["runs"][1:] if x.get("gpu")] or [x for x in r["runs"] if x.get("gpu")]
         if not timed:
-            lines.append(f"| {kind} {size}² | {precision} | – | failed: {r['runs'][0].get('error')} | | | | | | | | |")
+            lines.append(f"| {kind} {size}² | {precision} | – | failed: {r['runs'][0].get('error')} | | | | | | | |")
             continue
         g = [x["gpu"][-1] for x in timed]
         k = med([x["kernel_s"] for x in g])
@@ -116,8 +116,7 @@ def summary(results):
         samples = g[0]["samples"]
         cpu = ours_by.get((kind, size, "cpu", precision))
         cpu_s = cpu["runs"][0]["wall_s"] if cpu else float("nan")
-        pages = 1e3 * med([x.get("host_pages_s", float("nan")) for x in g])
-        lines.append(f"| {kind} {size}² | {precision} | {samples:.3g} | {med([x['setup_s'] for x in g]):.3f} | {1e3 * med([x['tables_s'] for x in g]):.2f} | {1e3 * k:.2f} | {pages:.2f} | {1e3 * d:.2f} | "
+        lines.append(f"| {kind} {size}² | {precision} | {samples:.3g} | {med([x['setup_s'] for x in g]):.3f} | {1e3 * med([x['tables_s'] for x in g]):.2f} | {1e3 * k:.2f} | {1e3 * d:.2f} | "
                      f"{med([x['wall_s'] for x in timed]):.3f} | {samples / k / 1e9:.1f} | {samples / (k + d) / 1e9:.1f} | {cpu_s:.3f} |")
     lines += ["", "## The PyTorch port on the same GPU (median of 3 warm forward renders after one first call; torch.cuda.synchronize around each; the image's copy to the host timed apart, as ours)", "",
               "| case | precision | mode | first call s | forward ms | + to host ms | G samples/s | ours kernel ms | ours + to host ms | ours faster (compute) | ours faster (with the copy to the host) | corr. with ours | note |",

@@ -330,20 +330,11 @@ impl Device {
             }
         }
     }
-    /// Wait for the kernels started since the last call; the seconds they took on the device (wall
-    /// time since `started` on the host build).
-    fn finish(&self, started: Instant) -> std::result::Result<f64, String> {
+    /// Wait for the kernels started since the last call.
+    fn finish(&self) -> std::result::Result<(), String> {
         match &self.exec {
             #[cfg(feature = "gpu")]
             Executor::Cuda(d) => d.finish(),
-            Executor::Host(_) => Ok(started.elapsed().as_secs_f64()),
-        }
-    }
-    /// Mark the start of a batch's kernels (a device event).
-    fn start(&self) -> std::result::Result<(), String> {
-        match &self.exec {
-            #[cfg(feature = "gpu")]
-            Executor::Cuda(d) => d.start(),
             Executor::Host(_) => Ok(()),
         }
     }
@@ -355,8 +346,8 @@ impl Device {
         }
     }
     /// Start `kernel` over `threads` threads with the parameters in `params` (a device copy of
-    /// [`Params`]; and `sums` for row_omega); [`Device::finish`] waits for it. (The host build runs
-    /// it to the end here.)
+    /// [`Params`]; and `sums` for row_omega); [`Device::finish`] waits for it (the host build runs
+    /// it to the end here).
     fn launch(&self, kernel: &str, params: &Buf, threads: usize, sums: Option<&Buf>) -> std::result::Result<(), String> {
         let blocks = threads.div_ceil(BLOCK as usize) as u32;
         match &self.exec {
@@ -383,16 +374,8 @@ impl Device {
 struct Timing {
     tables_s: f64,
     kernel_s: f64,
-    /// making the host pages the image is copied into (overlapping the kernel)
-    pages_s: f64,
     download_s: f64,
     pixels: f64,
-}
-
-/// Touch one value per 4 KiB page of `out` on the rayon pool, so that its pages exist before the copy
-/// from the device writes them.
-fn make_pages(out: &mut [f32]) {
-    out.par_chunks_mut(1024).for_each(|page| page[0] = 0.0);
 }
 
 /// The GPU backend for one experiment: its tables on the device.
@@ -456,17 +439,15 @@ impl<'a> GpuBackend<'a> {
             Precision::Single => "render_f32",
         };
         let p_buf = dev.upload(bytes_of(std::slice::from_ref(&p)))?;
+        // The copy to the host below makes the pages of the float file's memory map as it writes them
+        // (one thread). Making them on every core while the kernel ran was slower on an H200 machine's
+        // 16 cores (43-50 ms against 22 ms at 4096²: page faults on one shared file contend), so the
+        // copy keeps them (reports/gpu/2026-11-27-h200, run3).
         let t = Instant::now();
-        dev.start()?;
         dev.launch(kernel, &p_buf, n * fp, None)?;
         dev.launch("row_omega", &p_buf, n, Some(&sums_buf))?;
-        // while the kernel runs, the destination's pages are made on every core (a memory map of the
-        // float file faults them in one by one otherwise, inside the copy, on one thread: 22 ms of
-        // the 4096² image's copy on an H200 machine)
-        let t_pages = Instant::now();
-        make_pages(out);
-        let pages_s = t_pages.elapsed().as_secs_f64();
-        let kernel_s = dev.finish(t)?;
+        dev.finish()?;
+        let kernel_s = t.elapsed().as_secs_f64();
         let t = Instant::now();
         dev.download(&out_buf, bytes_of_mut(out))?;
         let mut sums = vec![0.0f64; n];
@@ -475,7 +456,6 @@ impl<'a> GpuBackend<'a> {
         dev.download(&oob_buf, bytes_of_mut(&mut oob))?;
         let mut timing = self.timing.lock().unwrap_or_else(|e| e.into_inner());
         timing.kernel_s += kernel_s;
-        timing.pages_s += pages_s;
         timing.download_s += t.elapsed().as_secs_f64();
         timing.pixels += (n * fp) as f64;
         Ok(sums.into_iter().zip(oob).map(|(s, o)| (s, o.max(0) as usize)).collect())
@@ -492,7 +472,6 @@ impl<'a> GpuBackend<'a> {
             "setup_s": self.dev.setup_s,
             "tables_s": t.tables_s,
             "kernel_s": t.kernel_s,
-            "host_pages_s": t.pages_s,
             "download_s": t.download_s,
             "pixels": t.pixels,
             "samples": samples,
@@ -562,8 +541,6 @@ mod cuda {
         ctx: Arc<CudaContext>,
         stream: Arc<CudaStream>,
         functions: Vec<(&'static str, CudaFunction)>,
-        /// the event recorded before the current batch's kernels
-        started: std::sync::Mutex<Option<cudarc::driver::CudaEvent>>,
     }
 
     fn text(e: impl std::fmt::Debug) -> String {
@@ -609,7 +586,7 @@ mod cuda {
                 functions.push((name, module.load_function(name).map_err(text)?));
             }
             let stream = ctx.default_stream();
-            Ok((Device { ctx, stream, functions, started: std::sync::Mutex::new(None) }, format!("{name} (sm_{major}{minor})")))
+            Ok((Device { ctx, stream, functions }, format!("{name} (sm_{major}{minor})")))
         }
 
         pub fn upload(&self, bytes: &[u8]) -> Result<CudaSlice<u8>, String> {
@@ -641,20 +618,9 @@ mod cuda {
             Ok(())
         }
 
-        pub fn start(&self) -> Result<(), String> {
-            let e = self.stream.record_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(text)?;
-            *self.started.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
-            Ok(())
-        }
-
-        pub fn finish(&self) -> Result<f64, String> {
-            let end = self.stream.record_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(text)?;
-            self.stream.synchronize().map_err(text)?;
+        pub fn finish(&self) -> Result<(), String> {
             let _ = &self.ctx;
-            match self.started.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                Some(start) => start.elapsed_ms(&end).map(|ms| f64::from(ms) / 1e3).map_err(text),
-                None => Ok(0.0),
-            }
+            self.stream.synchronize().map_err(text)
         }
     }
 
@@ -737,5 +703,24 @@ pub fn compile_ptx(arch: &str) -> std::result::Result<String, String> {
             Err(format!("NVRTC: {}", log.lines().find(|l| l.contains("error")).unwrap_or(&log).trim()))
         }
         Err(e) => Err(format!("NVRTC: {e:?}")),
+    }
+}
+
+#[cfg(all(test, feature = "gpu"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kernel_cache_is_named_by_source_and_options_and_can_be_turned_off() {
+        // the only test that sets this variable
+        std::env::set_var(CACHE_ENV, "/tmp/nb-cache");
+        let p90 = cache_path("sm_90").expect("a cache path");
+        let p80 = cache_path("sm_80").expect("a cache path");
+        assert!(p90.starts_with("/tmp/nb-cache") && p90.to_string_lossy().contains("gpu-kernel-sm_90-"));
+        assert_ne!(p90, p80, "one file per architecture");
+        assert_eq!(p90, cache_path("sm_90").unwrap(), "the same source and options, the same name");
+        std::env::set_var(CACHE_ENV, "off");
+        assert_eq!(cache_path("sm_90"), None);
+        std::env::remove_var(CACHE_ENV);
     }
 }
