@@ -512,6 +512,7 @@ impl RenderBackend for GpuBackend<'_> {
                     SAID.call_once(|| eprintln!("warning: GPU backend failed ({e}); rendering on the CPU instead"));
                     let level = crate::base::cpu::detected_level();
                     results.extend(match self.precision {
+                        _ if !super::fast::supports(self.exp) => super::backend::ReferenceBackend::new(self.exp).render_rows(start, interpolate, chunk, progress, on_row),
                         Precision::Double => super::simd::SimdBackend::<f64>::new(self.exp, level).render_rows(start, interpolate, chunk, progress, on_row),
                         Precision::Single => super::simd::SimdBackend::<f32>::new(self.exp, level).render_rows(start, interpolate, chunk, progress, on_row),
                     });
