@@ -147,6 +147,9 @@ impl Core {
             .detach(|| -> nbcore::Result<_> {
                 let cfg = nbcore::cli::parse::parse_simulate_args(&args)?;
                 let (exp, log, inputs) = simulate::setup_with_inputs(&cfg)?;
+                // `--backend gpu` is refused here as on the command line (this module is built
+                // without the GPU backend), never rendered on the CPU instead in silence
+                cfg.run.check_backend(&exp, &cfg.output)?;
                 Ok((cfg, exp, (log.lines, inputs)))
             })
             .map_err(to_py)?;

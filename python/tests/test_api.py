@@ -205,6 +205,7 @@ BASE = ["-cell", "50", "50", "50", "90", "90", "90", "-detpixels", "16", "-N", "
     (BASE + ["-hkl", "/nonexistent/P1.hkl"], OSError, "/nonexistent/P1.hkl"),
     ("-cell 100", ValueError, "list"),
     ([1, 2, 3], ValueError, "string"),
+    (BASE + ["-default_F", "10", "--backend", "gpu"], ValueError, "--backend gpu"),
 ])
 def test_bad_flags(args, exc, msg):
     with pytest.raises(exc, match=msg):
