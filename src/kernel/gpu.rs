@@ -20,8 +20,6 @@ use std::time::Instant;
 
 /// The kernel source (CUDA C++), compiled by NVRTC at run time.
 pub const KERNEL_SOURCE: &str = include_str!("gpu.cu");
-/// The host-emulation wrapper of [`KERNEL_SOURCE`] (g++; tests and dry runs only).
-pub const HOST_EMULATION_SOURCE: &str = include_str!("gpu_host.cpp");
 /// Environment variable naming a host build of the kernel to use instead of a device.
 pub const HOST_EMULATION_ENV: &str = "NANOBRAGG_GPU_HOST_EMULATION";
 /// Environment variable naming a file that gets one JSON line of timings per render.
