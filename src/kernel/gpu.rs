@@ -399,7 +399,7 @@ impl<'a> GpuBackend<'a> {
         let tables = Tables::new(exp, precision);
         let bufs = vec![
             dev.upload(&tables.orient)?,
-            dev.upload(bytes_of(&tables.sources).iter().copied().chain([0u8; 8]).collect::<Vec<u8>>().as_slice())?,
+            dev.upload(bytes_of(&tables.sources))?,
             dev.upload(bytes_of(&tables.panels))?,
             dev.upload(bytes_of(&tables.fgrid))?,
             dev.upload(bytes_of(&tables.mask))?,
