@@ -141,6 +141,22 @@ fn stills_equal_single_image_runs() {
     assert_eq!(std::fs::read(tmp.path().join("noiseimage_00002.img")).unwrap(), std::fs::read(single.path().join("noiseimage.img")).unwrap());
 }
 
+/// Frames rendered side by side (one per thread: 4 of the 5 here on two threads, the fifth on both)
+/// are the files of frames rendered one after another on one thread.
+#[test]
+fn frames_side_by_side_equal_frames_one_after_another() {
+    let mut a = strs(CRYSTAL);
+    a.extend(strs(&["-phi", "10", "-osc", "0.1", "--frames", "5", "-seed", "42", "-mosaic", "0.5", "-mosaic_domains", "3", "-cbffile", "f_#####.cbf"]));
+    let two = tempfile::tempdir().unwrap();
+    series(two.path(), &a, &["--threads", "2"]);
+    let one = tempfile::tempdir().unwrap();
+    series(one.path(), &a, &["--threads", "1"]);
+    let hashes = image_hashes(two.path());
+    assert_eq!(hashes.len(), 25, "{hashes:?}");
+    assert_eq!(hashes, image_hashes(one.path()));
+    assert!(verify(two.path()).status.success());
+}
+
 #[test]
 fn three_shards_equal_the_unsharded_run() {
     let whole = tempfile::tempdir().unwrap();

@@ -927,8 +927,9 @@ pub struct Prepared {
 }
 
 /// Before anything is written: the values and memory of a frame checked as `simulate` checks them
-/// (with every frame in flight at once: one rendering, two being written and two queued), the inputs
-/// read and the first frame's experiment built.
+/// (with every frame in flight at once: one rendering, two being written and two queued, or one per
+/// worker rendering frames side by side, whichever is more), the inputs read and the first frame's
+/// experiment built.
 fn prepare(plan: &Plan, todo: &[usize]) -> Result<Prepared> {
     let first = todo.first().copied().unwrap_or(1);
     let cfg = plan.frame_config(&plan.frame(first)?);
@@ -936,7 +937,7 @@ fn prepare(plan: &Plan, todo: &[usize]) -> Result<Prepared> {
     crate::run::limits::check_values(&cfg)?;
     let est = crate::run::limits::check_run(&cfg)?;
     let writers = plan.base.run.threads.unwrap_or(usize::MAX).clamp(1, 2) as u64;
-    let in_flight = (2 * writers + 1).min(todo.len().max(1) as u64);
+    let in_flight = (2 * writers + 1).max(frame_workers(plan) as u64).min(todo.len().max(1) as u64);
     let frame_bytes = est.bytes.saturating_sub(32 << 20);
     let bytes = frame_bytes.saturating_mul(in_flight).saturating_add(32 << 20);
     crate::base::memory::check_alloc(
@@ -1164,18 +1165,83 @@ impl FrameSink<'_, '_> {
     }
 }
 
+/// Render and write the frames: whole frames side by side, one per thread, while there are at
+/// least as many frames left as threads ([`frames_side_by_side`]); the rest (fewer frames than
+/// threads, or the GPU) one after the other on every thread ([`render_then_write`]). Every frame's
+/// files are the same bytes either way (a frame's render and noise depend on nothing but the frame).
+fn render_and_write(plan: &Plan, todo: &[usize], inputs: &Inputs, sink: &FrameSink, manifest: &mut Manifest) -> Result<()> {
+    let state: ManifestState = std::sync::Mutex::new((manifest, Instant::now(), 0usize));
+    let threads = frame_workers(plan);
+    let side_by_side = if threads >= 2 { todo.len() - todo.len() % threads } else { 0 };
+    let (whole, rest) = todo.split_at(side_by_side);
+    frames_side_by_side(plan, whole, threads, inputs, sink, &state)?;
+    render_then_write(plan, rest, inputs, sink, &state)
+}
+
+/// Frames rendered side by side: one per thread asked for (`--threads`, else rayon's default), at
+/// most one per core (each holds a frame in memory); 0 on the GPU (one device, used a frame at a time).
+fn frame_workers(plan: &Plan) -> usize {
+    if plan.base.run.backend != crate::run::config::BackendChoice::Cpu {
+        return 0;
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    plan.base.run.threads.unwrap_or_else(rayon::current_num_threads).clamp(1, cores)
+}
+
+/// Each of `threads` workers renders and writes whole frames on one thread of its own (a rayon pool
+/// of one, so the render's and the writers' parallel loops run in place): no hand-over between
+/// threads within a frame, both cores busy to the end when `frames` is a multiple of `threads`.
+/// Frames finish out of order; the manifest is sorted when it is saved.
+fn frames_side_by_side(plan: &Plan, frames: &[usize], threads: usize, inputs: &Inputs, sink: &FrameSink, state: &ManifestState) -> Result<()> {
+    if frames.is_empty() {
+        return Ok(());
+    }
+    let pools = (0..threads)
+        .map(|_| rayon::ThreadPoolBuilder::new().num_threads(1).build())
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| Error::setup(format!("cannot start {threads} threads: {e}")))?;
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let failed = std::sync::atomic::AtomicBool::new(false);
+    let work = |pool: &rayon::ThreadPool| -> Result<()> {
+        pool.install(|| loop {
+            if failed.load(std::sync::atomic::Ordering::SeqCst) {
+                return Ok(());
+            }
+            let Some(&k) = frames.get(next.fetch_add(1, std::sync::atomic::Ordering::SeqCst)) else { return Ok(()) };
+            let done = render_frame(plan, k, inputs, None).and_then(|job| sink.write(job, state));
+            if done.is_err() {
+                failed.store(true, std::sync::atomic::Ordering::SeqCst);
+                return done;
+            }
+        })
+    };
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = pools.iter().map(|p| scope.spawn(|| work(p))).collect();
+        let mut res = Ok(());
+        for h in handles {
+            let w = h.join().unwrap_or_else(|_| Err(Error::setup("series worker thread panicked")));
+            if res.is_ok() {
+                res = w;
+            }
+        }
+        res
+    })
+}
+
 /// Render the frames in order while up to two writer threads write the previous ones (the noise
 /// image is one serial random stream per frame, so two writers keep two noise streams going at once).
 /// The first error, a renderer's or a writer's, is returned after every thread has stopped.
-fn render_and_write(plan: &Plan, todo: &[usize], inputs: &Inputs, sink: &FrameSink, manifest: &mut Manifest) -> Result<()> {
+fn render_then_write(plan: &Plan, todo: &[usize], inputs: &Inputs, sink: &FrameSink, state: &ManifestState) -> Result<()> {
+    if todo.is_empty() {
+        return Ok(());
+    }
     let threads = plan.base.run.threads;
     let writers = threads.unwrap_or(usize::MAX).clamp(1, 2);
     let (tx, rx) = std::sync::mpsc::sync_channel::<Rendered>(writers);
     let rx = std::sync::Mutex::new(rx);
     let failed = std::sync::atomic::AtomicBool::new(false);
-    let state: ManifestState = std::sync::Mutex::new((manifest, Instant::now(), 0usize));
     std::thread::scope(|scope| -> Result<()> {
-        let (rx, failed, state) = (&rx, &failed, &state);
+        let (rx, failed) = (&rx, &failed);
         let handles: Vec<_> = (0..writers)
             .map(|_| {
                 scope.spawn(move || -> Result<()> {

@@ -696,12 +696,13 @@ pub fn write_all(planned: &[Planned], ctx: &OutputCtx, stats_lines: impl FnOnce(
         f.flush().map_err(io_err(&p.path))?;
         Ok((lines, Some(f.finish()?)))
     };
+    // on a thread of a one-thread rayon pool (`series` rendering frames side by side, a frame per
+    // core), every writer runs in place: the other cores are busy with other frames, and a thread of
+    // its own would hand its parallel loops to the global pool
+    let own_thread = |p: &Planned| p.writer.own_thread() && !(rayon::current_thread_index().is_some() && rayon::current_num_threads() == 1);
     let results: Vec<One> = std::thread::scope(|scope| {
-        let handles: Vec<_> = planned
-            .iter()
-            .map(|p| if p.writer.own_thread() { Some(scope.spawn(|| run_one(p))) } else { None })
-            .collect();
-        let mut inline: Vec<Option<One>> = planned.iter().map(|p| (!p.writer.own_thread()).then(|| run_one(p))).collect();
+        let handles: Vec<_> = planned.iter().map(|p| if own_thread(p) { Some(scope.spawn(|| run_one(p))) } else { None }).collect();
+        let mut inline: Vec<Option<One>> = planned.iter().map(|p| (!own_thread(p)).then(|| run_one(p))).collect();
         handles
             .into_iter()
             .zip(planned)
