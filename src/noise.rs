@@ -299,25 +299,26 @@ fn noise_rows(
 ) -> crate::Result<(f64, u64)> {
     let (float, fpixels, spixels) = (image.data(), image.fpixels(), image.spixels());
     let n = fpixels * spixels;
-    let exp_block = |b: usize| -> Vec<f32> {
+    // block b's exp(-mean) into `e` (two buffers, reused: written in place row by row)
+    let exp_block = |b: usize, e: &mut Vec<f32>| {
         let lo = (b * BLOCK_ROWS * fpixels).min(n);
         let hi = ((b + 1) * BLOCK_ROWS * fpixels).min(n);
-        float[lo..hi]
-            .par_chunks(fpixels.max(1))
-            .map(|row| {
-                let mut e = Vec::new();
-                exp_of_means(row, &mut e);
-                e
-            })
-            .flatten_iter()
-            .collect()
+        e.resize(hi - lo, 0.0);
+        e.par_chunks_mut(fpixels.max(1)).zip(float[lo..hi].par_chunks(fpixels.max(1))).for_each(|(e, row)| poisson_g_row(e, row));
     };
     let blocks = spixels.div_ceil(BLOCK_ROWS);
     let mut rows = CNoiseRows::new(rng.clone(), *seed, image.roi.clone(), fpixels, adc_offset);
-    let mut current = if blocks > 0 { exp_block(0) } else { Vec::new() };
+    let (mut current, mut next) = (Vec::new(), Vec::new());
+    if blocks > 0 {
+        exp_block(0, &mut current);
+    }
     for b in 0..blocks {
-        let (next, drawn) = rayon::join(
-            || if b + 1 < blocks { exp_block(b + 1) } else { Vec::new() },
+        let ((), drawn) = rayon::join(
+            || {
+                if b + 1 < blocks {
+                    exp_block(b + 1, &mut next)
+                }
+            },
             || -> crate::Result<()> {
                 for s in b * BLOCK_ROWS..((b + 1) * BLOCK_ROWS).min(spixels) {
                     let at = (s - b * BLOCK_ROWS) * fpixels;
@@ -328,17 +329,18 @@ fn noise_rows(
             },
         );
         drawn?;
-        current = next;
+        std::mem::swap(&mut current, &mut next);
     }
     let (photons, overloads) = (rows.photons, rows.overloads);
     (*rng, *seed) = rows.into_state();
     Ok((photons, overloads))
 }
 
-/// [`poisson_g_fast_row`] compiled 4 lanes wide where the CPU has AVX2 (a closure under `with_avx2` is
-/// not reliably inlined into it).
+/// [`poisson_g_fast_row`] compiled 8 lanes wide where the CPU has AVX-512, 4 where it has AVX2 (a
+/// closure under `with_widest` is not reliably inlined into it); the same bits at every width (no
+/// fused operations but the explicit ones).
 fn poisson_g_fast_dispatch(g: &mut [f32], xm: &[f32]) {
-    crate::base::cpu::avx2_call!(poisson_g_fast_row(g: &mut [f32], xm: &[f32]) -> ())
+    crate::base::cpu::widest_call!(poisson_g_fast_row(g: &mut [f32], xm: &[f32]) -> ())
 }
 
 /// poidev's `g=exp(-xm)` for means below 12 (float negation, exp in double, stored as float), 0 for
@@ -346,6 +348,10 @@ fn poisson_g_fast_dispatch(g: &mut [f32], xm: &[f32]) {
 /// cannot vouch for (and every mean outside 0..12) go through libm's exp as the C's do.
 fn poisson_g_row(g: &mut [f32], xm: &[f32]) {
     poisson_g_fast_dispatch(g, xm);
+    // about one row in 16 has a pixel to fix (one mean in 2^22, or a mean outside 0..12)
+    if !g.iter().fold(false, |any, g| any | g.is_nan()) {
+        return;
+    }
     for (g, &xm) in g.iter_mut().zip(xm) {
         if g.is_nan() {
             *g = if (xm as f64) < 12.0 { ((-xm) as f64).exp() as f32 } else { 0.0 };

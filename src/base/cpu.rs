@@ -44,6 +44,26 @@ macro_rules! avx2_call {
 }
 pub(crate) use avx2_call;
 
+/// [`avx2_call`] at the widest level: compiled for AVX-512 (F, DQ, VL) where the CPU has it (as
+/// [`with_widest`]), else for AVX2+FMA, else for the baseline.
+macro_rules! widest_call {
+    ($f:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty) => {{
+        #[cfg(target_arch = "x86_64")]
+        if $crate::base::cpu::detected_level() >= $crate::base::cpu::SimdLevel::Avx512 {
+            /// # Safety
+            /// The CPU must support AVX-512 F, DQ and VL, AVX2 and FMA.
+            #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+            unsafe fn avx512($($arg: $ty),*) -> $ret {
+                $f($($arg),*)
+            }
+            // SAFETY: the AVX-512 level means AVX-512 F/DQ/VL, and AVX2 and FMA with them
+            return unsafe { avx512($($arg),*) };
+        }
+        $crate::base::cpu::avx2_call!($f($($arg: $ty),*) -> $ret)
+    }};
+}
+pub(crate) use widest_call;
+
 /// Run `f` compiled for the widest vectors this CPU has: AVX-512 (F, DQ, VL) where it has them, else
 /// as [`with_avx2`]. For loops bound by their arithmetic per pixel, such as the int image's
 /// conversion through f64 (16 pixels per register pair instead of 8: 2048² 3.9 -> ~1.5 ms of CPU,
