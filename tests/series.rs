@@ -142,7 +142,8 @@ fn stills_equal_single_image_runs() {
 }
 
 /// Frames rendered side by side (one per thread: 4 of the 5 here on two threads, the fifth on both)
-/// are the files of frames rendered one after another on one thread.
+/// are the files of frames rendered one after another on one thread (the NeXus file apart: HDF5
+/// stamps its objects with the time; its frames are compared by value in the NeXus tests below).
 #[test]
 fn frames_side_by_side_equal_frames_one_after_another() {
     let mut a = strs(CRYSTAL);

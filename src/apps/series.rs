@@ -796,7 +796,7 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
     // every frame's files are hashed as they are written, not read back
     let digests = crate::io::atomic::record_digests();
     let mut result = {
-        let sink = FrameSink { plan: &plan, mpath: &mpath, bar: &bar, first_frame, nexus: std::sync::Mutex::new(nexus.as_mut().map(|(w, _)| w)) };
+        let sink = FrameSink { plan: &plan, mpath: &mpath, bar: &bar, first_frame, nexus: std::sync::Mutex::new(nexus.as_mut().map(|(w, _)| NexusInOrder { w, order: InOrder::default() })) };
         render_and_write(&plan, &todo, &inputs, &sink, &mut manifest)
     };
     drop(digests);
@@ -1121,7 +1121,45 @@ struct FrameSink<'a, 'w> {
     mpath: &'a Path,
     bar: &'a Option<crate::base::progress::Bar>,
     first_frame: usize,
-    nexus: std::sync::Mutex<Option<&'w mut crate::io::nexus::NexusWriter>>,
+    nexus: std::sync::Mutex<Option<NexusInOrder<'w>>>,
+}
+
+/// The shard's NeXus file, its frames written in frame order whatever order they finish in (frames
+/// rendered side by side finish out of order; HDF5 places chunks in the order they are written).
+struct NexusInOrder<'w> {
+    w: &'w mut crate::io::nexus::NexusWriter,
+    order: InOrder<Vec<i32>>,
+}
+
+impl NexusInOrder<'_> {
+    /// Frame `i`'s counts, written once the frames before it are.
+    fn put(&mut self, i: usize, counts: Vec<i32>) -> Result<()> {
+        for (i, c) in self.order.put(i, counts) {
+            self.w.write_frame(i, &c)?;
+        }
+        Ok(())
+    }
+}
+
+/// Items numbered 0, 1, 2, … handed in any order and given back in order: each as soon as every
+/// one before it was. Holds the early ones (at most one per other thread, for the frames here).
+#[derive(Default)]
+struct InOrder<T> {
+    next: usize,
+    waiting: std::collections::BTreeMap<usize, T>,
+}
+
+impl<T> InOrder<T> {
+    /// Item `i`: the items now ready, in order (none while one before `i` is missing).
+    fn put(&mut self, i: usize, item: T) -> Vec<(usize, T)> {
+        self.waiting.insert(i, item);
+        let mut ready = Vec::new();
+        while let Some(t) = self.waiting.remove(&self.next) {
+            ready.push((self.next, t));
+            self.next += 1;
+        }
+        ready
+    }
 }
 
 /// The manifest, when it was last saved, and how many frames were written.
@@ -1135,7 +1173,7 @@ impl FrameSink<'_, '_> {
             // the counts `simulate -nexusfile` writes for this frame (same noise stream)
             let counts = crate::run::outputs::photon_counts(&job.cfg, &job.exp, &job.out.float);
             if let Some(w) = self.nexus.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
-                w.write_frame(job.rec.frame - self.first_frame, &counts)?;
+                w.put(job.rec.frame - self.first_frame, counts)?;
             }
         }
         let mut sink = std::io::sink();
@@ -1535,6 +1573,17 @@ mod tests {
     /// Haar-uniform rotations: every matrix element has mean 0 and mean square 1/3, and the rotation
     /// angle θ has E[cos θ] = −1/2 (density (1 − cos θ)/π on [0, π]). Checked on the rotation that the
     /// misset angles rebuild through `vec3::rotate` (the path a still takes).
+    #[test]
+    fn items_come_back_in_order() {
+        let mut o = InOrder::default();
+        assert!(o.put(1, 'b').is_empty());
+        assert!(o.put(3, 'd').is_empty());
+        assert_eq!(o.put(0, 'a'), vec![(0, 'a'), (1, 'b')]);
+        assert_eq!(o.put(2, 'c'), vec![(2, 'c'), (3, 'd')]);
+        assert_eq!(o.put(4, 'e'), vec![(4, 'e')]);
+        assert!(o.waiting.is_empty());
+    }
+
     #[test]
     fn still_orientations_are_uniform() {
         let n = 20000;
