@@ -167,13 +167,19 @@ impl CNoiseRows {
     /// Draw row `s` from its float pixels and their [`exp_of_means`]: the SMV pixels and the
     /// uncapped 32-bit counts (saturating; NaN becomes 0).
     pub fn draw(&mut self, s: usize, float: &[f32], exp: &[f32]) -> (&[u16], &[i32]) {
-        self.row.fill(0);
-        self.row32.fill(0);
         if self.roi.slow.contains(&s) {
             let cols = self.roi.fast.clone();
+            // 0 outside the ROI's columns ([`convert_row`] writes every pixel within them)
+            self.row[..cols.start].fill(0);
+            self.row[cols.end..].fill(0);
+            self.row32[..cols.start].fill(0);
+            self.row32[cols.end..].fill(0);
             draw_deviates(&mut self.ahead, &mut self.cache, &float[cols.clone()], &exp[cols.clone()], &mut self.others);
             self.photons = add_photons(self.photons, &self.others);
             self.overloads += convert_row(&self.others, self.adc_offset, &mut self.row[cols.clone()], &mut self.row32[cols]);
+        } else {
+            self.row.fill(0);
+            self.row32.fill(0);
         }
         (&self.row, &self.row32)
     }
@@ -190,39 +196,76 @@ impl CNoiseRows {
 /// every pixel not settled by one uniform, in order (all other deviates are +0).
 ///
 /// A mean below 12 whose first uniform is at most g (most pixels of a sparse image) takes one draw
-/// and gives 0 inline, with no store; the rest continue out of line ([`more_draws`],
-/// [`DeviateCache::poidev`]). poidev's cached `oldm`/`g` are set as the C's would be before each
-/// larger mean and at the end.
+/// and gives 0, with no store: [`ZERO_RUN`] pixels at a time are checked against their uniforms
+/// side by side and, all settled so, skipped at once; any other run goes pixel by pixel
+/// ([`draw_one`]). poidev's cached `oldm`/`g` are set as the C's would be before each larger mean
+/// and at the end.
 fn draw_deviates(src: &mut Ran1Ahead, cache: &mut DeviateCache, xm: &[f32], g: &[f32], others: &mut Vec<(u32, f32)>) {
     others.clear();
-    // the last pixel with a mean below 12 not yet noted in the cache (usize::MAX: none)
-    let mut last = usize::MAX;
-    let note = |cache: &mut DeviateCache, last: usize| {
-        if let (Some(&m), Some(&g)) = (xm.get(last), g.get(last)) {
-            cache.note_small(m, g);
-        }
-    };
-    // the stream's position, held here between the out-of-line calls
-    let mut pos = src.position();
-    for (i, (&m, &g)) in xm.iter().zip(g).enumerate() {
-        // `(xm as f64) < 12.0` exactly (the conversion is exact; NaN is false in both)
-        if m < 12.0 {
-            let u = src.next_at(&mut pos);
-            if u > g {
-                src.set_position(pos);
-                others.push((i as u32, more_draws(src, u, g)));
-                pos = src.position();
-            }
-            last = i;
+    let mut at = DrawAt { pos: src.position(), last: usize::MAX };
+    let whole = xm.len() - xm.len() % ZERO_RUN;
+    let mut i = 0;
+    while i < whole {
+        let (m, gs) = (&xm[i..i + ZERO_RUN], &g[i..i + ZERO_RUN]);
+        let settled = src.ahead_at(at.pos, ZERO_RUN).is_some_and(|u| {
+            // `&`, not `&&`: one vector comparison of the run, no branch per pixel
+            m.iter().zip(gs).zip(u).fold(true, |all, ((&m, &g), &u)| all & (m < 12.0) & (u <= g))
+        });
+        if settled {
+            at.pos += ZERO_RUN;
+            at.last = i + ZERO_RUN - 1;
         } else {
-            note(cache, std::mem::replace(&mut last, usize::MAX));
-            src.set_position(pos);
-            others.push((i as u32, cache.poidev(m, &mut || src.next())));
-            pos = src.position();
+            for j in i..i + ZERO_RUN {
+                draw_one(src, cache, &mut at, xm, g, j, others);
+            }
         }
+        i += ZERO_RUN;
     }
-    src.set_position(pos);
-    note(cache, last);
+    for j in whole..xm.len() {
+        draw_one(src, cache, &mut at, xm, g, j, others);
+    }
+    src.set_position(at.pos);
+    note_last(cache, xm, g, at.last);
+}
+
+/// Pixels whose first uniforms [`draw_deviates`] compares at once.
+const ZERO_RUN: usize = 16;
+
+/// Where [`draw_deviates`] is: the stream's position (held here between out-of-line calls) and the
+/// last pixel with a mean below 12 not yet noted in poidev's cache (usize::MAX: none).
+struct DrawAt {
+    pos: usize,
+    last: usize,
+}
+
+/// poidev's statics after the small mean of pixel `last` (none for usize::MAX).
+#[inline(always)]
+fn note_last(cache: &mut DeviateCache, xm: &[f32], g: &[f32], last: usize) {
+    if let (Some(&m), Some(&g)) = (xm.get(last), g.get(last)) {
+        cache.note_small(m, g);
+    }
+}
+
+/// Pixel `i`'s deviate (see [`draw_deviates`]): one uniform and no entry for a mean below 12 it
+/// settles, else the rest out of line ([`more_draws`], [`DeviateCache::poidev`]).
+#[inline(always)]
+fn draw_one(src: &mut Ran1Ahead, cache: &mut DeviateCache, at: &mut DrawAt, xm: &[f32], g: &[f32], i: usize, others: &mut Vec<(u32, f32)>) {
+    let (m, gi) = (xm[i], g[i]);
+    // `(xm as f64) < 12.0` exactly (the conversion is exact; NaN is false in both)
+    if m < 12.0 {
+        let u = src.next_at(&mut at.pos);
+        if u > gi {
+            src.set_position(at.pos);
+            others.push((i as u32, more_draws(src, u, gi)));
+            at.pos = src.position();
+        }
+        at.last = i;
+    } else {
+        note_last(cache, xm, g, std::mem::replace(&mut at.last, usize::MAX));
+        src.set_position(at.pos);
+        others.push((i as u32, cache.poidev(m, &mut || src.next())));
+        at.pos = src.position();
+    }
 }
 
 /// The rest of poidev's product-of-uniforms loop after a first uniform `t` above `g`: `em` counts the

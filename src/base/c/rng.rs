@@ -410,6 +410,13 @@ impl Ran1Ahead {
         u
     }
 
+    /// The `n` deviates from `pos` on (see [`Ran1Ahead::next_at`]) where the buffer holds them all,
+    /// for a caller that then takes them by moving `pos` past them.
+    #[inline(always)]
+    pub fn ahead_at(&self, pos: usize, n: usize) -> Option<&[f32]> {
+        self.buf[..self.len].get(pos..pos + n)
+    }
+
     /// Deviates taken from the buffer (see [`Ran1Ahead::next_at`]).
     #[inline(always)]
     pub fn position(&self) -> usize {
