@@ -764,6 +764,7 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
     let todo: Vec<usize> = frames.iter().copied().filter(|k| !done.contains_key(k)).collect();
     // every check before the first file is written: a refused run changes nothing
     let prepared = prepare(&plan, &todo)?;
+    let workers = prepared.workers;
     check_output_size(sa, &plan, &prepared, todo.len(), nexus_name.is_some(), env, quiet_user, log_out)?;
     check_outputs_before_rendering(&plan, &todo, nexus_name.as_deref(), &mpath)?;
     if !quiet_user && skipped > 0 {
@@ -797,7 +798,7 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
     let digests = crate::io::atomic::record_digests();
     let mut result = {
         let sink = FrameSink { plan: &plan, mpath: &mpath, bar: &bar, first_frame, nexus: std::sync::Mutex::new(nexus.as_mut().map(|(w, _)| NexusInOrder { w, order: InOrder::default() })) };
-        render_and_write(&plan, &todo, &inputs, &sink, &mut manifest)
+        render_and_write(&plan, &todo, workers, &inputs, &sink, &mut manifest)
     };
     drop(digests);
     if let (Ok(()), Some((w, nx))) = (&result, nexus.take()) {
@@ -924,6 +925,8 @@ pub struct Prepared {
     inputs: Inputs,
     exp: Experiment,
     cfg: Config,
+    /// Frames rendered side by side ([`frame_workers`]).
+    workers: usize,
 }
 
 /// Before anything is written: the values and memory of a frame checked as `simulate` checks them
@@ -937,8 +940,9 @@ fn prepare(plan: &Plan, todo: &[usize]) -> Result<Prepared> {
     crate::run::limits::check_values(&cfg)?;
     let est = crate::run::limits::check_run(&cfg)?;
     let writers = plan.base.run.threads.unwrap_or(usize::MAX).clamp(1, 2) as u64;
-    let in_flight = (2 * writers + 1).max(frame_workers(plan) as u64).min(todo.len().max(1) as u64);
     let frame_bytes = est.bytes.saturating_sub(32 << 20);
+    let workers = frame_workers(plan, frame_bytes, crate::base::memory::memory_budget());
+    let in_flight = (2 * writers + 1).max(workers as u64).min(todo.len().max(1) as u64);
     let bytes = frame_bytes.saturating_mul(in_flight).saturating_add(32 << 20);
     crate::base::memory::check_alloc(
         || {
@@ -957,7 +961,7 @@ fn prepare(plan: &Plan, todo: &[usize]) -> Result<Prepared> {
     let exp = crate::run::setup::build_experiment(&cfg, &inputs)?;
     crate::run::simulate::check_geometry_outputs(&cfg, &exp)?;
     cfg.run.check_backend(&exp, &cfg.output)?;
-    Ok(Prepared { inputs, exp, cfg })
+    Ok(Prepared { inputs, exp, cfg, workers })
 }
 
 /// The bytes the frames to render will write (every output of every frame, the shard's NeXus file),
@@ -1094,7 +1098,7 @@ fn setup_once(
     quiet_user: bool,
     log_out: &mut dyn std::io::Write,
 ) -> Result<(Inputs, Option<(crate::io::nexus::NexusWriter, PathBuf)>)> {
-    let Prepared { mut inputs, exp, cfg } = prepared;
+    let Prepared { mut inputs, exp, cfg, .. } = prepared;
     write_setup_outputs(&cfg, &exp)?;
     if !quiet_user {
         let mut log = Log { lines: crate::run::summary::setup_summary(&cfg, &inputs, &exp) };
@@ -1207,9 +1211,9 @@ impl FrameSink<'_, '_> {
 /// least as many frames left as threads ([`frames_side_by_side`]); the rest (fewer frames than
 /// threads, or the GPU) one after the other on every thread ([`render_then_write`]). Every frame's
 /// files are the same bytes either way (a frame's render and noise depend on nothing but the frame).
-fn render_and_write(plan: &Plan, todo: &[usize], inputs: &Inputs, sink: &FrameSink, manifest: &mut Manifest) -> Result<()> {
+fn render_and_write(plan: &Plan, todo: &[usize], workers: usize, inputs: &Inputs, sink: &FrameSink, manifest: &mut Manifest) -> Result<()> {
     let state: ManifestState = std::sync::Mutex::new((manifest, Instant::now(), 0usize));
-    let threads = frame_workers(plan);
+    let threads = workers;
     let side_by_side = if threads >= 2 { todo.len() - todo.len() % threads } else { 0 };
     let (whole, rest) = todo.split_at(side_by_side);
     frames_side_by_side(plan, whole, threads, inputs, sink, &state)?;
@@ -1217,13 +1221,23 @@ fn render_and_write(plan: &Plan, todo: &[usize], inputs: &Inputs, sink: &FrameSi
 }
 
 /// Frames rendered side by side: one per thread asked for (`--threads`, else rayon's default), at
-/// most one per core (each holds a frame in memory); 0 on the GPU (one device, used a frame at a time).
-fn frame_workers(plan: &Plan) -> usize {
+/// most one per core, and no more than `budget` holds at `frame_bytes` each beside the run's fixed
+/// 32 MiB (so never more frames in memory than fit, where one after another would fit); 0 on the
+/// GPU (one device, used a frame at a time).
+fn frame_workers(plan: &Plan, frame_bytes: u64, budget: u64) -> usize {
     if plan.base.run.backend != crate::run::config::BackendChoice::Cpu {
         return 0;
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    plan.base.run.threads.unwrap_or_else(rayon::current_num_threads).clamp(1, cores)
+    let asked = plan.base.run.threads.unwrap_or_else(rayon::current_num_threads);
+    workers_that_fit(asked, cores, frame_bytes, budget)
+}
+
+/// `asked` threads, at most `cores`, at most as many frames of `frame_bytes` as `budget` holds beside
+/// 32 MiB.
+fn workers_that_fit(asked: usize, cores: usize, frame_bytes: u64, budget: u64) -> usize {
+    let fit = budget.saturating_sub(32 << 20) / frame_bytes.max(1);
+    asked.clamp(1, cores.max(1)).min(usize::try_from(fit).unwrap_or(usize::MAX))
 }
 
 /// Each of `threads` workers renders and writes whole frames on one thread of its own (a rayon pool
@@ -1573,6 +1587,18 @@ mod tests {
     /// Haar-uniform rotations: every matrix element has mean 0 and mean square 1/3, and the rotation
     /// angle θ has E[cos θ] = −1/2 (density (1 − cos θ)/π on [0, π]). Checked on the rotation that the
     /// misset angles rebuild through `vec3::rotate` (the path a still takes).
+    #[test]
+    fn side_by_side_frames_fit_the_cores_and_the_memory() {
+        const MIB: u64 = 1 << 20;
+        assert_eq!(workers_that_fit(2, 2, 4 * MIB, 1 << 40), 2);
+        assert_eq!(workers_that_fit(8, 2, 4 * MIB, 1 << 40), 2);
+        assert_eq!(workers_that_fit(0, 2, 4 * MIB, 1 << 40), 1);
+        // 16 cores, frames of 100 MiB, 532 MiB free: five fit beside the 32 MiB
+        assert_eq!(workers_that_fit(16, 16, 100 * MIB, 532 * MIB), 5);
+        assert_eq!(workers_that_fit(16, 16, 100 * MIB, 100 * MIB), 0);
+        assert_eq!(workers_that_fit(4, 16, 0, 0), 0);
+    }
+
     #[test]
     fn items_come_back_in_order() {
         let mut o = InOrder::default();
