@@ -26,6 +26,9 @@ trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/c" "$tmp/rs"
 now() { date +%s.%N; }
 
+# each timed phase starts with no dirty pages (the other program's files written back by `sync`, not by
+# the kernel's flusher during the next program's time)
+sync
 t0=$(now)
 for k in $(seq 1 "$N"); do
   phi=$(awk -v k="$k" 'BEGIN { printf "%.10g", (k - 1) * 0.1 }')
@@ -34,16 +37,18 @@ for k in $(seq 1 "$N"); do
      -noisefile "n_$k.img" >/dev/null 2>&1)
 done
 t1=$(now)
+sync
+t1s=$(now)
 # shellcheck disable=SC2086
 "$RS" series $XTAL -phi 0 --frames "$N" -seed 1 --out-dir "$tmp/rs" --quiet "${THREAD_ARGS[@]}"
 t2=$(now)
 
 nc=$(ls "$tmp/c" | wc -l)
 nr=$(ls "$tmp/rs" | grep -vc '\.json$')
-awk -v n="$N" -v pix="$PIX" -v t0="$t0" -v t1="$t1" -v t2="$t2" -v nc="$nc" -v nr="$nr" -v cores="$(nproc)" \
+awk -v n="$N" -v pix="$PIX" -v t0="$t0" -v t1="$t1" -v t1s="$t1s" -v t2="$t2" -v nc="$nc" -v nr="$nr" -v cores="$(nproc)" \
     -v threads="${THREADS:-all}" 'BEGIN {
-  c = t1 - t0; r = t2 - t1
+  c = t1 - t0; r = t2 - t1s
   printf "| program | frames | detector | files | seconds | frames/s | speed-up |\n|---|---|---|---|---|---|---|\n"
-  printf "| C nanoBragg, once per frame (threads: %s of %d cores) | %d | %d² | %d | %.2f | %.3f | 1.0× |\n", threads, cores, n, pix, nc, c, n / c
-  printf "| nanobragg-rs series (threads: %s of %d cores) | %d | %d² | %d | %.2f | %.3f | %.1f× |\n", threads, cores, n, pix, nr, r, n / r, c / r
+  printf "| C nanoBragg, once per frame (threads: %s of %d cores) | %d | %d² | %d | %.3f | %.3f | 1.0× |\n", threads, cores, n, pix, nc, c, n / c
+  printf "| nanobragg-rs series (threads: %s of %d cores) | %d | %d² | %d | %.3f | %.3f | %.2f× |\n", threads, cores, n, pix, nr, r, n / r, c / r
 }'
