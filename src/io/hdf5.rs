@@ -41,6 +41,9 @@ pub struct Lib {
     pset_chunk: unsafe extern "C" fn(Hid, c_int, *const Hsize) -> Herr,
     pset_deflate: unsafe extern "C" fn(Hid, c_uint) -> Herr,
     pset_shuffle: unsafe extern "C" fn(Hid) -> Herr,
+    /// `H5Pset_obj_track_times(plist, hbool_t)`: the flag passed as a zero-extended 32-bit value (an
+    /// hbool_t of one byte or of an int reads the same register).
+    pset_obj_track_times: unsafe extern "C" fn(Hid, c_uint) -> Herr,
     pclose: unsafe extern "C" fn(Hid) -> Herr,
     fopen: unsafe extern "C" fn(*const c_char, c_uint, Hid) -> Hid,
     dopen2: unsafe extern "C" fn(Hid, *const c_char, Hid) -> Hid,
@@ -52,6 +55,8 @@ pub struct Lib {
     t_int64: Hid,
     t_c_s1: Hid,
     p_dataset_create: Hid,
+    p_group_create: Hid,
+    p_file_create: Hid,
     /// Kept open for the function pointers above (the library is loaded once, for the process).
     _library: libloading::Library,
 }
@@ -143,6 +148,7 @@ fn load() -> Result<Lib, String> {
             pset_chunk: sym(&library, "H5Pset_chunk")?,
             pset_deflate: sym(&library, "H5Pset_deflate")?,
             pset_shuffle: sym(&library, "H5Pset_shuffle")?,
+            pset_obj_track_times: sym(&library, "H5Pset_obj_track_times")?,
             pclose: sym(&library, "H5Pclose")?,
             fopen: sym(&library, "H5Fopen")?,
             dopen2: sym(&library, "H5Dopen2")?,
@@ -154,6 +160,8 @@ fn load() -> Result<Lib, String> {
             t_int64: global(&library, "H5T_NATIVE_LLONG_g")?,
             t_c_s1: global(&library, "H5T_C_S1_g")?,
             p_dataset_create: global(&library, "H5P_CLS_DATASET_CREATE_ID_g")?,
+            p_group_create: global(&library, "H5P_CLS_GROUP_CREATE_ID_g")?,
+            p_file_create: global(&library, "H5P_CLS_FILE_CREATE_ID_g")?,
             _library: library,
         }
     };
@@ -168,6 +176,18 @@ pub fn lib() -> Result<&'static Lib, String> {
 
 fn cstr(s: &str) -> Result<CString, String> {
     CString::new(s).map_err(|_| format!("name {s:?} contains a NUL byte"))
+}
+
+/// A creation property list of `class` whose objects carry no time stamps: HDF5 stamps every object
+/// header with the time by default, so two runs of the same parameters would give files that differ
+/// in those bytes alone.
+fn untimed(lib: &'static Lib, class: Hid) -> Result<Guard, String> {
+    // SAFETY: a property list of a class the library exports; owned by the guard.
+    unsafe {
+        let p = Guard(check((lib.pcreate)(class), "make a property list")?, lib.pclose);
+        check((lib.pset_obj_track_times)(p.0, 0) as i64, "turn off object time stamps")?;
+        Ok(p)
+    }
 }
 
 fn check(id: i64, what: &str) -> Result<i64, String> {
@@ -224,15 +244,17 @@ impl Node {
     pub fn create_file(path: &std::path::Path) -> Result<Node, String> {
         let lib = lib()?;
         let c = cstr(&path.to_string_lossy())?;
-        // SAFETY: valid C string, default property lists.
-        let id = unsafe { (lib.fcreate)(c.as_ptr(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT) };
+        let fcpl = untimed(lib, lib.p_file_create)?;
+        // SAFETY: valid C string and property list (the root group without time stamps).
+        let id = unsafe { (lib.fcreate)(c.as_ptr(), H5F_ACC_TRUNC, fcpl.0, H5P_DEFAULT) };
         Ok(Node { lib, id: check(id, "create the file")?, is_file: true })
     }
 
     pub fn group(&self, name: &str, nx_class: &str) -> Result<Node, String> {
         let c = cstr(name)?;
-        // SAFETY: valid parent id and C string.
-        let id = unsafe { (self.lib.gcreate2)(self.id, c.as_ptr(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT) };
+        let gcpl = untimed(self.lib, self.lib.p_group_create)?;
+        // SAFETY: valid parent id, C string and property list.
+        let id = unsafe { (self.lib.gcreate2)(self.id, c.as_ptr(), H5P_DEFAULT, gcpl.0, H5P_DEFAULT) };
         let g = Node { lib: self.lib, id: check(id, &format!("create group {name}"))?, is_file: false };
         g.attr("NX_class", Val::Str(nx_class))?;
         Ok(g)
@@ -280,9 +302,10 @@ impl Node {
         let lib = self.lib;
         let (ty, space, _tg, ptr, _keep) = self.prepare(&v, true)?;
         let c = cstr(name)?;
+        let dcpl = untimed(lib, lib.p_dataset_create)?;
         // SAFETY: valid ids; `ptr` points at data of the declared type and count.
         unsafe {
-            let d = check((lib.dcreate2)(self.id, c.as_ptr(), ty, space.0, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), &format!("create {name}"))?;
+            let d = check((lib.dcreate2)(self.id, c.as_ptr(), ty, space.0, H5P_DEFAULT, dcpl.0, H5P_DEFAULT), &format!("create {name}"))?;
             let dg = Guard(d, lib.dclose);
             check((lib.dwrite)(d, ty, H5S_ALL, H5S_ALL, H5P_DEFAULT, ptr) as i64, &format!("write {name}"))?;
             for (an, av) in attrs {
@@ -307,7 +330,7 @@ impl Node {
         // SAFETY: valid ids and arrays of `dims.len()` elements.
         unsafe {
             let space = Guard(check((lib.screate_simple)(dims.len() as c_int, dims.as_ptr(), std::ptr::null()), "make a dataspace")?, lib.sclose);
-            let p = Guard(check((lib.pcreate)(lib.p_dataset_create), "make a property list")?, lib.pclose);
+            let p = untimed(lib, lib.p_dataset_create)?;
             check((lib.pset_chunk)(p.0, chunk.len() as c_int, chunk.as_ptr()) as i64, "set chunks")?;
             check((lib.pset_shuffle)(p.0) as i64, "set the shuffle filter")?;
             check((lib.pset_deflate)(p.0, deflate) as i64, "set deflate (is zlib in this HDF5?)")?;
