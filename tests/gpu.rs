@@ -192,6 +192,16 @@ fn backend_gpu_without_a_device_is_refused_in_one_line_and_auto_falls_back() {
     assert!(!tmp.path().join("gpu.bin").exists(), "nothing written");
     let info = Command::new(BIN).arg("gpu").env_remove(HOST_EMULATION_ENV).output().unwrap();
     assert_eq!(info.status.code(), Some(9));
+    // the fallback is the CPU this process would use: NANOBRAGG_SIMD=reference renders single
+    // precision in the reference kernel (double), not in the SIMD kernel's floats
+    let single = format!("{SMALL} --precision single");
+    let run = |args: String| simulate_cmd(tmp.path(), &args).env("NANOBRAGG_SIMD", "reference").output().unwrap();
+    assert!(run(format!("{single} -floatfile ref.bin")).status.success());
+    assert!(run(format!("{single} --backend auto -floatfile ref_auto.bin")).status.success());
+    assert!(simulate_cmd(tmp.path(), &format!("{single} -floatfile simd.bin")).output().unwrap().status.success());
+    let read = |n: &str| std::fs::read(tmp.path().join(n)).unwrap();
+    assert_ne!(read("ref.bin"), read("simd.bin"), "the two kernels' single-precision images differ here");
+    assert_eq!(read("ref_auto.bin"), read("ref.bin"), "auto without a device takes NANOBRAGG_SIMD's kernel");
 }
 
 #[test]

@@ -36,7 +36,8 @@ pub fn kernel_for(exp: &Experiment, requested: Backend) -> Backend {
     match requested {
         Backend::Simd(level) if fast::supports(exp) => Backend::Simd(level.min(detected_level())),
         Backend::Gpu if gpu::unsupported(exp).is_none() && gpu::device().is_ok() => Backend::Gpu,
-        Backend::Gpu => kernel_for(exp, Backend::Simd(detected_level())),
+        // the CPU this process would use (`NANOBRAGG_SIMD` honoured, the reference included)
+        Backend::Gpu => kernel_for(exp, active_backend()),
         _ => Backend::Reference,
     }
 }
@@ -53,7 +54,7 @@ fn with_backend<R>(exp: &Experiment, opts: &RenderOptions, f: impl FnOnce(&dyn R
             Ok(b) => f(&b),
             Err(e) => {
                 eprintln!("warning: GPU backend: {e}; rendering on the CPU instead");
-                with_backend(exp, &RenderOptions { backend: Backend::Simd(detected_level()), precision }, f)
+                with_backend(exp, &RenderOptions { backend: active_backend(), precision }, f)
             }
         },
     }
