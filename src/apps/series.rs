@@ -1213,10 +1213,9 @@ impl FrameSink<'_, '_> {
 /// files are the same bytes either way (a frame's render and noise depend on nothing but the frame).
 fn render_and_write(plan: &Plan, todo: &[usize], workers: usize, inputs: &Inputs, sink: &FrameSink, manifest: &mut Manifest) -> Result<()> {
     let state: ManifestState = std::sync::Mutex::new((manifest, Instant::now(), 0usize));
-    let threads = workers;
-    let side_by_side = if threads >= 2 { todo.len() - todo.len() % threads } else { 0 };
+    let side_by_side = if workers >= 2 { todo.len() - todo.len() % workers } else { 0 };
     let (whole, rest) = todo.split_at(side_by_side);
-    frames_side_by_side(plan, whole, threads, inputs, sink, &state)?;
+    frames_side_by_side(plan, whole, workers, inputs, sink, &state)?;
     render_then_write(plan, rest, inputs, sink, &state)
 }
 
@@ -1584,9 +1583,6 @@ mod tests {
         assert_eq!(seed_plus("-seed", -5, 3).unwrap(), -3);
     }
 
-    /// Haar-uniform rotations: every matrix element has mean 0 and mean square 1/3, and the rotation
-    /// angle θ has E[cos θ] = −1/2 (density (1 − cos θ)/π on [0, π]). Checked on the rotation that the
-    /// misset angles rebuild through `vec3::rotate` (the path a still takes).
     #[test]
     fn side_by_side_frames_fit_the_cores_and_the_memory() {
         const MIB: u64 = 1 << 20;
@@ -1610,6 +1606,9 @@ mod tests {
         assert!(o.waiting.is_empty());
     }
 
+    /// Haar-uniform rotations: every matrix element has mean 0 and mean square 1/3, and the rotation
+    /// angle θ has E[cos θ] = −1/2 (density (1 − cos θ)/π on [0, π]). Checked on the rotation that the
+    /// misset angles rebuild through `vec3::rotate` (the path a still takes).
     #[test]
     fn still_orientations_are_uniform() {
         let n = 20000;
