@@ -1207,13 +1207,15 @@ impl FrameSink<'_, '_> {
     }
 }
 
-/// Render and write the frames: whole frames side by side, one per thread, while there are at
-/// least as many frames left as threads ([`frames_side_by_side`]); the rest (fewer frames than
-/// threads, or the GPU) one after the other on every thread ([`render_then_write`]). Every frame's
-/// files are the same bytes either way (a frame's render and noise depend on nothing but the frame).
+/// Render and write the frames: whole frames side by side, one per worker ([`frame_workers`]),
+/// while there are at least as many frames left as workers ([`frames_side_by_side`]; one worker: one
+/// thread does everything, as `--threads 1` asks); the rest (fewer frames than workers, or no
+/// worker: the GPU, or memory for fewer than two frames on a machine of several cores) one after the
+/// other on every thread ([`render_then_write`]). Every frame's files are the same bytes either way
+/// (a frame's render and noise depend on nothing but the frame).
 fn render_and_write(plan: &Plan, todo: &[usize], workers: usize, inputs: &Inputs, sink: &FrameSink, manifest: &mut Manifest) -> Result<()> {
     let state: ManifestState = std::sync::Mutex::new((manifest, Instant::now(), 0usize));
-    let side_by_side = if workers >= 2 { todo.len() - todo.len() % workers } else { 0 };
+    let side_by_side = if workers >= 1 { todo.len() - todo.len() % workers } else { 0 };
     let (whole, rest) = todo.split_at(side_by_side);
     frames_side_by_side(plan, whole, workers, inputs, sink, &state)?;
     render_then_write(plan, rest, inputs, sink, &state)
@@ -1233,10 +1235,15 @@ fn frame_workers(plan: &Plan, frame_bytes: u64, budget: u64) -> usize {
 }
 
 /// `asked` threads, at most `cores`, at most as many frames of `frame_bytes` as `budget` holds beside
-/// 32 MiB.
+/// 32 MiB; 0 (every thread on one frame at a time) where several threads could run but fewer than
+/// two frames fit.
 fn workers_that_fit(asked: usize, cores: usize, frame_bytes: u64, budget: u64) -> usize {
     let fit = budget.saturating_sub(32 << 20) / frame_bytes.max(1);
-    asked.clamp(1, cores.max(1)).min(usize::try_from(fit).unwrap_or(usize::MAX))
+    let threads = asked.clamp(1, cores.max(1));
+    match threads.min(usize::try_from(fit).unwrap_or(usize::MAX)) {
+        w if threads > 1 && w < 2 => 0,
+        w => w,
+    }
 }
 
 /// Each of `threads` workers renders and writes whole frames on one thread of its own (a rayon pool
@@ -1591,7 +1598,13 @@ mod tests {
         assert_eq!(workers_that_fit(0, 2, 4 * MIB, 1 << 40), 1);
         // 16 cores, frames of 100 MiB, 532 MiB free: five fit beside the 32 MiB
         assert_eq!(workers_that_fit(16, 16, 100 * MIB, 532 * MIB), 5);
+        assert_eq!(workers_that_fit(16, 16, 100 * MIB, 232 * MIB), 2);
+        // one frame fits: all 16 threads on it rather than one thread
+        assert_eq!(workers_that_fit(16, 16, 100 * MIB, 150 * MIB), 0);
         assert_eq!(workers_that_fit(16, 16, 100 * MIB, 100 * MIB), 0);
+        // one thread asked: that thread does everything
+        assert_eq!(workers_that_fit(1, 16, 100 * MIB, 150 * MIB), 1);
+        assert_eq!(workers_that_fit(1, 16, 100 * MIB, 100 * MIB), 0);
         assert_eq!(workers_that_fit(4, 16, 0, 0), 0);
     }
 
