@@ -1275,15 +1275,20 @@ fn frames_side_by_side(plan: &Plan, frames: &[usize], threads: usize, inputs: &I
     };
     std::thread::scope(|scope| {
         let handles: Vec<_> = pools.iter().map(|p| scope.spawn(|| work(p))).collect();
-        let mut res = Ok(());
-        for h in handles {
-            let w = h.join().unwrap_or_else(|_| Err(Error::setup("series worker thread panicked")));
-            if res.is_ok() {
-                res = w;
-            }
-        }
-        res
+        join_first_error(handles, "series worker thread panicked")
     })
+}
+
+/// Wait for every thread; the first error among them (a panic as `panicked`), in spawn order.
+fn join_first_error(handles: Vec<std::thread::ScopedJoinHandle<'_, Result<()>>>, panicked: &'static str) -> Result<()> {
+    let mut res = Ok(());
+    for h in handles {
+        let w = h.join().unwrap_or_else(|_| Err(Error::setup(panicked)));
+        if res.is_ok() {
+            res = w;
+        }
+    }
+    res
 }
 
 /// Render the frames in order while up to two writer threads write the previous ones (the noise
@@ -1330,14 +1335,7 @@ fn render_then_write(plan: &Plan, todo: &[usize], inputs: &Inputs, sink: &FrameS
             }
         }
         drop(tx);
-        let mut res = Ok(());
-        for h in handles {
-            let w = h.join().unwrap_or_else(|_| Err(Error::setup("series writer thread panicked")));
-            if res.is_ok() {
-                res = w;
-            }
-        }
-        res.and(render_err)
+        join_first_error(handles, "series writer thread panicked").and(render_err)
     })
 }
 
