@@ -508,16 +508,9 @@ impl RenderBackend for GpuBackend<'_> {
                     // a device that fails mid-run: the same rows on the CPU, said once
                     static SAID: std::sync::Once = std::sync::Once::new();
                     SAID.call_once(|| eprintln!("warning: GPU backend failed ({e}); rendering on the CPU instead"));
-                    // the CPU this process would use (as the planner's fallback: `NANOBRAGG_SIMD` honoured)
-                    let level = match super::plan::active_backend() {
-                        super::plan::Backend::Simd(level) if super::fast::supports(self.exp) => Some(level.min(crate::base::cpu::detected_level())),
-                        _ => None,
-                    };
-                    results.extend(match (level, self.precision) {
-                        (None, _) => super::backend::ReferenceBackend::new(self.exp).render_rows(start, interpolate, chunk, progress, on_row),
-                        (Some(level), Precision::Double) => super::simd::SimdBackend::<f64>::new(self.exp, level).render_rows(start, interpolate, chunk, progress, on_row),
-                        (Some(level), Precision::Single) => super::simd::SimdBackend::<f32>::new(self.exp, level).render_rows(start, interpolate, chunk, progress, on_row),
-                    });
+                    // the CPU this process would use (the planner's fall-back: `NANOBRAGG_SIMD` honoured)
+                    let cpu = |b: &dyn RenderBackend| b.render_rows(start, interpolate, chunk, progress, on_row);
+                    results.extend(super::simd::with_cpu_backend(self.exp, super::plan::Backend::Gpu, self.precision, cpu));
                     continue;
                 }
             };

@@ -34,29 +34,24 @@ pub use simd::SimdBackend;
 /// was refused before it got here: `run::config::RunOptions::check_backend`).
 pub fn kernel_for(exp: &Experiment, requested: Backend) -> Backend {
     match requested {
-        Backend::Simd(level) if fast::supports(exp) => Backend::Simd(level.min(detected_level())),
         Backend::Gpu if gpu::unsupported(exp).is_none() && gpu::device().is_ok() => Backend::Gpu,
-        // the CPU this process would use (`NANOBRAGG_SIMD` honoured, the reference included)
-        Backend::Gpu => kernel_for(exp, active_backend()),
-        _ => Backend::Reference,
+        // a CPU level as asked; for the GPU, the CPU this process would use
+        other => simd::cpu_kernel_for(exp, other),
     }
 }
 
 /// Run `f` with the backend the planner picks for `opts` (a GPU whose tables cannot be uploaded
 /// falls back to the CPU's best, with one warning).
 fn with_backend<R>(exp: &Experiment, opts: &RenderOptions, f: impl FnOnce(&dyn RenderBackend) -> R) -> R {
-    use crate::experiment::params::Precision;
-    match (kernel_for(exp, opts.backend), opts.precision) {
-        (Backend::Reference, _) => f(&ReferenceBackend::new(exp)),
-        (Backend::Simd(level), Precision::Double) => f(&SimdBackend::<f64>::new(exp, level)),
-        (Backend::Simd(level), Precision::Single) => f(&SimdBackend::<f32>::new(exp, level)),
-        (Backend::Gpu, precision) => match gpu::GpuBackend::new(exp, precision) {
+    match kernel_for(exp, opts.backend) {
+        Backend::Gpu => match gpu::GpuBackend::new(exp, opts.precision) {
             Ok(b) => f(&b),
             Err(e) => {
                 eprintln!("warning: GPU backend: {e}; rendering on the CPU instead");
-                with_backend(exp, &RenderOptions { backend: active_backend(), precision }, f)
+                simd::with_cpu_backend(exp, Backend::Gpu, opts.precision, f)
             }
         },
+        cpu => simd::with_cpu_backend(exp, cpu, opts.precision, f),
     }
 }
 

@@ -3,12 +3,34 @@
 //! supports is chosen at run time; [`SimdBackend`] is the backend that renders with it. Which
 //! backend renders (reference or SIMD) is the plan's choice (`kernel::plan`).
 
-use super::backend::{RenderBackend, RowResult};
+use super::backend::{ReferenceBackend, RenderBackend, RowResult};
 use super::fast::{render_row, Prepared};
 use super::hand::HandKernel;
+use super::plan::{active_backend, Backend};
 pub use crate::base::cpu::{detected_level, SimdLevel};
 use crate::experiment::params::Precision;
 use crate::experiment::Experiment;
+
+/// The CPU kernel the planner picks for `requested`: the SIMD kernel at that level, at most the
+/// CPU's, where it supports the experiment (integer N, `fast::supports`), else the reference. `Gpu`
+/// asks for the CPU this process would use (`active_backend`: `NANOBRAGG_SIMD` honoured, the
+/// reference included), as every fall-back from the GPU does.
+pub fn cpu_kernel_for(exp: &Experiment, requested: Backend) -> Backend {
+    match requested {
+        Backend::Gpu => cpu_kernel_for(exp, active_backend()),
+        Backend::Simd(level) if super::fast::supports(exp) => Backend::Simd(level.min(detected_level())),
+        _ => Backend::Reference,
+    }
+}
+
+/// Run `f` with the CPU backend [`cpu_kernel_for`] picks for `requested`, in `precision`.
+pub fn with_cpu_backend<R>(exp: &Experiment, requested: Backend, precision: Precision, f: impl FnOnce(&dyn RenderBackend) -> R) -> R {
+    match (cpu_kernel_for(exp, requested), precision) {
+        (Backend::Simd(level), Precision::Double) => f(&SimdBackend::<f64>::new(exp, level)),
+        (Backend::Simd(level), Precision::Single) => f(&SimdBackend::<f32>::new(exp, level)),
+        _ => f(&ReferenceBackend::new(exp)),
+    }
+}
 
 /// The SIMD kernel (`fast.rs`) at one instruction-set level, in f64 or f32 (`T`) per the
 /// experiment's precision.
@@ -20,7 +42,7 @@ pub struct SimdBackend<'a, T: HandKernel> {
 
 impl<'a, T: HandKernel> SimdBackend<'a, T> {
     /// The level is lowered to what this CPU supports. The experiment must be one the SIMD kernel
-    /// supports (`fast::supports`; the planner `kernel::kernel_for` checks it).
+    /// supports (`fast::supports`; the planner [`cpu_kernel_for`] checks it).
     pub fn new(exp: &'a Experiment, level: SimdLevel) -> Self {
         let level = level.min(detected_level());
         SimdBackend { exp, prep: Prepared::new(exp, level >= SimdLevel::Avx2 && super::plan::hand_loop_enabled()), level }
