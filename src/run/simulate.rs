@@ -566,10 +566,11 @@ fn render_streamed(cfg: &Config, exp: &Experiment, planned: &[Planned], tick: &(
                 p.populate(from * row_bytes..(from + POPULATE_ROWS) * row_bytes);
             }
             if let Some(tx) = &rows_tx {
-                let mut exp_row = Vec::with_capacity(row.len());
-                crate::noise::exp_of_means(row, &mut exp_row);
+                // what the serial draws need that the render threads can compute (exp(−mean), the
+                // large means' terms), here
+                let ahead = crate::noise::RowAhead::new(row);
                 // an error here means the noise thread stopped on a write error, which it reports
-                let _ = tx.send((s, row.to_vec(), exp_row));
+                let _ = tx.send((s, row.to_vec(), ahead));
             }
         };
         let rendered = in_pool(cfg.run.threads, || kernel::render_into(exp, &opts, pixels, tick, &hook));
@@ -600,10 +601,11 @@ fn noise_follows_render(cfg: &Config, exp: &Experiment) -> bool {
     cfg.output.noise_mode == crate::noise::NoiseMode::C && !exp.structure_factors.interpolate && cfg.params.add_float.is_empty() && exp.det.panels.len() == 1
 }
 
-/// The noise image drawn from the rendered rows (row index, pixels, their exp(−mean)) as they come,
+/// The noise image drawn from the rendered rows (row index, pixels, what the draws need of them
+/// ahead: [`crate::noise::RowAhead`]) as they come,
 /// in raster order (rows that come early wait): the C's serial stream, the same file as
 /// [`outputs::NoiseWriter`] writes after the render.
-fn follow_with_noise(cfg: &Config, exp: &Experiment, path: &Path, rows: std::sync::mpsc::Receiver<(usize, Vec<f32>, Vec<f32>)>) -> Result<(crate::io::atomic::Finished, Vec<String>)> {
+fn follow_with_noise(cfg: &Config, exp: &Experiment, path: &Path, rows: std::sync::mpsc::Receiver<(usize, Vec<f32>, crate::noise::RowAhead)>) -> Result<(crate::io::atomic::Finished, Vec<String>)> {
     let panel = exp.det.panel();
     let mut file = crate::io::atomic::AtomicFile::create(path)?;
     let header = crate::io::smv::smv_header_bytes(&int_header(cfg, exp)).map_err(|e| Error::Output { path: path.to_path_buf(), reason: e.to_string() })?;
@@ -611,10 +613,10 @@ fn follow_with_noise(cfg: &Config, exp: &Experiment, path: &Path, rows: std::syn
     let mut noise = crate::noise::CNoiseRows::new(exp.rng.clone(), exp.seed, panel.roi.clone(), panel.fpixels, cfg.output.adc_offset);
     let mut waiting = std::collections::BTreeMap::new();
     let mut next = 0;
-    for (s, row, exp_row) in rows {
-        waiting.insert(s, (row, exp_row));
-        while let Some((row, exp_row)) = waiting.remove(&next) {
-            let (px, _) = noise.draw(next, &row, &exp_row);
+    for (s, row, ahead) in rows {
+        waiting.insert(s, (row, ahead));
+        while let Some((row, ahead)) = waiting.remove(&next) {
+            let (px, _) = noise.draw(next, &row, &ahead);
             crate::io::write_le(&mut file, px).map_err(|e| Error::write(path, e))?;
             next += 1;
         }

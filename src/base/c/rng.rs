@@ -331,33 +331,56 @@ impl DeviateCache {
         } else {
             if xm != self.oldm {
                 self.oldm = xm;
-                self.sq = (2.0 * xm as f64).sqrt() as f32;
-                self.alxm = (xm as f64).ln() as f32;
-                // `g=xm*alxm-gammln(xm+1.0)`: float product; the argument is (float)(double xm + 1.0).
-                self.g = xm * self.alxm - gammln((xm as f64 + 1.0) as f32);
+                [self.sq, self.alxm, self.g] = large_mean_terms(xm);
             }
-            loop {
-                let mut y: f32;
-                loop {
-                    // `y=tan(M_PI*ran1(idum));` in double, stored as float.
-                    y = (PI * ran1() as f64).tan() as f32;
-                    em = self.sq * y + xm; // float arithmetic, no FMA
-                    if (em as f64) >= 0.0 {
-                        break;
-                    }
-                }
-                em = (em as f64).floor() as f32;
-                // `t=0.9*(1.0+y*y)*exp(em*alxm-gammln(em+1.0)-g);`: y*y and the exponent's argument
-                // in float, the rest in double, the result stored as float.
-                let arg: f32 = em * self.alxm - gammln_count(em) - self.g;
-                let t = (0.9 * (1.0 + (y * y) as f64) * (arg as f64).exp()) as f32;
-                if ran1() <= t {
-                    break;
-                }
-            }
+            em = self.reject(xm, ran1);
         }
         em
     }
+
+    /// [`DeviateCache::poidev`] of a mean from 12 to 1e6 whose [`large_mean_terms`] were computed
+    /// ahead (elsewhere, or on another thread): the same deviate and the same cache afterwards (the
+    /// C's statics hold these terms after such a mean, whether it computed them or found them there).
+    #[inline(never)] // off the loop of the small means around it (inlined, it slowed that loop)
+    pub fn poidev_large(&mut self, xm: f32, terms: [f32; 3], ran1: &mut impl FnMut() -> f32) -> f32 {
+        debug_assert!((12.0..=1.0e6).contains(&(xm as f64)) && terms == large_mean_terms(xm));
+        self.oldm = xm;
+        [self.sq, self.alxm, self.g] = terms;
+        self.reject(xm, ran1)
+    }
+
+    /// poidev's Lorentzian rejection loop for a mean of 12 or more, with its terms in `self`.
+    fn reject(&self, xm: f32, ran1: &mut impl FnMut() -> f32) -> f32 {
+        loop {
+            let (mut y, mut em): (f32, f32);
+            loop {
+                // `y=tan(M_PI*ran1(idum));` in double, stored as float.
+                y = (PI * ran1() as f64).tan() as f32;
+                em = self.sq * y + xm; // float arithmetic, no FMA
+                if (em as f64) >= 0.0 {
+                    break;
+                }
+            }
+            em = (em as f64).floor() as f32;
+            // `t=0.9*(1.0+y*y)*exp(em*alxm-gammln(em+1.0)-g);`: y*y and the exponent's argument
+            // in float, the rest in double, the result stored as float.
+            let arg: f32 = em * self.alxm - gammln_count(em) - self.g;
+            let t = (0.9 * (1.0 + (y * y) as f64) * (arg as f64).exp()) as f32;
+            if ran1() <= t {
+                return em;
+            }
+        }
+    }
+}
+
+/// poidev's terms of a mean of 12 or more (the C's statics `sq`, `alxm`, `g` for it): `sq=sqrt(2.0*xm)`,
+/// `alxm=log(xm)` in double stored as floats, `g=xm*alxm-gammln(xm+1.0)` (a float product; gammln's
+/// argument is (float)(double xm + 1.0)). A function of the mean alone, so it can be computed ahead
+/// of the serial draws.
+#[inline]
+pub fn large_mean_terms(xm: f32) -> [f32; 3] {
+    let alxm = (xm as f64).ln() as f32;
+    [(2.0 * xm as f64).sqrt() as f32, alxm, xm * alxm - gammln((xm as f64 + 1.0) as f32)]
 }
 
 /// Uniforms of one ran1 stream drawn ahead in blocks ([`Ran1Table::fill`]) for a consumer that takes
@@ -684,6 +707,31 @@ mod tests {
     }
 
     const SEEDS: [i64; 9] = [0, -1, 1, 7, -12345, 2147483647, -2147483647, 2147483646, 5_000_000_000];
+
+    /// poidev of large means with their terms computed ahead (`poidev_large`) is poidev: the same
+    /// deviates, stream and statics, for means over the whole range (12 to 1e6, repeated ones, the
+    /// edges) between small means that share the statics.
+    #[test]
+    fn poidev_large_is_poidev() {
+        let means = [12.0f32, 12.000001, 13.5, 13.5, 20.0, 0.5, 20.0, 150.0, 1000.0, 1023.5, 4096.7, 65535.0, 999_999.94, 1.0e6, 3.0, 3.0, 37.25];
+        for seed in SEEDS {
+            let (mut a, mut ia) = state(Some(-3), seed, 5);
+            let (mut b, mut ib) = (a.clone(), ia);
+            for _ in 0..40 {
+                for &m in &means {
+                    let want = a.poidev(m, &mut ia);
+                    let NrRandom { table, cache } = &mut b;
+                    let got = if (12.0..=1.0e6).contains(&(m as f64)) {
+                        cache.poidev_large(m, large_mean_terms(m), &mut || table.ran1(&mut ib))
+                    } else {
+                        cache.poidev(m, &mut || table.ran1(&mut ib))
+                    };
+                    assert_eq!(got.to_bits(), want.to_bits(), "seed {seed} mean {m}");
+                    assert_eq!((format!("{b:?}"), ib), (format!("{a:?}"), ia), "seed {seed} mean {m}");
+                }
+            }
+        }
+    }
 
     /// Blocks of `fill` are ran1's deviates one by one, and leave the same state: from fresh and
     /// loaded tables, at the seeds' edges (0, ±IM, above IM) and mid-stream.
