@@ -116,7 +116,7 @@ const BLOCK_ROWS: usize = 16;
 /// (on other threads where there are any): poidev's `g = exp(-xm)` of each pixel (float negation,
 /// exp in double, stored as float; used only for means below 12; 4 lanes wide, [`poisson_g_row`]),
 /// and the per-mean terms of each pixel with a mean from 12 to 1e6 ([`large_mean_terms`]: a square
-/// root and three logarithms, a third of a bright pixel's draw) by column.
+/// root and three logarithms, about a seventh of a bright pixel's draw) by column.
 #[derive(Clone, Debug, Default)]
 pub struct RowAhead {
     g: Vec<f32>,
