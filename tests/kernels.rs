@@ -397,3 +397,27 @@ fn a_panel_cut_in_two_renders_the_same_image() {
         }
     }
 }
+
+/// The planner's CPU rule (`kernel::simd::cpu_kernel_for`, used by the planner and both of the GPU's
+/// fall-backs): a SIMD level, never above the CPU's, where the SIMD kernel supports the experiment;
+/// the reference where it was asked for or where the SIMD kernel cannot render (a fractional N); for
+/// the GPU, the CPU this process uses. `with_cpu_backend` renders with the kernel it names.
+#[test]
+fn the_planner_keeps_cpu_requests_within_the_cpu() {
+    use kernel::simd::{cpu_kernel_for, with_cpu_backend};
+    let dir = tempfile::tempdir().unwrap();
+    let args: Vec<String> = "-cell 100 100 100 90 90 90 -N 5 -default_F 100 -lambda 6.2 -detpixels 16".split(' ').map(String::from).collect();
+    let mut exp = experiment(&args, dir.path());
+    let top = kernel::detected_level();
+    for level in [SimdLevel::Portable, SimdLevel::Avx2, SimdLevel::Avx512] {
+        assert_eq!(cpu_kernel_for(&exp, Backend::Simd(level)), Backend::Simd(level.min(top)));
+        let name = with_cpu_backend(&exp, Backend::Simd(level), Precision::Double, |b| b.name());
+        assert_eq!(name, level.min(top).name());
+    }
+    assert_eq!(cpu_kernel_for(&exp, Backend::Reference), Backend::Reference);
+    assert_eq!(cpu_kernel_for(&exp, Backend::Gpu), cpu_kernel_for(&exp, kernel::active_backend()));
+    assert_ne!(cpu_kernel_for(&exp, Backend::Gpu), Backend::Gpu);
+    exp.crystal.na = 5.5;
+    assert_eq!(cpu_kernel_for(&exp, Backend::Simd(top)), Backend::Reference);
+    assert_eq!(with_cpu_backend(&exp, Backend::Simd(top), Precision::Single, |b| b.name()), Backend::Reference.name());
+}
