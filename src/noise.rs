@@ -8,7 +8,7 @@
 //!   the C's `poidev` (exact Poisson up to a mean of 1e6, the C's Gaussian approximation above), but
 //!   not the C's draws. See [`noise_image_fast`].
 use crate::base::image::ImageView;
-use crate::base::c::rng::{large_mean_terms, DeviateCache, NrRandom, Ran1Ahead};
+use crate::base::c::rng::{is_large_mean, large_mean_terms, DeviateCache, NrRandom, Ran1Ahead};
 use rand_chacha::rand_core::{Rng as _, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Poisson, StandardNormal};
@@ -138,12 +138,6 @@ impl RowAhead {
         a.of(row);
         a
     }
-}
-
-/// A mean that poidev's rejection loop draws from (12 to 1e6; NaN is not).
-#[inline(always)]
-fn is_large(m: f32) -> bool {
-    (12.0..=1.0e6).contains(&(m as f64))
 }
 
 /// The C's serial noise loop one row at a time (nanoBragg.c's noise loop): every ROI pixel of the row
@@ -449,7 +443,7 @@ fn poisson_g_row(g: &mut [f32], xm: &[f32], large: &mut Vec<(u32, [f32; 3])>) {
     for (i, (g, &xm)) in g.iter_mut().zip(xm).enumerate() {
         if g.is_nan() {
             *g = if (xm as f64) < 12.0 { ((-xm) as f64).exp() as f32 } else { 0.0 };
-            if is_large(xm) {
+            if is_large_mean(xm) {
                 large.push((i as u32, large_mean_terms(xm)));
             }
         }

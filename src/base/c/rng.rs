@@ -343,7 +343,7 @@ impl DeviateCache {
     /// C's statics hold these terms after such a mean, whether it computed them or found them there).
     #[inline(never)] // off the loop of the small means around it (inlined, it slowed that loop)
     pub fn poidev_large(&mut self, xm: f32, terms: [f32; 3], ran1: &mut impl FnMut() -> f32) -> f32 {
-        debug_assert!((12.0..=1.0e6).contains(&(xm as f64)) && terms == large_mean_terms(xm));
+        debug_assert!(is_large_mean(xm) && terms == large_mean_terms(xm));
         self.oldm = xm;
         [self.sq, self.alxm, self.g] = terms;
         self.reject(xm, ran1)
@@ -371,6 +371,13 @@ impl DeviateCache {
             }
         }
     }
+}
+
+/// A mean that poidev's rejection loop draws from: 12 to 1e6 (below, the product of uniforms; above,
+/// the Gaussian approximation; NaN neither).
+#[inline(always)]
+pub fn is_large_mean(xm: f32) -> bool {
+    (12.0..=1.0e6).contains(&(xm as f64))
 }
 
 /// poidev's terms of a mean of 12 or more (the C's statics `sq`, `alxm`, `g` for it): `sq=sqrt(2.0*xm)`,
