@@ -302,10 +302,10 @@ fn draw_one(src: &mut Ran1Ahead, cache: &mut DeviateCache, at: &mut DrawAt, mean
         let d = match means.large.get(at.large) {
             Some(&(c, terms)) if c as usize == means.first + i => {
                 at.large += 1;
-                cache.poidev_large(m, terms, &mut || src.next())
+                cache.poidev_large(m, terms, src)
             }
             // NaN, or a mean above 1e6 (the Gaussian approximation)
-            _ => cache.poidev(m, &mut || src.next()),
+            _ => cache.poidev(m, src),
         };
         others.push((i as u32, d));
         at.pos = src.position();

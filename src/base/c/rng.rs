@@ -6,7 +6,9 @@
 //! conversion (float → double for a libm call or a mixed expression, double → float on assignment or
 //! return) is written out at the same place. The libm calls (`sin`, `cos`, `tan`, `exp`, `ln`, `sqrt`,
 //! `atan2`, `f32::powf`) go to the platform libm, as the C's do; `mul_add` is never used, since the C
-//! reference is built without FMA contraction.
+//! reference is built without FMA contraction. One exception gives the same floats: poidev's
+//! `(float)tan(M_PI*u)` of the uniforms drawn ahead is computed eight at a time in vectors and kept
+//! only where libm's tan provably rounds to the same float ([`Ran1Ahead`]'s `next_tan_pi`).
 
 use std::f64::consts::PI;
 
@@ -19,6 +21,70 @@ const NTAB: usize = 32;
 const NDIV: i64 = 1 + (IM - 1) / NTAB as i64;
 const EPS: f64 = 1.2e-7;
 const RNMX: f64 = 1.0 - EPS;
+
+/// The uniforms poidev and gaussdev take: ran1's deviates one at a time, and for poidev's rejection
+/// loop the next deviate u as its Lorentzian `y=tan(M_PI*ran1(idum))` (double, stored as float).
+/// Any `FnMut() -> f32` is one (y from libm's tan); [`Ran1Ahead`] gives y without libm where it can.
+pub trait Uniforms {
+    fn next(&mut self) -> f32;
+    /// [`tan_pi`] of the next deviate.
+    fn next_tan_pi(&mut self) -> f32 {
+        tan_pi(self.next())
+    }
+}
+
+impl<F: FnMut() -> f32> Uniforms for F {
+    #[inline(always)]
+    fn next(&mut self) -> f32 {
+        self()
+    }
+}
+
+/// poidev's `y=tan(M_PI*u)`: in double by libm's tan, as the C's, stored as float.
+#[inline]
+pub fn tan_pi(u: f32) -> f32 {
+    (PI * u as f64).tan() as f32
+}
+
+/// Deviates whose [`tan_pi`] [`Ran1Ahead`] computes at once: one 512-bit register of doubles.
+const TAN_LANES: usize = 8;
+
+/// [`tan_pi`] of `TAN_LANES` deviates without libm, NaN where it cannot vouch for the float: tan as
+/// sin/cos of πu by [`sincos1`] (the reduction exact to about an ulp of the reduced argument, the
+/// quotient within a few ulps of the double), rounded to float and kept only where no float rounding
+/// boundary lies within 2⁻⁴⁶ of it, so that libm's tan (within an ulp) rounds to the same float.
+/// NaN for about one deviate in 2²¹, and for u outside (0, 1) (ran1 gives none). Checked against libm
+/// for every float in (0, 1) (`tan_pi_lanes_is_libm_for_every_float`).
+#[inline(always)]
+fn tan_pi_fast_lanes(u: &[f32; TAN_LANES]) -> [f32; TAN_LANES] {
+    let mut y = [0.0f32; TAN_LANES];
+    for l in 0..TAN_LANES {
+        let (s, c) = crate::base::lane_math::sincos1(PI * u[l] as f64);
+        let t = s / c;
+        let f = t as f32;
+        let d = t.abs() * (1.0 / 70_368_744_177_664.0); // 2^-46 of the value
+        let ok = (u[l] > 0.0) & (u[l] < 1.0) & ((t - d) as f32 == f) & ((t + d) as f32 == f);
+        y[l] = if ok { f } else { f32::NAN };
+    }
+    y
+}
+
+/// [`tan_pi_fast_lanes`] compiled for the widest vectors the CPU has, with FMA (sincos1's
+/// reduction needs it to be fast; without FMA the same values, slowly).
+fn tan_pi_fast(u: &[f32; TAN_LANES]) -> [f32; TAN_LANES] {
+    crate::base::cpu::widest_call!(tan_pi_fast_lanes(u: &[f32; TAN_LANES]) -> [f32; TAN_LANES])
+}
+
+/// poidev's `em=floor(em)` (double, stored as float) of a count `em >= 0` without a libm call:
+/// below 2²³ truncation through an integer, from 2²³ on `em` itself (a float that large is whole).
+#[inline(always)]
+fn floor_count(em: f32) -> f32 {
+    if em < 8_388_608.0 {
+        em as i32 as f32
+    } else {
+        em
+    }
+}
 
 /// The process-wide state the C keeps in `static` variables: ran1's shuffle table (shared by every
 /// stream: misset, mosaic, noise) and the cached values of poidev and gaussdev.
@@ -301,7 +367,7 @@ impl DeviateCache {
     /// Three regimes as in the C: mean > 1e6 → Gaussian approximation; mean < 12 → product of uniforms
     /// (a mean of 0 still consumes one draw); otherwise Lorentzian rejection. The per-mean constants
     /// are cached in `self` and shared between the two lower regimes, as the C's statics are.
-    pub fn poidev(&mut self, xm: f32, ran1: &mut impl FnMut() -> f32) -> f32 {
+    pub fn poidev(&mut self, xm: f32, ran1: &mut impl Uniforms) -> f32 {
         if xm.is_nan() {
             // the C's rejection loop never ends on a NaN mean; callers refuse non-finite images, and
             // whatever still reaches here gives NaN back (no draw) instead of hanging
@@ -309,7 +375,7 @@ impl DeviateCache {
         }
         if xm as f64 > 1.0e6 {
             // `return xm+sqrt(xm)*gaussdev(idum);`: double arithmetic, returned as float.
-            let gd = self.gaussdev(ran1) as f64;
+            let gd = self.gaussdev(&mut || ran1.next()) as f64;
             return (xm as f64 + (xm as f64).sqrt() * gd) as f32;
         }
         let mut em: f32;
@@ -323,7 +389,7 @@ impl DeviateCache {
             let mut t: f32 = 1.0;
             loop {
                 em += 1.0;
-                t *= ran1(); // float × float
+                t *= ran1.next(); // float × float
                 if t <= self.g {
                     break;
                 }
@@ -342,7 +408,7 @@ impl DeviateCache {
     /// ahead (elsewhere, or on another thread): the same deviate and the same cache afterwards (the
     /// C's statics hold these terms after such a mean, whether it computed them or found them there).
     #[inline(never)] // off the loop of the small means around it (inlined, it slowed that loop)
-    pub fn poidev_large(&mut self, xm: f32, terms: [f32; 3], ran1: &mut impl FnMut() -> f32) -> f32 {
+    pub fn poidev_large(&mut self, xm: f32, terms: [f32; 3], ran1: &mut impl Uniforms) -> f32 {
         debug_assert!(is_large_mean(xm) && terms == large_mean_terms(xm));
         self.oldm = xm;
         [self.sq, self.alxm, self.g] = terms;
@@ -350,23 +416,23 @@ impl DeviateCache {
     }
 
     /// poidev's Lorentzian rejection loop for a mean of 12 or more, with its terms in `self`.
-    fn reject(&self, xm: f32, ran1: &mut impl FnMut() -> f32) -> f32 {
+    fn reject(&self, xm: f32, ran1: &mut impl Uniforms) -> f32 {
         loop {
             let (mut y, mut em): (f32, f32);
             loop {
                 // `y=tan(M_PI*ran1(idum));` in double, stored as float.
-                y = (PI * ran1() as f64).tan() as f32;
+                y = ran1.next_tan_pi();
                 em = self.sq * y + xm; // float arithmetic, no FMA
                 if (em as f64) >= 0.0 {
                     break;
                 }
             }
-            em = (em as f64).floor() as f32;
+            em = floor_count(em);
             // `t=0.9*(1.0+y*y)*exp(em*alxm-gammln(em+1.0)-g);`: y*y and the exponent's argument
             // in float, the rest in double, the result stored as float.
             let arg: f32 = em * self.alxm - gammln_count(em) - self.g;
             let t = (0.9 * (1.0 + (y * y) as f64) * (arg as f64).exp()) as f32;
-            if ran1() <= t {
+            if ran1.next() <= t {
                 return em;
             }
         }
@@ -405,6 +471,11 @@ pub struct Ran1Ahead {
     /// Deviates in `buf`, and how many of them were taken.
     len: usize,
     pos: usize,
+    /// [`tan_pi_fast`] of `buf`'s deviates from the last one a rejection loop took up to `tan_to`:
+    /// computed `TAN_LANES` at a time when that loop first needs one beyond (bright images take
+    /// most of them; a lone large mean costs one short vector pass, about a libm tan).
+    tan: Box<[f32; AHEAD]>,
+    tan_to: usize,
 }
 
 /// Deviates drawn ahead at a time: 16 KiB, within the L1 cache beside the rows.
@@ -413,7 +484,7 @@ pub const AHEAD: usize = 4096;
 impl Ran1Ahead {
     /// The stream continuing from `table`/`idum`.
     pub fn new(table: Ran1Table, idum: i64) -> Self {
-        Ran1Ahead { start: table.clone(), start_idum: idum, table, idum, buf: Box::new([0.0; AHEAD]), len: 0, pos: 0 }
+        Ran1Ahead { start: table.clone(), start_idum: idum, table, idum, buf: Box::new([0.0; AHEAD]), len: 0, pos: 0, tan: Box::new([0.0; AHEAD]), tan_to: 0 }
     }
 
     /// The stream's next deviate.
@@ -466,7 +537,17 @@ impl Ran1Ahead {
         self.start.clone_from(&self.table);
         self.start_idum = self.idum;
         self.table.fill(&mut self.idum, &mut self.buf[..]);
-        (self.len, self.pos) = (AHEAD, 0);
+        (self.len, self.pos, self.tan_to) = (AHEAD, 0, 0);
+    }
+
+    /// [`tan_pi_fast`] of the deviates from `pos` on (at most `TAN_LANES`, within the buffer).
+    #[inline(never)]
+    fn tan_ahead(&mut self) {
+        let (pos, n) = (self.pos, TAN_LANES.min(self.len - self.pos));
+        let mut u = [0.5f32; TAN_LANES];
+        u[..n].copy_from_slice(&self.buf[pos..pos + n]);
+        self.tan[pos..pos + n].copy_from_slice(&tan_pi_fast(&u)[..n]);
+        self.tan_to = pos + n;
     }
 
     /// The table and idum after exactly the deviates taken (the untaken rest of the buffer is drawn
@@ -480,6 +561,34 @@ impl Ran1Ahead {
             table.ran1(&mut idum);
         }
         (table, idum)
+    }
+}
+
+impl Uniforms for Ran1Ahead {
+    #[inline(always)]
+    fn next(&mut self) -> f32 {
+        Ran1Ahead::next(self)
+    }
+
+    /// [`tan_pi`] of the next deviate: computed ahead with its neighbours where that is exact
+    /// (`tan_pi_fast`), else libm's.
+    #[inline(always)]
+    fn next_tan_pi(&mut self) -> f32 {
+        if self.pos == self.len {
+            self.refill();
+        }
+        if self.pos >= self.tan_to {
+            self.tan_ahead();
+        }
+        // pos < tan_to <= len <= AHEAD: the masks only drop the bounds checks
+        let i = self.pos & (AHEAD - 1);
+        let (u, y) = (self.buf[i], self.tan[i]);
+        self.pos += 1;
+        if y.is_nan() {
+            tan_pi(u)
+        } else {
+            y
+        }
     }
 }
 
@@ -781,6 +890,100 @@ mod tests {
     fn bits(v: &[f32]) -> Vec<u32> {
         v.iter().map(|x| x.to_bits()).collect()
     }
+
+    /// `tan_pi_fast` of the floats `from..to` (bit patterns), eight at a time: libm's float wherever
+    /// it gives one; the NaNs (libm's used instead) counted.
+    fn tan_pi_fast_matches_libm(from: u32, to: u32) -> u64 {
+        let mut nans = 0;
+        let mut b = from;
+        while b < to {
+            let u: [f32; TAN_LANES] = std::array::from_fn(|l| f32::from_bits((b + l as u32).min(to - 1)));
+            for (l, y) in tan_pi_fast(&u).into_iter().enumerate() {
+                if y.is_nan() {
+                    nans += 1;
+                } else {
+                    assert_eq!(y.to_bits(), tan_pi(u[l]).to_bits(), "u = {:e} ({:#x})", u[l], u[l].to_bits());
+                }
+            }
+            b = b.saturating_add(TAN_LANES as u32);
+        }
+        nans
+    }
+
+    /// Against libm's tan: around the pole (u = 1/2), the zeros (0 and 1), the quadrant edges
+    /// (1/4, 3/4), and ran1's own deviates; NaN (libm's tan taken) seldom, and outside (0, 1).
+    #[test]
+    fn tan_pi_fast_is_libm() {
+        let mut nans = 0;
+        let mut tried = 0;
+        for centre in [0.0f32, 0.25, 0.5, 0.75, 1.0] {
+            let c = centre.to_bits();
+            let (lo, hi) = (c.saturating_sub(1 << 16), (c + (1 << 16)).min(1.0f32.to_bits() + 8));
+            nans += tan_pi_fast_matches_libm(lo, hi);
+            tried += (hi - lo) as u64;
+        }
+        let (mut rng, mut idum) = state(None, -7, 0);
+        for _ in 0..200_000 {
+            let u: [f32; TAN_LANES] = std::array::from_fn(|_| rng.ran1(&mut idum));
+            for (l, y) in tan_pi_fast(&u).into_iter().enumerate() {
+                tried += 1;
+                if y.is_nan() {
+                    nans += 1;
+                } else {
+                    assert_eq!(y.to_bits(), tan_pi(u[l]).to_bits(), "u = {:e}", u[l]);
+                }
+            }
+        }
+        // by design u = 0 and the few floats from 1 on; about one in 2^21 of the others
+        assert!(nans <= 20 + tried / 100_000, "{nans} of {tried}");
+        assert!(tan_pi_fast(&[0.0, -0.0, 1.0, 2.0, -0.5, f32::NAN, f32::INFINITY, f32::MIN_POSITIVE]).iter().take(7).all(|y| y.is_nan()));
+    }
+
+    /// Every float in (0, 1) (about 10⁹, a minute in release): run by hand when the fast tan changes
+    /// (`cargo test --release --lib -- --ignored tan_pi_fast_is_libm_for_every_float`).
+    #[test]
+    #[ignore]
+    fn tan_pi_fast_is_libm_for_every_float() {
+        let nans = tan_pi_fast_matches_libm(1, 1.0f32.to_bits());
+        eprintln!("{nans} floats left to libm");
+    }
+
+    /// The rejection loop's deviates from [`Ran1Ahead`] (y computed ahead) are ran1's: the same
+    /// deviates and y as libm's tan of them, in any mix of plain and Lorentzian draws, across refills.
+    #[test]
+    fn ahead_tan_pi_is_ran1s() {
+        for seed in SEEDS {
+            let (a, ia) = state(Some(-5), seed, 0);
+            let (mut b, mut ib) = (a.clone(), ia);
+            let mut ahead = Ran1Ahead::new(a.table.clone(), ia);
+            for k in 0..3 * AHEAD + 40 {
+                let want = b.ran1(&mut ib);
+                // runs of Lorentzian draws of every length, between plain ones
+                if (k * k + k / 7) % 5 < 2 {
+                    assert_eq!(Uniforms::next_tan_pi(&mut ahead).to_bits(), tan_pi(want).to_bits(), "seed {seed} draw {k}");
+                } else {
+                    assert_eq!(ahead.next().to_bits(), want.to_bits(), "seed {seed} draw {k}");
+                }
+            }
+            assert_eq!(ahead.finish(), (b.table.clone(), ib), "seed {seed}");
+        }
+    }
+
+    /// poidev's floor: the double floor stored as float, for every kind of count.
+    #[test]
+    fn floor_count_is_floor() {
+        let mut x = 0.0f32;
+        while x < 3.0e7 {
+            for v in [x, f32::from_bits(x.to_bits() + 1), (x as f64 + 0.5) as f32] {
+                assert_eq!(floor_count(v).to_bits(), ((v as f64).floor() as f32).to_bits(), "{v}");
+            }
+            x = x * 1.01 + 0.37;
+        }
+        for v in [0.0f32, 0.5, 0.999_999_94, 1.0, 8_388_607.5, 8_388_608.0, 8_388_609.0, 16_777_216.0, 1.0e30, f32::INFINITY] {
+            assert_eq!(floor_count(v).to_bits(), ((v as f64).floor() as f32).to_bits(), "{v}");
+        }
+    }
+
 
     #[test]
     fn ran1_matches_c() {
