@@ -8,7 +8,7 @@
 //!   the C's `poidev` (exact Poisson up to a mean of 1e6, the C's Gaussian approximation above), but
 //!   not the C's draws. See [`noise_image_fast`].
 use crate::base::image::ImageView;
-use crate::base::c::rng::{is_large_mean, large_mean_terms, DeviateCache, NrRandom, Ran1Ahead};
+use crate::base::c::rng::{is_large_mean, large_mean_terms_lanes, DeviateCache, NrRandom, Ran1Ahead, TERMS_LANES};
 use rand_chacha::rand_core::{Rng as _, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Poisson, StandardNormal};
@@ -440,12 +440,20 @@ fn poisson_g_row(g: &mut [f32], xm: &[f32], large: &mut Vec<(u32, [f32; 3])>) {
     if !g.iter().fold(false, |any, g| any | g.is_nan()) {
         return;
     }
+    let first = large.len();
     for (i, (g, &xm)) in g.iter_mut().zip(xm).enumerate() {
         if g.is_nan() {
             *g = if (xm as f64) < 12.0 { ((-xm) as f64).exp() as f32 } else { 0.0 };
             if is_large_mean(xm) {
-                large.push((i as u32, large_mean_terms(xm)));
+                large.push((i as u32, [f32::NAN; 3]));
             }
+        }
+    }
+    // the large means' terms eight at a time, in vectors (libm's floats: `large_mean_terms_lanes`)
+    for chunk in large[first..].chunks_mut(TERMS_LANES) {
+        let m: [f32; TERMS_LANES] = std::array::from_fn(|l| chunk.get(l).map_or(12.0, |&(i, _)| xm[i as usize]));
+        for ((_, terms), t) in chunk.iter_mut().zip(large_mean_terms_lanes(&m)) {
+            *terms = t;
         }
     }
 }
@@ -760,6 +768,7 @@ fn fast_rows<P: Copy + Default + Send + Sync>(
 mod tests {
     use super::*;
     use crate::base::image::Roi;
+    use crate::base::c::rng::large_mean_terms;
 
     /// The C's `g=exp(-xm)` through libm.
     fn g_libm(xm: f32) -> f32 {

@@ -456,6 +456,66 @@ pub fn large_mean_terms(xm: f32) -> [f32; 3] {
     [(2.0 * xm as f64).sqrt() as f32, alxm, xm * alxm - gammln((xm as f64 + 1.0) as f32)]
 }
 
+/// Means whose [`large_mean_terms_fast`] are computed at once.
+pub const TERMS_LANES: usize = 8;
+
+/// [`large_mean_terms`] of `TERMS_LANES` means without libm, NaN (in the first term) where it cannot
+/// vouch for the floats: the three logarithms by [`crate::base::lane_math::ln1`] (within a few ulps of
+/// libm's), each float kept only where no float rounding boundary lies within 2⁻⁴⁶ of the double
+/// it is rounded from (for gammln's result, 2⁻⁴⁶ of the magnitudes its logarithms' errors pass
+/// through: libm's within an ulp then rounds to the same float); the square root and every other
+/// operation are the C's. NaN too for means outside 12 to 1e6. Checked against libm for every float
+/// mean in that range (`large_mean_terms_fast_is_libm_for_every_mean`).
+#[inline(always)]
+fn large_mean_terms_fast_lanes(xm: &[f32; TERMS_LANES]) -> [[f32; 3]; TERMS_LANES] {
+    use crate::base::lane_math::ln1;
+    const COF: [f64; 6] = [76.18009172947146, -86.50532032941677, 24.01409824083091, -1.231739572450155, 0.1208650973866179e-2, -0.5395239384953e-5];
+    const MARGIN: f64 = 1.0 / 70_368_744_177_664.0; // 2^-46
+    let mut out = [[0.0f32; 3]; TERMS_LANES];
+    for l in 0..TERMS_LANES {
+        let large = is_large_mean(xm[l]);
+        let m = if large { xm[l] } else { 12.0 };
+        let la = ln1(m as f64);
+        let alxm = la as f32;
+        let ok_a = ((la - la.abs() * MARGIN) as f32 == alxm) & ((la + la.abs() * MARGIN) as f32 == alxm);
+        // gammln((float)(xm + 1.0)) as `gammln` computes it
+        let x = ((m as f64 + 1.0) as f32) as f64;
+        let a = x + 5.5;
+        let p = (x + 0.5) * ln1(a);
+        let tmp = a - p;
+        let (mut y, mut ser) = (x, 1.000000000190015);
+        for c in COF {
+            y += 1.0;
+            ser += c / y;
+        }
+        let l2 = ln1(2.5066282746310005 * ser / x);
+        let r = -tmp + l2;
+        let gam = r as f32;
+        let e = (p.abs() + tmp.abs() + l2.abs() + r.abs()) * MARGIN;
+        let ok_g = ((r - e) as f32 == gam) & ((r + e) as f32 == gam);
+        let sq = (2.0 * m as f64).sqrt() as f32;
+        out[l] = [if large & ok_a & ok_g { sq } else { f32::NAN }, alxm, m * alxm - gam];
+    }
+    out
+}
+
+/// [`large_mean_terms_fast_lanes`] compiled for the widest vectors the CPU has.
+fn large_mean_terms_fast(xm: &[f32; TERMS_LANES]) -> [[f32; 3]; TERMS_LANES] {
+    crate::base::cpu::widest_call!(large_mean_terms_fast_lanes(xm: &[f32; TERMS_LANES]) -> [[f32; 3]; TERMS_LANES])
+}
+
+/// [`large_mean_terms`] of `TERMS_LANES` means, each libm's (computed in vectors where that is
+/// provably the same floats, [`large_mean_terms_fast_lanes`]). Means outside 12 to 1e6 give NaN.
+pub fn large_mean_terms_lanes(xm: &[f32; TERMS_LANES]) -> [[f32; 3]; TERMS_LANES] {
+    let mut t = large_mean_terms_fast(xm);
+    for (t, &m) in t.iter_mut().zip(xm) {
+        if t[0].is_nan() && is_large_mean(m) {
+            *t = large_mean_terms(m);
+        }
+    }
+    t
+}
+
 /// Uniforms of one ran1 stream drawn ahead in blocks ([`Ran1Table::fill`]) for a consumer that takes
 /// them one by one ([`Ran1Ahead::next`]): the same deviates in the same order as calling ran1 for
 /// each, whoever consumes them (ran1's sequence does not depend on what its deviates are used for).
@@ -967,6 +1027,48 @@ mod tests {
             }
             assert_eq!(ahead.finish(), (b.table.clone(), ib), "seed {seed}");
         }
+    }
+
+    /// `large_mean_terms_lanes` of the means `from..to` (bit patterns) against `large_mean_terms`;
+    /// returns how many the fast lanes left to libm.
+    fn terms_match_libm(from: u32, to: u32, step: u32) -> u64 {
+        let mut left = 0;
+        let mut b = from;
+        while b < to {
+            let m: [f32; TERMS_LANES] = std::array::from_fn(|l| f32::from_bits((b + l as u32 * step).min(to - 1)));
+            let fast = large_mean_terms_fast(&m);
+            let got = large_mean_terms_lanes(&m);
+            for l in 0..TERMS_LANES {
+                left += fast[l][0].is_nan() as u64;
+                assert_eq!(got[l].map(f32::to_bits), large_mean_terms(m[l]).map(f32::to_bits), "mean {:e} ({:#x})", m[l], m[l].to_bits());
+            }
+            b = b.saturating_add(TERMS_LANES as u32 * step);
+        }
+        left
+    }
+
+    /// The large means' terms in vectors are libm's: every float mean at the ends of the range and
+    /// around powers of two, and a stride through the rest; few left to libm; NaN outside the range.
+    #[test]
+    fn large_mean_terms_lanes_are_libm() {
+        let (lo, hi) = (12.0f32.to_bits(), 1.0e6f32.to_bits() + 1);
+        let mut left = terms_match_libm(lo, lo + 100_000, 1) + terms_match_libm(hi - 100_000, hi, 1);
+        for p in [16.0f32, 32.0, 1024.0, 65536.0, 524288.0] {
+            left += terms_match_libm(p.to_bits() - 5000, p.to_bits() + 5000, 1);
+        }
+        left += terms_match_libm(lo, hi, 97);
+        assert!(left < 200, "{left} left to libm");
+        let out = large_mean_terms_lanes(&[11.999999, 0.0, -13.0, 1.0e6 * 1.0000001, f32::NAN, f32::INFINITY, 12.0, 1.0e6]);
+        assert!(out[..6].iter().all(|t| t[0].is_nan()) && out[6..].iter().all(|t| !t[0].is_nan()));
+    }
+
+    /// Every float mean from 12 to 1e6 (about 1.4·10⁸, a few minutes in release): run by hand when
+    /// the fast terms change (`cargo test --release --lib -- --ignored large_mean_terms_fast_is_libm_for_every_mean`).
+    #[test]
+    #[ignore]
+    fn large_mean_terms_fast_is_libm_for_every_mean() {
+        let left = terms_match_libm(12.0f32.to_bits(), 1.0e6f32.to_bits() + 1, 1);
+        eprintln!("{left} means left to libm");
     }
 
     /// poidev's floor: the double floor stored as float, for every kind of count.
