@@ -536,7 +536,14 @@ pub struct Ran1Ahead {
     /// most of them; a lone large mean costs one short vector pass, about a libm tan).
     tan: Box<[f32; AHEAD]>,
     tan_to: usize,
+    /// Passes of [`Ran1Ahead::tan_ahead`] over this buffer: from [`TAN_WHOLE_AFTER`] on (a bright
+    /// image, whose rejection loops take deviates all along) the rest of the buffer at once, whose
+    /// registers' chains overlap instead of waiting one on another.
+    tan_passes: usize,
 }
+
+/// Short passes of `tan_ahead` over one buffer after which it computes the rest of it.
+const TAN_WHOLE_AFTER: usize = 4;
 
 /// Deviates drawn ahead at a time: 16 KiB, within the L1 cache beside the rows.
 pub const AHEAD: usize = 4096;
@@ -544,7 +551,7 @@ pub const AHEAD: usize = 4096;
 impl Ran1Ahead {
     /// The stream continuing from `table`/`idum`.
     pub fn new(table: Ran1Table, idum: i64) -> Self {
-        Ran1Ahead { start: table.clone(), start_idum: idum, table, idum, buf: Box::new([0.0; AHEAD]), len: 0, pos: 0, tan: Box::new([0.0; AHEAD]), tan_to: 0 }
+        Ran1Ahead { start: table.clone(), start_idum: idum, table, idum, buf: Box::new([0.0; AHEAD]), len: 0, pos: 0, tan: Box::new([0.0; AHEAD]), tan_to: 0, tan_passes: 0 }
     }
 
     /// The stream's next deviate.
@@ -597,17 +604,22 @@ impl Ran1Ahead {
         self.start.clone_from(&self.table);
         self.start_idum = self.idum;
         self.table.fill(&mut self.idum, &mut self.buf[..]);
-        (self.len, self.pos, self.tan_to) = (AHEAD, 0, 0);
+        (self.len, self.pos, self.tan_to, self.tan_passes) = (AHEAD, 0, 0, 0);
     }
 
-    /// [`tan_pi_fast`] of the deviates from `pos` on (at most `TAN_LANES`, within the buffer).
+    /// [`tan_pi_fast`] of the deviates from `pos` on: `TAN_LANES` of them, or after
+    /// [`TAN_WHOLE_AFTER`] such passes over this buffer, all the rest.
     #[inline(never)]
     fn tan_ahead(&mut self) {
-        let (pos, n) = (self.pos, TAN_LANES.min(self.len - self.pos));
-        let mut u = [0.5f32; TAN_LANES];
-        u[..n].copy_from_slice(&self.buf[pos..pos + n]);
-        self.tan[pos..pos + n].copy_from_slice(&tan_pi_fast(&u)[..n]);
-        self.tan_to = pos + n;
+        self.tan_passes += 1;
+        let end = if self.tan_passes > TAN_WHOLE_AFTER { self.len } else { (self.pos + TAN_LANES).min(self.len) };
+        for from in (self.pos..end).step_by(TAN_LANES) {
+            let n = TAN_LANES.min(end - from);
+            let mut u = [0.5f32; TAN_LANES];
+            u[..n].copy_from_slice(&self.buf[from..from + n]);
+            self.tan[from..from + n].copy_from_slice(&tan_pi_fast(&u)[..n]);
+        }
+        self.tan_to = end;
     }
 
     /// The table and idum after exactly the deviates taken (the untaken rest of the buffer is drawn
