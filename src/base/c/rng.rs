@@ -75,14 +75,16 @@ fn tan_pi_fast(u: &[f32; TAN_LANES]) -> [f32; TAN_LANES] {
     crate::base::cpu::widest_call!(tan_pi_fast_lanes(u: &[f32; TAN_LANES]) -> [f32; TAN_LANES])
 }
 
-/// poidev's `em=floor(em)` (double, stored as float) of a count `em >= 0` without a libm call:
-/// below 2²³ truncation through an integer, from 2²³ on `em` itself (a float that large is whole).
+/// poidev's `em=floor(em)` (double, stored as float) of a count `em >= 0` without a libm call, and
+/// the count as an index (usize::MAX from 2²³ on): below 2²³ truncation through an integer, from
+/// 2²³ on `em` itself (a float that large is whole).
 #[inline(always)]
-fn floor_count(em: f32) -> f32 {
+fn floor_count(em: f32) -> (f32, usize) {
     if em < 8_388_608.0 {
-        em as i32 as f32
+        let k = em as i32;
+        (k as f32, k as usize)
     } else {
-        em
+        (em, usize::MAX)
     }
 }
 
@@ -417,6 +419,7 @@ impl DeviateCache {
 
     /// poidev's Lorentzian rejection loop for a mean of 12 or more, with its terms in `self`.
     fn reject(&self, xm: f32, ran1: &mut impl Uniforms) -> f32 {
+        let counts = gammln_counts();
         loop {
             let (mut y, mut em): (f32, f32);
             loop {
@@ -427,10 +430,15 @@ impl DeviateCache {
                     break;
                 }
             }
-            em = floor_count(em);
+            let k;
+            (em, k) = floor_count(em);
             // `t=0.9*(1.0+y*y)*exp(em*alxm-gammln(em+1.0)-g);`: y*y and the exponent's argument
             // in float, the rest in double, the result stored as float.
-            let arg: f32 = em * self.alxm - gammln_count(em) - self.g;
+            let gam = match counts.get(k) {
+                Some(&v) => v,
+                None => gammln((em as f64 + 1.0) as f32),
+            };
+            let arg: f32 = em * self.alxm - gam - self.g;
             let t = (0.9 * (1.0 + (y * y) as f64) * (arg as f64).exp()) as f32;
             if ran1.next() <= t {
                 return em;
@@ -664,23 +672,26 @@ impl Uniforms for Ran1Ahead {
     }
 }
 
-/// `gammln(em+1.0)` of poidev's rejection loop (the argument `(float)(double em + 1.0)`), for a
-/// floored `em` >= 0 (any float gives gammln's result): from a table for the small counts that almost every mean below 1000 gives
-/// (the same function of the same argument, so the same float), else computed as the C does.
-#[inline]
+/// `gammln(em+1.0)` of poidev's rejection loop (the argument `(float)(double em + 1.0)`) for any
+/// float `em`, as [`DeviateCache::reject`] takes it: from [`gammln_counts`] for a small count, else
+/// computed as the C does (the tests check the table against it).
+#[cfg(test)]
 fn gammln_count(em: f32) -> f32 {
-    const COUNTS: usize = 1024;
-    static TABLE: std::sync::OnceLock<Vec<f32>> = std::sync::OnceLock::new();
     // `as` saturates (NaN to 0): k equals em only when em is that integer (or −0, whose argument
     // is 1.0 as 0's is)
     let k = em as usize;
-    if k < COUNTS && k as f32 == em {
-        let table = TABLE.get_or_init(|| (0..COUNTS).map(|k| gammln((k as f64 + 1.0) as f32)).collect());
-        if let Some(&v) = table.get(k) {
-            return v;
-        }
+    match gammln_counts().get(k) {
+        Some(&v) if k as f32 == em => v,
+        _ => gammln((em as f64 + 1.0) as f32),
     }
-    gammln((em as f64 + 1.0) as f32)
+}
+
+/// `gammln(k+1.0)` of the counts k below 1024 that almost every mean below 1000 gives (the same
+/// function of the same argument, so the same floats), computed once.
+fn gammln_counts() -> &'static [f32] {
+    const COUNTS: usize = 1024;
+    static TABLE: std::sync::OnceLock<Vec<f32>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| (0..COUNTS).map(|k| gammln((k as f64 + 1.0) as f32)).collect())
 }
 
 /// ln Γ(xx) by the Lanczos series, as the C `gammln`: float in, double inside, float out.
@@ -1089,12 +1100,13 @@ mod tests {
         let mut x = 0.0f32;
         while x < 3.0e7 {
             for v in [x, f32::from_bits(x.to_bits() + 1), (x as f64 + 0.5) as f32] {
-                assert_eq!(floor_count(v).to_bits(), ((v as f64).floor() as f32).to_bits(), "{v}");
+                assert_eq!(floor_count(v).0.to_bits(), ((v as f64).floor() as f32).to_bits(), "{v}");
+                assert!(floor_count(v).1 == usize::MAX || floor_count(v).1 as f32 == floor_count(v).0, "{v}");
             }
             x = x * 1.01 + 0.37;
         }
         for v in [0.0f32, 0.5, 0.999_999_94, 1.0, 8_388_607.5, 8_388_608.0, 8_388_609.0, 16_777_216.0, 1.0e30, f32::INFINITY] {
-            assert_eq!(floor_count(v).to_bits(), ((v as f64).floor() as f32).to_bits(), "{v}");
+            assert_eq!(floor_count(v).0.to_bits(), ((v as f64).floor() as f32).to_bits(), "{v}");
         }
     }
 
