@@ -5,6 +5,7 @@
 #
 #   scripts/series_vs_c_loop.sh [FRAMES] [PIXELS] [C_BINARY]   (defaults: 20 1024 ../shared/cref/nanoBragg)
 #   RS=path/to/nanobragg-rs   another build of ours (default: target/release/nanobragg-rs)
+#   EXTRA="-water 0.05"       flags added to both (a realistic background: a bright noise image)
 #
 # Prints one Markdown table row per program. A brief measurement on whatever machine runs it: on a
 # shared machine other work shows up in the figures.
@@ -18,7 +19,7 @@ RS=${RS:-target/release/nanobragg-rs}
 [ -x "$RS" ] || cargo build --release --quiet
 C=$(realpath "$C")
 RS=$(realpath "$RS")
-XTAL="-cell 100 100 100 90 90 90 -N 5 -default_F 100 -lambda 6.2 -detpixels $PIX -osc 0.1 -phisteps 1"
+XTAL="-cell 100 100 100 90 90 90 -N 5 -default_F 100 -lambda 6.2 -detpixels $PIX -osc 0.1 -phisteps 1 ${EXTRA:-}"
 THREAD_ARGS=()
 if [ -n "${THREADS:-}" ]; then export OMP_NUM_THREADS=$THREADS; THREAD_ARGS=(--threads "$THREADS"); fi
 tmp=$(mktemp -d)

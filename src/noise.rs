@@ -115,8 +115,8 @@ const BLOCK_ROWS: usize = 16;
 /// What a row's serial draws need that does not depend on the random stream, computed ahead of them
 /// (on other threads where there are any): poidev's `g = exp(-xm)` of each pixel (float negation,
 /// exp in double, stored as float; used only for means below 12; 4 lanes wide, [`poisson_g_row`]),
-/// and the per-mean terms of each pixel with a mean from 12 to 1e6 ([`large_mean_terms`]: a square
-/// root and three logarithms, about a seventh of a bright pixel's draw) by column.
+/// and the per-mean terms of each pixel with a mean from 12 to 1e6 (`large_mean_terms`: a square
+/// root and three logarithms, eight means at a time in vectors, [`large_mean_terms_lanes`]) by column.
 #[derive(Clone, Debug, Default)]
 pub struct RowAhead {
     g: Vec<f32>,
@@ -255,7 +255,7 @@ fn draw_deviates(src: &mut Ran1Ahead, cache: &mut DeviateCache, means: Means, ot
 const ZERO_RUN: usize = 16;
 
 /// A row's means as [`draw_deviates`] takes them: the ROI's float pixels, their exp(−mean), and the
-/// [`large_mean_terms`] of those with a large mean (columns counted from `first`), in order.
+/// [`large_mean_terms`](crate::base::c::rng::large_mean_terms) of those with a large mean (columns counted from `first`), in order.
 #[derive(Clone, Copy)]
 struct Means<'a> {
     xm: &'a [f32],
@@ -430,7 +430,7 @@ fn poisson_g_fast_dispatch(g: &mut [f32], xm: &[f32]) {
 }
 
 /// poidev's `g=exp(-xm)` for means below 12 (float negation, exp in double, stored as float), 0 for
-/// the others (unused there), and in `large` the [`large_mean_terms`] of the means from 12 to 1e6 by
+/// the others (unused there), and in `large` the [`large_mean_terms`](crate::base::c::rng::large_mean_terms) of the means from 12 to 1e6 by
 /// column. Mostly by [`poisson_g_fast`], whose loop vectorizes; the few pixels it cannot vouch for
 /// (and every mean outside 0..12, the large ones among them) go through libm's exp as the C's do.
 fn poisson_g_row(g: &mut [f32], xm: &[f32], large: &mut Vec<(u32, [f32; 3])>) {

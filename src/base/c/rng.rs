@@ -464,7 +464,7 @@ pub fn large_mean_terms(xm: f32) -> [f32; 3] {
     [(2.0 * xm as f64).sqrt() as f32, alxm, xm * alxm - gammln((xm as f64 + 1.0) as f32)]
 }
 
-/// Means whose [`large_mean_terms_fast`] are computed at once.
+/// Means whose terms `large_mean_terms_lanes` computes at once.
 pub const TERMS_LANES: usize = 8;
 
 /// [`large_mean_terms`] of `TERMS_LANES` means without libm, NaN (in the first term) where it cannot
@@ -513,7 +513,7 @@ fn large_mean_terms_fast(xm: &[f32; TERMS_LANES]) -> [[f32; 3]; TERMS_LANES] {
 }
 
 /// [`large_mean_terms`] of `TERMS_LANES` means, each libm's (computed in vectors where that is
-/// provably the same floats, [`large_mean_terms_fast_lanes`]). Means outside 12 to 1e6 give NaN.
+/// provably the same floats, `large_mean_terms_fast_lanes`). Means outside 12 to 1e6 give NaN.
 pub fn large_mean_terms_lanes(xm: &[f32; TERMS_LANES]) -> [[f32; 3]; TERMS_LANES] {
     let mut t = large_mean_terms_fast(xm);
     for (t, &m) in t.iter_mut().zip(xm) {
