@@ -6,9 +6,10 @@
 //! conversion (float → double for a libm call or a mixed expression, double → float on assignment or
 //! return) is written out at the same place. The libm calls (`sin`, `cos`, `tan`, `exp`, `ln`, `sqrt`,
 //! `atan2`, `f32::powf`) go to the platform libm, as the C's do; `mul_add` is never used, since the C
-//! reference is built without FMA contraction. One exception gives the same floats: poidev's
-//! `(float)tan(M_PI*u)` of the uniforms drawn ahead is computed eight at a time in vectors and kept
-//! only where libm's tan provably rounds to the same float ([`Ran1Ahead`]'s `next_tan_pi`).
+//! reference is built without FMA contraction. Two exceptions give the same floats: poidev's
+//! `(float)tan(M_PI*u)` of the uniforms drawn ahead ([`Ran1Ahead`]'s `next_tan_pi`) and the terms of
+//! its large means ([`large_mean_terms_lanes`]) are computed eight at a time in vectors, each kept
+//! only where libm's result provably rounds to the same float (every float input checked).
 
 use std::f64::consts::PI;
 
@@ -54,7 +55,7 @@ const TAN_LANES: usize = 8;
 /// quotient within a few ulps of the double), rounded to float and kept only where no float rounding
 /// boundary lies within 2⁻⁴⁶ of it, so that libm's tan (within an ulp) rounds to the same float.
 /// NaN for about one deviate in 2²¹, and for u outside (0, 1) (ran1 gives none). Checked against libm
-/// for every float in (0, 1) (`tan_pi_lanes_is_libm_for_every_float`).
+/// for every float in (0, 1) (`tan_pi_fast_is_libm_for_every_float`).
 #[inline(always)]
 fn tan_pi_fast_lanes(u: &[f32; TAN_LANES]) -> [f32; TAN_LANES] {
     let mut y = [0.0f32; TAN_LANES];
@@ -477,7 +478,6 @@ pub const TERMS_LANES: usize = 8;
 #[inline(always)]
 fn large_mean_terms_fast_lanes(xm: &[f32; TERMS_LANES]) -> [[f32; 3]; TERMS_LANES] {
     use crate::base::lane_math::ln1;
-    const COF: [f64; 6] = [76.18009172947146, -86.50532032941677, 24.01409824083091, -1.231739572450155, 0.1208650973866179e-2, -0.5395239384953e-5];
     const MARGIN: f64 = 1.0 / 70_368_744_177_664.0; // 2^-46
     let mut out = [[0.0f32; 3]; TERMS_LANES];
     for l in 0..TERMS_LANES {
@@ -492,7 +492,7 @@ fn large_mean_terms_fast_lanes(xm: &[f32; TERMS_LANES]) -> [[f32; 3]; TERMS_LANE
         let p = (x + 0.5) * ln1(a);
         let tmp = a - p;
         let (mut y, mut ser) = (x, 1.000000000190015);
-        for c in COF {
+        for c in GAMMLN_COF {
             y += 1.0;
             ser += c / y;
         }
@@ -694,22 +694,17 @@ fn gammln_counts() -> &'static [f32] {
     TABLE.get_or_init(|| (0..COUNTS).map(|k| gammln((k as f64 + 1.0) as f32)).collect())
 }
 
+/// The C `gammln`'s Lanczos coefficients.
+const GAMMLN_COF: [f64; 6] = [76.18009172947146, -86.50532032941677, 24.01409824083091, -1.231739572450155, 0.1208650973866179e-2, -0.5395239384953e-5];
+
 /// ln Γ(xx) by the Lanczos series, as the C `gammln`: float in, double inside, float out.
 pub fn gammln(xx: f32) -> f32 {
-    const COF: [f64; 6] = [
-        76.18009172947146,
-        -86.50532032941677,
-        24.01409824083091,
-        -1.231739572450155,
-        0.1208650973866179e-2,
-        -0.5395239384953e-5,
-    ];
     let x = xx as f64;
     let mut y = x;
     let mut tmp = x + 5.5;
     tmp -= (x + 0.5) * tmp.ln();
     let mut ser = 1.000000000190015;
-    for c in COF {
+    for c in GAMMLN_COF {
         y += 1.0;
         ser += c / y;
     }
