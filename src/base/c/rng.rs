@@ -76,6 +76,19 @@ fn tan_pi_fast(u: &[f32; TAN_LANES]) -> [f32; TAN_LANES] {
     crate::base::cpu::widest_call!(tan_pi_fast_lanes(u: &[f32; TAN_LANES]) -> [f32; TAN_LANES])
 }
 
+/// Whether `f64::mul_add` is an instruction here (x86-64: with AVX2 and FMA, as `tan_pi_fast`
+/// is compiled there; other targets: assumed, as on AArch64).
+fn fma_is_fast() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        crate::base::cpu::detected_level() >= crate::base::cpu::SimdLevel::Avx2
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        true
+    }
+}
+
 /// poidev's `em=floor(em)` (double, stored as float) of a count `em >= 0` without a libm call, and
 /// the count as an index (usize::MAX from 2²³ on): below 2²³ truncation through an integer, from
 /// 2²³ on `em` itself (a float that large is whole).
@@ -621,11 +634,16 @@ impl Ran1Ahead {
     fn tan_ahead(&mut self) {
         self.tan_passes += 1;
         let end = if self.tan_passes > TAN_WHOLE_AFTER { self.len } else { (self.pos + TAN_LANES).min(self.len) };
-        for from in (self.pos..end).step_by(TAN_LANES) {
-            let n = TAN_LANES.min(end - from);
-            let mut u = [0.5f32; TAN_LANES];
-            u[..n].copy_from_slice(&self.buf[from..from + n]);
-            self.tan[from..from + n].copy_from_slice(&tan_pi_fast(&u)[..n]);
+        if !fma_is_fast() {
+            // sincos1's fused multiply-adds would be library calls: libm's tan is faster
+            self.tan[self.pos..end].fill(f32::NAN);
+        } else {
+            for from in (self.pos..end).step_by(TAN_LANES) {
+                let n = TAN_LANES.min(end - from);
+                let mut u = [0.5f32; TAN_LANES];
+                u[..n].copy_from_slice(&self.buf[from..from + n]);
+                self.tan[from..from + n].copy_from_slice(&tan_pi_fast(&u)[..n]);
+            }
         }
         self.tan_to = end;
     }
