@@ -557,14 +557,16 @@ pub struct Ran1Ahead {
     /// most of them; a lone large mean costs one short vector pass, about a libm tan).
     tan: Box<[f32; AHEAD]>,
     tan_to: usize,
-    /// Passes of [`Ran1Ahead::tan_ahead`] over this buffer: from [`TAN_WHOLE_AFTER`] on (a bright
-    /// image, whose rejection loops take deviates all along) the rest of the buffer at once, whose
-    /// registers' chains overlap instead of waiting one on another.
+    /// Passes of [`Ran1Ahead::tan_ahead`] over this buffer: from [`TAN_LONG_AFTER`] on (a bright
+    /// image, whose rejection loops take deviates all along, or a sparse image's spot) [`TAN_LONG`]
+    /// deviates at once, whose registers' chains overlap instead of waiting one on another.
     tan_passes: usize,
 }
 
-/// Short passes of `tan_ahead` over one buffer after which it computes the rest of it.
-const TAN_WHOLE_AFTER: usize = 4;
+/// Short passes of `tan_ahead` over one buffer after which it computes [`TAN_LONG`] at a time.
+const TAN_LONG_AFTER: usize = 4;
+/// Deviates of a long pass: enough registers to overlap, few wasted where a spot ends.
+const TAN_LONG: usize = 128;
 
 /// Deviates drawn ahead at a time: 16 KiB, within the L1 cache beside the rows.
 pub const AHEAD: usize = 4096;
@@ -628,12 +630,13 @@ impl Ran1Ahead {
         (self.len, self.pos, self.tan_to, self.tan_passes) = (AHEAD, 0, 0, 0);
     }
 
-    /// [`tan_pi_fast`] of the deviates from `pos` on: `TAN_LANES` of them, or after
-    /// [`TAN_WHOLE_AFTER`] such passes over this buffer, all the rest.
+    /// [`tan_pi_fast`] of the deviates from `pos` on (within the buffer): `TAN_LANES` of them, or after
+    /// [`TAN_LONG_AFTER`] such passes over this buffer, [`TAN_LONG`].
     #[inline(never)]
     fn tan_ahead(&mut self) {
         self.tan_passes += 1;
-        let end = if self.tan_passes > TAN_WHOLE_AFTER { self.len } else { (self.pos + TAN_LANES).min(self.len) };
+        let n = if self.tan_passes > TAN_LONG_AFTER { TAN_LONG } else { TAN_LANES };
+        let end = (self.pos + n).min(self.len);
         if !fma_is_fast() {
             // sincos1's fused multiply-adds would be library calls: libm's tan is faster
             self.tan[self.pos..end].fill(f32::NAN);
