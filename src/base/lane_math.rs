@@ -187,6 +187,14 @@ pub fn exp_lanes<const L: usize>(x: &[f64; L]) -> [f64; L] {
     e
 }
 
+/// Whether every double within `d` of `x` rounds to one float (rounding is monotonic, so the two
+/// ends settle it): a result known within `d` of a libm value then rounds to libm's float. False for
+/// NaN.
+#[inline(always)]
+pub fn rounds_to_one_float(x: f64, d: f64) -> bool {
+    (x - d) as f32 == (x + d) as f32
+}
+
 /// fdlibm's `e_log.c` minimax coefficients of log(1+f) = f − f²/2 + s·(f²/2 + R(s²)), s = f/(2+f).
 #[allow(clippy::excessive_precision)] // the published coefficients, kept as written
 const LG: [f64; 7] = [

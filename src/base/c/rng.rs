@@ -11,6 +11,7 @@
 //! its large means ([`large_mean_terms_lanes`]) are computed eight at a time in vectors, each kept
 //! only where libm's result provably rounds to the same float (every float input checked).
 
+use crate::base::lane_math::{ln1, rounds_to_one_float, sincos1};
 use std::f64::consts::PI;
 
 const IA: i64 = 16807;
@@ -60,12 +61,11 @@ const TAN_LANES: usize = 8;
 fn tan_pi_fast_lanes(u: &[f32; TAN_LANES]) -> [f32; TAN_LANES] {
     let mut y = [0.0f32; TAN_LANES];
     for l in 0..TAN_LANES {
-        let (s, c) = crate::base::lane_math::sincos1(PI * u[l] as f64);
+        let (s, c) = sincos1(PI * u[l] as f64);
         let t = s / c;
-        let f = t as f32;
         let d = t.abs() * (1.0 / 70_368_744_177_664.0); // 2^-46 of the value
-        let ok = (u[l] > 0.0) & (u[l] < 1.0) & ((t - d) as f32 == f) & ((t + d) as f32 == f);
-        y[l] = if ok { f } else { f32::NAN };
+        let ok = (u[l] > 0.0) & (u[l] < 1.0) & rounds_to_one_float(t, d);
+        y[l] = if ok { t as f32 } else { f32::NAN };
     }
     y
 }
@@ -490,7 +490,6 @@ pub const TERMS_LANES: usize = 8;
 /// mean in that range (`large_mean_terms_fast_is_libm_for_every_mean`).
 #[inline(always)]
 fn large_mean_terms_fast_lanes(xm: &[f32; TERMS_LANES]) -> [[f32; 3]; TERMS_LANES] {
-    use crate::base::lane_math::ln1;
     const MARGIN: f64 = 1.0 / 70_368_744_177_664.0; // 2^-46
     let mut out = [[0.0f32; 3]; TERMS_LANES];
     for l in 0..TERMS_LANES {
@@ -498,7 +497,7 @@ fn large_mean_terms_fast_lanes(xm: &[f32; TERMS_LANES]) -> [[f32; 3]; TERMS_LANE
         let m = if large { xm[l] } else { 12.0 };
         let la = ln1(m as f64);
         let alxm = la as f32;
-        let ok_a = ((la - la.abs() * MARGIN) as f32 == alxm) & ((la + la.abs() * MARGIN) as f32 == alxm);
+        let ok_a = rounds_to_one_float(la, la.abs() * MARGIN);
         // gammln((float)(xm + 1.0)) as `gammln` computes it
         let x = ((m as f64 + 1.0) as f32) as f64;
         let a = x + 5.5;
@@ -513,7 +512,7 @@ fn large_mean_terms_fast_lanes(xm: &[f32; TERMS_LANES]) -> [[f32; 3]; TERMS_LANE
         let r = -tmp + l2;
         let gam = r as f32;
         let e = (p.abs() + tmp.abs() + l2.abs() + r.abs()) * MARGIN;
-        let ok_g = ((r - e) as f32 == gam) & ((r + e) as f32 == gam);
+        let ok_g = rounds_to_one_float(r, e);
         let sq = (2.0 * m as f64).sqrt() as f32;
         out[l] = [if large & ok_a & ok_g { sq } else { f32::NAN }, alxm, m * alxm - gam];
     }
