@@ -75,3 +75,28 @@ fn refine_that_does_not_converge_exits_1() {
     assert_eq!(out.status.code(), Some(9));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown parameter 'rot_q'"));
 }
+
+/// The fit's outputs never replace what it reads or each other (by any spelling), and a missing
+/// folder is refused: exit 9 with one line before any fitting, the observed image untouched.
+#[test]
+fn refine_refuses_outputs_over_inputs_before_fitting() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let obs = vec![7u8; 64 * 64 * 4];
+    std::fs::write(d.join("obs.bin"), &obs).unwrap();
+    let base = "-cell 70 80 90 85 95 105 -N 5 -detpixels 64 -default_F 100 -noprogress --observed obs.bin --refine distance";
+    for (outs, want) in [
+        ("--params-out obs.bin", "--observed"),
+        ("--params-out ./obs.bin", "--observed"),
+        ("--params-out a.json --refined-out ./a.json", "name the same file"),
+        ("--params-out missing/fit.json", "does not exist"),
+    ] {
+        let out = Command::new(BIN).current_dir(d).arg("refine").args(words(&format!("{base} {outs}"))).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(9), "{outs}: {err}");
+        assert!(err.contains(want) && err.trim_end().lines().count() == 1, "{outs}: {err}");
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("refine: start"), "{outs}: fitted before refusing");
+        assert_eq!(std::fs::read(d.join("obs.bin")).unwrap(), obs, "{outs}");
+        assert!(!d.join("a.json").exists(), "{outs}");
+    }
+}

@@ -56,6 +56,7 @@ pub fn refine(cfg: &Config, opts: &RefineOptions, out: &mut dyn Write) -> Result
     if opts.names.is_empty() {
         return Err(Error::flag("--refine", format!("name the parameters to refine (valid: {})", Param::names())));
     }
+    check_outputs(cfg, opts)?;
     let inputs = crate::run::load::load_inputs(cfg)?;
     let exp0 = Experiment::build(&cfg.params, &inputs)?;
     tangents::check(&cfg.params, &inputs, &opts.names)?;
@@ -254,6 +255,21 @@ fn step(params: &Params, names: &[Param], delta: &[f64]) -> Params {
         n.set(&mut p, v);
     }
     p
+}
+
+/// Refuse, before the fit, a `--params-out`/`--refined-out` that names one of the run's inputs
+/// (the observed image, -hkl, -mat, ...) or the other output, by any spelling or link, or that cannot
+/// be written (a directory, a missing directory): the fit may take minutes, and its result must not
+/// replace what it was fitted to.
+fn check_outputs(cfg: &Config, opts: &RefineOptions) -> Result<()> {
+    let mut outputs = vec![("--params-out", opts.params_out.clone())];
+    if let Some(p) = &opts.refined_out {
+        outputs.push(("--refined-out", p.clone()));
+    }
+    for (_, p) in &outputs {
+        crate::io::atomic::target_kind(p)?;
+    }
+    crate::io::atomic::check_no_clobber(&crate::run::outputs::input_files(cfg), &outputs)
 }
 
 /// `--params-out` (the refined run, loadable with `simulate --params`) and `--refined-out`.
