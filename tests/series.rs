@@ -316,6 +316,54 @@ fn bad_series_command_lines_are_one_line_errors() {
     assert!(std::fs::read_dir(tmp.path()).unwrap().next().is_none(), "a refused series wrote files");
 }
 
+/// `--resume` and `--verify` know the dataset by its input files' contents too: an -hkl file edited
+/// between runs is refused by name; the out dir spelled another way (or moved) is the same dataset.
+#[test]
+fn resume_refuses_changed_inputs_and_accepts_the_out_dir_respelled() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::write(d.join("f.hkl"), "0 0 1 100\n1 1 1 200\n2 0 0 150\n").unwrap();
+    let args = strs(&["series", "-cell", "70", "80", "90", "85", "95", "105", "-N", "5", "-detpixels", "32", "-hkl", "f.hkl", "-osc", "1", "--outputs", "float", "--frames", "3", "--quiet"]);
+    let run = |extra: &[&str]| bin().args(&args).args(extra).current_dir(d).output().unwrap();
+    assert!(run(&["--out-dir", "h1"]).status.success());
+    std::fs::remove_file(d.join("h1/floatimage_00003.bin")).unwrap();
+    // the same flags with the folder spelled another way: resumed
+    let o = run(&["--out-dir", "./h1/", "--resume"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(bin().args(["series", "--verify", "--out-dir", "h1"]).current_dir(d).output().unwrap().status.success());
+    // other structure factors under the same name: refused, naming the input, nothing rendered
+    std::fs::remove_file(d.join("h1/floatimage_00003.bin")).unwrap();
+    std::fs::write(d.join("f.hkl"), "0 0 1 1000\n1 1 1 2000\n2 0 0 1500\n").unwrap();
+    let o = run(&["--out-dir", "h1", "--resume"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(9), "{err}");
+    assert!(err.contains("-hkl input f.hkl changed") && err.trim_end().lines().count() == 1, "{err}");
+    assert!(!d.join("h1/floatimage_00003.bin").exists());
+    // --verify with the flags checks them against the manifest, input contents included
+    let o = bin().args(&args).args(["--verify", "--out-dir", "h1"]).current_dir(d).output().unwrap();
+    assert_eq!(o.status.code(), Some(9));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("f.hkl changed"));
+}
+
+/// Output lists that leave nothing to write, or frame files named like the manifests, are refused
+/// before anything is written.
+#[test]
+fn series_refuses_empty_outputs_and_manifest_like_names() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (extra, needle) in [
+        (vec!["--outputs", ","], "--outputs"),
+        (vec!["--outputs", "float", "-floatfile", "series.shard-0-of-1.json"], "-floatfile"),
+        (vec!["--name", "run", "--outputs", "float", "-floatfile", "run.shard-#.json"], "-floatfile"),
+    ] {
+        let o = bin().arg("series").args(CRYSTAL).args(["-osc", "1", "--frames", "2"]).args(&extra).current_dir(tmp.path()).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(9), "{extra:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(err.contains(needle), "{extra:?}: {err}");
+    }
+    assert!(std::fs::read_dir(tmp.path()).unwrap().next().is_none(), "a refused series wrote files");
+}
+
 // ------------------------------------------------------------------------------------------ NeXus
 
 /// h5py from DIALS's Python (or `NANOBRAGG_H5PY_PYTHON`), when it can import h5py and numpy.

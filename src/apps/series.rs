@@ -308,6 +308,9 @@ pub struct Manifest {
     pub seed: i64,
     pub mosaic_seed: i64,
     pub misset_seed: i64,
+    /// The input files read and their contents (in the parameter hash).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<InputRecord>,
     /// Frames of this shard (`--only` may narrow them).
     pub frames_planned: Vec<usize>,
     pub frames: Vec<FrameRecord>,
@@ -316,27 +319,67 @@ pub struct Manifest {
     pub sweep_files: Vec<SweepFile>,
 }
 
-/// Flags that change no pixel and no file: left out of the parameter hash.
+/// An input file as a manifest records it (`inputs`): a resumed run, or a shard, that reads other
+/// contents under the same names would make another dataset.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputRecord {
+    pub flag: String,
+    pub path: PathBuf,
+    pub bytes: u64,
+    pub sha256: String,
+}
+
+/// The run's input files ([`crate::run::outputs::input_files`]) with their sizes and sha256.
+fn input_records(cfg: &Config) -> Result<Vec<InputRecord>> {
+    crate::run::outputs::input_files(cfg)
+        .into_iter()
+        .map(|(flag, path)| {
+            let (sha256, bytes) = file_sha256(&path).map_err(|e| Error::file(&path, format!("{flag}: cannot read: {e}")))?;
+            Ok(InputRecord { flag: flag.to_string(), path, bytes, sha256 })
+        })
+        .collect()
+}
+
+/// Flags that change no pixel and no file: left out of the parameter hash. `--out-dir` names where
+/// the dataset is, not what it holds (its files are recorded relative to it): a dataset moved, or
+/// the folder spelled another way, resumes and verifies.
 fn result_neutral(flag: &str) -> Option<usize> {
     match flag {
-        "--threads" => Some(1),
+        "--threads" | "--out-dir" => Some(1),
         "--quiet" | "-quiet" | "-progress" | "-noprogress" => Some(0),
         _ => None,
     }
 }
 
-fn params_sha256(mode: Mode, total: usize, args: &[String]) -> String {
+/// The flags that change the result: `args` without the [`result_neutral`] ones (`neutral` decides).
+fn result_args(args: &[String], neutral: impl Fn(&str) -> Option<usize>) -> Vec<String> {
     let mut kept = Vec::new();
     let mut i = 0;
     while i < args.len() {
-        if let Some(n) = result_neutral(&args[i]) {
+        if let Some(n) = neutral(&args[i]) {
             i += 1 + n;
             continue;
         }
         kept.push(args[i].clone());
         i += 1;
     }
-    let text = serde_json::json!({ "mode": mode, "total_frames": total, "args": kept }).to_string();
+    kept
+}
+
+/// sha256 of what makes the dataset: mode, frames, the result-changing flags and the contents of
+/// the input files.
+fn params_sha256(mode: Mode, total: usize, args: &[String], inputs: &[InputRecord]) -> String {
+    let contents: Vec<(&str, &str)> = inputs.iter().map(|i| (i.flag.as_str(), i.sha256.as_str())).collect();
+    let text = serde_json::json!({ "mode": mode, "total_frames": total, "args": result_args(args, result_neutral), "inputs": contents }).to_string();
+    hex(&Sha256::digest(text.as_bytes()))
+}
+
+/// The parameter hash of manifests written before they recorded their inputs (`--out-dir` then
+/// counted, the inputs' contents did not): still resumed and verified with the flags they were
+/// made with.
+fn legacy_params_sha256(mode: Mode, total: usize, args: &[String]) -> String {
+    let neutral = |f: &str| if f == "--out-dir" { None } else { result_neutral(f) };
+    let text = serde_json::json!({ "mode": mode, "total_frames": total, "args": result_args(args, neutral) }).to_string();
     hex(&Sha256::digest(text.as_bytes()))
 }
 
@@ -485,6 +528,25 @@ pub struct Plan {
     pub nexus: Option<PathBuf>,
     /// What the plan leaves out, said before the run (the one-panel formats of a multi-panel detector).
     pub notes: Vec<String>,
+    /// The input files and their contents (part of the parameter hash).
+    pub inputs: Vec<InputRecord>,
+}
+
+/// Refuse frame files named like the run's manifests (`NAME.shard-*-of-*.json`): `--verify` and
+/// `--resume` would take them for manifests.
+fn check_not_manifest_names(outputs: &[(&'static str, PathBuf)], name: &str, total: usize) -> Result<()> {
+    let prefix = format!("{name}.shard-");
+    for (role, template) in outputs {
+        for k in [1, total.max(1)] {
+            let frame = PathBuf::from(frame_name(&template.to_string_lossy(), k));
+            let file = frame.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+            if file.starts_with(&prefix) && file.ends_with(".json") {
+                let flag = OUTPUT_KINDS.iter().find(|(kind, _, _)| kind.eq_ignore_ascii_case(role)).map_or("--outputs", |(_, f, _)| *f);
+                return Err(Error::flag(flag, format!("frame files named {file} would be taken for the manifests {prefix}*.json: choose another name")));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn seed_plus(flag: &str, base: i64, k: usize) -> Result<i64> {
@@ -552,7 +614,12 @@ impl Plan {
         for (_, p) in outputs.iter_mut() {
             *p = template_name(p, total);
         }
-        Ok(Plan { mode, total, base, args: sa.simulate.clone(), seed, mosaic_seed, misset_seed, phi0_deg, osc_deg, outputs, nexus, notes })
+        if outputs.is_empty() && nexus.is_none() {
+            return Err(Error::flag("--outputs", "leaves no file to write: name at least one output"));
+        }
+        check_not_manifest_names(&outputs, sa.name.as_deref().unwrap_or("series"), total)?;
+        let inputs = input_records(&base)?;
+        Ok(Plan { mode, total, base, args: sa.simulate.clone(), seed, mosaic_seed, misset_seed, phi0_deg, osc_deg, outputs, nexus, notes, inputs })
     }
 
     /// The NeXus file of a shard, as named (before `--out-dir`): the `-nexusfile` name itself for an
@@ -640,7 +707,26 @@ impl Plan {
     }
 
     pub fn params_sha256(&self) -> String {
-        params_sha256(self.mode, self.total, &self.args)
+        params_sha256(self.mode, self.total, &self.args, &self.inputs)
+    }
+
+    /// Whether a manifest's parameter hash (and inputs) is this plan's: the same flags and input
+    /// contents, or a manifest from before inputs were recorded made with the same flags.
+    pub fn made_this(&self, m: &Manifest) -> bool {
+        m.params_sha256 == self.params_sha256() || (m.inputs.is_empty() && m.params_sha256 == legacy_params_sha256(self.mode, self.total, &self.args))
+    }
+
+    /// Why a manifest with another parameter hash is not this plan's: an input whose contents
+    /// changed, else the flags.
+    pub fn differs_because(&self, m: &Manifest) -> String {
+        for old in &m.inputs {
+            if let Some(now) = self.inputs.iter().find(|i| i.flag == old.flag && i.path == old.path) {
+                if now.sha256 != old.sha256 {
+                    return format!("the {} input {} changed since the manifest was written (sha256 differs)", old.flag, old.path.display());
+                }
+            }
+        }
+        "manifest is from a run with other parameters (or --frames/--stills)".into()
     }
 }
 
@@ -759,7 +845,7 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
         }
     }
     let params = plan.params_sha256();
-    let (done, sweep_done) = resumed_frames(sa, &plan, &frames, &mpath, &params, nexus_name.as_deref(), quiet_user, log_out)?;
+    let (done, sweep_done) = resumed_frames(sa, &plan, &frames, &mpath, nexus_name.as_deref(), quiet_user, log_out)?;
     let skipped = done.len();
     let todo: Vec<usize> = frames.iter().copied().filter(|k| !done.contains_key(k)).collect();
     // every check before the first file is written: a refused run changes nothing
@@ -781,6 +867,7 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
         shard_reason: shard.reason.clone(),
         simulate_args: plan.args.clone(),
         params_sha256: params,
+        inputs: plan.inputs.clone(),
         seed: plan.seed,
         mosaic_seed: plan.mosaic_seed,
         misset_seed: plan.misset_seed,
@@ -878,7 +965,6 @@ fn resumed_frames(
     plan: &Plan,
     frames: &[usize],
     mpath: &Path,
-    params: &str,
     nexus_name: Option<&Path>,
     quiet_user: bool,
     log_out: &mut dyn std::io::Write,
@@ -888,8 +974,8 @@ fn resumed_frames(
     if sa.resume && mpath.is_file() {
         let old = read_manifest(mpath, "--resume")?;
         sweep_done = old.sweep_files.iter().filter(|f| sweep_file_matches(&plan.base, f)).cloned().collect();
-        if old.params_sha256 != params {
-            return Err(Error::file(mpath, "manifest is from a run with other parameters (or --frames/--stills); use another --name or remove it"));
+        if !plan.made_this(&old) {
+            return Err(Error::file(mpath, format!("{}; use another --name or remove it", plan.differs_because(&old))));
         }
         for rec in old.frames {
             if frames.binary_search(&rec.frame).is_ok() && files_match(&plan.base, &rec) && Some(&rec) == plan.frame(rec.frame).ok().map(|mut r| {
@@ -1439,8 +1525,8 @@ pub fn verify(sa: &SeriesArgs) -> Result<VerifyReport> {
     let (p0, m0) = &manifests[0];
     if sa.frames.is_some() || sa.stills.is_some() {
         let plan = Plan::new(sa)?;
-        if plan.params_sha256() != m0.params_sha256 {
-            return Err(Error::file(p0, "manifest parameters differ from the flags given to --verify"));
+        if !plan.made_this(m0) {
+            return Err(Error::file(p0, format!("not made by the flags given to --verify: {}", plan.differs_because(m0))));
         }
     }
     let n = m0.shard_count;
@@ -1449,7 +1535,7 @@ pub fn verify(sa: &SeriesArgs) -> Result<VerifyReport> {
     let mut owner: HashMap<usize, PathBuf> = HashMap::new();
     let mut files = 0;
     for (p, m) in &manifests {
-        if m.params_sha256 != m0.params_sha256 || m.total_frames != m0.total_frames || m.mode != m0.mode {
+        if m.params_sha256 != m0.params_sha256 || m.inputs != m0.inputs || m.total_frames != m0.total_frames || m.mode != m0.mode {
             return Err(Error::file(p, format!("parameters differ from {}", p0.display())));
         }
         if m.shard_count != n {
@@ -1529,6 +1615,20 @@ mod tests {
         assert_eq!(template_name(Path::new("dir/intimage.img"), 900), PathBuf::from("dir/intimage_#####.img"));
         assert_eq!(template_name(Path::new("still"), 1_000_000), PathBuf::from("still_#######"));
         assert_eq!(template_name(Path::new("s_###.bin"), 9), PathBuf::from("s_###.bin"));
+    }
+
+    /// A manifest written before inputs were recorded (by the build of 2026-11-27, b44f0d6: this
+    /// hash is from its `series ... --out-dir h1`) is still this run's; its folder spelled
+    /// another way is not a change of parameters now.
+    #[test]
+    fn legacy_manifest_hash_is_recognised() {
+        let args: Vec<String> = "-cell 70 80 90 85 95 105 -N 5 -detpixels 32 -default_F 100 -osc 1 --quiet --out-dir h1".split(' ').map(String::from).collect();
+        assert_eq!(legacy_params_sha256(Mode::Rotation, 3, &args), "87fd2ef23ac6066d372e6c74ffa94940827034842b7d6352a2bc51d2670eda80");
+        let mut moved = args.clone();
+        *moved.last_mut().unwrap() = "./h1/".into();
+        assert_eq!(params_sha256(Mode::Rotation, 3, &args, &[]), params_sha256(Mode::Rotation, 3, &moved, &[]));
+        let input = |sha: &str| InputRecord { flag: "-hkl".into(), path: "f.hkl".into(), bytes: 9, sha256: sha.into() };
+        assert_ne!(params_sha256(Mode::Rotation, 3, &args, &[input("aa")]), params_sha256(Mode::Rotation, 3, &args, &[input("bb")]));
     }
 
     #[test]
