@@ -786,6 +786,10 @@ fn params_file_is_the_base_and_flags_override_it() {
     std::fs::write(&f, "{\"params\": {\"nonsense\": 1}}").unwrap();
     let e = parse_err(&format!("--params {}", f.display()));
     assert!(e.contains("nonsense"), "{e}");
+    // values the flags would refuse are refused from the file too (not rendered)
+    std::fs::write(&f, "{\"params\": {\"distance\": -0.001}}").unwrap();
+    let e = parse_err(&format!("--params {}", f.display()));
+    assert!(e.contains("\"distance\" must be a positive number"), "{e}");
 }
 
 #[test]

@@ -577,6 +577,46 @@ impl Params {
     }
 }
 
+impl Params {
+    /// The ranges the flags enforce on the values a parameter file (`--params`) sets directly: a
+    /// negative distance or pixel, an inverted ROI, zero mosaic domains … are refused by the flags and
+    /// must not render from a file either. The message names the file's key.
+    pub fn check_ranges(&self) -> std::result::Result<(), String> {
+        let positive = [
+            ("lambda0", self.lambda0),
+            ("beamsize", self.beamsize),
+            ("distance", self.distance),
+            ("pixel_size", self.pixel_size),
+            ("detsize_f", self.detsize_f),
+            ("detsize_s", self.detsize_s),
+        ];
+        for (key, v) in positive.into_iter().chain(self.close_distance.map(|v| ("close_distance", v))) {
+            if !(v > 0.0 && v.is_finite()) {
+                return Err(format!("\"{key}\" must be a positive number (got {v})"));
+            }
+        }
+        if !(self.fluence >= 0.0 && self.fluence.is_finite()) {
+            return Err(format!("\"fluence\" must not be negative (got {})", self.fluence));
+        }
+        for (key, v) in [("fpixels", self.fpixels), ("spixels", self.spixels)] {
+            if v < 0 {
+                return Err(format!("\"{key}\" must not be negative (0: from the detector size; got {v})"));
+            }
+        }
+        for (key, v) in [("oversample", self.oversample), ("mosaic_domains", self.mosaic_domains)] {
+            if let Some(n) = v.filter(|&n| n < 1) {
+                return Err(format!("\"{key}\" must be at least 1 (got {n})"));
+            }
+        }
+        if let Some(r) = self.roi {
+            if r.iter().any(|&x| x < 0) || r[0] > r[1] || r[2] > r[3] {
+                return Err(format!("\"roi\" needs 0 <= xmin <= xmax and 0 <= ymin <= ymax (got {r:?})"));
+            }
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -591,5 +631,26 @@ mod tests {
         assert_eq!(units::ev_to_wavelength(12398.42), 1e-10);
         assert_eq!(units::um(300.0), 300.0 * 1e-6);
         assert_eq!(units::um_div(2.0), 2e-6);
+    }
+
+    /// What the flags refuse is refused from a parameter file too; the defaults pass.
+    #[test]
+    fn check_ranges_refuses_what_the_flags_refuse() {
+        assert_eq!(Params::default().check_ranges(), Ok(()));
+        let cases: [(&str, fn(&mut Params)); 7] = [
+            ("distance", |p| p.distance = -1e-3),
+            ("pixel_size", |p| p.pixel_size = -1e-7),
+            ("close_distance", |p| p.close_distance = Some(0.0)),
+            ("fpixels", |p| p.fpixels = -5),
+            ("mosaic_domains", |p| p.mosaic_domains = Some(0)),
+            ("oversample", |p| p.oversample = Some(-2)),
+            ("roi", |p| p.roi = Some([10, 5, 1, 2])),
+        ];
+        for (key, set) in cases {
+            let mut p = Params::default();
+            set(&mut p);
+            let e = p.check_ranges().unwrap_err();
+            assert!(e.contains(key), "{key}: {e}");
+        }
     }
 }

@@ -46,6 +46,7 @@ impl Config {
     pub fn load_json(path: &Path) -> Result<Config> {
         let text = std::fs::read_to_string(path).map_err(|e| Error::file(path, format!("cannot read: {e}")))?;
         let mut c = Config::from_json(&text).map_err(|e| Error::file_line(path, e.line(), format!("bad parameter file: {e}")))?;
+        c.params.check_ranges().map_err(|e| Error::file(path, format!("bad parameter file: {e}")))?;
         if let Some(m) = c.params.mask_file.clone() {
             c.mask = Some(crate::io::smv::read_smv(&m)?);
         }
