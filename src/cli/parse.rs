@@ -8,7 +8,7 @@
 use crate::base::os_text::os_path;
 use super::flags::{units, Arity, Flag, Vals, FLAGS};
 use crate::io::smv::SmvImage;
-use crate::io::smv::{header_value, read_smv};
+use crate::io::smv::{header_number, read_smv};
 use crate::run::config::Config;
 use crate::{Error, Result};
 use std::collections::HashMap;
@@ -205,15 +205,22 @@ fn apply_smv_header(c: &mut Config, smv: &SmvImage, is_mask: bool, flag: &str) -
     let bad = |key: &str, v: f64, why: &str| {
         Error::flag(flag, format!("{}: header {key}={v} {why}", smv.path.display()))
     };
-    let value = |key: &str| header_value(&smv.header, key).filter(|v| !v.is_nan());
+    // a value that is not one number (`0.15x`, `abc`, `nan`) is refused, not read as its prefix or 0
+    let value = |key: &str| -> Result<Option<f64>> {
+        match header_number(&smv.header, key) {
+            None => Ok(None),
+            Some(Ok(v)) => Ok(Some(v)),
+            Some(Err(text)) => Err(Error::flag(flag, format!("{}: header {key}={text} is not a number", smv.path.display()))),
+        }
+    };
     let positive = |key: &str| -> Result<Option<f64>> {
-        match value(key) {
+        match value(key)? {
             Some(v) if !(v > 0.0 && v.is_finite()) => Err(bad(key, v, "must be positive and finite")),
             v => Ok(v),
         }
     };
     let finite = |key: &str| -> Result<Option<f64>> {
-        match value(key) {
+        match value(key)? {
             Some(v) if !v.is_finite() => Err(bad(key, v, "must be finite")),
             v => Ok(v),
         }

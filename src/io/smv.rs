@@ -318,6 +318,27 @@ pub fn header_value(header: impl AsRef<[u8]>, key: &str) -> Option<f64> {
     }
 }
 
+/// [`header_value`] for a value that must be a number: the same occurrence of `key`, but its text (up
+/// to the `;` that ends an SMV field, or the line's end) must be one number and nothing else. `None`
+/// when `key` does not occur; `Some(Err(text))` for text `atof` would read a prefix of (`0.15x`),
+/// read as 0 (`abc`), or that is NaN.
+pub fn header_number(header: impl AsRef<[u8]>, key: &str) -> Option<std::result::Result<f64, String>> {
+    let h = header.as_ref();
+    let h = &h[..h.iter().position(|&c| c == 0).unwrap_or(h.len())];
+    header_value(h, key)?;
+    let mut from = 0;
+    let mut after = 0;
+    while let Some(p) = find(&h[from..], key.as_bytes()) {
+        from += p + key.len();
+        after = from;
+    }
+    let Some(e) = h[after..].iter().position(|&c| c == b'=') else { return Some(Ok(0.0)) };
+    let rest = &h[after + e + 1..];
+    let end = rest.iter().position(|&c| c == b';' || c == b'\n' || c == b'\r').unwrap_or(rest.len());
+    let text = String::from_utf8_lossy(&rest[..end]).trim().to_string();
+    Some(text.parse::<f64>().ok().filter(|v| !v.is_nan()).ok_or(text))
+}
+
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
@@ -441,6 +462,19 @@ mod tests {
         // non-overlapping left-to-right scan: "AA" in "AAA=5" ends at byte 2
         assert_eq!(header_value("AAA=5", "AA"), Some(5.0));
         assert_eq!(header_value("K=1\0K=2", "K"), Some(1.0));
+    }
+
+    /// The same occurrence as `header_value`, but only a whole number is a value.
+    #[test]
+    fn header_number_takes_whole_numbers_only() {
+        let h = "{\nHEADER_BYTES=512;\nDISTANCE=120;\nCLOSE_DISTANCE= 110 ;\nPHI=nan;\nPIXEL_SIZE=0.15x;\nX=-3e2\nNOEQ";
+        assert_eq!(header_number(h, "DISTANCE"), Some(Ok(110.0)));
+        assert_eq!(header_number(h, "X"), Some(Ok(-300.0)));
+        assert_eq!(header_number(h, "NOEQ"), Some(Ok(0.0)));
+        assert_eq!(header_number(h, "MISSING"), None);
+        assert_eq!(header_number(h, "PHI"), Some(Err("nan".into())));
+        assert_eq!(header_number(h, "PIXEL_SIZE"), Some(Err("0.15x".into())));
+        assert_eq!(header_number("A=B=1", "A"), Some(Err("B=1".into())));
     }
 
     #[test]
