@@ -312,6 +312,12 @@ fn wrong_images_are_refused_or_flagged() {
     refused(&o, "-cbf", "-cbf");
     assert!(!text(&o).contains("did you mean"), "{}", text(&o));
 
+    // parallel detector axes (every pixel on one line) are no detector
+    for v in [["0", "0", "1"], ["0", "0", "-2"]] {
+        let o = run_small(d.path(), &["-fdet_vector", "0", "0", "1", "-sdet_vector", v[0], v[1], v[2]]);
+        refused(&o, "parallel", "parallel detector axes");
+    }
+
     // SMV headers are held to the same rules as the flags
     // (a value that is not one number is refused, not read as its prefix, 0 or absent)
     for bad in ["WAVELENGTH=0", "WAVELENGTH=inf", "DISTANCE=-100", "PIXEL_SIZE=-0.1", "BEAM_CENTER_X=inf", "PHI=nan", "DISTANCE=nan", "PIXEL_SIZE=0.15x", "ORGX=abc"] {

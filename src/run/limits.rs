@@ -37,6 +37,16 @@ pub fn check_values(cfg: &Config) -> Result<()> {
             return flag(f, format!("{} {} {} has no direction (a zero or non-finite vector)", v[0], v[1], v[2]));
         }
     }
+    if cfg.params.convention == crate::experiment::params::Convention::Custom {
+        let (f, s) = (cfg.params.fdet_vector, cfg.params.sdet_vector);
+        use crate::base::vec3::{cross, dot};
+        let c = cross(&f, &s);
+        let sin2 = dot(&c, &c) / (dot(&f, &f) * dot(&s, &s));
+        // parallel axes put every pixel on one line: no image (nanoBragg.c renders it anyway)
+        if !(sin2 > 1e-12) {
+            return flag("-sdet_vector", format!("{} {} {} is parallel to -fdet_vector {} {} {}: the detector needs two directions", s[0], s[1], s[2], f[0], f[1], f[2]));
+        }
+    }
     if !(cfg.params.lambda0 >= 1e-16 && cfg.params.lambda0 <= 1e-3) {
         return flag("-lambda", format!("{} m is not an X-ray wavelength this program can simulate (1e-6 to 1e7 Angstrom)", cfg.params.lambda0));
     }
