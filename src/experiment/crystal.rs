@@ -125,7 +125,8 @@ pub fn build_lattice(
     }
     let v_cell = 1.0 / v_star;
     if !v_cell.is_finite() || v_cell == 0.0 {
-        return Err(Error::setup("degenerate crystal lattice: the reciprocal cell vectors have zero volume (check the -mat file)"));
+        let check = if user_cell { "check the -cell values: an edge too large or too small for double precision" } else { "check the -mat file" };
+        return Err(Error::setup(format!("degenerate crystal lattice: the reciprocal cell vectors have zero volume ({check})")));
     }
     let a = scale(&b_star_cross_c_star, v_cell);
     let b = scale(&c_star_cross_a_star, v_cell);

@@ -87,6 +87,10 @@ pub fn read_fdump(path: &Path) -> Result<HklGrid> {
         if !v.is_finite() {
             return Err(bad(format!("value {} of the dump is {} (a damaged or foreign file)", i + 1, v)));
         }
+        // the bound an -hkl file is held to (io::hkl): a larger F's square overflows
+        if v.abs() > 1e100 {
+            return Err(bad(format!("value {} of the dump is {v:e}: too large (its square would overflow)", i + 1)));
+        }
     }
     grid.hkls = grid.h_range as i64 * grid.k_range as i64 * grid.l_range as i64;
     Ok(grid)
@@ -113,5 +117,19 @@ mod tests {
         let r = read_fdump(&p).unwrap();
         assert_eq!(r.data, g.data);
         assert_eq!((r.h_min, r.k_max, r.l_min), (-1, 2, -2));
+    }
+
+    /// A dump holding an F whose square overflows is refused, as an -hkl file holding one is.
+    #[test]
+    fn fdump_with_a_huge_value_is_refused() {
+        let mut g = HklGrid::empty(0, 1, 0, 0, 0, 0).unwrap();
+        g.data.fill(1.0);
+        g.data[1] = 1e300;
+        g.hkls = 2;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("Fdump.bin");
+        write_fdump(&p, &g).unwrap();
+        let e = read_fdump(&p).unwrap_err().to_string();
+        assert!(e.contains("value 2") && e.contains("too large"), "{e}");
     }
 }
