@@ -312,6 +312,11 @@ fn wrong_images_are_refused_or_flagged() {
     refused(&o, "-cbf", "-cbf");
     assert!(!text(&o).contains("did you mean"), "{}", text(&o));
 
+    // a folder named as the structure-factor cache is no cache
+    std::fs::create_dir_all(d.path().join("cache_dir")).unwrap();
+    let o = run_small(d.path(), &["-dump", "cache_dir"]);
+    refused(&o, "is a directory", "-dump DIR");
+
     // parallel detector axes (every pixel on one line) are no detector
     for v in [["0", "0", "1"], ["0", "0", "-2"]] {
         let o = run_small(d.path(), &["-fdet_vector", "0", "0", "1", "-sdet_vector", v[0], v[1], v[2]]);

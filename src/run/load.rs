@@ -48,6 +48,8 @@ pub fn load_inputs(cfg: &Config) -> Result<Inputs> {
         inp.log.fhkl.line(format!("reading Fs from {}", dump_path.display()));
         inp.fhkl = Some(Arc::new(read_fdump(&dump_path)?));
         inp.fhkl_source = FhklSource::Fdump(dump_path.clone());
+    } else if inp.model.is_none() && dump_path.is_dir() {
+        return Err(Error::file(&dump_path, "-dump: is a directory, not a structure-factor cache (Fdump.bin)"));
     }
     if p.hkl_file.is_some() || inp.model.is_some() {
         // The cache is written with the other outputs at the end of the run (run::outputs), so a
