@@ -250,6 +250,12 @@ fn bad_lists_and_one_panel_outputs_are_refused_with_one_line() {
     let behind = write(d, "behind.expt", &behind);
     refused(d, &[&["--expt", &behind], RUN].concat(), "distance");
 
+    // a panel too large for any machine: the file that sized it is named, not the flags
+    let mut huge = two_panels();
+    huge["detector"][0]["panels"][0]["image_size"] = json!([4000000, 4000000]);
+    let huge = write(d, "huge.expt", &huge);
+    refused(d, &[&["--expt", &huge, "--panel", "0"], RUN].concat(), "--expt huge.expt");
+
     let notjson = write(d, "bad.expt", &json!("not a list"));
     refused(d, &[&["--expt", &notjson], RUN].concat(), "bad.expt");
 

@@ -85,8 +85,14 @@ pub fn check_run(cfg: &Config) -> Result<Estimate> {
         return Ok(Estimate { pixels: 0, bytes: 0, samples: 0.0 }); // setup names the problem
     }
     let too_big = |what: String| Error::setup(what);
+    // what sized the detector: a geometry file's panels, else the flags
+    let sized_by = match (&cfg.params.expt, &cfg.params.geom) {
+        (Some(e), _) => format!("--expt {}", e.path.display()),
+        (None, Some(g)) => format!("--geom {}", g.display()),
+        (None, None) => "-detpixels/-detsize/-pixel".to_string(),
+    };
     let mut pixels = (fp as u64).checked_mul(sp as u64).filter(|&n| n < (1u64 << 40)).ok_or_else(|| {
-        too_big(format!("-detpixels/-detsize/-pixel: a detector of {fp} x {sp} pixels is far too large"))
+        too_big(format!("{sized_by}: a detector of {fp} x {sp} pixels is far too large"))
     })?;
     // a detector of several panels (--expt without --panel): all of them
     if let (Some(path), None) = (&cfg.params.geom, cfg.params.panel) {
@@ -113,7 +119,7 @@ pub fn check_run(cfg: &Config) -> Result<Estimate> {
     let os = c(cfg.params.oversample.unwrap_or(1) as i64);
     let f = |what: &str, n: u64, per: u64| -> (String, u64) { (what.to_string(), n.saturating_mul(per)) };
     let mut parts = vec![
-        f("the float image (-detpixels/-detsize/-pixel)", pixels, 4),
+        f(&format!("the float image ({sized_by})"), pixels, 4),
         f("the output images", 1, crate::run::outputs::WRITERS.iter().filter(|w| w.requested(cfg).is_some()).map(|w| w.memory(pixels)).fold(0u64, u64::saturating_add)),
         f("the orientation table (-phisteps x -mosaic_dom)", phisteps.saturating_mul(domains), 72 + LOG_LINE / 8),
         f("the mosaic domains (-mosaic_dom)", domains, 72),
