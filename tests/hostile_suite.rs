@@ -352,3 +352,29 @@ fn drop_in_names_run_the_c_programs() {
         assert!(d.join(out).is_file(), "{name} wrote no {out}");
     }
 }
+
+/// `matrix` reads its values as `simulate` does: `70x`, `1,5`, `30deg`, `0x10` and a fractional
+/// seed were read by their prefix (exit 0), a flag short of values took the next flag as one, and
+/// `-umat` took any nine numbers (all zeros wrote a singular matrix).
+#[test]
+fn matrix_values_are_strict() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let cell = ["matrix", "-cell", "70", "80", "90", "85", "95", "105"];
+    let with = |extra: &[&'static str]| -> Vec<&'static str> { cell.iter().copied().chain(extra.iter().copied()).collect() };
+    refused(d, &["matrix", "-cell", "70x", "80", "90", "85", "95", "105", "-o", "t.mat"], &[], "-cell: '70x' is not a number");
+    for (extra, want) in [
+        (&["-lambda", "1,5", "-o", "t.mat"][..], "-lambda: '1,5' is not a number"),
+        (&["-misset", "10", "20", "30deg"], "-misset: '30deg' is not a number"),
+        (&["-misset", "0x10", "0", "0"], "-misset: '0x10' is not a number"),
+        (&["-misset", "random", "-seed", "5x"], "-seed: '5x' is not an integer"),
+        (&["-misset", "random", "-seed", "1.9"], "-seed: expects an integer (got '1.9')"),
+        (&["-misset", "1", "2", "-o", "b.mat"], "-misset: needs 3 value(s), got 2 before the next flag -o"),
+        (&["-umat", "0", "0", "0", "0", "0", "0", "0", "0", "0", "-o", "z.mat"], "-umat: not a rotation matrix"),
+        (&["-umat", "1", "0", "0", "0", "1", "0", "0", "0", "-1", "-o", "z.mat"], "-umat: not a rotation matrix"),
+    ] {
+        refused(d, &with(extra), &[], want);
+    }
+    let r = run_in(d, &with(&["-umat", "0", "-1", "0", "1", "0", "0", "0", "0", "1", "-misset", "random", "-seed", "5", "-o", "ok.mat"]), &[], 30);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+}
