@@ -378,3 +378,41 @@ fn matrix_values_are_strict() {
     let r = run_in(d, &with(&["-umat", "0", "-1", "0", "1", "0", "0", "0", "0", "1", "-misset", "random", "-seed", "5", "-o", "ok.mat"]), &[], 30);
     assert_eq!(r.code, Some(0), "{}", r.stderr);
 }
+
+/// nonbragg's stol table, sample and run size, and simulate's source file: what gave NaN, infinite
+/// or negative images with exit 0 (or ran unbounded, or blamed another flag) is refused naming the
+/// file and line, or the flag as given.
+#[test]
+fn nonbragg_tables_samples_and_sizes_are_checked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::write(d.join("w.stol"), "0.0 1.0\n0.5 2.0\n").unwrap();
+    let nb = |extra: &[&'static str]| -> Vec<&'static str> {
+        ["nonbragg", "-stol", "w.stol", "-detpixels", "16", "-noprogress"].iter().copied().chain(extra.iter().copied()).collect()
+    };
+    for (name, text, want) in [
+        ("text.stol", "hello world\n0.1 1\n", "text.stol line 1: stol table: 'hello' is not a number"),
+        ("abc.stol", "0 1\n0.1 abc\n", "abc.stol line 2: stol table: 'abc' is not a number"),
+        ("three.stol", "0 1 2\n0.1 1\n", "three.stol line 1: stol table: 3 values; expected 2 numbers per line"),
+        ("inf.stol", "0 1\n0.1 inf\n", "inf.stol line 2: stol table: 'inf' is not a finite number"),
+        ("huge.stol", "0 1\n0.1 1e300\n", "huge.stol line 2: stol table: F = 1e+300 is larger than 1e+100"),
+        ("repeat.stol", "0 1\n0.1 2\n0.1 3\n0.2 1\n", "repeat.stol line 3: stol table: stol 0.1 does not increase"),
+    ] {
+        std::fs::write(d.join(name), text).unwrap();
+        refused(d, &["nonbragg", "-stol", name, "-detpixels", "16", "-noprogress"], &[], want);
+    }
+    std::fs::write(d.join("bin.stol"), b"\x7fELF\x02\x01\x01\x00\x00\x00\xff\xfe\n\x01\x02").unwrap();
+    refused(d, &["nonbragg", "-stol", "bin.stol", "-detpixels", "16", "-noprogress"], &[], "bin.stol line 1: stol table: ");
+    refused(d, &nb(&["-MW", "0"]), &[], "-MW: 0: must be greater than 0");
+    refused(d, &nb(&["-thickness", "-1"]), &[], "-thickness: -1: must be greater than 0");
+    refused(d, &nb(&["-density", "-1"]), &[], "-density: -1: must be greater than 0");
+    refused(d, &nb(&["-oversample", "100000"]), &[], "-oversample: 100000 sub-pixels per axis is impractical (at most 1000)");
+    refused(d, &nb(&["-divsteps", "100000"]), &[("NANOBRAGG_MAX_MEMORY", "1G")], "-divsteps: 10000000000 sources");
+    refused(d, &["nonbragg", "-stol", "w.stol", "-detpixels", "1000000"], &[], "-detpixels: 1000000x1000000 pixels is not a detector");
+    // a fluence beyond what a float pixel holds: refused, not an infinite image
+    refused(d, &nb(&["-fluence", "1e300"]), &[], "more than a 4-byte float holds");
+    std::fs::write(d.join("abc.src"), "-10 0 0 1 1e-10\n-10 abc 0 1 1e-10\n").unwrap();
+    for cmd in [&nb(&["-sourcefile", "abc.src"])[..], &["simulate", "-cell", "70", "80", "90", "85", "95", "105", "-N", "5", "-detpixels", "64", "-default_F", "10", "-sourcefile", "abc.src"]] {
+        refused(d, cmd, &[], "abc.src line 2: -sourcefile: 'abc' is not a number");
+    }
+}
