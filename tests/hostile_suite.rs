@@ -416,3 +416,20 @@ fn nonbragg_tables_samples_and_sizes_are_checked() {
         refused(d, cmd, &[], "abc.src line 2: -sourcefile: 'abc' is not a number");
     }
 }
+
+/// noisify with a photon scale beyond a float: every pixel is saturated at 65535 (an infinite mean
+/// gave NaN for half of them, written as 0).
+#[test]
+fn noisify_saturates_an_infinite_mean() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    image_with(d, "ok.bin", 5.0);
+    for scale in ["1e40", "1e300"] {
+        let r = run_in(d, &["noisify", "-floatfile", "ok.bin", "-detpixels", "32", "-scale", scale, "-nopgm", "-noisefile", "n.img", "-intfile", "i.img"], &[], 60);
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        let img = std::fs::read(d.join("n.img")).unwrap();
+        let px: Vec<u16> = img[512..].chunks_exact(2).map(|b| u16::from_le_bytes([b[0], b[1]])).collect();
+        assert_eq!(px.len(), 32 * 32);
+        assert!(px.iter().all(|&v| v == 65535), "-scale {scale}: {} pixels not saturated", px.iter().filter(|&&v| v != 65535).count());
+    }
+}
