@@ -433,3 +433,14 @@ fn noisify_saturates_an_infinite_mean() {
         assert!(px.iter().all(|&v| v == 65535), "-scale {scale}: {} pixels not saturated", px.iter().filter(|&&v| v != 65535).count());
     }
 }
+
+/// float-add of empty files wrote a 0-pixel image with exit 0.
+#[test]
+fn float_add_refuses_an_empty_image() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::write(d.join("empty.bin"), b"").unwrap();
+    image_with(d, "ok.bin", 5.0);
+    refused(d, &["float-add", "empty.bin", "empty.bin", "-o", "s.bin"], &[], "empty.bin: float-add: the image is empty (0 pixels)");
+    refused(d, &["float-add", "ok.bin", "empty.bin", "-o", "s.bin"], &[], "empty.bin: float-add: the image is empty");
+}
