@@ -642,8 +642,8 @@ static INV_K: [f64; 64] = {
 fn other_deviate(rng: &mut ChaCha8Rng, m: f64) -> f64 {
     if m > 1.0e6 {
         let g: f64 = StandardNormal.sample(rng);
-        // the C: `return xm+sqrt(xm)*gaussdev(idum);` in double, returned as float
-        return (m + m.sqrt() * g) as f32 as f64;
+        // the C: `return xm+sqrt(xm)*gaussdev(idum);` in double, returned as float (+inf for +inf)
+        return crate::base::c::rng::gaussian_approximation(m, g) as f32 as f64;
     }
     match Poisson::new(m) {
         Ok(d) => d.sample(rng),

@@ -305,7 +305,7 @@ fn wrong_images_are_refused_or_flagged() {
     refused(&o, "out of range", "index out of range");
     std::fs::write(d.path().join("src.txt"), "hello world\n").unwrap();
     let o = run_small(d.path(), &["-sourcefile", "src.txt"]);
-    refused(&o, "no numbers", "text line in a source file");
+    refused(&o, "src.txt line 1: -sourcefile: 'hello' is not a number", "text line in a source file");
     let o = run(d.path(), &["-cell", "0", "-default_F", "1", "-detpixels", "16", "-nonoise", "-nopgm"]);
     refused(&o, "-cell", "-cell 0");
     let o = run(d.path(), &["-cbf", "x"]);

@@ -352,3 +352,95 @@ fn drop_in_names_run_the_c_programs() {
         assert!(d.join(out).is_file(), "{name} wrote no {out}");
     }
 }
+
+/// `matrix` reads its values as `simulate` does: `70x`, `1,5`, `30deg`, `0x10` and a fractional
+/// seed were read by their prefix (exit 0), a flag short of values took the next flag as one, and
+/// `-umat` took any nine numbers (all zeros wrote a singular matrix).
+#[test]
+fn matrix_values_are_strict() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let cell = ["matrix", "-cell", "70", "80", "90", "85", "95", "105"];
+    let with = |extra: &[&'static str]| -> Vec<&'static str> { cell.iter().copied().chain(extra.iter().copied()).collect() };
+    refused(d, &["matrix", "-cell", "70x", "80", "90", "85", "95", "105", "-o", "t.mat"], &[], "-cell: '70x' is not a number");
+    for (extra, want) in [
+        (&["-lambda", "1,5", "-o", "t.mat"][..], "-lambda: '1,5' is not a number"),
+        (&["-misset", "10", "20", "30deg"], "-misset: '30deg' is not a number"),
+        (&["-misset", "0x10", "0", "0"], "-misset: '0x10' is not a number"),
+        (&["-misset", "random", "-seed", "5x"], "-seed: '5x' is not an integer"),
+        (&["-misset", "random", "-seed", "1.9"], "-seed: expects an integer (got '1.9')"),
+        (&["-misset", "1", "2", "-o", "b.mat"], "-misset: needs 3 value(s), got 2 before the next flag -o"),
+        (&["-umat", "0", "0", "0", "0", "0", "0", "0", "0", "0", "-o", "z.mat"], "-umat: not a rotation matrix"),
+        (&["-umat", "1", "0", "0", "0", "1", "0", "0", "0", "-1", "-o", "z.mat"], "-umat: not a rotation matrix"),
+    ] {
+        refused(d, &with(extra), &[], want);
+    }
+    let r = run_in(d, &with(&["-umat", "0", "-1", "0", "1", "0", "0", "0", "0", "1", "-misset", "random", "-seed", "5", "-o", "ok.mat"]), &[], 30);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+}
+
+/// nonbragg's stol table, sample and run size, and simulate's source file: what gave NaN, infinite
+/// or negative images with exit 0 (or ran unbounded, or blamed another flag) is refused naming the
+/// file and line, or the flag as given.
+#[test]
+fn nonbragg_tables_samples_and_sizes_are_checked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::write(d.join("w.stol"), "0.0 1.0\n0.5 2.0\n").unwrap();
+    let nb = |extra: &[&'static str]| -> Vec<&'static str> {
+        ["nonbragg", "-stol", "w.stol", "-detpixels", "16", "-noprogress"].iter().copied().chain(extra.iter().copied()).collect()
+    };
+    for (name, text, want) in [
+        ("text.stol", "hello world\n0.1 1\n", "text.stol line 1: stol table: 'hello' is not a number"),
+        ("abc.stol", "0 1\n0.1 abc\n", "abc.stol line 2: stol table: 'abc' is not a number"),
+        ("three.stol", "0 1 2\n0.1 1\n", "three.stol line 1: stol table: 3 values; expected 2 numbers per line"),
+        ("inf.stol", "0 1\n0.1 inf\n", "inf.stol line 2: stol table: 'inf' is not a finite number"),
+        ("huge.stol", "0 1\n0.1 1e300\n", "huge.stol line 2: stol table: F = 1e+300 is larger than 1e+100"),
+        ("repeat.stol", "0 1\n0.1 2\n0.1 3\n0.2 1\n", "repeat.stol line 3: stol table: stol 0.1 does not increase"),
+    ] {
+        std::fs::write(d.join(name), text).unwrap();
+        refused(d, &["nonbragg", "-stol", name, "-detpixels", "16", "-noprogress"], &[], want);
+    }
+    std::fs::write(d.join("bin.stol"), b"\x7fELF\x02\x01\x01\x00\x00\x00\xff\xfe\n\x01\x02").unwrap();
+    refused(d, &["nonbragg", "-stol", "bin.stol", "-detpixels", "16", "-noprogress"], &[], "bin.stol line 1: stol table: ");
+    refused(d, &nb(&["-MW", "0"]), &[], "-MW: 0: must be greater than 0");
+    refused(d, &nb(&["-thickness", "-1"]), &[], "-thickness: -1: must be greater than 0");
+    refused(d, &nb(&["-density", "-1"]), &[], "-density: -1: must be greater than 0");
+    refused(d, &nb(&["-oversample", "100000"]), &[], "-oversample: 100000 sub-pixels per axis is impractical (at most 1000)");
+    refused(d, &nb(&["-divsteps", "100000"]), &[("NANOBRAGG_MAX_MEMORY", "1G")], "-divsteps: 10000000000 sources");
+    refused(d, &["nonbragg", "-stol", "w.stol", "-detpixels", "1000000"], &[], "-detpixels: 1000000x1000000 pixels is not a detector");
+    // a fluence beyond what a float pixel holds: refused, not an infinite image
+    refused(d, &nb(&["-fluence", "1e300"]), &[], "more than a 4-byte float holds");
+    std::fs::write(d.join("abc.src"), "-10 0 0 1 1e-10\n-10 abc 0 1 1e-10\n").unwrap();
+    for cmd in [&nb(&["-sourcefile", "abc.src"])[..], &["simulate", "-cell", "70", "80", "90", "85", "95", "105", "-N", "5", "-detpixels", "64", "-default_F", "10", "-sourcefile", "abc.src"]] {
+        refused(d, cmd, &[], "abc.src line 2: -sourcefile: 'abc' is not a number");
+    }
+}
+
+/// noisify with a photon scale beyond a float: every pixel is saturated at 65535 (an infinite mean
+/// gave NaN for half of them, written as 0).
+#[test]
+fn noisify_saturates_an_infinite_mean() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    image_with(d, "ok.bin", 5.0);
+    for scale in ["1e40", "1e300"] {
+        let r = run_in(d, &["noisify", "-floatfile", "ok.bin", "-detpixels", "32", "-scale", scale, "-nopgm", "-noisefile", "n.img", "-intfile", "i.img"], &[], 60);
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        let img = std::fs::read(d.join("n.img")).unwrap();
+        let px: Vec<u16> = img[512..].chunks_exact(2).map(|b| u16::from_le_bytes([b[0], b[1]])).collect();
+        assert_eq!(px.len(), 32 * 32);
+        assert!(px.iter().all(|&v| v == 65535), "-scale {scale}: {} pixels not saturated", px.iter().filter(|&&v| v != 65535).count());
+    }
+}
+
+/// float-add of empty files wrote a 0-pixel image with exit 0.
+#[test]
+fn float_add_refuses_an_empty_image() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::write(d.join("empty.bin"), b"").unwrap();
+    image_with(d, "ok.bin", 5.0);
+    refused(d, &["float-add", "empty.bin", "empty.bin", "-o", "s.bin"], &[], "empty.bin: float-add: the image is empty (0 pixels)");
+    refused(d, &["float-add", "ok.bin", "empty.bin", "-o", "s.bin"], &[], "empty.bin: float-add: the image is empty");
+}

@@ -191,7 +191,6 @@ fn parity_with_the_c_for_atom_file_layouts() {
         ("blank lines", Layout { cols: 3, eol: "\n\n \t\n", ..PLAIN }),
         ("no final newline", Layout { atoms: 5, final_eol: false, ..PLAIN }),
         ("no final newline, 6 columns", Layout { atoms: 5, cols: 6, final_eol: false, ..PLAIN }),
-        ("empty", Layout { atoms: 0, ..PLAIN }),
     ];
     for (name, l) in layouts {
         parity(&cref, name, BASE, l, None);
@@ -228,12 +227,18 @@ fn hostile_input_is_refused_in_one_line_with_nothing_written() {
     std::fs::write(d.join("nan.txt"), "1 2 3\nnan 0 0\n").unwrap();
     std::fs::write(d.join("inf.txt"), "1 2 3 1 inf\n").unwrap();
     std::fs::write(d.join("long.txt"), format!("{}\n", "1 ".repeat(700))).unwrap();
+    // the C rendered a blank image from an empty file and read a missing Z as 0
+    std::fs::write(d.join("empty.txt"), "").unwrap();
+    std::fs::write(d.join("xy.txt"), "1 2 3\n4 5\n").unwrap();
     let cases: &[(&[&str], &str)] = &[
         (&["-file", "missing.txt"], "missing.txt"),
         (&["-file", "bad.txt"], "line 2"),
         (&["-file", "nan.txt"], "line 2"),
         (&["-file", "inf.txt"], "line 1"),
         (&["-file", "long.txt"], "line 1"),
+        (&["-file", "empty.txt"], "empty.txt: no atoms in the file"),
+        (&["-file", "xy.txt"], "xy.txt line 2: 2 value(s); an atom is X Y Z"),
+        (&["-file", "ok.txt", "-source_distance", "farx"], "-source_distance: 'farx' is not a number"),
         (&["-file", "ok.txt", "-lambda", "0"], "-lambda"),
         (&["-file", "ok.txt", "-energy", "0"], "wavelength"),
         (&["-file", "ok.txt", "-lambda", "nan"], "-lambda"),

@@ -73,6 +73,10 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
     let mut images = Vec::with_capacity(inputs.len());
     for p in &inputs {
         let img = read_float_image(p)?;
+        if img.is_empty() {
+            // a sum of empty images is a 0-pixel file that no reader takes as an image
+            return Err(Error::file(p, "float-add: the image is empty (0 pixels)"));
+        }
         crate::io::float::require_finite(&img, p, "float-add", None)?;
         if let Some(first) = images.first() {
             let first: &Vec<f32> = first;

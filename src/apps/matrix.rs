@@ -15,7 +15,6 @@
 //! same matrix everywhere.
 
 use crate::base::c::printf::cf;
-use crate::io::text::atof;
 use crate::base::c::rng::NrRandom;
 use crate::{Error, Result};
 use std::io::Write;
@@ -23,7 +22,8 @@ use std::io::Write;
 /// Degrees per radian as UBtoA.awk computes it (180/π, not nanoBragg.c's 180·(1/π): the last bit differs).
 const RTD_UBTOA: f64 = 180.0 / std::f64::consts::PI;
 
-type M3 = [[f64; 3]; 3];
+/// A 3×3 matrix, rows first.
+pub type M3 = [[f64; 3]; 3];
 
 fn matmul(a: &M3, b: &M3) -> M3 {
     let mut r = [[0.0; 3]; 3];
@@ -113,103 +113,51 @@ pub fn format_matrix(a: &M3, u: &M3, cell: [f64; 6], lambda: f64) -> String {
     s
 }
 
-/// `nanobragg-rs matrix -cell a b c α β γ [-lambda λ] [-misset x y z | -misset random [-seed N]]
-/// [-umat 9 numbers] [-o A.mat]`.
-/// Cell edges (Å) `matrix` takes are below this: the cell line's `%12.4f` fills its columns from here.
-const MAX_EDGE: f64 = 1e6;
-
 /// Largest matrix element printed: `%12.8f` keeps the columns apart below 100.
 const MAX_PRINTED: f64 = 100.0;
 
+/// `nanobragg-rs matrix`'s flags.
 pub const MATRIX_USAGE: &str = "usage: matrix -cell a b c alpha beta gamma [-lambda A] [-misset x y z | -misset random [-seed N] [-spread deg]] [-umat 9 numbers] [-o A.mat] | matrix -mat A.mat [-lambda A] [-misset ..] [-umat ..] [-o new.mat]";
 
-pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
-    let mut cell: Option<[f64; 6]> = None;
-    let mut lambda = 1.0;
-    let mut u: M3 = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]];
-    let mut ops: Vec<Option<[f64; 3]>> = Vec::new(); // None = random
-    let mut seed: Option<i64> = None;
-    let mut spread = 90.0;
-    let mut outfile: Option<String> = None;
-    let mut mat_file: Option<std::path::PathBuf> = None;
-    let mut a0: Option<M3> = None;
-    let num = |flag: &str, s: Option<&String>| -> Result<f64> {
-        let s = s.ok_or_else(|| Error::flag(flag, "needs a value"))?;
-        let v = atof(s.as_bytes());
-        if !v.is_finite() || (v == 0.0 && !s.trim_start().starts_with(['0', '-', '+', '.'])) {
-            return Err(Error::flag(flag, format!("'{s}' is not a number")));
-        }
-        Ok(v)
-    };
-    let mut i = 0;
-    while i < args.len() {
-        let a = args[i].as_str();
-        match a {
-            "-cell" => {
-                let mut c = [0.0; 6];
-                for (k, v) in c.iter_mut().enumerate() {
-                    *v = num(a, args.get(i + 1 + k))?;
-                }
-                if c[..3].iter().any(|&x| !(x > 0.0 && x < MAX_EDGE)) {
-                    return Err(Error::flag(a, format!("cell edges must be positive and below {MAX_EDGE} A")));
-                }
-                let rad = |d: f64| d.to_radians();
-                if !crate::experiment::crystal::cell_angles_possible(rad(c[3]), rad(c[4]), rad(c[5])) {
-                    return Err(Error::flag(
-                        a,
-                        format!("impossible unit cell angles {} {} {} (each must be below 180, smaller than the sum of the other two, and all three below 360 degrees)", c[3], c[4], c[5]),
-                    ));
-                }
-                cell = Some(c);
-                i += 7;
-            }
-            "-lambda" | "-wavelength" => {
-                lambda = num(a, args.get(i + 1))?;
-                if lambda <= 0.0 {
-                    return Err(Error::flag(a, "must be positive"));
-                }
-                i += 2;
-            }
-            "-misset" => {
-                if args.get(i + 1).map(|s| s.as_str()) == Some("random") {
-                    ops.push(None);
-                    i += 2;
-                } else {
-                    let mut m = [0.0; 3];
-                    for (k, v) in m.iter_mut().enumerate() {
-                        *v = num(a, args.get(i + 1 + k))?;
-                    }
-                    ops.push(Some(m));
-                    i += 4;
-                }
-            }
-            "-spread" => {
-                spread = num(a, args.get(i + 1))?;
-                i += 2;
-            }
-            "-umat" => {
-                for k in 0..9 {
-                    u[k / 3][k % 3] = num(a, args.get(i + 1 + k))?;
-                }
-                i += 10;
-            }
-            "-seed" => {
-                seed = Some(num(a, args.get(i + 1))? as i64);
-                i += 2;
-            }
-            "-mat" => {
-                let p = args.get(i + 1).ok_or_else(|| Error::flag(a, "needs an A-matrix file"))?;
-                a0 = Some(start_matrix(&crate::base::os_text::os_path(p))?);
-                mat_file = Some(crate::base::os_text::os_path(p));
-                i += 2;
-            }
-            "-o" | "-out" | "-matfile" => {
-                outfile = Some(args.get(i + 1).ok_or_else(|| Error::flag(a, "needs a file name"))?.clone());
-                i += 2;
-            }
-            _ => return Err(Error::flag(a, format!("unknown matrix flag ({MATRIX_USAGE})"))),
+/// What `matrix`'s command line asks for (parsed by `cli::matrix`).
+#[derive(Clone, Debug)]
+pub struct MatrixConfig {
+    /// `-cell a b c α β γ` (Å, degrees)
+    pub cell: Option<[f64; 6]>,
+    /// `-lambda` (Å): the A matrix is scaled by it
+    pub lambda: f64,
+    /// `-umat`: the starting orientation (a rotation)
+    pub u: M3,
+    /// `-misset` rotations in order of the command line; None = `-misset random`
+    pub ops: Vec<Option<[f64; 3]>>,
+    /// `-seed` of the random orientation (the time when None)
+    pub seed: Option<i64>,
+    /// `-spread` of the random orientation, degrees (90 = isotropic)
+    pub spread: f64,
+    /// `-o` (standard output when None)
+    pub outfile: Option<String>,
+    /// `-mat`: the starting A matrix's file
+    pub mat_file: Option<std::path::PathBuf>,
+}
+
+impl Default for MatrixConfig {
+    fn default() -> Self {
+        MatrixConfig {
+            cell: None,
+            lambda: 1.0,
+            u: [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]],
+            ops: Vec::new(),
+            seed: None,
+            spread: 90.0,
+            outfile: None,
+            mat_file: None,
         }
     }
+}
+
+pub fn run(c: &MatrixConfig, out: &mut dyn Write) -> Result<()> {
+    let MatrixConfig { cell, lambda, mut u, ref ops, seed, spread, ref outfile, ref mat_file } = *c;
+    let a0 = mat_file.as_deref().map(start_matrix).transpose()?;
     let (b, cell) = match (a0, cell) {
         (Some(_), Some(_)) => return Err(Error::flag("-mat", "give either -mat or -cell, not both")),
         (Some(m), None) => (m, [0.0; 6]),
@@ -220,7 +168,7 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
     let mut idum: i64 = -seed.unwrap_or_else(|| {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(1)
     });
-    for op in &ops {
+    for op in ops {
         u = match op {
             Some(m) => misset_u(&u, *m),
             None => {
@@ -276,35 +224,5 @@ mod tests {
         let u = misset_u(&id, [0.0, 0.0, 90.0]);
         let a = matmul(&u, &b);
         assert!((a[1][0] - 0.1).abs() < 1e-12 && a[0][0].abs() < 1e-12);
-    }
-
-    /// UBtoA.awk's MATRIX mode, by hand from its formulas: with MATRIX alone the END block prints
-    /// `AX*lambda+1e-9` etc. with %12.8f, U the identity (%12.7f) and, without a CELL line, the cell
-    /// as zeros (%12.4f); with a 90° MISSET about z, U = Rz and A = U·A0.
-    #[test]
-    fn mat_mode_by_hand() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("in.mat");
-        std::fs::write(&p, " 0.01 0.002 -0.003\n0.0 0.02 0.001\n -0.004 0.0 0.015\n 0 0 0\n").unwrap();
-        let run_s = |args: &[&str]| {
-            let mut out = Vec::new();
-            let mut v: Vec<String> = vec!["-mat".into(), p.to_string_lossy().into_owned()];
-            v.extend(args.iter().map(|s| s.to_string()));
-            run(&v, &mut out).unwrap();
-            String::from_utf8(out).unwrap()
-        };
-        let want_plain = "  0.01000000  0.00200000 -0.00300000\n  0.00000000  0.02000000  0.00100000\n -0.00400000  0.00000000  0.01500000\n       0.000       0.000       0.000\n   1.0000000   0.0000000   0.0000000\n   0.0000000   1.0000000   0.0000000\n   0.0000000   0.0000000   1.0000000\n      0.0000      0.0000      0.0000      0.0000      0.0000      0.0000\n       0.000       0.000       0.000\n";
-        assert_eq!(run_s(&[]), want_plain);
-        // -lambda 2: every A entry doubled (awk's WAVE 2), +1e-9 invisible at %12.8f
-        assert!(run_s(&["-lambda", "2"]).starts_with("  0.02000000  0.00400000 -0.00600000\n"));
-        // MISSET 0 0 90: U = Rz(90°) = [[0,-1,0],[1,0,0],[0,0,1]] (cos 90° = 6.1e-17 prints as 0),
-        // A = U·A0: row x = -row y of A0, row y = row x of A0
-        let got = run_s(&["-misset", "0", "0", "90"]);
-        let want = "  0.00000000 -0.02000000 -0.00100000\n  0.01000000  0.00200000 -0.00300000\n -0.00400000  0.00000000  0.01500000\n       0.000       0.000       0.000\n   0.0000000  -1.0000000   0.0000000\n   1.0000000   0.0000000   0.0000000\n   0.0000000   0.0000000   1.0000000\n";
-        assert!(got.starts_with(want), "{got}");
-        // -mat with -cell, a missing file: refused
-        let mut out = Vec::new();
-        assert!(run(&["-mat".into(), p.to_string_lossy().into_owned(), "-cell".into(), "1".into(), "1".into(), "1".into(), "90".into(), "90".into(), "90".into()], &mut out).is_err());
-        assert!(run(&["-mat".into(), "/nonexistent/x.mat".into()], &mut out).is_err());
     }
 }

@@ -5,6 +5,7 @@ pub mod flags;
 pub mod gpu;
 pub mod help;
 pub mod main;
+pub mod matrix;
 pub mod nearbragg;
 #[cfg(test)]
 mod nearbragg_lanes;

@@ -48,9 +48,10 @@ const fn is(is: &'static [&'static str], set: Set) -> StrstrFlag<C> {
     StrstrFlag { has: &[], is, values: 1, set }
 }
 
-/// `-source_distance mm|far` (lines 250-259).
+/// `-source_distance mm|far` (lines 250-259): the word `far` exactly (the C's `strstr` also took
+/// `farx` or `1far` as far), else a number of mm.
 fn source_distance(c: &mut C, a: &str, v: &[String]) -> Result<()> {
-    if v[0].contains("far") {
+    if v[0] == "far" {
         (c.far_source, c.source_distance, c.source_depth) = (true, 0.0, 0.0);
     } else {
         c.source_distance = mm(a, v, 0)?;
@@ -181,6 +182,8 @@ mod tests {
 
     #[test]
     fn bad_input_is_refused() {
+        assert_eq!(p("-file a -source_distance farx").unwrap_err().to_string(), "-source_distance: 'farx' is not a number");
+        assert!(p("-file a -source_dist 1far").is_err());
         for s in ["-file a -bogus 3", "-file a stray", "-file a -roi 1 2 3", "-file a -lambda abc", "-file a -lambda nan", "-file a -detpixels 1.5", "-distance 100", "-file a -distance inf", "-file a --threads 0"] {
             assert!(p(s).is_err(), "{s}");
         }

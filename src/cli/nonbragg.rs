@@ -23,8 +23,36 @@ fn mm(v: &[String], k: usize) -> Result<f64> {
     Ok(n(v, k)? / 1000.0)
 }
 
+/// Value `k` of a flag, greater than 0: a sample size, density or molecular weight (the C takes 0 or
+/// a negative one and renders an infinite or negative image).
+fn positive(v: &[String], k: usize) -> Result<f64> {
+    let x = n(v, k)?;
+    if x > 0.0 {
+        Ok(x)
+    } else {
+        Err(Error::flag("", format!("{}: must be greater than 0", v[k])))
+    }
+}
+
+/// [`positive`], in mm, as metres.
+fn positive_mm(v: &[String], k: usize) -> Result<f64> {
+    Ok(positive(v, k)? / 1000.0)
+}
+
 fn v3(v: &[String]) -> Result<[f64; 3]> {
     Ok([n(v, 0)?, n(v, 1)?, n(v, 2)?])
+}
+
+/// Note `a` as the flag that sized the detector (named if the detector is refused).
+fn sized(c: &mut B, a: &str) -> Result<()> {
+    c.size_flag = Some(a.to_string());
+    Ok(())
+}
+
+/// Note `a` as the flag that set the divergence or dispersion (named if the sources are refused).
+fn stepped(c: &mut B, a: &str) -> Result<()> {
+    c.steps_flag = Some(a.to_string());
+    Ok(())
 }
 
 /// A flag selected by a substring, reading `values` values.
@@ -44,13 +72,18 @@ static NONBRAGG_FLAGS: &[StrstrFlag<B>] = &[
         Err(Error::flag(a, "fitting a stol curve to an input image (-img/-stolout/-ignore) is not supported by this port"))
     }),
     // the sample
-    has(&["-samplesize", "-sample_size"], 1, |c, _, v| { (c.sample_x, c.sample_y, c.sample_z) = (mm(v, 0)?, mm(v, 0)?, mm(v, 0)?); Ok(()) }),
-    has(&["-sample_thick", "-sample_x", "-thick"], 1, |c, _, v| { c.sample_x = mm(v, 0)?; Ok(()) }),
-    has(&["-sample_width", "-sample_y", "-width"], 1, |c, _, v| { c.sample_y = mm(v, 0)?; Ok(()) }),
-    has(&["-sample_heigh", "-sample_z", "-heigh"], 1, |c, _, v| { c.sample_z = mm(v, 0)?; Ok(()) }),
-    has(&["-density", "-sample_den"], 1, |c, _, v| { c.density = n(v, 0)? * 1e6; Ok(()) }),
-    has(&["-molecules", "-sample_molecules"], 1, |c, _, v| { c.molecules = n(v, 0)?; Ok(()) }),
-    StrstrFlag { has: &["-molecular"], is: &["-MW"], values: 1, set: |c, _, v| { c.molecular_weight = n(v, 0)?; Ok(()) } },
+    has(&["-samplesize", "-sample_size"], 1, |c, _, v| { (c.sample_x, c.sample_y, c.sample_z) = (positive_mm(v, 0)?, positive_mm(v, 0)?, positive_mm(v, 0)?); Ok(()) }),
+    has(&["-sample_thick", "-sample_x", "-thick"], 1, |c, _, v| { c.sample_x = positive_mm(v, 0)?; Ok(()) }),
+    has(&["-sample_width", "-sample_y", "-width"], 1, |c, _, v| { c.sample_y = positive_mm(v, 0)?; Ok(()) }),
+    has(&["-sample_heigh", "-sample_z", "-heigh"], 1, |c, _, v| { c.sample_z = positive_mm(v, 0)?; Ok(()) }),
+    has(&["-density", "-sample_den"], 1, |c, _, v| { c.density = positive(v, 0)? * 1e6; Ok(()) }),
+    // 0 (the default) takes the molecules from the density
+    has(&["-molecules", "-sample_molecules"], 1, |c, _, v| {
+        c.molecules = n(v, 0)?;
+        if c.molecules < 0.0 { return Err(Error::flag("", format!("{}: must not be negative", v[0]))); }
+        Ok(())
+    }),
+    StrstrFlag { has: &["-molecular"], is: &["-MW"], values: 1, set: |c, _, v| { c.molecular_weight = positive(v, 0)?; Ok(()) } },
     // the detector's position
     has(&["-Xbeam"], 1, |c, _, v| { c.xbeam = mm(v, 0)?; c.pivot = Pivot::Beam; Ok(()) }),
     has(&["-Ybeam"], 1, |c, _, v| { c.ybeam = mm(v, 0)?; c.pivot = Pivot::Beam; Ok(()) }),
@@ -79,15 +112,15 @@ static NONBRAGG_FLAGS: &[StrstrFlag<B>] = &[
     has(&["-detector_roty"], 1, |c, _, v| { c.roty = n(v, 0)? / RTD; Ok(()) }),
     has(&["-detector_rotz"], 1, |c, _, v| { c.rotz = n(v, 0)? / RTD; Ok(()) }),
     // the detector's size and pixels
-    is(&["-detsize"], |c, _, v| { (c.detsize_x, c.detsize_y) = (mm(v, 0)?, mm(v, 0)?); Ok(()) }),
-    has(&["-detsize_x"], 1, |c, _, v| { c.detsize_x = mm(v, 0)?; Ok(()) }),
-    has(&["-detsize_y"], 1, |c, _, v| { c.detsize_y = mm(v, 0)?; Ok(()) }),
-    is(&["-detpixels"], |c, _, v| { c.fpixels = integer(&v[0])?; c.spixels = c.fpixels; Ok(()) }),
-    has(&["-detpixels_f", "-detpixels_x"], 1, |c, _, v| { c.fpixels = integer(&v[0])?; Ok(()) }),
-    has(&["-detpixels_s", "-detpixels_y"], 1, |c, _, v| { c.spixels = integer(&v[0])?; Ok(()) }),
+    is(&["-detsize"], |c, a, v| { (c.detsize_x, c.detsize_y) = (mm(v, 0)?, mm(v, 0)?); sized(c, a) }),
+    has(&["-detsize_x"], 1, |c, a, v| { c.detsize_x = mm(v, 0)?; sized(c, a) }),
+    has(&["-detsize_y"], 1, |c, a, v| { c.detsize_y = mm(v, 0)?; sized(c, a) }),
+    is(&["-detpixels"], |c, a, v| { c.fpixels = integer(&v[0])?; c.spixels = c.fpixels; sized(c, a) }),
+    has(&["-detpixels_f", "-detpixels_x"], 1, |c, a, v| { c.fpixels = integer(&v[0])?; sized(c, a) }),
+    has(&["-detpixels_s", "-detpixels_y"], 1, |c, a, v| { c.spixels = integer(&v[0])?; sized(c, a) }),
     // the C requires a following argument but does not read it
     has(&["-curved_det"], 0, |c, _, _| { c.curved = true; Ok(()) }),
-    has(&["-pixel"], 1, |c, _, v| { c.pixel = mm(v, 0)?; Ok(()) }),
+    has(&["-pixel"], 1, |c, a, v| { c.pixel = mm(v, 0)?; sized(c, a) }),
     has(&["-point_pixel"], 0, |c, _, _| { c.point_pixel = true; Ok(()) }),
     has(&["-Fmap"], 0, |c, _, _| { c.fmap = true; Ok(()) }),
     is(&["-polar"], |c, _, v| { c.polarization = n(v, 0)?; c.nopolar = false; Ok(()) }),
@@ -104,16 +137,16 @@ static NONBRAGG_FLAGS: &[StrstrFlag<B>] = &[
     has(&["-flux"], 1, |c, _, v| { c.flux = n(v, 0)?; Ok(()) }),
     has(&["-exposure"], 1, |c, _, v| { c.exposure = n(v, 0)?; Ok(()) }),
     has(&["-beamsize"], 1, |c, _, v| { c.beamsize = mm(v, 0)?; Ok(()) }),
-    has(&["-dispersion"], 1, |c, _, v| { c.dispersion = n(v, 0)? / 100.0; Ok(()) }),
-    has(&["-dispsteps"], 1, |c, _, v| { c.dispsteps = integer(&v[0])?; Ok(()) }),
-    has(&["-divergence"], 1, |c, _, v| { c.hdivrange = mm(v, 0)?; c.vdivrange = c.hdivrange; Ok(()) }),
-    has(&["-hdivrange"], 1, |c, _, v| { c.hdivrange = mm(v, 0)?; Ok(()) }),
-    has(&["-vdivrange"], 1, |c, _, v| { c.vdivrange = mm(v, 0)?; Ok(()) }),
-    is(&["-hdivstep"], |c, _, v| { c.hdivstep = mm(v, 0)?; Ok(()) }),
-    has(&["-hdivsteps"], 1, |c, _, v| { c.hdivsteps = integer(&v[0])?; Ok(()) }),
-    is(&["-vdivstep"], |c, _, v| { c.vdivstep = mm(v, 0)?; Ok(()) }),
-    has(&["-vdivsteps"], 1, |c, _, v| { c.vdivsteps = integer(&v[0])?; Ok(()) }),
-    has(&["-divsteps"], 1, |c, _, v| { c.hdivsteps = integer(&v[0])?; c.vdivsteps = c.hdivsteps; Ok(()) }),
+    has(&["-dispersion"], 1, |c, a, v| { c.dispersion = n(v, 0)? / 100.0; stepped(c, a) }),
+    has(&["-dispsteps"], 1, |c, a, v| { c.dispsteps = integer(&v[0])?; stepped(c, a) }),
+    has(&["-divergence"], 1, |c, a, v| { c.hdivrange = mm(v, 0)?; c.vdivrange = c.hdivrange; stepped(c, a) }),
+    has(&["-hdivrange"], 1, |c, a, v| { c.hdivrange = mm(v, 0)?; stepped(c, a) }),
+    has(&["-vdivrange"], 1, |c, a, v| { c.vdivrange = mm(v, 0)?; stepped(c, a) }),
+    is(&["-hdivstep"], |c, a, v| { c.hdivstep = mm(v, 0)?; stepped(c, a) }),
+    has(&["-hdivsteps"], 1, |c, a, v| { c.hdivsteps = integer(&v[0])?; stepped(c, a) }),
+    is(&["-vdivstep"], |c, a, v| { c.vdivstep = mm(v, 0)?; stepped(c, a) }),
+    has(&["-vdivsteps"], 1, |c, a, v| { c.vdivsteps = integer(&v[0])?; stepped(c, a) }),
+    has(&["-divsteps"], 1, |c, a, v| { c.hdivsteps = integer(&v[0])?; c.vdivsteps = c.hdivsteps; stepped(c, a) }),
     has(&["-round_div"], 0, |c, _, _| { c.round_div = true; Ok(()) }),
     has(&["-square_div"], 0, |c, _, _| { c.round_div = false; Ok(()) }),
     has(&["-adc"], 1, |c, _, v| { c.adc = n(v, 0)?; Ok(()) }),
@@ -195,5 +228,38 @@ mod tests {
         assert!(p("-stol w.stol -roi 1 2 3").is_err());
         assert!(p("-stol w.stol -img x.img").is_err());
         assert!(p("-distance 100").is_err());
+    }
+
+    /// A zero molecular weight gave an infinite image, a negative size or density a negative one.
+    #[test]
+    fn sample_values_that_make_no_sample_are_refused() {
+        for (s, want) in [
+            ("-MW 0", "-MW: 0: must be greater than 0"),
+            ("-molecular_weight -18", "-molecular_weight: -18: must be greater than 0"),
+            ("-thickness -1", "-thickness: -1: must be greater than 0"),
+            ("-density -1", "-density: -1: must be greater than 0"),
+            ("-density 0", "-density: 0: must be greater than 0"),
+            ("-samplesize 0", "-samplesize: 0: must be greater than 0"),
+            ("-sample_width -2", "-sample_width: -2: must be greater than 0"),
+            ("-height 0", "-height: 0: must be greater than 0"),
+            ("-molecules -5", "-molecules: -5: must not be negative"),
+        ] {
+            assert_eq!(p(&format!("-stol w.stol {s}")).unwrap_err().to_string(), want, "{s}");
+        }
+        // the golden cases' values, and -molecules 0 (the C's "use the density")
+        let c = p("-stol w.stol -thickness 100 -density 0.0012 -MW 29 -molecules 0").unwrap();
+        assert_eq!((c.sample_x, c.molecular_weight, c.molecules), (0.1, 29.0, 0.0));
+    }
+
+    /// The detector and source refusals name the flag given (`-divsteps` was blamed on `-dispsteps`,
+    /// `-detpixels` on `-detsize`): the last such flag is noted as typed.
+    #[test]
+    fn the_flags_that_size_the_run_are_noted() {
+        let c = p("-stol w.stol -dispsteps 3 -divsteps 5 -detsize 10 -detpixels 64").unwrap();
+        assert_eq!((c.steps_flag.as_deref(), c.size_flag.as_deref()), (Some("-divsteps"), Some("-detpixels")));
+        let c = p("-stol w.stol -hdivrange 1 -pixel 0.05").unwrap();
+        assert_eq!((c.steps_flag.as_deref(), c.size_flag.as_deref()), (Some("-hdivrange"), Some("-pixel")));
+        let c = p("-stol w.stol").unwrap();
+        assert_eq!((c.steps_flag, c.size_flag), (None, None));
     }
 }

@@ -46,7 +46,7 @@ pub fn wants_help(args: &[String]) -> bool {
         .any(|a| lookup(a).is_some_and(|f| f.name == "--help"))
 }
 
-pub(super) fn is_number(w: &str) -> bool {
+pub(crate) fn is_number(w: &str) -> bool {
     w.parse::<f64>().is_ok()
 }
 

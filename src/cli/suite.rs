@@ -21,7 +21,7 @@ pub fn suite_main(cmd: &str, args: &[String], out: &mut dyn Write) -> Result<()>
             crate::apps::nearbragg::run(&c, out)
         }
         "float-add" => crate::apps::float_add::run(args, out),
-        "matrix" => crate::apps::matrix::run(args, out),
+        "matrix" => crate::apps::matrix::run(&crate::cli::matrix::parse_matrix_args(args)?, out),
         other => Err(crate::Error::flag(other, "unknown command")),
     };
     let _ = out.flush();

@@ -511,9 +511,9 @@ pub fn resolve_oversample(params: &Params, det: &ConventionGeometry, crystal: &C
         log.line("         intensity may vary significantly across a pixel!");
         log.line(format!("         recommend -oversample {recommended} to work around this"));
     }
-    if oversample > 1000 {
+    if oversample > sampling::MAX_OVERSAMPLE {
         if params.oversample.is_some_and(|o| o > 0) {
-            return Err(Error::flag("-oversample", format!("{oversample} sub-pixels per axis is impractical (at most 1000)")));
+            return Err(Error::flag("-oversample", format!("{oversample} sub-pixels per axis is impractical (at most {})", sampling::MAX_OVERSAMPLE)));
         }
         // automatic: say which inputs made it huge instead of printing a meaningless count
         let ratio = 3.0 * xtalsize_max / reciprocal_pixel_size;

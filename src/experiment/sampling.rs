@@ -1,6 +1,10 @@
 //! The C program's rules for turning ranges, step sizes and counts into sampling grids
 //! (phi, divergence, dispersion, sensor layers, mosaic domains). Unset values use the C's sentinel -1.
 
+/// The most sub-pixels per axis a run takes (`-oversample`, simulate and nonbragg): beyond it a
+/// detector of any size takes days.
+pub const MAX_OVERSAMPLE: i64 = 1000;
+
 /// Sub-pixel sampling of each pixel and which factors are evaluated per sub-pixel.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Sampling {

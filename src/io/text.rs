@@ -1,7 +1,8 @@
-//! The C's `read_text_file`: multi-column text (source files, stol tables).
+//! Multi-column text (source files, stol tables): the C's `read_text_file` ([`parse_text`]), and a
+//! strict reader ([`read_table`]) that `-sourcefile` and nonbragg's stol tables use: it gives the
+//! same values on a well-formed file and refuses, with the line, what the C reads as 0 or by a prefix.
 //!
-//! Users feed the port the same files they fed the C program, so the C's loose parsing is
-//! reproduced exactly rather than replaced by a stricter reader: lines are `fgets` chunks of at most
+//! The C's reader, kept for simulate's `-stol` (read, then unused, as in the C): lines are `fgets` chunks of at most
 //! 10239 bytes; a chunk counts unless it is exactly `\n` after leading delimiters ` \t,;:!`; values
 //! come from C `atof`; after a value the reader skips characters of `0123456789-+.EGeg`, then
 //! non-delimiters, then delimiters. Consequences (all kept): missing trailing columns stay NaN when the
@@ -89,6 +90,73 @@ pub fn parse_text(bytes: &[u8], ncols: usize) -> Vec<Vec<f64>> {
 pub fn read_text_file(path: &Path, ncols: usize) -> Result<Vec<Vec<f64>>> {
     let bytes = std::fs::read(path).map_err(|e| Error::file(path, format!("cannot read: {e}")))?;
     Ok(parse_text(&bytes, ncols))
+}
+
+/// A table of numbers read strictly ([`read_table`]): `cols[c][r]` is column `c` of row `r` (NaN
+/// where a line stops short of the last column), `lines[r]` the row's line number in the file (from 1).
+#[derive(Debug)]
+pub struct Table {
+    pub cols: Vec<Vec<f64>>,
+    pub lines: Vec<usize>,
+}
+
+/// A token as the error shows it: escaped (one line) and cut at 40 characters.
+fn shown(tok: &[u8]) -> String {
+    let s: String = String::from_utf8_lossy(tok).escape_debug().collect();
+    match s.char_indices().nth(40) {
+        Some((i, _)) => format!("{}...", &s[..i]),
+        None => s,
+    }
+}
+
+/// One line's values, strictly: each token between delimiters (` \t,;:!` and `\r`) the whole of
+/// a finite number, `min..=max` of them.
+fn table_row(line: &[u8], min: usize, max: usize) -> std::result::Result<Vec<f64>, String> {
+    let is_delim = |c: &u8| DELIMITERS.contains(c) || *c == b'\r';
+    let mut row = Vec::new();
+    for tok in line.split(is_delim).filter(|t| !t.is_empty()) {
+        let v = std::str::from_utf8(tok).ok().and_then(|t| t.parse::<f64>().ok());
+        match v {
+            Some(v) if v.is_finite() => row.push(v),
+            Some(_) => return Err(format!("'{}' is not a finite number", shown(tok))),
+            None => return Err(format!("'{}' is not a number", shown(tok))),
+        }
+    }
+    if row.len() < min || row.len() > max {
+        let want = if min == max { format!("{min}") } else { format!("{min} to {max}") };
+        return Err(format!("{} values; expected {want} numbers per line", row.len()));
+    }
+    Ok(row)
+}
+
+/// Parse a table of `min..=max` finite numbers per line (`min` >= 1): lines of only delimiters are
+/// skipped, anything else that is not a number (a word, a comment, binary bytes, `inf`, `1,5` read
+/// as two values, `5x`) is refused with its line number (from 1). The C's `read_text_file`
+/// ([`parse_text`]) reads such text as 0 and a number by its prefix; on a well-formed file both give
+/// the same values.
+pub fn parse_table(bytes: &[u8], min: usize, max: usize) -> std::result::Result<Table, (usize, String)> {
+    let mut t = Table { cols: vec![Vec::new(); max], lines: Vec::new() };
+    for (k, line) in bytes.split(|&c| c == b'\n').enumerate() {
+        let row = table_row(line, min.max(1), max).map_err(|e| (k + 1, e));
+        match row {
+            Err(_) if line.iter().all(|c| DELIMITERS.contains(c) || *c == b'\r') => continue,
+            Err(e) => return Err(e),
+            Ok(row) => {
+                for (c, col) in t.cols.iter_mut().enumerate() {
+                    col.push(row.get(c).copied().unwrap_or(f64::NAN));
+                }
+                t.lines.push(k + 1);
+            }
+        }
+    }
+    Ok(t)
+}
+
+/// Read `path` as [`parse_table`] does; `what` (the flag) leads the reason of an error, which names
+/// the file and line.
+pub fn read_table(path: &Path, what: &str, min: usize, max: usize) -> Result<Table> {
+    let bytes = std::fs::read(path).map_err(|e| Error::read(path, format!("{what}: cannot read"), e))?;
+    parse_table(&bytes, min, max).map_err(|(line, reason)| Error::file_line(path, line, format!("{what}: {reason}")))
 }
 
 #[cfg(test)]
@@ -181,5 +249,32 @@ mod tests {
         ));
         let r = p("0 2.57\n0.1 2.4\n0.2 1.8\n0.3 1.2\n0.5 0.6\n", 2);
         assert!(same(&r, &[&[0., 0.1, 0.2, 0.3, 0.5], &[2.57, 2.4, 1.8, 1.2, 0.6]]));
+    }
+
+    /// The strict reader: what the C's reader took as 0 or by its prefix is refused with the line.
+    #[test]
+    fn strict_table_refuses_what_is_not_a_number() {
+        let t = parse_table(b"0 1\n\n  \t\n0.1, 2.5\r\n-1e-3\t4", 2, 2).unwrap();
+        assert_eq!(t.cols, vec![vec![0.0, 0.1, -1e-3], vec![1.0, 2.5, 4.0]]);
+        assert_eq!(t.lines, vec![1, 4, 5]);
+        // short lines keep NaN for the missing columns when fewer are allowed
+        let t = parse_table(b"-10 0 0\n-10 0 0 1 1e-10\n", 1, 5).unwrap();
+        assert!(t.cols[3][0].is_nan() && t.cols[4][0].is_nan() && t.cols[4][1] == 1e-10);
+        let err = |b: &[u8], min, max| parse_table(b, min, max).unwrap_err();
+        assert_eq!(err(b"hello world\n", 2, 2), (1, "'hello' is not a number".into()));
+        assert_eq!(err(b"0 1\n0.1 abc\n", 2, 2), (2, "'abc' is not a number".into()));
+        assert_eq!(err(b"0 1\n0.1 inf\n", 2, 2), (2, "'inf' is not a finite number".into()));
+        assert_eq!(err(b"0 1\n0.1 1e999\n", 2, 2), (2, "'1e999' is not a finite number".into()));
+        assert_eq!(err(b"0 1 2\n", 2, 2), (1, "3 values; expected 2 numbers per line".into()));
+        assert_eq!(err(b"0\n", 2, 2), (1, "1 values; expected 2 numbers per line".into()));
+        assert_eq!(err(b"1 2 3 4 5 6\n", 1, 5), (1, "6 values; expected 1 to 5 numbers per line".into()));
+        assert_eq!(err(b"# x y\n1 2\n", 2, 2), (1, "'#' is not a number".into()));
+        assert_eq!(err(b"5x 1\n", 2, 2), (1, "'5x' is not a number".into()));
+        assert_eq!(err(b"0x10 1\n", 2, 2), (1, "'0x10' is not a number".into()));
+        assert_eq!(err(b"-10 abc 0 1 1e-10\n", 1, 5), (1, "'abc' is not a number".into()));
+        // binary bytes: refused on one line
+        let (line, why) = err(b"1 2\n\x00\xff\x0b\x1b[2J 3\n", 2, 2);
+        assert_eq!(line, 2);
+        assert!(why.contains("is not a number") && !why.contains('\n') && !why.contains('\x1b'), "{why}");
     }
 }

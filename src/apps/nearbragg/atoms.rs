@@ -10,7 +10,8 @@
 //! the sixth are ignored; CR before LF is a delimiter.
 //!
 //! Refused, unlike the C (which reads them as 0 or as a number's prefix): a value that is not a
-//! whole number (`abc`, `1.5x`, `#`), a NaN or infinite value, and a line longer than the C's buffer.
+//! whole number (`abc`, `1.5x`, `#`), a NaN or infinite value, a line of fewer than three values
+//! (X Y Z), a file with no atoms, and a line longer than the C's buffer.
 
 use crate::{Error, Result};
 use std::fmt::Write as _;
@@ -76,6 +77,11 @@ fn parse_line(line: &[u8]) -> std::result::Result<Option<[f64; 6]>, String> {
     let mut t = &line[spn(line, DELIMITERS)..];
     if t == b"\n" {
         return Ok(None);
+    }
+    // an atom needs X Y Z: the C read a missing Z as 0 (a 2-column line was an atom at z = 0)
+    let values = t.split(|c| DELIMITERS.contains(c) || *c == b'\n').filter(|w| !w.is_empty()).count();
+    if values < 3 {
+        return Err(format!("{values} value(s); an atom is X Y Z [occupancy B phase]"));
     }
     let mut v = [0.0, 0.0, 0.0, 1.0, 0.0, -90.0];
     for (k, slot) in v.iter_mut().enumerate() {
@@ -146,6 +152,10 @@ pub fn parse_atoms(path: &Path, bytes: &[u8], debug: bool, log: &mut String) -> 
             min[k] = min[k].min(v[k]);
         }
     }
+    if a.is_empty() {
+        // the C renders a blank image from no atoms
+        return Err(Error::file(path, "no atoms in the file (expected lines of X Y Z [occupancy B phase])"));
+    }
     // lines 838-843: the largest extent, (max-min)*1e-10 per axis
     let ext = |k: usize| (max[k] - min[k]) * 1e-10;
     let mut size_max = ext(0);
@@ -198,5 +208,11 @@ mod tests {
             assert!(e.contains(&format!(":{line}")) || e.contains(&format!("line {line}")), "{s:?}: {e}");
         }
         assert!(p(&format!("{}\n", "1 ".repeat(600))).is_err());
+        // X Y Z are needed (a missing Z was 0), and at least one atom (the C rendered a blank image)
+        assert_eq!(p("1 2 3\n1 2\n").unwrap_err().to_string(), "t.txt line 2: 2 value(s); an atom is X Y Z [occupancy B phase]");
+        assert!(p("1 2 3\n4\r\n").unwrap_err().to_string().starts_with("t.txt line 2: 1 value(s)"));
+        for empty in ["", "\n\n", "  \t\n"] {
+            assert!(p(empty).unwrap_err().to_string().contains("no atoms in the file"), "{empty:?}");
+        }
     }
 }

@@ -79,6 +79,11 @@ pub struct NonBraggConfig {
     pub pgm_scale: f64,
     pub progress: bool,
     pub seed: Option<i64>,
+    /// The last detector size flag given as typed (`-detpixels`, `-detsize_x`, `-pixel`, ...), named
+    /// when the detector is refused.
+    pub size_flag: Option<String>,
+    /// The last divergence or dispersion flag given as typed, named when the sources are refused.
+    pub steps_flag: Option<String>,
 }
 
 impl Default for NonBraggConfig {
@@ -157,6 +162,8 @@ impl Default for NonBraggConfig {
             pgm_scale: 0.0,
             progress: true,
             seed: None,
+            size_flag: None,
+            steps_flag: None,
         }
     }
 }

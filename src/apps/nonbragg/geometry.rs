@@ -141,7 +141,8 @@ pub(super) fn sources(c: &NonBraggConfig, g: &Geometry, b: &BeamSteps, s: &mut S
 /// `-sourcefile`: x y z intensity lambda per line, a missing column taking the default (a point
 /// `-source_distance` up the beam, intensity 1, `-lambda`).
 fn sources_from_file(c: &NonBraggConfig, g: &Geometry, sf: &str) -> Result<Vec<Source>> {
-    let cols = crate::io::text::read_text_file(os_path(sf).as_path(), 5)?;
+    // one to five finite numbers a line, refused with the line otherwise (the C read words as 0)
+    let cols = crate::io::text::read_table(os_path(sf).as_path(), "-sourcefile", 1, 5)?.cols;
     if cols[0].is_empty() {
         return Err(Error::file(sf, "-sourcefile: no sources in file"));
     }

@@ -70,6 +70,7 @@ pub fn run(c: &NonBraggConfig, out: &mut dyn Write) -> Result<()> {
     // render: rows in parallel, each pixel's sum in the C's order
     let scene = Scene { c, g: &g, grid: &grid, src: &src, table: &table, scale: R_E_SQR * sample.fluence * sample.molecules };
     let (floatimage, last_pos) = render::render(&scene);
+    check_finite(&floatimage, &grid)?;
     let omega_sum = render::omega_sum(c, &g, &grid);
     // statistics in raster order
     let stats = render::statistics(c, &grid, &floatimage, &last_pos, &mut s);
@@ -199,6 +200,20 @@ fn write_images(
     flush(out, s)?;
     files.add_bytes(os_path(&c.noisefile).as_path(), &output::smv_bytes(header, &noise))?;
     Ok(())
+}
+
+/// A pixel beyond a 4-byte float (F² × r_e² × fluence × molecules too large) is refused before
+/// anything is written: the C wrote an infinite image.
+fn check_finite(floatimage: &[f32], grid: &Grid) -> Result<()> {
+    match floatimage.iter().position(|v| !v.is_finite()) {
+        None => Ok(()),
+        Some(i) => Err(Error::setup(format!(
+            "pixel {i} (fast {}, slow {}) of the image is {}: more than a 4-byte float holds; lower the stol table's F, -fluence/-flux or the sample (-thickness, -density, -molecules, -MW)",
+            i % grid.fpixels as usize,
+            i / grid.fpixels as usize,
+            floatimage[i]
+        ))),
+    }
 }
 
 /// No output over the stol table, the source file or another output.

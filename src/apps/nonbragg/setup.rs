@@ -3,7 +3,7 @@
 //! steps.
 
 use crate::base::memory::{human, memory_budget};
-use crate::experiment::sampling::{resolve_sweep, sanitize};
+use crate::experiment::sampling::{resolve_sweep, sanitize, MAX_OVERSAMPLE};
 use super::config::NonBraggConfig;
 use crate::base::c::printf::cf;
 use crate::base::consts::{AVOGADRO, RTD};
@@ -34,7 +34,7 @@ pub(super) fn detector_size(c: &NonBraggConfig) -> Result<DetectorSize> {
     let fpixels = (detsize_x / pixel).ceil() as i64;
     let spixels = (detsize_y / pixel).ceil() as i64;
     if fpixels <= 0 || spixels <= 0 || fpixels * spixels > (1i64 << 34) {
-        return Err(Error::flag("-detsize", format!("{fpixels}x{spixels} pixels is not a detector")));
+        return Err(Error::flag(c.size_flag.as_deref().unwrap_or("-detsize"), format!("{fpixels}x{spixels} pixels is not a detector")));
     }
     Ok(DetectorSize { detsize_x, detsize_y, fpixels, spixels })
 }
@@ -53,6 +53,9 @@ pub(super) fn validate(c: &NonBraggConfig, det: &DetectorSize, steps: &BeamSteps
     if c.sourcefile.is_none() && !(c.lambda0 > 0.0) {
         return Err(Error::flag("-lambda", format!("{} A: the wavelength must be greater than 0 (or give -energy)", c.lambda0 * 1e10)));
     }
+    if c.oversample as i64 > MAX_OVERSAMPLE {
+        return Err(Error::flag("-oversample", format!("{} sub-pixels per axis is impractical (at most {MAX_OVERSAMPLE})", c.oversample)));
+    }
     let (flag, d) = if c.close_distance.is_nan() { ("-distance", c.distance) } else { ("-close_distance", c.close_distance) };
     if !(d.is_finite() && d != 0.0) {
         return Err(Error::flag(flag, "the detector cannot be at the sample"));
@@ -60,13 +63,13 @@ pub(super) fn validate(c: &NonBraggConfig, det: &DetectorSize, steps: &BeamSteps
     let pixels = (det.fpixels as u64).saturating_mul(det.spixels as u64);
     let need = pixels.saturating_mul(BYTES_PER_PIXEL);
     crate::base::memory::check_alloc(
-        || Error::flag("-detpixels", format!("{}x{} pixels need about {} of memory; {} is available", det.fpixels, det.spixels, human(need), human(memory_budget()))),
+        || Error::flag(c.size_flag.as_deref().unwrap_or("-detpixels"), format!("{}x{} pixels need about {} of memory; {} is available", det.fpixels, det.spixels, human(need), human(memory_budget()))),
         Some(need),
     )?;
     let sources = [steps.hdiv.steps, steps.vdiv.steps, steps.disp.steps].iter().fold(1u64, |n, &s| n.saturating_mul(s.max(1) as u64));
     let need = sources.saturating_mul(SOURCE_BYTES);
     crate::base::memory::check_alloc(
-        || Error::flag("-dispsteps", format!("{sources} sources (divergence steps × dispersion steps) need about {} of memory; {} is available", human(need), human(memory_budget()))),
+        || Error::flag(c.steps_flag.as_deref().unwrap_or("-dispsteps"), format!("{sources} sources (divergence steps × dispersion steps) need about {} of memory; {} is available", human(need), human(memory_budget()))),
         Some(need),
     )
 }

@@ -392,7 +392,7 @@ impl DeviateCache {
         if xm as f64 > 1.0e6 {
             // `return xm+sqrt(xm)*gaussdev(idum);`: double arithmetic, returned as float.
             let gd = self.gaussdev(&mut || ran1.next()) as f64;
-            return (xm as f64 + (xm as f64).sqrt() * gd) as f32;
+            return gaussian_approximation(xm as f64, gd) as f32;
         }
         let mut em: f32;
         if (xm as f64) < 12.0 {
@@ -458,6 +458,20 @@ impl DeviateCache {
                 return em;
             }
         }
+    }
+}
+
+/// poidev's deviate above a mean of 1e6, `xm + sqrt(xm)·gd` in double (the C's `return
+/// xm+sqrt(xm)*gaussdev(idum);`), except that an infinite mean (a float image times a photon scale
+/// beyond a float) gives +infinity, a saturated pixel: the C's inf + inf·gd is NaN for gd <= 0, which
+/// its `(unsigned short)` cast wrote as 0 amid saturated pixels. The draw is made either way, so the
+/// random stream is the C's.
+#[inline]
+pub fn gaussian_approximation(xm: f64, gd: f64) -> f64 {
+    if xm == f64::INFINITY {
+        xm
+    } else {
+        xm + xm.sqrt() * gd
     }
 }
 
@@ -875,6 +889,23 @@ mod tests {
     //! Expected values come from the C functions themselves (copied out of nanoBragg.c into a throwaway
     //! program outside the repository, built with gcc -O2 against glibc 2.36), printed as bit patterns.
     use super::*;
+
+    /// An infinite mean (a photon scale beyond a float) is a saturated pixel, not NaN (which became 0
+    /// in the noise image), and takes the same draws as any mean above 1e6.
+    #[test]
+    fn an_infinite_mean_gives_an_infinite_deviate() {
+        for seed in 1..40 {
+            let (mut a, mut b) = (NrRandom::new(), NrRandom::new());
+            let (mut ia, mut ib) = (-seed, -seed);
+            assert_eq!(a.poidev(f32::INFINITY, &mut ia), f32::INFINITY);
+            let _ = b.poidev(2e30, &mut ib);
+            assert_eq!(a.ran1(&mut ia), b.ran1(&mut ib));
+        }
+        for gd in [-2.0, -0.0, 0.0, 1.5] {
+            assert_eq!(gaussian_approximation(f64::INFINITY, gd), f64::INFINITY);
+        }
+        assert_eq!(gaussian_approximation(4e6, -1.0), 4e6 - 2e3);
+    }
 
     /// The reduced step is Schrage's for every idum: at the ends of 0 < idum < IM, around multiples
     /// of IQ and of 2^31/IA, outside the range (Schrage's own path), and along the sequence.
