@@ -93,6 +93,9 @@ fn non_numbers_and_non_finite_flag_values_are_refused() {
         refused(d, &["noisify", "-floatfile", "ok.bin", "-detpixels", "32", "-scale", v], &[], "-scale: ");
     }
     refused(d, &["noisify", "-floatfile", "ok.bin", "-detpixels", "thirty"], &[], "-detpixels: thirty: not an integer");
+    // a 32x32 image read as 16x16 (its first rows) or as 64x64: the file is not that image
+    refused(d, &["noisify", "-floatfile", "ok.bin", "-detpixels", "16"], &[], "holds 4096 bytes (1024 floats), the 16x16 image");
+    refused(d, &["noisify", "-floatfile", "ok.bin", "-detpixels", "64"], &[], "the 64x64 image");
     refused(d, &["nonbragg", "-stol", "w.stol", "-detpixels", "32", "-distance", "abc"], &[], "-distance: abc: not a number");
     refused(d, &["nonbragg", "-stol", "w.stol", "-detpixels", "32", "-lambda", "nan"], &[], "-lambda: nan: not a finite number");
     // a zero wavelength made every pixel NaN and the noise loop endless
@@ -443,4 +446,16 @@ fn float_add_refuses_an_empty_image() {
     image_with(d, "ok.bin", 5.0);
     refused(d, &["float-add", "empty.bin", "empty.bin", "-o", "s.bin"], &[], "empty.bin: float-add: the image is empty (0 pixels)");
     refused(d, &["float-add", "ok.bin", "empty.bin", "-o", "s.bin"], &[], "empty.bin: float-add: the image is empty");
+}
+
+/// nearbragg: atoms whose scattering overflows a float still give their image, but never silently:
+/// a warning counts the pixels that are not finite.
+#[test]
+fn nearbragg_flags_pixels_that_overflow() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::write(d.join("at.txt"), "0 0 0 1e300\n").unwrap();
+    let r = run_in(d, &["nearbragg", "-file", "at.txt", "-detpixels", "16", "-floatfile", "f.bin", "-intfile", "i.img"], &[], 60);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stderr.contains("pixels are not finite"), "{}", r.stderr);
 }

@@ -64,3 +64,11 @@ mod tests {
         assert!(!super::take_warnings().iter().any(|w| w == "log test: a warning"));
     }
 }
+
+/// Warn that `bad` of an image's `total` pixels are NaN or infinite: a silently wrong image must not
+/// look like a good one (nothing when `bad` is 0).
+pub fn warn_nonfinite(bad: usize, total: usize) {
+    if bad > 0 {
+        warn(format!("nanobragg-rs: warning: {bad} of {total} pixels are not finite (NaN or infinite): some input value is too large for the arithmetic"));
+    }
+}

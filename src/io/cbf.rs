@@ -120,6 +120,7 @@ pub fn read_cbf(path: &Path) -> Result<(usize, usize, Vec<i32>)> {
         return Err(err("only byte-offset compression is read"));
     }
     let n = fast.checked_mul(slow).ok_or_else(|| err("size overflows"))?;
+    let declared = declared_binary(&head, n).map_err(|r| err(&r))?;
     let mut data = Vec::with_capacity(n);
     let (mut i, mut prev) = (start + 4, 0i64);
     let b = &bytes;
@@ -147,9 +148,46 @@ pub fn read_cbf(path: &Path) -> Result<(usize, usize, Vec<i32>)> {
             }
         };
         prev += d;
+        if !declared.range.contains(&prev) {
+            return Err(err(&format!("pixel {} = {prev} is outside its declared element type", data.len() + 1)));
+        }
         data.push(prev as i32);
     }
+    let used = i - (start + 4);
+    if let Some(size) = declared.size.filter(|&s| s != used) {
+        return Err(err(&format!("X-Binary-Size says {size} bytes but the {n} pixels take {used}")));
+    }
     Ok((fast, slow, data))
+}
+
+/// What a CBF binary header declares beside the image size: its byte count (`X-Binary-Size`) and
+/// the values its element type holds (within an i32, what [`read_cbf`] gives).
+struct DeclaredBinary {
+    size: Option<usize>,
+    range: std::ops::RangeInclusive<i64>,
+}
+
+/// Check the header's element type, byte order and element count (those present) against what
+/// [`read_cbf`] decodes: a header that says otherwise describes other data.
+fn declared_binary(head: &str, n: usize) -> std::result::Result<DeclaredBinary, String> {
+    let value = |k: &str| head.lines().find(|l| l.trim_start().starts_with(k)).and_then(|l| l.split_once(':')).map(|(_, v)| v.trim().trim_matches('"').to_string());
+    if let Some(order) = value("X-Binary-Element-Byte-Order").filter(|o| o != "LITTLE_ENDIAN") {
+        return Err(format!("byte order {order}: byte-offset data is LITTLE_ENDIAN"));
+    }
+    let range = match value("X-Binary-Element-Type").as_deref() {
+        None | Some("signed 32-bit integer") => i32::MIN as i64..=i32::MAX as i64,
+        Some("unsigned 32-bit integer") => 0..=i32::MAX as i64,
+        Some("signed 16-bit integer") => i16::MIN as i64..=i16::MAX as i64,
+        Some("unsigned 16-bit integer") => 0..=u16::MAX as i64,
+        Some("signed 8-bit integer") => i8::MIN as i64..=i8::MAX as i64,
+        Some("unsigned 8-bit integer") => 0..=u8::MAX as i64,
+        Some(t) => return Err(format!("element type \"{t}\" is not an integer type this reader takes")),
+    };
+    let number = |k: &str| value(k).map(|v| v.parse::<usize>().map_err(|_| format!("{k}: {v} is not a count"))).transpose();
+    if let Some(count) = number("X-Binary-Number-of-Elements")?.filter(|&c| c != n) {
+        return Err(format!("X-Binary-Number-of-Elements {count} is not the {n} pixels of its dimensions"));
+    }
+    Ok(DeclaredBinary { size: number("X-Binary-Size:")?, range })
 }
 
 /// Write a CBF file atomically. `what` says in the header what the pixel values are.
@@ -177,5 +215,43 @@ mod tests {
         assert_eq!(byte_offset(&[-128]), vec![0x80, 0x80, 0xff]);
         assert_eq!(byte_offset(&[40000]), vec![0x80, 0x00, 0x80, 0x40, 0x9c, 0x00, 0x00]);
         assert_eq!(byte_offset(&[i32::MAX, i32::MIN]).len(), 7 + 15);
+    }
+
+    /// A file as written reads back; one whose header declares other data (its size, byte order,
+    /// element type or count) is refused naming what it declares.
+    #[test]
+    fn header_must_describe_the_binary() {
+        let data = [0, 5, 300, -2, 70000, 1];
+        let packed = byte_offset(&data);
+        let mut good = format!(
+            "###CBF: VERSION 1.5\r\nconversions=\"x-CBF_BYTE_OFFSET\"\r\nX-Binary-Size: {}\r\nX-Binary-Element-Type: \"signed 32-bit integer\"\r\n\
+             X-Binary-Element-Byte-Order: LITTLE_ENDIAN\r\nX-Binary-Number-of-Elements: 6\r\nX-Binary-Size-Fastest-Dimension: 3\r\n\
+             X-Binary-Size-Second-Dimension: 2\r\n\r\n",
+            packed.len()
+        )
+        .into_bytes();
+        good.extend_from_slice(&[0x0c, 0x1a, 0x04, 0xd5]);
+        good.extend_from_slice(&packed);
+        good.extend_from_slice(&[0; 16]);
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.cbf");
+        std::fs::write(&p, &good).unwrap();
+        assert_eq!(read_cbf(&p).unwrap(), (3, 2, data.to_vec()));
+        let text = String::from_utf8_lossy(&good).into_owned();
+        let size = packed.len();
+        for (from, to, want) in [
+            (format!("X-Binary-Size: {size}"), "X-Binary-Size: 100".to_string(), "X-Binary-Size says 100"),
+            ("LITTLE_ENDIAN".into(), "BIG_ENDIAN".into(), "BIG_ENDIAN"),
+            ("signed 32-bit integer".into(), "unsigned 16-bit integer".into(), "outside its declared element type"),
+            ("signed 32-bit integer".into(), "signed 64-bit real IEEE".into(), "not an integer type"),
+            ("X-Binary-Number-of-Elements: 6".into(), "X-Binary-Number-of-Elements: 7".into(), "Number-of-Elements 7"),
+        ] {
+            let start = good.windows(4).position(|w| w == [0x0c, 0x1a, 0x04, 0xd5]).unwrap();
+            let mut bad = text[..start].replacen(&from, &to, 1).into_bytes();
+            bad.extend_from_slice(&good[start..]);
+            std::fs::write(&p, &bad).unwrap();
+            let e = read_cbf(&p).unwrap_err().to_string();
+            assert!(e.contains(want), "{to}: {e}");
+        }
     }
 }

@@ -469,12 +469,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
     }
     let image = Rendered { float: r.float.pixels(), rows: r.rows.take(), prewritten };
     let (stats, files) = write_planned(&planned, cfg, &exp, image, out, derived.files)?;
-    if bad > 0 {
-        crate::base::log::warn(format!(
-            "nanobragg-rs: warning: {bad} of {} pixels are not finite (NaN or infinite): some input value is too large for the arithmetic",
-            r.float.pixels().len()
-        ));
-    }
+    crate::base::log::warn_nonfinite(bad, r.float.pixels().len());
     let io_s = t2.elapsed().as_secs_f64();
     Ok(RunSummary {
         stats,

@@ -260,7 +260,10 @@ pub fn run(c: &NearBraggConfig, out: &mut dyn Write) -> Result<()> {
     let st = stats_of(c, &p);
     s += "\n";
     let _ = writeln!(s, "solid angle subtended by detector = {} steradian ( {}% sphere)", cf("%g", omega_sum), cf("%g", 100.0 * omega_sum / 4.0 / PI));
-    write_outputs(c, &p, &st, &mut s, out)
+    write_outputs(c, &p, &st, &mut s, out)?;
+    let bad = p.images.float.iter().filter(|v| !v.is_finite()).count();
+    crate::base::log::warn_nonfinite(bad, p.images.float.len());
+    Ok(())
 }
 
 /// Lines 1221-1272: the float image, the sin/cos images with `-coherent`, the SMV file; each line of

@@ -233,13 +233,20 @@ fn check_files(c: &NoisifyConfig, floatname: &str) -> Result<()> {
     crate::io::atomic::check_no_clobber(&inputs, &outputs)
 }
 
-/// The float image's pixels (little-endian floats), refused if the file is too short.
+/// The float image's pixels (little-endian floats), refused unless the file holds exactly the image:
+/// too short, or longer (another detector size: its first rows would be read as this image's).
 fn import_floats(floatname: &str, bytes: &[u8], frame: &Frame, out: &mut dyn Write) -> Result<Vec<f32>> {
     let np = frame.pixels();
-    if bytes.len() < np * 4 {
+    if bytes.len() != np * 4 {
         return Err(Error::file(
             floatname,
-            format!("-floatfile: holds {} floats, the {}x{} image needs {}", bytes.len() / 4, frame.xpixels, frame.ypixels, np),
+            format!(
+                "-floatfile: holds {} bytes ({} floats), the {}x{} image (-detpixels/-detsize/-pixel or -header) is {np} floats",
+                bytes.len(),
+                bytes.len() / 4,
+                frame.xpixels,
+                frame.ypixels
+            ),
         ));
     }
     let pixels: Vec<f32> = bytes[..np * 4].chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
