@@ -93,6 +93,13 @@ fn non_numbers_and_non_finite_flag_values_are_refused() {
         refused(d, &["noisify", "-floatfile", "ok.bin", "-detpixels", "32", "-scale", v], &[], "-scale: ");
     }
     refused(d, &["noisify", "-floatfile", "ok.bin", "-detpixels", "thirty"], &[], "-detpixels: thirty: not an integer");
+    // a mistyped scale is not taken for an input image
+    refused(d, &["float-add", "ok.bin", "ok.bin", "-scale", "2", "1,5", "-o", "s.bin"], &[], "-scale: 1,5 is not a finite number");
+    // a -sourcefile source without a wavelength or a direction (nonbragg, as simulate)
+    std::fs::write(d.join("src0.txt"), "0 0 -10 1 0\n").unwrap();
+    refused(d, &["nonbragg", "-stol", "w.stol", "-detpixels", "32", "-sourcefile", "src0.txt"], &[], "src0.txt line 1: -sourcefile: wavelength 0");
+    std::fs::write(d.join("src1.txt"), "0 0 -10 1 1e-10\n0 0 0 1 1e-10\n").unwrap();
+    refused(d, &["nonbragg", "-stol", "w.stol", "-detpixels", "32", "-sourcefile", "src1.txt"], &[], "src1.txt line 2: -sourcefile: a source at the sample position");
     // a 32x32 image read as 16x16 (its first rows) or as 64x64: the file is not that image
     refused(d, &["noisify", "-floatfile", "ok.bin", "-detpixels", "16"], &[], "holds 4096 bytes (1024 floats), the 16x16 image");
     refused(d, &["noisify", "-floatfile", "ok.bin", "-detpixels", "64"], &[], "the 64x64 image");

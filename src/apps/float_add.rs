@@ -6,7 +6,7 @@ use crate::base::os_text::os_path;
 use crate::io::float::{read_float_image, write_float_image};
 use crate::{Error, Result};
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Σ scale_k · image_k in double, stored as float; the images must have the same length.
 pub fn add_images(images: &[Vec<f32>], scales: &[f64]) -> Vec<f32> {
@@ -23,6 +23,12 @@ pub fn add_images(images: &[Vec<f32>], scales: &[f64]) -> Vec<f32> {
 }
 
 pub const FLOAT_ADD_USAGE: &str = "usage: float-add A.bin B.bin ... [-scale s1 s2 ...] -o sum.bin";
+
+/// A word that begins as a number does (a digit, a sign or a point before one, or a NaN/infinity).
+fn looks_numeric(w: &str) -> bool {
+    let t = w.trim_start_matches(['+', '-']).trim_start_matches('.');
+    t.starts_with(|c: char| c.is_ascii_digit()) || ["nan", "inf"].iter().any(|p| t.to_ascii_lowercase().starts_with(p))
+}
 
 pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
     let mut inputs: Vec<PathBuf> = Vec::new();
@@ -42,6 +48,11 @@ pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {
                 while i < args.len() {
                     match args[i].parse::<f64>() {
                         Ok(v) if v.is_finite() => scales.push(v),
+                        // a word that starts like a number but is none, and names no file, is a
+                        // mistyped scale (`1,5`, `2x`, `nan`), not an input image
+                        _ if looks_numeric(&args[i]) && !Path::new(&args[i]).exists() => {
+                            return Err(Error::flag(a, format!("{} is not a finite number", args[i])));
+                        }
                         _ => break,
                     }
                     i += 1;

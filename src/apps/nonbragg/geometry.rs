@@ -142,22 +142,34 @@ pub(super) fn sources(c: &NonBraggConfig, g: &Geometry, b: &BeamSteps, s: &mut S
 /// `-source_distance` up the beam, intensity 1, `-lambda`).
 fn sources_from_file(c: &NonBraggConfig, g: &Geometry, sf: &str) -> Result<Vec<Source>> {
     // one to five finite numbers a line, refused with the line otherwise (the C read words as 0)
-    let cols = crate::io::text::read_table(os_path(sf).as_path(), "-sourcefile", 1, 5)?.cols;
+    let table = crate::io::text::read_table(os_path(sf).as_path(), "-sourcefile", 1, 5)?;
+    let cols = &table.cols;
     if cols[0].is_empty() {
         return Err(Error::file(sf, "-sourcefile: no sources in file"));
     }
     let d = |v: f64, def: f64| if v.is_nan() { def } else { v };
-    Ok((0..cols[0].len())
-        .map(|i| Source {
-            pos: [
-                d(cols[0][i], -c.source_distance * g.beam[0]),
-                d(cols[1][i], -c.source_distance * g.beam[1]),
-                d(cols[2][i], -c.source_distance * g.beam[2]),
-            ],
-            intensity: d(cols[3][i], 1.0),
-            lambda: d(cols[4][i], c.lambda0),
+    (0..cols[0].len())
+        .map(|i| {
+            let src = Source {
+                pos: [
+                    d(cols[0][i], -c.source_distance * g.beam[0]),
+                    d(cols[1][i], -c.source_distance * g.beam[1]),
+                    d(cols[2][i], -c.source_distance * g.beam[2]),
+                ],
+                intensity: d(cols[3][i], 1.0),
+                lambda: d(cols[4][i], c.lambda0),
+            };
+            // as simulate's sources (experiment::beam::source_points): a wavelength and a direction
+            let bad = |why: String| Error::file_line(sf, table.lines[i], format!("-sourcefile: {why}"));
+            if !(src.lambda > 0.0) {
+                return Err(bad(format!("wavelength {} m; it must be positive", src.lambda)));
+            }
+            if src.pos == [0.0; 3] {
+                return Err(bad("a source at the sample position (0 0 0) has no direction".into()));
+            }
+            Ok(src)
         })
-        .collect())
+        .collect()
 }
 
 /// The sources of the divergence and dispersion steps, and how many divergence points were kept.
