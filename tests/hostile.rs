@@ -312,11 +312,6 @@ fn wrong_images_are_refused_or_flagged() {
     refused(&o, "-cbf", "-cbf");
     assert!(!text(&o).contains("did you mean"), "{}", text(&o));
 
-    // simulate reads its -stol table (unused, as the C) as strictly as nonbragg does
-    std::fs::write(d.path().join("bad.stol"), "0 2.5\n0.1 abc\n").unwrap();
-    let o = run_small(d.path(), &["-stol", "bad.stol"]);
-    refused(&o, "bad.stol line 2", "a word in a -stol table");
-
     // a folder named as the structure-factor cache is no cache
     std::fs::create_dir_all(d.path().join("cache_dir")).unwrap();
     let o = run_small(d.path(), &["-dump", "cache_dir"]);

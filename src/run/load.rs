@@ -62,12 +62,11 @@ pub fn load_inputs(cfg: &Config) -> Result<Inputs> {
         }
     }
 
-    // the stol table is read and checked, then unused (as in the C): strictly, as nonbragg's (every
-    // line two finite numbers; the C's reader took text as 0)
+    // the stol table is read and checked, then unused (as in the C)
     if let Some((path, _mult)) = &p.stol_file {
         inp.log.stol.line(format!("reading {}", path.display()));
-        let table = crate::io::text::read_table(path, "-stol", 2, 2)?;
-        if table.lines.is_empty() {
+        let cols = crate::io::text::read_text_file(path, 2)?;
+        if cols[0].is_empty() {
             return Err(Error::file(path, "no data in input file"));
         }
     }
