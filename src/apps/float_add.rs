@@ -24,10 +24,11 @@ pub fn add_images(images: &[Vec<f32>], scales: &[f64]) -> Vec<f32> {
 
 pub const FLOAT_ADD_USAGE: &str = "usage: float-add A.bin B.bin ... [-scale s1 s2 ...] -o sum.bin";
 
-/// A word that begins as a number does (a digit, a sign or a point before one, or a NaN/infinity).
+/// A word made of what numbers are made of (`1,5`, `2.5.1`, `-inf`, `nan`): a mistyped scale. A word
+/// with other letters (`3.bin`) is a file name.
 fn looks_numeric(w: &str) -> bool {
-    let t = w.trim_start_matches(['+', '-']).trim_start_matches('.');
-    t.starts_with(|c: char| c.is_ascii_digit()) || ["nan", "inf"].iter().any(|p| t.to_ascii_lowercase().starts_with(p))
+    let t = w.trim_start_matches(['+', '-']).to_ascii_lowercase();
+    ["nan", "inf", "infinity"].contains(&t.as_str()) || (t.starts_with(|c: char| c.is_ascii_digit() || c == '.') && t.chars().all(|c| c.is_ascii_digit() || ".,e+-".contains(c)))
 }
 
 pub fn run(args: &[String], out: &mut dyn Write) -> Result<()> {

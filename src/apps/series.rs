@@ -346,6 +346,15 @@ fn input_records(cfg: &Config) -> Result<Vec<InputRecord>> {
 fn result_neutral(flag: &str) -> Option<usize> {
     match flag {
         "--threads" | "--out-dir" => Some(1),
+        f if f.starts_with("--threads=") || f.starts_with("--out-dir=") => Some(0),
+        _ => legacy_neutral(flag),
+    }
+}
+
+/// The flags the parameter hash left out before inputs were recorded (`--out-dir` counted then).
+fn legacy_neutral(flag: &str) -> Option<usize> {
+    match flag {
+        "--threads" => Some(1),
         "--quiet" | "-quiet" | "-progress" | "-noprogress" => Some(0),
         _ => None,
     }
@@ -378,8 +387,7 @@ fn params_sha256(mode: Mode, total: usize, args: &[String], inputs: &[InputRecor
 /// counted, the inputs' contents did not): still resumed and verified with the flags they were
 /// made with.
 fn legacy_params_sha256(mode: Mode, total: usize, args: &[String]) -> String {
-    let neutral = |f: &str| if f == "--out-dir" { None } else { result_neutral(f) };
-    let text = serde_json::json!({ "mode": mode, "total_frames": total, "args": result_args(args, neutral) }).to_string();
+    let text = serde_json::json!({ "mode": mode, "total_frames": total, "args": result_args(args, legacy_neutral) }).to_string();
     hex(&Sha256::digest(text.as_bytes()))
 }
 
@@ -720,11 +728,16 @@ impl Plan {
     /// changed, else the flags.
     pub fn differs_because(&self, m: &Manifest) -> String {
         for old in &m.inputs {
-            if let Some(now) = self.inputs.iter().find(|i| i.flag == old.flag && i.path == old.path) {
-                if now.sha256 != old.sha256 {
-                    return format!("the {} input {} changed since the manifest was written (sha256 differs)", old.flag, old.path.display());
+            match self.inputs.iter().find(|i| i.flag == old.flag) {
+                Some(now) if now.sha256 != old.sha256 => {
+                    return format!("the {} input {} changed since the manifest was written (sha256 differs)", old.flag, now.path.display());
                 }
+                None => return format!("the manifest's run read the {} input {}, this one does not", old.flag, old.path.display()),
+                Some(_) => {}
             }
+        }
+        if let Some(new) = self.inputs.iter().find(|i| !m.inputs.is_empty() && !m.inputs.iter().any(|o| o.flag == i.flag)) {
+            return format!("this run reads the {} input {}, the manifest's did not", new.flag, new.path.display());
         }
         "manifest is from a run with other parameters (or --frames/--stills)".into()
     }
@@ -845,7 +858,7 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
         }
     }
     let params = plan.params_sha256();
-    let (done, sweep_done) = resumed_frames(sa, &plan, &frames, &mpath, nexus_name.as_deref(), quiet_user, log_out)?;
+    let (done, sweep_done, legacy) = resumed_frames(sa, &plan, &frames, &mpath, nexus_name.as_deref(), quiet_user, log_out)?;
     let skipped = done.len();
     let todo: Vec<usize> = frames.iter().copied().filter(|k| !done.contains_key(k)).collect();
     // every check before the first file is written: a refused run changes nothing
@@ -866,8 +879,8 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
         shard_count: shard.count,
         shard_reason: shard.reason.clone(),
         simulate_args: plan.args.clone(),
-        params_sha256: params,
-        inputs: plan.inputs.clone(),
+        inputs: if legacy.is_some() { Vec::new() } else { plan.inputs.clone() },
+        params_sha256: legacy.unwrap_or(params),
         seed: plan.seed,
         mosaic_seed: plan.mosaic_seed,
         misset_seed: plan.misset_seed,
@@ -968,14 +981,23 @@ fn resumed_frames(
     nexus_name: Option<&Path>,
     quiet_user: bool,
     log_out: &mut dyn std::io::Write,
-) -> Result<(BTreeMap<usize, FrameRecord>, Vec<SweepFile>)> {
+) -> Result<(BTreeMap<usize, FrameRecord>, Vec<SweepFile>, Option<String>)> {
     let mut done: BTreeMap<usize, FrameRecord> = BTreeMap::new();
     let mut sweep_done: Vec<SweepFile> = Vec::new();
+    let mut legacy = None;
     if sa.resume && mpath.is_file() {
         let old = read_manifest(mpath, "--resume")?;
         sweep_done = old.sweep_files.iter().filter(|f| sweep_file_matches(&plan.base, f)).cloned().collect();
         if !plan.made_this(&old) {
             return Err(Error::file(mpath, format!("{}; use another --name or remove it", plan.differs_because(&old))));
+        }
+        if old.params_sha256 != plan.params_sha256() {
+            // made before inputs were recorded: the shard keeps that form, so that its dataset's other
+            // shards still verify with it; its inputs' contents could not be compared
+            if !quiet_user {
+                let _ = writeln!(log_out, "series: --resume: the manifest predates input checks; the frames kept were made from input files not compared with today's");
+            }
+            legacy = Some(old.params_sha256.clone());
         }
         for rec in old.frames {
             if frames.binary_search(&rec.frame).is_ok() && files_match(&plan.base, &rec) && Some(&rec) == plan.frame(rec.frame).ok().map(|mut r| {
@@ -1003,7 +1025,7 @@ fn resumed_frames(
             sweep_done.clear();
         }
     }
-    Ok((done, sweep_done))
+    Ok((done, sweep_done, legacy))
 }
 
 /// The inputs read and the first frame's experiment built, before any file is written.
@@ -1535,7 +1557,7 @@ pub fn verify(sa: &SeriesArgs) -> Result<VerifyReport> {
     let mut owner: HashMap<usize, PathBuf> = HashMap::new();
     let mut files = 0;
     for (p, m) in &manifests {
-        if m.params_sha256 != m0.params_sha256 || m.inputs != m0.inputs || m.total_frames != m0.total_frames || m.mode != m0.mode {
+        if m.params_sha256 != m0.params_sha256 || m.total_frames != m0.total_frames || m.mode != m0.mode {
             return Err(Error::file(p, format!("parameters differ from {}", p0.display())));
         }
         if m.shard_count != n {
@@ -1627,6 +1649,9 @@ mod tests {
         let mut moved = args.clone();
         *moved.last_mut().unwrap() = "./h1/".into();
         assert_eq!(params_sha256(Mode::Rotation, 3, &args, &[]), params_sha256(Mode::Rotation, 3, &moved, &[]));
+        let mut joined = args[..args.len() - 2].to_vec();
+        joined.extend(["--out-dir=h2".to_string(), "--threads=3".to_string()]);
+        assert_eq!(params_sha256(Mode::Rotation, 3, &args, &[]), params_sha256(Mode::Rotation, 3, &joined, &[]));
         let input = |sha: &str| InputRecord { flag: "-hkl".into(), path: "f.hkl".into(), bytes: 9, sha256: sha.into() };
         assert_ne!(params_sha256(Mode::Rotation, 3, &args, &[input("aa")]), params_sha256(Mode::Rotation, 3, &args, &[input("bb")]));
     }

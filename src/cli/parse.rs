@@ -205,10 +205,12 @@ fn apply_smv_header(c: &mut Config, smv: &SmvImage, is_mask: bool, flag: &str) -
     let bad = |key: &str, v: f64, why: &str| {
         Error::flag(flag, format!("{}: header {key}={v} {why}", smv.path.display()))
     };
-    // a value that is not one number (`0.15x`, `abc`, `nan`) is refused, not read as its prefix or 0
+    // a value that is not numbers (`0.15x`, `abc`) is refused, not read as its prefix or 0; NaN is
+    // absent, as the C's isnan test makes it
     let value = |key: &str| -> Result<Option<f64>> {
         match header_number(&smv.header, key) {
             None => Ok(None),
+            Some(Ok(v)) if v.is_nan() => Ok(None),
             Some(Ok(v)) => Ok(Some(v)),
             Some(Err(text)) => Err(Error::flag(flag, format!("{}: header {key}={text} is not a number", smv.path.display()))),
         }

@@ -319,9 +319,10 @@ pub fn header_value(header: impl AsRef<[u8]>, key: &str) -> Option<f64> {
 }
 
 /// [`header_value`] for a value that must be a number: the same occurrence of `key`, but its text (up
-/// to the `;` that ends an SMV field, or the line's end) must be one number and nothing else. `None`
-/// when `key` does not occur; `Some(Err(text))` for text `atof` would read a prefix of (`0.15x`),
-/// read as 0 (`abc`), or that is NaN.
+/// to the `;` that ends an SMV field, or the line's end) must be numbers only — the first is the
+/// value, as `atof` reads it (d*TREK writes lists: `SOURCE_WAVELENGTH=1 1.5418;`). `None` when `key`
+/// does not occur; `Some(Err(text))` for text `atof` would read a prefix of (`0.15x`) or as 0 (`abc`,
+/// nothing). NaN is a value (the caller treats it as absent, as the C's `isnan` test does).
 pub fn header_number(header: impl AsRef<[u8]>, key: &str) -> Option<std::result::Result<f64, String>> {
     let h = header.as_ref();
     let h = &h[..h.iter().position(|&c| c == 0).unwrap_or(h.len())];
@@ -336,7 +337,8 @@ pub fn header_number(header: impl AsRef<[u8]>, key: &str) -> Option<std::result:
     let rest = &h[after + e + 1..];
     let end = rest.iter().position(|&c| c == b';' || c == b'\n' || c == b'\r').unwrap_or(rest.len());
     let text = String::from_utf8_lossy(&rest[..end]).trim().to_string();
-    Some(text.parse::<f64>().ok().filter(|v| !v.is_nan()).ok_or(text))
+    let numbers: Option<Vec<f64>> = text.split_whitespace().map(|w| w.parse::<f64>().ok()).collect();
+    Some(numbers.and_then(|n| n.first().copied()).ok_or(text))
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
@@ -472,9 +474,12 @@ mod tests {
         assert_eq!(header_number(h, "X"), Some(Ok(-300.0)));
         assert_eq!(header_number(h, "NOEQ"), Some(Ok(0.0)));
         assert_eq!(header_number(h, "MISSING"), None);
-        assert_eq!(header_number(h, "PHI"), Some(Err("nan".into())));
+        assert!(header_number(h, "PHI").unwrap().unwrap().is_nan());
         assert_eq!(header_number(h, "PIXEL_SIZE"), Some(Err("0.15x".into())));
         assert_eq!(header_number("A=B=1", "A"), Some(Err("B=1".into())));
+        assert_eq!(header_number("SOURCE_WAVELENGTH=1 1.5418;", "WAVELENGTH"), Some(Ok(1.0)));
+        assert_eq!(header_number("PHI=1 x;", "PHI"), Some(Err("1 x".into())));
+        assert_eq!(header_number("PHI=;", "PHI"), Some(Err("".into())));
     }
 
     #[test]

@@ -115,6 +115,11 @@ fn table_row(line: &[u8], min: usize, max: usize) -> std::result::Result<Vec<f64
     let is_delim = |c: &u8| DELIMITERS.contains(c) || *c == b'\r';
     let mut row = Vec::new();
     for tok in line.split(is_delim).filter(|t| !t.is_empty()) {
+        // a comment ends the line, and words past the last column are ignored, as the C's reader
+        // ignores them (`-10 0 0 1 1e-10  # main beam`)
+        if tok[0] == b'#' || row.len() == max {
+            break;
+        }
         let v = std::str::from_utf8(tok).ok().and_then(|t| t.parse::<f64>().ok());
         match v {
             Some(v) if v.is_finite() => row.push(v),
@@ -122,16 +127,20 @@ fn table_row(line: &[u8], min: usize, max: usize) -> std::result::Result<Vec<f64
             None => return Err(format!("'{}' is not a number", shown(tok))),
         }
     }
-    if row.len() < min || row.len() > max {
+    if row.is_empty() {
+        return Ok(row); // blank, or only a comment: skipped
+    }
+    if row.len() < min {
         let want = if min == max { format!("{min}") } else { format!("{min} to {max}") };
         return Err(format!("{} values; expected {want} numbers per line", row.len()));
     }
     Ok(row)
 }
 
-/// Parse a table of `min..=max` finite numbers per line (`min` >= 1): lines of only delimiters are
-/// skipped, anything else that is not a number (a word, a comment, binary bytes, `inf`, `1,5` read
-/// as two values, `5x`) is refused with its line number (from 1). The C's `read_text_file`
+/// Parse a table of `min..=max` finite numbers per line (`min` >= 1): lines of only delimiters or a
+/// `#` comment are skipped, a comment ends a line and words past the last column are ignored (as the
+/// C's reader ignores them); anything else that is not a number (a word, binary bytes, `inf`, `1,5`
+/// read as two values, `5x`) is refused with its line number (from 1). The C's `read_text_file`
 /// ([`parse_text`]) reads such text as 0 and a number by its prefix; on a well-formed file both give
 /// the same values.
 pub fn parse_table(bytes: &[u8], min: usize, max: usize) -> std::result::Result<Table, (usize, String)> {
@@ -139,8 +148,8 @@ pub fn parse_table(bytes: &[u8], min: usize, max: usize) -> std::result::Result<
     for (k, line) in bytes.split(|&c| c == b'\n').enumerate() {
         let row = table_row(line, min.max(1), max).map_err(|e| (k + 1, e));
         match row {
-            Err(_) if line.iter().all(|c| DELIMITERS.contains(c) || *c == b'\r') => continue,
             Err(e) => return Err(e),
+            Ok(row) if row.is_empty() => continue,
             Ok(row) => {
                 for (c, col) in t.cols.iter_mut().enumerate() {
                     col.push(row.get(c).copied().unwrap_or(f64::NAN));
@@ -265,10 +274,14 @@ mod tests {
         assert_eq!(err(b"0 1\n0.1 abc\n", 2, 2), (2, "'abc' is not a number".into()));
         assert_eq!(err(b"0 1\n0.1 inf\n", 2, 2), (2, "'inf' is not a finite number".into()));
         assert_eq!(err(b"0 1\n0.1 1e999\n", 2, 2), (2, "'1e999' is not a finite number".into()));
-        assert_eq!(err(b"0 1 2\n", 2, 2), (1, "3 values; expected 2 numbers per line".into()));
         assert_eq!(err(b"0\n", 2, 2), (1, "1 values; expected 2 numbers per line".into()));
-        assert_eq!(err(b"1 2 3 4 5 6\n", 1, 5), (1, "6 values; expected 1 to 5 numbers per line".into()));
-        assert_eq!(err(b"# x y\n1 2\n", 2, 2), (1, "'#' is not a number".into()));
+        // as the C's reader: a comment line is skipped, a comment or words past the last column end a line
+        let t = parse_table(b"# x y\n1 2 3\n-10 0 0 1 1e-10  # main beam\n4 5\n", 2, 5).unwrap();
+        assert_eq!(t.lines, vec![2, 3, 4]);
+        assert_eq!((t.cols[2][0], t.cols[4][1]), (3.0, 1e-10));
+        assert!(t.cols[2][2].is_nan());
+        let t = parse_table(b"0 1 2\n0.1 2 x y\n", 2, 2).unwrap();
+        assert_eq!(t.cols, vec![vec![0.0, 0.1], vec![1.0, 2.0]]);
         assert_eq!(err(b"5x 1\n", 2, 2), (1, "'5x' is not a number".into()));
         assert_eq!(err(b"0x10 1\n", 2, 2), (1, "'0x10' is not a number".into()));
         assert_eq!(err(b"-10 abc 0 1 1e-10\n", 1, 5), (1, "'abc' is not a number".into()));

@@ -78,9 +78,11 @@ fn parse_line(line: &[u8]) -> std::result::Result<Option<[f64; 6]>, String> {
     if t == b"\n" {
         return Ok(None);
     }
-    // an atom needs X Y Z: the C read a missing Z as 0 (a 2-column line was an atom at z = 0)
+    // an atom needs X Y Z: the C read a missing Z as 0 (a 2-column line was an atom at z = 0). A last
+    // chunk of only blanks without a newline (editors leave them) stays the C's atom of occupancy 0
+    // at the origin, which adds nothing.
     let values = t.split(|c| DELIMITERS.contains(c) || *c == b'\n').filter(|w| !w.is_empty()).count();
-    if values < 3 {
+    if values < 3 && !t.is_empty() {
         return Err(format!("{values} value(s); an atom is X Y Z [occupancy B phase]"));
     }
     let mut v = [0.0, 0.0, 0.0, 1.0, 0.0, -90.0];
