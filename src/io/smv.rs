@@ -295,16 +295,15 @@ pub fn read_smv(path: &Path) -> Result<SmvImage> {
     Ok(SmvImage { path: path.to_path_buf(), width: w, height: h, header, data })
 }
 
-/// The C's `ValueOf(keyword)`: `None` when `key` does not occur (the C's NaN). Otherwise the
-/// value after the last occurrence found by a left-to-right, non-overlapping substring scan (so
-/// `DISTANCE` finds `CLOSE_DISTANCE`, `ORGX` finds `XDS_ORGX`), read with C `atof` from just
-/// after the next `=`; no `=` later in the header gives 0.
-pub fn header_value(header: impl AsRef<[u8]>, key: &str) -> Option<f64> {
+/// Where the C's `ValueOf(keyword)` reads `key`'s value in `header` (up to its first NUL): `None`
+/// when `key` does not occur; `Some(None)` when no `=` follows its last occurrence; else the text
+/// after that `=`. The last occurrence is found by a left-to-right, non-overlapping substring scan
+/// (so `DISTANCE` finds `CLOSE_DISTANCE`, `ORGX` finds `XDS_ORGX`).
+fn value_text<'h>(header: &'h [u8], key: &str) -> Option<Option<&'h [u8]>> {
     if key.is_empty() {
         return None; // the C would loop forever
     }
-    let h = header.as_ref();
-    let h = &h[..h.iter().position(|&c| c == 0).unwrap_or(h.len())];
+    let h = &header[..header.iter().position(|&c| c == 0).unwrap_or(header.len())];
     let mut pos = None;
     let mut from = 0;
     while let Some(p) = find(&h[from..], key.as_bytes()) {
@@ -312,10 +311,13 @@ pub fn header_value(header: impl AsRef<[u8]>, key: &str) -> Option<f64> {
         pos = Some(from);
     }
     let after = pos?;
-    match h[after..].iter().position(|&c| c == b'=') {
-        None => Some(0.0),
-        Some(e) => Some(atof(&h[after + e + 1..])),
-    }
+    Some(h[after..].iter().position(|&c| c == b'=').map(|e| &h[after + e + 1..]))
+}
+
+/// The C's `ValueOf(keyword)`: `None` when `key` does not occur (the C's NaN), else the value
+/// ([`value_text`]) read with C `atof`; no `=` later in the header gives 0.
+pub fn header_value(header: impl AsRef<[u8]>, key: &str) -> Option<f64> {
+    Some(value_text(header.as_ref(), key)?.map_or(0.0, atof))
 }
 
 /// [`header_value`] for a value that must be a number: the same occurrence of `key`, but its text (up
@@ -324,17 +326,7 @@ pub fn header_value(header: impl AsRef<[u8]>, key: &str) -> Option<f64> {
 /// does not occur; `Some(Err(text))` for text `atof` would read a prefix of (`0.15x`) or as 0 (`abc`,
 /// nothing). NaN is a value (the caller treats it as absent, as the C's `isnan` test does).
 pub fn header_number(header: impl AsRef<[u8]>, key: &str) -> Option<std::result::Result<f64, String>> {
-    let h = header.as_ref();
-    let h = &h[..h.iter().position(|&c| c == 0).unwrap_or(h.len())];
-    header_value(h, key)?;
-    let mut from = 0;
-    let mut after = 0;
-    while let Some(p) = find(&h[from..], key.as_bytes()) {
-        from += p + key.len();
-        after = from;
-    }
-    let Some(e) = h[after..].iter().position(|&c| c == b'=') else { return Some(Ok(0.0)) };
-    let rest = &h[after + e + 1..];
+    let Some(rest) = value_text(header.as_ref(), key)? else { return Some(Ok(0.0)) };
     let end = rest.iter().position(|&c| c == b';' || c == b'\n' || c == b'\r').unwrap_or(rest.len());
     let text = String::from_utf8_lossy(&rest[..end]).trim().to_string();
     let numbers: Option<Vec<f64>> = text.split_whitespace().map(|w| w.parse::<f64>().ok()).collect();
