@@ -111,10 +111,7 @@ pub fn read_cbf(path: &Path) -> Result<(usize, usize, Vec<i32>)> {
     let bytes = std::fs::read(path).map_err(|e| Error::file(path, format!("cannot read: {e}")))?;
     let start = bytes.windows(4).position(|w| w == [0x0c, 0x1a, 0x04, 0xd5]).ok_or_else(|| err("no binary section"))?;
     let head = String::from_utf8_lossy(&bytes[..start]);
-    let key = |k: &str| -> Option<usize> {
-        let line = head.lines().find(|l| l.trim_start().starts_with(k))?;
-        line.split(':').nth(1)?.trim().parse().ok()
-    };
+    let key = |k: &str| -> Option<usize> { mime_field(&head, k)?.parse().ok() };
     let (fast, slow) = (key("X-Binary-Size-Fastest-Dimension").ok_or_else(|| err("no fast size"))?, key("X-Binary-Size-Second-Dimension").ok_or_else(|| err("no slow size"))?);
     if !head.contains("x-CBF_BYTE_OFFSET") {
         return Err(err("only byte-offset compression is read"));
@@ -161,6 +158,13 @@ pub fn read_cbf(path: &Path) -> Result<(usize, usize, Vec<i32>)> {
     Ok((fast, slow, data))
 }
 
+/// The value of the first binary-header line starting with `key` (`X-Binary-Size-Fastest-Dimension:
+/// 512`), trimmed and unquoted.
+fn mime_field(head: &str, key: &str) -> Option<String> {
+    let line = head.lines().find(|l| l.trim_start().starts_with(key))?;
+    Some(line.split_once(':')?.1.trim().trim_matches('"').to_string())
+}
+
 /// What a CBF binary header declares beside the image size: its byte count (`X-Binary-Size`) and
 /// the values its element type holds (within an i32, what [`read_cbf`] gives).
 struct DeclaredBinary {
@@ -171,7 +175,7 @@ struct DeclaredBinary {
 /// Check the header's element type, byte order and element count (those present) against what
 /// [`read_cbf`] decodes: a header that says otherwise describes other data.
 fn declared_binary(head: &str, n: usize) -> std::result::Result<DeclaredBinary, String> {
-    let value = |k: &str| head.lines().find(|l| l.trim_start().starts_with(k)).and_then(|l| l.split_once(':')).map(|(_, v)| v.trim().trim_matches('"').to_string());
+    let value = |k: &str| mime_field(head, k);
     if let Some(order) = value("X-Binary-Element-Byte-Order").filter(|o| o != "LITTLE_ENDIAN") {
         return Err(format!("byte order {order}: byte-offset data is LITTLE_ENDIAN"));
     }
