@@ -465,3 +465,39 @@ fn nearbragg_flags_pixels_that_overflow() {
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(r.stderr.contains("pixels are not finite"), "{}", r.stderr);
 }
+
+/// An SMV header's numbers (noisify's `-header`, simulate's `-img`/`-mask` sizes) must be numbers:
+/// `SIZE1=32x` was read as 32 and `PIXEL_SIZE=abc` as 0 (a division by zero later), as the C's atof.
+#[test]
+fn smv_header_numbers_are_strict() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    image_with(d, "ok.bin", 5.0);
+    let header = |name: &str, fields: &str| {
+        let mut b = format!("{{\nHEADER_BYTES=512;\nDIM=2;\nTYPE=unsigned_short;\n{fields}}}\n").into_bytes();
+        b.resize(512, b' ');
+        b.extend(std::iter::repeat(0u8).take(2 * 32 * 32));
+        std::fs::write(d.join(name), b).unwrap();
+    };
+    header("good.img", "SIZE1=32;\nSIZE2=32;\nPIXEL_SIZE=0.1;\nDISTANCE=100;\nBEAM_CENTER_X=1.6;\nBEAM_CENTER_Y=1.6;\n");
+    fn noisify(h: &str) -> [&str; 10] {
+        ["noisify", "-floatfile", "ok.bin", "-header", h, "-nopgm", "-noisefile", "n.img", "-intfile", "i.img"]
+    }
+    let r = run_in(d, &noisify("good.img"), &[], 60);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    for f in ["n.img", "i.img"] {
+        std::fs::remove_file(d.join(f)).unwrap();
+    }
+    for (name, fields, want) in [
+        ("size.img", "SIZE1=32x;\nSIZE2=32;\n", "size.img: -header: header SIZE1=32x is not a number"),
+        ("pixel.img", "SIZE1=32;\nSIZE2=32;\nPIXEL_SIZE=abc;\n", "header PIXEL_SIZE=abc is not a number"),
+        ("zero.img", "SIZE1=32;\nSIZE2=32;\nPIXEL_SIZE=0;\n", "-header: PIXEL_SIZE=0 must be positive and finite"),
+        ("dist.img", "SIZE1=32;\nSIZE2=32;\nDISTANCE=-5;\n", "DISTANCE=-5 must be positive"),
+        ("beam.img", "SIZE1=32;\nSIZE2=32;\nBEAM_CENTER_X=inf;\n", "BEAM_CENTER_X=inf must be finite"),
+    ] {
+        header(name, fields);
+        refused(d, &noisify(name), &[], want);
+    }
+    header("mask.img", "SIZE1=32;\nSIZE2=3 2x;\n");
+    refused(d, &["simulate", "-mask", "mask.img", "-cell", "50", "50", "50", "90", "90", "90", "-floatfile", "f.bin"], &[], "mask.img: header SIZE2=3 2x is not a number");
+}

@@ -43,16 +43,27 @@ fn v3(v: &[String]) -> Result<[f64; 3]> {
     Ok([n(v, 0)?, n(v, 1)?, n(v, 2)?])
 }
 
-/// Note `a` as the flag that sized the detector (named if the detector is refused).
+/// Note `a` among the flags that sized the detector (all named if the detector is refused: the
+/// size comes from several of them, `-detpixels` times `-pixel`).
 fn sized(c: &mut B, a: &str) -> Result<()> {
-    c.size_flag = Some(a.to_string());
+    note_flag(&mut c.size_flag, a);
     Ok(())
 }
 
-/// Note `a` as the flag that set the divergence or dispersion (named if the sources are refused).
+/// Note `a` among the flags that set the divergence or dispersion (all named if the sources are
+/// refused: their number is the product of the steps).
 fn stepped(c: &mut B, a: &str) -> Result<()> {
-    c.steps_flag = Some(a.to_string());
+    note_flag(&mut c.steps_flag, a);
     Ok(())
+}
+
+/// Add `a` to the flags typed so far (`-detpixels/-pixel`), once each, in the order typed.
+fn note_flag(flags: &mut Option<String>, a: &str) {
+    *flags = Some(match flags.take() {
+        Some(s) if s.split('/').any(|f| f == a) => s,
+        Some(s) => format!("{s}/{a}"),
+        None => a.to_string(),
+    });
 }
 
 /// A flag selected by a substring, reading `values` values.
@@ -251,14 +262,17 @@ mod tests {
         assert_eq!((c.sample_x, c.molecular_weight, c.molecules), (0.1, 29.0, 0.0));
     }
 
-    /// The detector and source refusals name the flag given (`-divsteps` was blamed on `-dispsteps`,
-    /// `-detpixels` on `-detsize`): the last such flag is noted as typed.
+    /// The detector and source refusals name the flags given (`-divsteps` was blamed on `-dispsteps`,
+    /// `-detpixels` on `-detsize`, then `-detpixels 100000 -pixel 0.1` on `-pixel` alone): every such
+    /// flag is noted as typed, once.
     #[test]
     fn the_flags_that_size_the_run_are_noted() {
         let c = p("-stol w.stol -dispsteps 3 -divsteps 5 -detsize 10 -detpixels 64").unwrap();
-        assert_eq!((c.steps_flag.as_deref(), c.size_flag.as_deref()), (Some("-divsteps"), Some("-detpixels")));
+        assert_eq!((c.steps_flag.as_deref(), c.size_flag.as_deref()), (Some("-dispsteps/-divsteps"), Some("-detsize/-detpixels")));
         let c = p("-stol w.stol -hdivrange 1 -pixel 0.05").unwrap();
         assert_eq!((c.steps_flag.as_deref(), c.size_flag.as_deref()), (Some("-hdivrange"), Some("-pixel")));
+        let c = p("-stol w.stol -detpixels 100000 -pixel 0.1 -detpixels 9").unwrap();
+        assert_eq!(c.size_flag.as_deref(), Some("-detpixels/-pixel"));
         let c = p("-stol w.stol").unwrap();
         assert_eq!((c.steps_flag, c.size_flag), (None, None));
     }

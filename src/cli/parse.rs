@@ -8,7 +8,7 @@
 use crate::base::os_text::os_path;
 use super::flags::{units, Arity, Flag, Vals, FLAGS};
 use crate::io::smv::SmvImage;
-use crate::io::smv::{header_number, read_smv};
+use crate::io::smv::{header_number_present, read_smv};
 use crate::run::config::Config;
 use crate::{Error, Result};
 use std::collections::HashMap;
@@ -208,12 +208,7 @@ fn apply_smv_header(c: &mut Config, smv: &SmvImage, is_mask: bool, flag: &str) -
     // a value that is not numbers (`0.15x`, `abc`) is refused, not read as its prefix or 0; NaN is
     // absent, as the C's isnan test makes it
     let value = |key: &str| -> Result<Option<f64>> {
-        match header_number(&smv.header, key) {
-            None => Ok(None),
-            Some(Ok(v)) if v.is_nan() => Ok(None),
-            Some(Ok(v)) => Ok(Some(v)),
-            Some(Err(text)) => Err(Error::flag(flag, format!("{}: header {key}={text} is not a number", smv.path.display()))),
-        }
+        header_number_present(&smv.header, key).map_err(|e| Error::flag(flag, format!("{}: {e}", smv.path.display())))
     };
     let positive = |key: &str| -> Result<Option<f64>> {
         match value(key)? {

@@ -258,7 +258,8 @@ pub fn read_smv(path: &Path) -> Result<SmvImage> {
         return Err(file_err(path, format!("too short for an SMV header ({} bytes)", first.len())));
     }
     let mut header = c_string(&first);
-    let hs = header_value(&header, "HEADER_BYTES")
+    let number = |header: &str, key: &str| header_number_present(header, key).map_err(|e| file_err(path, e));
+    let hs = number(&header, "HEADER_BYTES")?
         .and_then(as_int)
         .filter(|&v| v > 0)
         .ok_or_else(|| file_err(path, "SMV header has no valid HEADER_BYTES"))? as usize;
@@ -271,11 +272,11 @@ pub fn read_smv(path: &Path) -> Result<SmvImage> {
         }
         header = c_string(&all[..hs]);
     }
-    let dim = |key: &str| header_value(&header, key).map(|v| as_int(v).unwrap_or(-1));
-    let (w, h) = match dim("SIZE1") {
-        Some(w) if w != 0 => (w, dim("SIZE2").unwrap_or(-1)),
+    let dim = |key: &str| number(&header, key).map(|v| v.map(|v| as_int(v).unwrap_or(-1)));
+    let (w, h) = match dim("SIZE1")? {
+        Some(w) if w != 0 => (w, dim("SIZE2")?.unwrap_or(-1)),
         _ => {
-            let d = dim("DETECTOR_DIMENSIONS").unwrap_or(0);
+            let d = dim("DETECTOR_DIMENSIONS")?.unwrap_or(0);
             (d, d)
         }
     };
@@ -331,6 +332,18 @@ pub fn header_number(header: impl AsRef<[u8]>, key: &str) -> Option<std::result:
     let text = String::from_utf8_lossy(&rest[..end]).trim().to_string();
     let numbers: Option<Vec<f64>> = text.split_whitespace().map(|w| w.parse::<f64>().ok()).collect();
     Some(numbers.and_then(|n| n.first().copied()).ok_or(text))
+}
+
+/// [`header_number`] as the C's `isnan(ValueOf(key))` test sees it: `Ok(None)` when `key` is absent
+/// or its value NaN, `Ok(Some(v))` for a number, and an error naming the key for text that is not
+/// numbers (`512x`, `abc`), which the C would read as its prefix or as 0.
+pub fn header_number_present(header: impl AsRef<[u8]>, key: &str) -> std::result::Result<Option<f64>, String> {
+    match header_number(header, key) {
+        None => Ok(None),
+        Some(Ok(v)) if v.is_nan() => Ok(None),
+        Some(Ok(v)) => Ok(Some(v)),
+        Some(Err(text)) => Err(format!("header {key}={text} is not a number")),
+    }
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
@@ -533,6 +546,16 @@ mod tests {
         let p = mk("badhb.img", "{\nHEADER_BYTES=0;\nSIZE1=1;SIZE2=1;\n}", 512, &[0; 2]);
         assert!(msg(&p).contains("HEADER_BYTES"));
         assert!(!msg(&p).contains('\n'));
+        // sizes that are not numbers are refused, not read as their prefix (the C's atof)
+        let p = mk("size1x.img", "{\nHEADER_BYTES=512;\nSIZE1=1x;\nSIZE2=1;\n}", 512, &[0; 2]);
+        assert!(msg(&p).contains("SIZE1=1x is not a number"), "{}", msg(&p));
+        let p = mk("size2.img", "{\nHEADER_BYTES=512;\nSIZE1=1;\nSIZE2=one;\n}", 512, &[0; 2]);
+        assert!(msg(&p).contains("SIZE2=one"), "{}", msg(&p));
+        let p = mk("hbx.img", "{\nHEADER_BYTES=512abc;\nSIZE1=1;\nSIZE2=1;\n}", 512, &[0; 2]);
+        assert!(msg(&p).contains("HEADER_BYTES=512abc"), "{}", msg(&p));
+        // a size written as a float or followed by spaces is still the C's size
+        let p = mk("float.img", "{\nHEADER_BYTES=512;\nSIZE1= 1.0 ;\nSIZE2=1;\n}", 512, &[7, 0]);
+        assert_eq!(read_smv(&p).unwrap().data, vec![7]);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use crate::base::os_text::os_path;
 use super::config::NoisifyConfig;
 use crate::base::c::printf::cf;
-use crate::io::smv::header_value; // noisify.c `ValueOf`
+use crate::io::smv::header_number_present; // noisify.c `ValueOf`, numbers only
 use crate::{Error, Result};
 
 /// A parsed 512-byte (or HEADER_BYTES) SMV header, as noisify.c's `GetFrame` keeps it.
@@ -23,7 +23,7 @@ pub(super) fn get_frame(path: &str) -> Result<HeaderFile> {
         return Err(Error::file(path, "-header: does not look like an ADSC (SMV) frame"));
     }
     let mut header = bytes[..512].to_vec();
-    let size = header_value(&header, "HEADER_BYTES").unwrap_or(0.0) as i64;
+    let size = header_number(&header, path, "HEADER_BYTES")?.unwrap_or(0.0) as i64;
     if size <= 0 {
         return Err(Error::file(path, "-header: bad HEADER_BYTES"));
     }
@@ -33,10 +33,10 @@ pub(super) fn get_frame(path: &str) -> Result<HeaderFile> {
         }
         header = bytes[..size as usize].to_vec();
     }
-    let mut width = header_value(&header, "SIZE1").unwrap_or(f64::NAN) as i32;
-    let mut height = header_value(&header, "SIZE2").unwrap_or(f64::NAN) as i32;
+    let mut width = header_number(&header, path, "SIZE1")?.unwrap_or(f64::NAN) as i32;
+    let mut height = header_number(&header, path, "SIZE2")?.unwrap_or(f64::NAN) as i32;
     if width == 0 {
-        let d = header_value(&header, "DETECTOR_DIMENSIONS").unwrap_or(0.0) as i32;
+        let d = header_number(&header, path, "DETECTOR_DIMENSIONS")?.unwrap_or(0.0) as i32;
         width = d;
         height = d;
     }
@@ -44,6 +44,12 @@ pub(super) fn get_frame(path: &str) -> Result<HeaderFile> {
         return Err(Error::file(path, "-header: no image size (SIZE1/SIZE2)"));
     }
     Ok(HeaderFile { header, width, height })
+}
+
+/// The `-header` file's value of `key` (`None`: absent or NaN, as the C's `isnan` test); text that
+/// is not a number is refused naming the file and key, where the C's `atof` read its prefix or 0.
+pub(super) fn header_number(header: &[u8], path: &str, key: &str) -> Result<Option<f64>> {
+    header_number_present(header, key).map_err(|e| Error::file(path, format!("-header: {e}")))
 }
 
 pub(super) fn c_header(c: &NoisifyConfig, xp: i32, yp: i32, detsize_y: f64, xbeam: f64, ybeam: f64) -> Vec<u8> {

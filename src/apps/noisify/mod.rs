@@ -19,7 +19,6 @@ use crate::base::c::printf::{cf, ci};
 use crate::base::c::rng::NrRandom;
 use crate::io::atomic::OutputSet;
 use crate::{Error, Result};
-use crate::io::smv::header_value;
 use frame::{c_header, get_frame, image_bytes, to_u16, to_u32, HeaderFile};
 use rayon::prelude::*;
 use std::io::Write;
@@ -165,18 +164,28 @@ fn header_frame(c: &NoisifyConfig, out: &mut dyn Write) -> Result<(Frame, Option
     writeln!(out, "reading {h}").map_err(io)?;
     frame.xpixels = hf.width as i64;
     frame.ypixels = hf.height as i64;
-    if let Some(t) = header_value(&hf.header, "PIXEL_SIZE") {
+    // the geometry the header gives must be what the flags accept (positive sizes, finite centres)
+    let value = |key: &str, positive: bool| -> Result<Option<f64>> {
+        match frame::header_number(&hf.header, h, key)? {
+            Some(t) if !t.is_finite() || (positive && t <= 0.0) => {
+                let must = if positive { "positive and finite" } else { "finite" };
+                Err(Error::file(h, format!("-header: {key}={t} must be {must}")))
+            }
+            t => Ok(t),
+        }
+    };
+    if let Some(t) = value("PIXEL_SIZE", true)? {
         frame.pixel = t / 1000.0;
     }
     frame.detsize_y = frame.pixel * frame.ypixels as f64;
-    if let Some(t) = header_value(&hf.header, "DISTANCE") {
+    if let Some(t) = value("DISTANCE", true)? {
         frame.distance = t / 1000.0;
     }
     // WAVELENGTH is read by the C but only the command line's goes into the header it writes
-    if let Some(t) = header_value(&hf.header, "BEAM_CENTER_X") {
+    if let Some(t) = value("BEAM_CENTER_X", false)? {
         frame.xbeam = t / 1000.0;
     }
-    if let Some(t) = header_value(&hf.header, "BEAM_CENTER_Y") {
+    if let Some(t) = value("BEAM_CENTER_Y", false)? {
         frame.ybeam = frame.detsize_y - t / 1000.0;
     }
     Ok((frame, Some(hf)))

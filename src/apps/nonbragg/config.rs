@@ -79,10 +79,11 @@ pub struct NonBraggConfig {
     pub pgm_scale: f64,
     pub progress: bool,
     pub seed: Option<i64>,
-    /// The last detector size flag given as typed (`-detpixels`, `-detsize_x`, `-pixel`, ...), named
+    /// The detector size flags given, as typed and joined by `/` (`-detpixels/-pixel`), named
     /// when the detector is refused.
     pub size_flag: Option<String>,
-    /// The last divergence or dispersion flag given as typed, named when the sources are refused.
+    /// The divergence and dispersion flags given, as typed and joined by `/`, named when the sources
+    /// are refused.
     pub steps_flag: Option<String>,
 }
 
