@@ -531,3 +531,48 @@ fn stale_temps_of_dead_runs_are_swept() {
     assert!(!stale.exists(), "stale temp of a dead process left");
     assert!(live.exists(), "temp of a live process removed");
 }
+
+/// What an audit found the flags' checks did not reach: crystal sizes past the 1e7 cells an axis
+/// `-N` allows, a zero two-theta axis (the detector's axes shrank), dispersions that reach
+/// wavelengths of 0 and below (a NaN image), and source-file wavelengths no X-ray has.
+#[test]
+fn derived_values_stay_within_the_flags_ranges() {
+    let d = tmp();
+    for (extra, what) in [
+        (&["-xtalsize", "1e300"][..], "-sample_thick (or -xtalsize): 1e+300 mm is"),
+        (&["-sample_thick", "1e3"][..], "-sample_thick (or -xtalsize): 1000 mm is 1e+08 unit cells (at most 1e7 per axis)"),
+        (&["-sample_height", "1e5", "-beamsize", "1e6"][..], "-sample_height (or -xtalsize)"),
+        (&["-twotheta_axis", "0", "0", "0", "-twotheta", "45"][..], "-twotheta_axis: 0 0 0 has no direction"),
+        (&["-dispersion", "200", "-dispsteps", "3"][..], "-dispersion: 200% around 6.2e-10 m reaches a wavelength of 0 m"),
+        (&["-dispersion", "1e6", "-dispsteps", "2"][..], "-dispersion"),
+    ] {
+        refused(&run_small(d.path(), extra), what, &format!("{extra:?}"));
+    }
+    // a crystal of 1e7 cells an axis from its size is still one
+    assert!(run_small(d.path(), &["-sample_thick", "1e-3", "-N", "1"]).status.success());
+    std::fs::write(d.path().join("far.txt"), "-10 0 0 1 1\n").unwrap();
+    refused(&run_small(d.path(), &["-sourcefile", "far.txt"]), "far.txt: source 1 has wavelength 1 m, outside 1e-16 to 1e-3 m", "1 m source");
+}
+
+/// A detector read from a file does not move with -distance/-Xbeam/-detector_rot*: their derivative
+/// images were all 0 and `refine` "converged" without moving; both are refused naming the file.
+#[test]
+fn detector_parameters_of_a_file_detector_are_refused() {
+    let d = tmp();
+    let p = d.path();
+    let geom = "photon_energy = 12400\nres = 10000\nclen = 0.06\nadu_per_photon = 1\n\
+                q0/min_fs = 0\nq0/max_fs = 31\nq0/min_ss = 0\nq0/max_ss = 31\nq0/fs = +1.0x\nq0/ss = +1.0y\n\
+                q0/corner_x = -16\nq0/corner_y = -16\n";
+    std::fs::write(p.join("det.geom"), geom).unwrap();
+    let flags = ["--geom", "det.geom", "-cell", "100", "100", "100", "90", "90", "90", "-default_F", "100", "-N", "5", "-nonoise", "-nopgm"];
+    let with = |more: &[&'static str]| -> Vec<&'static str> { [&flags[..], more].concat() };
+    let o = run(p, &with(&["--gradients", "lambda,distance", "-floatfile", "f.bin"]));
+    refused(&o, "--gradients: 'distance' moves the detector of the flags, but the panels come from the --geom file", "distance");
+    assert!(!p.join("f.bin").exists());
+    assert!(run(p, &with(&["--gradients", "lambda", "-floatfile", "f.bin"])).status.success());
+    let mut c = Command::new(BIN);
+    c.current_dir(p).arg("refine").args(with(&["--observed", "f.bin", "--refine", "Xbeam", "--params-out", "fit.json"]));
+    let o = c.output().unwrap();
+    refused(&o, "--refine: 'Xbeam' moves the detector", "refine Xbeam");
+    assert!(!p.join("fit.json").exists());
+}

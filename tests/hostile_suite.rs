@@ -501,3 +501,16 @@ fn smv_header_numbers_are_strict() {
     header("mask.img", "SIZE1=32;\nSIZE2=3 2x;\n");
     refused(d, &["simulate", "-mask", "mask.img", "-cell", "50", "50", "50", "90", "90", "90", "-floatfile", "f.bin"], &[], "mask.img: header SIZE2=3 2x is not a number");
 }
+
+/// nonbragg's sources as simulate's: a dispersion of 200 % reaches a wavelength of 0 (the C divides
+/// by it), and a source file's wavelength of 1 m is no X-ray (the column is in metres).
+#[test]
+fn nonbragg_wavelengths_stay_x_rays() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::write(d.join("w.stol"), "0.0 1.0\n0.5 2.0\n").unwrap();
+    std::fs::write(d.join("far.txt"), "-10 0 0 1 1\n").unwrap();
+    let nb = ["nonbragg", "-stol", "w.stol", "-detpixels", "16", "-noprogress", "-floatfile", "f.bin"];
+    refused(d, &[&nb[..], &["-dispersion", "200", "-dispsteps", "3"]].concat(), &[], "-dispersion: reaches a wavelength of 0 m");
+    refused(d, &[&nb[..], &["-sourcefile", "far.txt"]].concat(), &[], "far.txt line 1: -sourcefile: wavelength 1 m, outside 1e-16 to 1e-3 m");
+}

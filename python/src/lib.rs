@@ -340,6 +340,9 @@ impl Core {
         if observed.len() != self.exp.pixels() {
             return Err(PyValueError::new_err(format!("observed: {} pixels, the detector has {}", observed.len(), self.exp.pixels())));
         }
+        if let Some(i) = observed.iter().position(|v| !v.is_finite()) {
+            return Err(PyValueError::new_err(format!("observed: pixel {i} is not finite")));
+        }
         let lg = py
             .detach(|| -> nbcore::Result<_> {
                 let mut r = simulate::render(&self.exp, &self.cfg.run.render_options(), threads, &|_| {})?;

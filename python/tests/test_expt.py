@@ -82,13 +82,26 @@ def test_panels_of_different_heights_render_as_a_list(cli, tmp_path):
     img = sim.render()
     assert [p.shape for p in img] == [(20, 40), (30, 40), (10, 40)]
     np.testing.assert_array_equal(np.concatenate(img).ravel(), cli_float(cli, tmp_path, expt, []))
-    image, grads = sim.render_gradients(["distance"])
-    assert [p.shape for p in grads["distance"]] == [(20, 40), (30, 40), (10, 40)]
+    image, grads = sim.render_gradients(["lambda"])
+    assert [p.shape for p in grads["lambda"]] == [(20, 40), (30, 40), (10, 40)]
+    assert any(np.abs(p).max() > 0 for p in grads["lambda"])
     # the loss takes the observation in the same form; the wrong number of panels is refused
-    value, _, _ = sim.loss_gradient([p + 1.0 for p in img], ["distance"])
+    value, _, _ = sim.loss_gradient([p + 1.0 for p in img], ["lambda"])
     assert np.isfinite(value)
     with pytest.raises(ValueError, match="2 panels given, the detector has 3"):
-        sim.loss_gradient(img[:2], ["distance"])
+        sim.loss_gradient(img[:2], ["lambda"])
+    # the file's panels do not move with -distance: its derivative (all 0) and its fit are refused
+    with pytest.raises(ValueError, match="'distance' moves the detector of the flags, but the panels come from the --expt file"):
+        sim.render_gradients(["distance"])
+    obs = tmp_path / "obs.bin"
+    np.concatenate(img).astype("<f4").tofile(obs)
+    with pytest.raises(ValueError, match="--refine: 'distance' moves the detector"):
+        nanobragg.refine(sim, obs, ["distance"])
+    # a pixel that is not a number is refused, as --observed refuses it from a file
+    bad = [p.copy() for p in img]
+    bad[1][0, 0] = np.nan
+    with pytest.raises(ValueError, match="observed: pixel .* is not finite"):
+        sim.loss_gradient(bad, ["lambda"])
 
 
 def test_one_panel_formats_are_refused_and_panel_n_renders_one(tmp_path):

@@ -59,7 +59,11 @@ pub fn refine(cfg: &Config, opts: &RefineOptions, out: &mut dyn Write) -> Result
     check_outputs(cfg, opts)?;
     let inputs = crate::run::load::load_inputs(cfg)?;
     let exp0 = Experiment::build(&cfg.params, &inputs)?;
-    tangents::check(&cfg.params, &inputs, &opts.names)?;
+    // what cannot be differentiated cannot be refined: named as the --refine list's
+    tangents::check(&cfg.params, &inputs, &opts.names).map_err(|e| match e {
+        Error::Flag { flag, reason } if flag == "--gradients" => Error::flag("--refine", reason),
+        e => e,
+    })?;
     let y = read_observed(&obs_path, &exp0, cfg.output.adc_offset)?;
     let mut params = tangents::frozen(&cfg.params, &inputs, &exp0);
     let start: Vec<f64> = opts.names.iter().map(|n| n.value(&params)).collect();

@@ -19,6 +19,11 @@ pub struct Source {
     pub lambda: f64,
 }
 
+/// The wavelengths (m) this program simulates, 1e-6 to 1e7 Å: `-lambda`'s range, and every source's
+/// (a `-sourcefile` line's, a `-dispersion` step's: 200 % and more made wavelengths of 0 and below,
+/// and a NaN image).
+pub const WAVELENGTH_RANGE: std::ops::RangeInclusive<f64> = 1e-16..=1e-3;
+
 /// The incident beam: sources (directions and wavelengths), the divergence and dispersion grids they
 /// came from, fluence and polarization.
 #[derive(Clone, Debug)]
@@ -92,6 +97,9 @@ pub fn build_sources(
         for (k, l) in lambdas.iter().enumerate() {
             log.line(format!("lambda{k} = {}", cf("%.15g", *l)));
         }
+        if let Some(l) = lambdas.iter().find(|l| !WAVELENGTH_RANGE.contains(l)) {
+            return Err(Error::flag("-dispersion", format!("{}% around {} m reaches a wavelength of {} m, outside 1e-16 to 1e-3 m", g(disp.range * 100.0), g(lambda0), g(*l))));
+        }
         let weight = 1.0 / (kept.len() * lambdas.len()) as f64;
         for &(h, v) in &kept {
             let toward_source = [-SOURCE_DISTANCE * beam[0], -SOURCE_DISTANCE * beam[1], -SOURCE_DISTANCE * beam[2]];
@@ -138,6 +146,9 @@ pub fn source_points(path: &Path, cols: &[Vec<f64>], beam: &V3, lambda0: f64) ->
         }
         if !(lambda > 0.0) || !lambda.is_finite() {
             return Err(Error::file(path, format!("source {} has wavelength {} m; it must be positive", i + 1, g(lambda))));
+        }
+        if !WAVELENGTH_RANGE.contains(&lambda) {
+            return Err(Error::file(path, format!("source {} has wavelength {} m, outside 1e-16 to 1e-3 m (the column is in metres)", i + 1, g(lambda))));
         }
         if x == 0.0 && y == 0.0 && z == 0.0 {
             return Err(Error::file(path, format!("source {} is at the sample position (0 0 0): no direction", i + 1)));

@@ -408,6 +408,18 @@ pub fn resolve_sampling_steps(params: &Params, notes: &mut SetupNotes) -> Sampli
     }
 }
 
+/// The crystal sizes' unit cells per axis within what `-Na`/`-Nb`/`-Nc` accept (`run::limits`: at
+/// most 1e7): `-xtalsize 1e300` made a crystal of 1e309 cells the flags' check never saw.
+fn check_cells_from_sizes(n: [f64; 3], sample: [f64; 3]) -> Result<()> {
+    let flags = ["-sample_thick (or -xtalsize)", "-sample_width (or -xtalsize)", "-sample_height (or -xtalsize)"];
+    for ((n, size), flag) in n.into_iter().zip(sample).zip(flags) {
+        if size > 0.0 && !(n <= 1e7) {
+            return Err(Error::flag(flag, format!("{} mm is {} unit cells (at most 1e7 per axis)", g(size * 1e3), g(n))));
+        }
+    }
+    Ok(())
+}
+
 /// Fluence, the sample clipped by the beam (L1129) and the sources (L2310-L2430).
 pub fn resolve_beam_and_sources(params: &Params, inputs: &Inputs, det: &ConventionGeometry, s: &SamplingSteps, notes: &mut SetupNotes) -> Result<BeamSetup> {
     let p = params;
@@ -455,6 +467,7 @@ pub fn resolve_crystal_and_orientations(
     let na = cells_from_size(p.na, sample[0], lattice.a_len);
     let nb = cells_from_size(p.nb, sample[1], lattice.b_len);
     let nc = cells_from_size(p.nc, sample[2], lattice.c_len);
+    check_cells_from_sizes([na, nb, nc], sample)?;
 
     let mut mosaic_seed = p.mosaic_seed;
     let mut mosaic_umats = Vec::with_capacity(s.mosaic_domains as usize);

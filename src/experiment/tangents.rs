@@ -124,6 +124,13 @@ impl Param {
         Param::ALL.map(|p| p.name()).join(", ")
     }
 
+    /// Whether the parameter moves the detector of the flags (`-distance`, `-Xbeam`, `-Ybeam`,
+    /// `-detector_rot*`), which a detector read from a file (`--expt`, `--geom`) does not follow.
+    pub fn is_detector(self) -> bool {
+        use Param::*;
+        matches!(self, Distance | Xbeam | Ybeam | DetectorRotx | DetectorRoty | DetectorRotz)
+    }
+
     /// Whether the parameter is one of the six cell constants (which need `-cell` or a model's cell).
     pub fn is_cell(self) -> bool {
         matches!(self, Param::A | Param::B | Param::C | Param::Alpha | Param::Beta | Param::Gamma)
@@ -307,10 +314,16 @@ impl Resolved {
 }
 
 /// Refuse what cannot be differentiated: `-tophat_spots` (a step function of h, k, l), the cell
-/// constants without a cell to change (`-mat` alone), `-misset random` whose seed came from the clock.
+/// constants without a cell to change (`-mat` alone), `-misset random` whose seed came from the clock,
+/// and the detector's parameters where the panels come from a file (they do not move with the flags:
+/// the derivative images were all 0 and a fit of them "converged" without moving).
 pub fn check(params: &Params, inputs: &Inputs, names: &[Param]) -> Result<()> {
     if names.is_empty() {
         return Ok(());
+    }
+    if let (Some(p), true) = (names.iter().find(|p| p.is_detector()), inputs.detector.is_some()) {
+        let file = if params.geom.is_some() { "--geom" } else { "--expt" };
+        return Err(Error::flag("--gradients", format!("'{}' moves the detector of the flags, but the panels come from the {file} file: derivatives of a file's panel geometry are not supported", p.name())));
     }
     if params.shape == CrystalShape::Tophat {
         return Err(Error::flag("--gradients", "-tophat_spots is a step function of h, k, l and has no derivative: use -square_xtal, -round_xtal or -gauss_xtal"));

@@ -188,6 +188,10 @@ pub struct LossGradient {
 #[allow(clippy::too_many_arguments)]
 pub fn loss_gradient(cfg: &Config, inputs: &Inputs, exp: &Experiment, float: &[f32], y: &[f64], kind: LossKind, names: &[Param], label: &Path) -> Result<LossGradient> {
     tangents::check(&cfg.params, inputs, names)?;
+    // as read_observed refuses from a file (a NaN pixel made the loss and every derivative NaN)
+    if let Some(i) = y.iter().position(|v| !v.is_finite()) {
+        return Err(Error::file(label, format!("observed pixel {i} is not finite")));
+    }
     let (value, w) = loss_and_weights(kind, float, y, exp, label)?;
     let hkl = cfg.params.hkl_file.as_ref().filter(|_| cfg.params.shape != crate::experiment::params::CrystalShape::Tophat);
     let mut fgrad = hkl.map(|_| FGradient { weights: &w, grid_grad: Vec::new() });

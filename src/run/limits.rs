@@ -31,6 +31,8 @@ pub fn check_values(cfg: &Config) -> Result<()> {
         ("-beam_vector", cfg.params.beam_vector),
         ("-polar_vector", cfg.params.polar_vector),
         ("-spindle_axis", cfg.params.spindle_vector),
+        // a zero axis shrank the detector's axes to length cos 2θ (nanoBragg.c rotates about it unchecked)
+        ("-twotheta_axis", cfg.params.twotheta_axis),
     ] {
         let len2 = v[0] * v[0] + v[1] * v[1] + v[2] * v[2];
         if !(len2 > 1e-200 && len2.is_finite()) {
@@ -47,7 +49,7 @@ pub fn check_values(cfg: &Config) -> Result<()> {
             return flag("-sdet_vector", format!("{} {} {} is parallel to -fdet_vector {} {} {}: the detector needs two directions", s[0], s[1], s[2], f[0], f[1], f[2]));
         }
     }
-    if !(cfg.params.lambda0 >= 1e-16 && cfg.params.lambda0 <= 1e-3) {
+    if !crate::experiment::beam::WAVELENGTH_RANGE.contains(&cfg.params.lambda0) {
         return flag("-lambda", format!("{} m is not an X-ray wavelength this program can simulate (1e-6 to 1e7 Angstrom)", cfg.params.lambda0));
     }
     if cfg.params.default_f.abs() > 1e100 {

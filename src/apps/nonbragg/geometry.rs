@@ -1,6 +1,7 @@
 //! nonBragg.c's geometry: the beam, the detector's axes and origin (around either pivot), and the
 //! sources (a `-sourcefile`, or the divergence and dispersion steps).
 
+use crate::experiment::beam::WAVELENGTH_RANGE;
 use crate::base::os_text::os_path;
 use super::config::{NonBraggConfig, Pivot};
 use super::setup::{BeamSteps, DetectorSize};
@@ -130,6 +131,10 @@ pub(super) fn sources(c: &NonBraggConfig, g: &Geometry, b: &BeamSteps, s: &mut S
         Some(sf) => (sources_from_file(c, g, sf)?, 0),
         None => sources_from_steps(c, g, b, s),
     };
+    // as simulate's (experiment::beam::WAVELENGTH_RANGE): -dispersion 200 made wavelengths of 0
+    if let (None, Some(p)) = (&c.sourcefile, src.iter().find(|p| !WAVELENGTH_RANGE.contains(&p.lambda))) {
+        return Err(Error::flag("-dispersion", format!("reaches a wavelength of {} m, outside 1e-16 to 1e-3 m", cf("%g", p.lambda))));
+    }
     let _ = writeln!(s, "  created a total of {} sources:", src.len());
     for p in &src {
         let (v, i, l) = (&p.pos, p.intensity, p.lambda);
@@ -163,6 +168,9 @@ fn sources_from_file(c: &NonBraggConfig, g: &Geometry, sf: &str) -> Result<Vec<S
             let bad = |why: String| Error::file_line(sf, table.lines[i], format!("-sourcefile: {why}"));
             if !(src.lambda > 0.0) {
                 return Err(bad(format!("wavelength {} m; it must be positive", src.lambda)));
+            }
+            if !WAVELENGTH_RANGE.contains(&src.lambda) {
+                return Err(bad(format!("wavelength {} m, outside 1e-16 to 1e-3 m (the column is in metres)", src.lambda)));
             }
             if src.pos == [0.0; 3] {
                 return Err(bad("a source at the sample position (0 0 0) has no direction".into()));
