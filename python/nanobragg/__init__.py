@@ -428,7 +428,8 @@ class Simulation:
             seed = _int("seed", seed)
         if adc is not None:
             adc = _finite("adc", adc)
-        return self._core.noise(self._image(image), seed, adc)
+        # in the layout ``render`` gives (a multi-panel detector's panels, not their rows joined)
+        return self._split(self._core.noise(self._image(image), seed, adc))
 
     def stats(self, image: np.ndarray) -> dict:
         """max_I, mean, rms, rmsd, sum over the rendered pixels (ROI, unmasked), as the command line prints."""

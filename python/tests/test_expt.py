@@ -97,6 +97,9 @@ def test_panels_of_different_heights_render_as_a_list(cli, tmp_path):
     np.concatenate(img).astype("<f4").tofile(obs)
     with pytest.raises(ValueError, match="--refine: 'distance' moves the detector"):
         nanobragg.refine(sim, obs, ["distance"])
+    # the noise image comes in the same layout as the render (a list of panels here)
+    noise = sim.noise(img, seed=1)
+    assert [p.shape for p in noise] == [(20, 40), (30, 40), (10, 40)] and noise[0].dtype == np.uint16
     # a pixel that is not a number is refused, as --observed refuses it from a file
     bad = [p.copy() for p in img]
     bad[1][0, 0] = np.nan
