@@ -551,7 +551,7 @@ fn derived_values_stay_within_the_flags_ranges() {
     // a crystal of 1e7 cells an axis from its size is still one
     assert!(run_small(d.path(), &["-sample_thick", "1e-3", "-N", "1"]).status.success());
     std::fs::write(d.path().join("far.txt"), "-10 0 0 1 1\n").unwrap();
-    refused(&run_small(d.path(), &["-sourcefile", "far.txt"]), "far.txt: source 1 has wavelength 1 m, outside 1e-16 to 1e-3 m", "1 m source");
+    refused(&run_small(d.path(), &["-sourcefile", "far.txt"]), "far.txt: source 1: wavelength 1 m, outside 1e-16 to 1e-3 m", "1 m source");
 }
 
 /// A detector read from a file does not move with -distance/-Xbeam/-detector_rot*: their derivative

@@ -123,6 +123,21 @@ pub fn build_sources(
     Ok(SourceSet { sources, divsteps })
 }
 
+/// What makes a source line (`-sourcefile`, here and in nonbragg) no X-ray source: a wavelength that is
+/// not positive or outside [`WAVELENGTH_RANGE`] (the column is in metres), or a position at the sample
+/// (no direction). `None` for a good one.
+pub fn source_problem(pos: &V3, lambda: f64) -> Option<String> {
+    if !(lambda > 0.0 && lambda.is_finite()) {
+        Some(format!("wavelength {} m; it must be positive", g(lambda)))
+    } else if !WAVELENGTH_RANGE.contains(&lambda) {
+        Some(format!("wavelength {} m, outside 1e-16 to 1e-3 m (the column is in metres)", g(lambda)))
+    } else if *pos == [0.0; 3] {
+        Some("a source at the sample position (0 0 0) has no direction".into())
+    } else {
+        None
+    }
+}
+
 /// Sources from the columns of the file `path` (named in errors only): missing values take the C's
 /// defaults (a point 10 m up the beam, intensity 1, `lambda0`), then each is checked.
 pub fn source_points(path: &Path, cols: &[Vec<f64>], beam: &V3, lambda0: f64) -> Result<Vec<(V3, f64, f64)>> {
@@ -144,14 +159,8 @@ pub fn source_points(path: &Path, cols: &[Vec<f64>], beam: &V3, lambda0: f64) ->
         if ![x, y, z, intensity].iter().all(|v| v.is_finite()) {
             return Err(Error::file(path, format!("source {} has a value that is not finite", i + 1)));
         }
-        if !(lambda > 0.0) || !lambda.is_finite() {
-            return Err(Error::file(path, format!("source {} has wavelength {} m; it must be positive", i + 1, g(lambda))));
-        }
-        if !WAVELENGTH_RANGE.contains(&lambda) {
-            return Err(Error::file(path, format!("source {} has wavelength {} m, outside 1e-16 to 1e-3 m (the column is in metres)", i + 1, g(lambda))));
-        }
-        if x == 0.0 && y == 0.0 && z == 0.0 {
-            return Err(Error::file(path, format!("source {} is at the sample position (0 0 0): no direction", i + 1)));
+        if let Some(why) = source_problem(&[x, y, z], lambda) {
+            return Err(Error::file(path, format!("source {}: {why}", i + 1)));
         }
         out.push(([x, y, z], intensity, lambda));
     }

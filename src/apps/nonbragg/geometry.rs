@@ -1,7 +1,7 @@
 //! nonBragg.c's geometry: the beam, the detector's axes and origin (around either pivot), and the
 //! sources (a `-sourcefile`, or the divergence and dispersion steps).
 
-use crate::experiment::beam::WAVELENGTH_RANGE;
+use crate::experiment::beam::{source_problem, WAVELENGTH_RANGE};
 use crate::base::os_text::os_path;
 use super::config::{NonBraggConfig, Pivot};
 use super::setup::{BeamSteps, DetectorSize};
@@ -164,18 +164,12 @@ fn sources_from_file(c: &NonBraggConfig, g: &Geometry, sf: &str) -> Result<Vec<S
                 intensity: d(cols[3][i], 1.0),
                 lambda: d(cols[4][i], c.lambda0),
             };
-            // as simulate's sources (experiment::beam::source_points): a wavelength and a direction
+            // as simulate's sources: a wavelength and a direction (experiment::beam::source_problem)
             let bad = |why: String| Error::file_line(sf, table.lines[i], format!("-sourcefile: {why}"));
-            if !(src.lambda > 0.0) {
-                return Err(bad(format!("wavelength {} m; it must be positive", src.lambda)));
+            match source_problem(&src.pos, src.lambda) {
+                Some(why) => Err(bad(why)),
+                None => Ok(src),
             }
-            if !WAVELENGTH_RANGE.contains(&src.lambda) {
-                return Err(bad(format!("wavelength {} m, outside 1e-16 to 1e-3 m (the column is in metres)", src.lambda)));
-            }
-            if src.pos == [0.0; 3] {
-                return Err(bad("a source at the sample position (0 0 0) has no direction".into()));
-            }
-            Ok(src)
         })
         .collect()
 }
