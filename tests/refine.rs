@@ -100,3 +100,56 @@ fn refine_refuses_outputs_over_inputs_before_fitting() {
         assert!(!d.join("a.json").exists(), "{outs}");
     }
 }
+
+/// What an audit of the release binary found `refine` accepting and then reporting as "converged":
+/// a CBF/NeXus observation written with -adc read without its offset, a start where the image does
+/// not move (N = 1), values past the flags' ranges (one huge pixel), negative Poisson counts, fewer
+/// pixels than parameters, a name twice, and image outputs it never wrote.
+#[test]
+fn refine_refuses_what_it_cannot_fit_honestly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let truth = "-cell 50 50 50 90 90 90 -default_F 100 -lambda 1 -distance 100 -detpixels 64 -pixel 0.4 -seed 1 -noprogress";
+    let run = |args: String| Command::new(BIN).current_dir(d).args(words(&args)).output().unwrap();
+    let o = run(format!("simulate {truth} -N 5 -floatfile obs.bin -adc 10 -noisefile adc.img -cbffile adc.cbf -nopgm -quiet"));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let start = format!("{truth} -Na 4 -Nb 5 -Nc 5");
+    let fit = |obs: &str, extra: &str| run(format!("refine {start} --observed {obs} --refine Na --params-out p.json --refined-out v.json {extra}"));
+    let na = || -> f64 {
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("v.json")).unwrap()).unwrap();
+        v["Na"].as_f64().unwrap()
+    };
+    // the SMV and the CBF of one noise image give one fit: the CBF's counts less the -adc it holds
+    let o = fit("adc.img", "-adc 10");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let from_smv = na();
+    let o = fit("adc.cbf", "-adc 10");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!((na() - from_smv).abs() < 1e-9 && (from_smv - 5.0).abs() < 0.1, "CBF {} vs SMV {from_smv}", na());
+
+    let refused = |o: std::process::Output, want: &str| {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(9), "{err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(err.contains(want), "{err:?} should say {want:?}");
+    };
+    std::fs::remove_file(d.join("p.json")).unwrap();
+    refused(run(format!("refine {truth} -N 1 --observed obs.bin --refine Na --params-out p.json")), "the image does not change with 'Na' at its start value 1");
+    refused(fit("obs.bin", "-roi 10 10 10 10 --refine Na,Nb"), "2 parameters cannot be fitted to 1 observed pixels");
+    refused(fit("obs.bin", "--refine Na,Nb,Na"), "--refine: 'Na' is named twice");
+    refused(fit("obs.bin", "-floatfile f.bin"), "-floatfile: refine writes only --params-out and --refined-out");
+    refused(fit("obs.bin", "--gradients Na"), "--gradients: refine writes only");
+    // a negative count (a detector's gap flag) under the Poisson loss
+    let mut px: Vec<f32> = std::fs::read(d.join("obs.bin")).unwrap().chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect();
+    px[70] = -1.0;
+    std::fs::write(d.join("neg.bin"), px.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
+    refused(fit("neg.bin", ""), "pixel (6, 1) is observed as -1, below 0 counts");
+    assert!(!d.join("p.json").exists());
+    // one huge pixel pulls N up, but never past what -Na accepts: the fit loads with simulate --params
+    px[70] = 3e38;
+    std::fs::write(d.join("huge.bin"), px.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
+    let _ = fit("huge.bin", "--loss lsq --max-iterations 30");
+    assert!(na() <= 1e7, "Na = {}", na());
+    let o = run("simulate --params p.json -floatfile again.bin -nonoise -nopgm -quiet".into());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}

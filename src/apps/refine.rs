@@ -56,6 +56,10 @@ pub fn refine(cfg: &Config, opts: &RefineOptions, out: &mut dyn Write) -> Result
     if opts.names.is_empty() {
         return Err(Error::flag("--refine", format!("name the parameters to refine (valid: {})", Param::names())));
     }
+    // a name twice made two columns of the normal equations equal (a singular curvature)
+    if let Some((_, n)) = opts.names.iter().enumerate().find(|&(i, n)| opts.names[..i].contains(n)) {
+        return Err(Error::flag("--refine", format!("'{}' is named twice", n.name())));
+    }
     check_outputs(cfg, opts)?;
     let inputs = crate::run::load::load_inputs(cfg)?;
     let exp0 = Experiment::build(&cfg.params, &inputs)?;
@@ -64,7 +68,7 @@ pub fn refine(cfg: &Config, opts: &RefineOptions, out: &mut dyn Write) -> Result
         Error::Flag { flag, reason } if flag == "--gradients" => Error::flag("--refine", reason),
         e => e,
     })?;
-    let y = read_observed(&obs_path, &exp0, cfg.output.adc_offset)?;
+    let y = read_observed(&obs_path, &exp0, cfg.output.adc_offset, cfg.output.counts_offset())?;
     let mut params = tangents::frozen(&cfg.params, &inputs, &exp0);
     let start: Vec<f64> = opts.names.iter().map(|n| n.value(&params)).collect();
     let eval = |p: &Params| evaluate(cfg, p, &inputs, &y, &obs_path);
@@ -72,9 +76,13 @@ pub fn refine(cfg: &Config, opts: &RefineOptions, out: &mut dyn Write) -> Result
     let mut lambda = 1e-3;
     let mut report = RefineReport { converged: false, iterations: 0, loss: model.loss, values: Vec::new(), message: String::new() };
     let _ = writeln!(out, "refine: start: L = {:.10e}  {}", model.loss, describe(&opts.names, &params));
+    check_fit_is_determined(&model, &opts.names)?;
     for it in 1..=opts.max_iterations {
         report.iterations = it;
         let (g, h) = normal_equations(&params, &inputs, &model, &opts.names)?;
+        if it == 1 {
+            check_every_parameter_moves_the_image(&h, &opts.names, &params)?;
+        }
         let sigma2 = match cfg.output.loss.kind {
             LossKind::Poisson => 1.0,
             LossKind::Lsq => (2.0 * model.loss / y.len().max(1) as f64).max(1e-300),
@@ -100,6 +108,8 @@ pub fn refine(cfg: &Config, opts: &RefineOptions, out: &mut dyn Write) -> Result
             }
         }
         if !accepted {
+            // this iteration moved nothing: the ones that did are counted
+            report.iterations = it - 1;
             // no step lowers the loss: a minimum, if the gradient is negligible on the curvature's scale
             let predicted: f64 = g.iter().enumerate().map(|(i, gi)| gi * gi / h[i][i].max(1e-300)).sum();
             report.converged = predicted < 1e-4 * sigma2 || exact(cfg.output.loss.kind, model.loss, report.loss);
@@ -118,6 +128,33 @@ pub fn refine(cfg: &Config, opts: &RefineOptions, out: &mut dyn Write) -> Result
     };
     write_results(cfg, &params, opts, &report)?;
     Ok(report)
+}
+
+/// Refuse a fit with fewer observed pixels (in the ROI, unmasked) than parameters: any values fit
+/// them, and the fit "converged" wherever it stopped.
+fn check_fit_is_determined(m: &Model, names: &[Param]) -> Result<()> {
+    let pixels = m.exp.det.panels.iter().map(|p| fitted_pixels(p)).sum::<usize>();
+    if pixels < names.len() {
+        return Err(Error::flag("--refine", format!("{} parameters cannot be fitted to {pixels} observed pixels (the -roi and -mask leave them)", names.len())));
+    }
+    Ok(())
+}
+
+/// The pixels of `p` the loss sums over: inside the ROI and not masked (as `loss_and_weights`).
+fn fitted_pixels(p: &crate::experiment::detector::Panel) -> usize {
+    (0..p.spixels).flat_map(|s| (0..p.fpixels).map(move |f| (f, s))).filter(|&(f, s)| p.roi.contains(f, s) && p.mask.as_ref().is_none_or(|m| m[s * p.fpixels + f] != 0)).count()
+}
+
+/// Refuse a parameter whose derivative image is 0 at its start value (`-N 1`, whose lattice factor
+/// is flat in N there, or `-mosaic 0`): the gradient is 0, and the fit "converged" where it began.
+fn check_every_parameter_moves_the_image(h: &[Vec<f64>], names: &[Param], params: &Params) -> Result<()> {
+    match names.iter().enumerate().find(|&(i, _)| h[i][i] == 0.0) {
+        Some((_, n)) => Err(Error::flag(
+            "--refine",
+            format!("the image does not change with '{}' at its start value {} {} (its derivative is 0 on every fitted pixel): start it elsewhere (N above 1, a mosaic spread above 0)", n.name(), n.value(params), n.unit()),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Flags that set the refined values of `names` as `params` holds them, to append to the starting
@@ -171,6 +208,8 @@ fn describe(names: &[Param], p: &Params) -> String {
 
 /// Render `p` and compare with the observation.
 fn evaluate(cfg: &Config, p: &Params, inputs: &Inputs, y: &[f64], obs: &Path) -> Result<Model> {
+    // a step out of the flags' ranges (N past 1e7 after one huge pixel) is no model: a rejected step
+    crate::run::limits::check_values(p)?;
     let exp = Experiment::build(p, inputs)?;
     let mut r = crate::run::simulate::render(&exp, &cfg.run.render_options(), cfg.run.threads, &|_| {})?;
     for a in &cfg.params.add_float {

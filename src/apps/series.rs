@@ -1045,7 +1045,7 @@ fn prepare(plan: &Plan, todo: &[usize]) -> Result<Prepared> {
     let first = todo.first().copied().unwrap_or(1);
     let cfg = plan.frame_config(&plan.frame(first)?);
     crate::run::outputs::check_inputs(&cfg)?;
-    crate::run::limits::check_values(&cfg)?;
+    crate::run::limits::check_values(&cfg.params)?;
     let est = crate::run::limits::check_run(&cfg)?;
     let writers = plan.base.run.threads.unwrap_or(usize::MAX).clamp(1, 2) as u64;
     let frame_bytes = est.bytes.saturating_sub(32 << 20);

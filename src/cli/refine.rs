@@ -41,6 +41,7 @@ pub fn main(args: &[String], out: &mut dyn Write) -> Result<(bool, String)> {
         }
     }
     let names = names.ok_or_else(|| Error::flag("--refine", format!("name the parameters to refine: --refine NAME[,NAME...] (valid: {})", Param::names())))?;
+    refuse_image_outputs(&rest)?;
     let params_out = params_out.ok_or_else(|| Error::flag("--params-out", "give the file for the refined parameters: --params-out FIT.json"))?;
     let mut cfg = crate::cli::parse::parse_simulate_args(&rest)?;
     if cfg.output.loss.observed.is_none() {
@@ -53,4 +54,18 @@ pub fn main(args: &[String], out: &mut dyn Write) -> Result<(bool, String)> {
         let _ = writeln!(out, "refine: {} = {v} {}", n.name(), n.unit());
     }
     Ok((report.converged, report.message))
+}
+
+/// The files `refine` writes are `--params-out` and `--refined-out`: an image or derivative output
+/// flag among the simulate flags was parsed and silently not written (and then stored in FIT.json).
+/// Refused, pointing at the run that writes them.
+fn refuse_image_outputs(words: &[String]) -> Result<()> {
+    const WRITTEN_BY_SIMULATE: &[&str] = &[
+        "-floatfile", "-intfile", "-pgmfile", "-noisefile", "--png", "-cbffile", "-nexusfile", "--expt-out", "--gradients",
+        "--gradient-prefix", "--loss-out", "--dfhkl-out", "--save-params",
+    ];
+    match words.iter().filter_map(|w| crate::cli::parse::lookup(w)).find(|f| WRITTEN_BY_SIMULATE.contains(&f.name)) {
+        Some(f) => Err(Error::flag(f.name, "refine writes only --params-out and --refined-out: render the fit with `simulate --params FIT.json` and this flag")),
+        None => Ok(()),
+    }
 }

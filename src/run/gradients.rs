@@ -105,7 +105,7 @@ pub fn derivative_outputs(cfg: &Config, inputs: &Inputs, exp: &Experiment, float
     let paths = gradient_paths(cfg);
     let l = &cfg.output.loss;
     let observed = match &l.observed {
-        Some(p) => Some((read_observed(p, exp, cfg.output.adc_offset)?, p)),
+        Some(p) => Some((read_observed(p, exp, cfg.output.adc_offset, cfg.output.counts_offset())?, p)),
         None if paths.is_empty() => return Ok(out),
         None => None,
     };
@@ -206,8 +206,9 @@ pub fn loss_gradient(cfg: &Config, inputs: &Inputs, exp: &Experiment, float: &[f
 
 /// The observed image as photons per pixel: a raw float file, an SMV image (pixels less `adc`, the
 /// offset the noise image adds), a byte-offset CBF or the first frame of a NeXus file's
-/// `/entry/data/data` (counts as they are, as a CBF's); it must have the detector's size.
-pub fn read_observed(path: &Path, exp: &Experiment, adc: f64) -> Result<Vec<f64>> {
+/// `/entry/data/data` (counts less `counts_adc`, the offset `-cbffile`/`-nexusfile` add: `-adc` where
+/// it is given, else 0); it must have the detector's size.
+pub fn read_observed(path: &Path, exp: &Experiment, adc: f64, counts_adc: f64) -> Result<Vec<f64>> {
     let head = {
         use std::io::Read;
         let mut b = [0u8; 16];
@@ -218,13 +219,14 @@ pub fn read_observed(path: &Path, exp: &Experiment, adc: f64) -> Result<Vec<f64>
         let s = crate::io::smv::read_smv(path)?;
         (s.width, s.height, s.data.iter().map(|&v| v as f64 - adc).collect())
     } else if head.starts_with(b"###CBF") {
+        // less the offset -cbffile adds when -adc is given (`counts_adc`, 0 otherwise)
         let (w, h, d) = crate::io::cbf::read_cbf(path)?;
-        (w, h, d.iter().map(|&v| v as f64).collect())
+        (w, h, d.iter().map(|&v| v as f64 - counts_adc).collect())
     } else if head.starts_with(b"\x89HDF") {
         // a NeXus/NXmx file as -nexusfile writes it: the first frame of /entry/data/data, counts as
         // they are (as a CBF's)
         let (h, w, d, _) = crate::io::hdf5::read_frame_f64(path, "/entry/data/data", 0).map_err(|e| Error::file(path, format!("--observed: {e}")))?;
-        (w, h, d)
+        (w, h, d.into_iter().map(|v| v - counts_adc).collect())
     } else {
         let f = crate::io::float::read_float_image(path)?;
         (exp.det.fpixels(), if exp.det.fpixels() == 0 { 0 } else { f.len() / exp.det.fpixels() }, f.iter().map(|&v| v as f64).collect())
@@ -256,6 +258,9 @@ pub fn loss_and_weights(kind: LossKind, mu: &[f32], y: &[f64], exp: &Experiment,
                     LossKind::Lsq => {
                         value += 0.5 * (m - y) * (m - y);
                         w[i] = m - y;
+                    }
+                    LossKind::Poisson if y < 0.0 => {
+                        return Err(Error::file(path, format!("--loss poisson: pixel ({f}, {s}) is observed as {y}, below 0 counts (a detector's gap or bad-pixel flag?): mask it (-mask, -roi) or use --loss lsq")));
                     }
                     LossKind::Poisson if m > 0.0 => {
                         value += m - y * m.ln();

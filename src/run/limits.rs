@@ -22,25 +22,25 @@ const LOG_LINE: u64 = 96;
 
 /// Values that can only give a wrong image (NaN, infinities, negative photon counts), refused up
 /// front with the flag that set them.
-pub fn check_values(cfg: &Config) -> Result<()> {
+pub fn check_values(params: &crate::experiment::params::Params) -> Result<()> {
     let flag = |f: &str, why: String| Err(Error::flag(f, why));
     for (f, v) in [
-        ("-fdet_vector", cfg.params.fdet_vector),
-        ("-sdet_vector", cfg.params.sdet_vector),
-        ("-odet_vector", cfg.params.odet_vector),
-        ("-beam_vector", cfg.params.beam_vector),
-        ("-polar_vector", cfg.params.polar_vector),
-        ("-spindle_axis", cfg.params.spindle_vector),
+        ("-fdet_vector", params.fdet_vector),
+        ("-sdet_vector", params.sdet_vector),
+        ("-odet_vector", params.odet_vector),
+        ("-beam_vector", params.beam_vector),
+        ("-polar_vector", params.polar_vector),
+        ("-spindle_axis", params.spindle_vector),
         // a zero axis shrank the detector's axes to length cos 2θ (nanoBragg.c rotates about it unchecked)
-        ("-twotheta_axis", cfg.params.twotheta_axis),
+        ("-twotheta_axis", params.twotheta_axis),
     ] {
         let len2 = v[0] * v[0] + v[1] * v[1] + v[2] * v[2];
         if !(len2 > 1e-200 && len2.is_finite()) {
             return flag(f, format!("{} {} {} has no direction (a zero or non-finite vector)", v[0], v[1], v[2]));
         }
     }
-    if cfg.params.convention == crate::experiment::params::Convention::Custom {
-        let (f, s) = (cfg.params.fdet_vector, cfg.params.sdet_vector);
+    if params.convention == crate::experiment::params::Convention::Custom {
+        let (f, s) = (params.fdet_vector, params.sdet_vector);
         use crate::base::vec3::{cross, dot};
         let c = cross(&f, &s);
         let sin2 = dot(&c, &c) / (dot(&f, &f) * dot(&s, &s));
@@ -49,30 +49,30 @@ pub fn check_values(cfg: &Config) -> Result<()> {
             return flag("-sdet_vector", format!("{} {} {} is parallel to -fdet_vector {} {} {}: the detector needs two directions", s[0], s[1], s[2], f[0], f[1], f[2]));
         }
     }
-    if !crate::experiment::beam::WAVELENGTH_RANGE.contains(&cfg.params.lambda0) {
-        return flag("-lambda", format!("{} m is not an X-ray wavelength this program can simulate (1e-6 to 1e7 Angstrom)", cfg.params.lambda0));
+    if !crate::experiment::beam::WAVELENGTH_RANGE.contains(&params.lambda0) {
+        return flag("-lambda", format!("{} m is not an X-ray wavelength this program can simulate (1e-6 to 1e7 Angstrom)", params.lambda0));
     }
-    if cfg.params.default_f.abs() > 1e100 {
-        return flag("-default_F", format!("{} is too large: its square overflows", cfg.params.default_f));
+    if params.default_f.abs() > 1e100 {
+        return flag("-default_F", format!("{} is too large: its square overflows", params.default_f));
     }
-    if !(cfg.params.fluence >= 0.0 && cfg.params.fluence <= 1e100) {
-        return flag("-fluence", format!("{} photons/m^2 must be between 0 and 1e100", cfg.params.fluence));
+    if !(params.fluence >= 0.0 && params.fluence <= 1e100) {
+        return flag("-fluence", format!("{} photons/m^2 must be between 0 and 1e100", params.fluence));
     }
-    if !(cfg.params.flux >= 0.0 && cfg.params.flux <= 1e100) {
-        return flag("-flux", format!("{} photons/s must be between 0 and 1e100 (a negative flux gives negative photon counts)", cfg.params.flux));
+    if !(params.flux >= 0.0 && params.flux <= 1e100) {
+        return flag("-flux", format!("{} photons/s must be between 0 and 1e100 (a negative flux gives negative photon counts)", params.flux));
     }
-    if !(cfg.params.water_size >= 0.0 && cfg.params.water_size <= 1.0) {
-        return flag("-water", format!("a droplet of {} m must be between 0 and 1 m (a negative size gives negative photon counts)", cfg.params.water_size));
+    if !(params.water_size >= 0.0 && params.water_size <= 1.0) {
+        return flag("-water", format!("a droplet of {} m must be between 0 and 1 m (a negative size gives negative photon counts)", params.water_size));
     }
-    if !(cfg.params.polarization.abs() <= 1.0) {
-        return flag("-polar", format!("Kahn factor {} must be between -1 and 1", cfg.params.polarization));
+    if !(params.polarization.abs() <= 1.0) {
+        return flag("-polar", format!("Kahn factor {} must be between -1 and 1", params.polarization));
     }
-    if let Some(m) = cfg.params.mosaic_spread {
+    if let Some(m) = params.mosaic_spread {
         if !(m.abs() <= 2.0 * std::f64::consts::PI) {
             return flag("-mosaic", format!("{} degrees is more than a full turn", m * RTD));
         }
     }
-    for (f, n) in [("-Na", cfg.params.na), ("-Nb", cfg.params.nb), ("-Nc", cfg.params.nc)] {
+    for (f, n) in [("-Na", params.na), ("-Nb", params.nb), ("-Nc", params.nc)] {
         if n > 1e7 {
             return flag(f, format!("{n} unit cells is too many (at most 1e7 per axis)"));
         }

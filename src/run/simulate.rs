@@ -363,7 +363,7 @@ fn cf_int(v: usize) -> String {
 /// a terminal, warnings through `base::log::warn`, and returns the summary.
 pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
     outputs::check_inputs(cfg)?;
-    crate::run::limits::check_values(cfg)?;
+    crate::run::limits::check_values(&cfg.params)?;
     let estimate = crate::run::limits::check_run(cfg)?;
     if !cfg.run.quiet {
         if let Some(hint) = crate::run::limits::time_hint(estimate.samples) {
