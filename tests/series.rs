@@ -587,3 +587,26 @@ fn outputs_are_chosen_sized_and_capped() {
     assert!(err.contains("13.7 TiB") && err.contains("free there") && err.trim().lines().count() == 1, "{err}");
     assert!(!dir.exists());
 }
+
+/// `--outputs nexus`: the frames' only file is the NeXus sweep. `--verify` said "frame 1 lists no
+/// files" and `--resume` rendered every frame again, adding a sweep entry each time.
+#[test]
+fn a_nexus_only_series_verifies_and_resumes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let mut a = strs(CRYSTAL);
+    a.extend(strs(&["-phi", "10", "-osc", "0.1", "--frames", "3", "-seed", "42", "--outputs", "nexus", "-nexusfile", "sweep.nxs"]));
+    series(d, &a, &[]);
+    let before = image_hashes(d);
+    assert_eq!(before.keys().collect::<Vec<_>>(), ["sweep.nxs"]);
+    let o = verify(d);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let manifest = d.join("series.shard-0-of-1.json");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let o = series(d, &a, &["--resume"]);
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(said.contains("0 frames rendered") || said.contains("3 skipped"), "{said}");
+    assert_eq!(std::fs::read_to_string(&manifest).unwrap(), text, "the manifest changed on a --resume with nothing to do");
+    assert_eq!(image_hashes(d), before);
+    assert!(verify(d).status.success());
+}

@@ -792,6 +792,12 @@ fn sweep_file_matches(cfg: &Config, f: &SweepFile) -> bool {
 }
 
 /// True when every file of the record exists with its recorded sha256.
+/// Whether a NeXus sweep file of `sweep` holds `frame` (a frame of `--outputs nexus` lists no files
+/// of its own).
+fn in_sweep(sweep: &[SweepFile], frame: usize) -> bool {
+    sweep.iter().any(|f| f.role == "NeXus" && (f.first_frame..=f.last_frame).contains(&frame))
+}
+
 fn files_match(cfg: &Config, rec: &FrameRecord) -> bool {
     !rec.files.is_empty()
         && rec.files.iter().all(|f| matches!(file_sha256(&resolve_out(cfg, &f.path)), Ok((h, n)) if h == f.sha256 && n == f.bytes))
@@ -1000,7 +1006,9 @@ fn resumed_frames(
             legacy = Some(old.params_sha256.clone());
         }
         for rec in old.frames {
-            if frames.binary_search(&rec.frame).is_ok() && files_match(&plan.base, &rec) && Some(&rec) == plan.frame(rec.frame).ok().map(|mut r| {
+            // a frame whose only file is the NeXus sweep (`--outputs nexus`) is kept with that file
+            let kept_files = files_match(&plan.base, &rec) || (rec.files.is_empty() && in_sweep(&sweep_done, rec.frame));
+            if frames.binary_search(&rec.frame).is_ok() && kept_files && Some(&rec) == plan.frame(rec.frame).ok().map(|mut r| {
                 r.files = rec.files.clone();
                 r
             }).as_ref() {
@@ -1012,7 +1020,9 @@ fn resumed_frames(
         let complete = sweep_done.iter().any(|f| {
             f.role == "NeXus" && f.path == nx && Some(&f.first_frame) == frames.first() && Some(&f.last_frame) == frames.last()
         });
-        if !complete {
+        // the NeXus file is written whole: unless it and every frame are kept, all are rendered again
+        // (a second sweep entry for the same file made the manifest grow on every --resume)
+        if !complete || !frames.iter().all(|f| done.contains_key(f)) {
             if !done.is_empty() && !quiet_user {
                 let _ = writeln!(
                     log_out,
@@ -1585,7 +1595,7 @@ pub fn verify(sa: &SeriesArgs) -> Result<VerifyReport> {
             if let Some(prev) = owner.insert(rec.frame, p.clone()) {
                 return Err(Error::file(p, format!("frame {} also in {}", rec.frame, prev.display())));
             }
-            if rec.files.is_empty() {
+            if rec.files.is_empty() && !in_sweep(&m.sweep_files, rec.frame) {
                 return Err(Error::file(p, format!("frame {} lists no files", rec.frame)));
             }
             for f in &rec.files {
