@@ -684,10 +684,19 @@ def refine(sim: Simulation, observed: Any, names: Sequence[str], loss: str = "po
                 raise ValueError(f"observed has shape {obs.shape} but the detector is (slow, fast) = {sim.shape}")
             path = os.path.join(tmp, "observed.bin")
             obs.astype("<f4").tofile(path)
+        # numpy structure factors or an A matrix: their scratch files went with the simulation's
+        # construction, so they are written again here (sim.args names files that are gone)
+        args = list(sim._user_flags)
+        if "hkl" in sim._inputs:
+            _write_hkl(os.path.join(tmp, "F.hkl"), sim._inputs["hkl"])
+            args += ["-hkl", os.path.join(tmp, "F.hkl"), "-dump", os.path.join(tmp, "Fdump.bin")]
+        if "amatrix" in sim._inputs:
+            _write_amatrix(os.path.join(tmp, "A.mat"), sim._inputs["amatrix"])
+            args += ["-mat", os.path.join(tmp, "A.mat")]
         converged, iterations, value, values, message, flags = _nanobragg.refine(
-            list(sim.args), path, names, loss, os.path.join(tmp, "fit.json"), _positive_int("max_iterations", max_iterations))
+            args, path, names, loss, os.path.join(tmp, "fit.json"), _positive_int("max_iterations", max_iterations))
     report = {"converged": converged, "iterations": iterations, "loss": value, "values": dict(values), "message": message}
-    return Simulation(list(sim.args) + list(flags)), report
+    return Simulation(list(sim._user_flags) + list(flags), **sim._inputs), report
 
 
 def from_json(path: str | os.PathLike) -> Simulation:
@@ -710,29 +719,34 @@ class Series:
         nanobragg.Series(flags + ["--stills", "100", "--orientation", "random"])      # random stills
 
     Frame k is byte-identical to the command line's frame k (same phi or misset, seeds and file names:
-    ``frame.simulation.write_outputs(frame.image)`` writes the files the series would)."""
+    ``frame.simulation.write_outputs(frame.image)`` writes the files the series would). The frames are
+    the command line's run's: ``--only K-L`` and ``--shard I/N`` (or the Slurm/MPI variables) choose them,
+    and each is made when it is reached."""
 
     def __init__(self, args: Sequence[str], threads: Optional[int] = None) -> None:
         if isinstance(args, (str, bytes)):
             raise ValueError("args: give a list of flags, not one string")
-        self._base, self._frames = _nanobragg.series_frames([os.fspath(a) for a in args])
+        self._args = [os.fspath(a) for a in args]
+        self._base, self._first, self._last = _nanobragg.series_frames(self._args)
         self._threads = threads
 
     def __len__(self) -> int:
-        return len(self._frames)
+        return max(0, self._last - self._first + 1)
 
     def frame_args(self, k: int) -> list[str]:
-        """The ``simulate`` flags of frame k (counted from 1)."""
-        if not 1 <= k <= len(self._frames):
-            raise IndexError(f"frame {k} is not in 1..{len(self._frames)}")
-        return self._base + self._frames[k - 1]
+        """The ``simulate`` flags of frame k (the series' frame number, counted from 1): frames of this
+        run only (its ``--shard``, within ``--only``), made when asked for."""
+        k = _int("k", k)
+        if not self._first <= k <= self._last:
+            raise IndexError(f"frame {k} is not in this run's frames {self._first}..{self._last}")
+        return self._base + _nanobragg.series_frame(self._args, k)
 
     def simulation(self, k: int) -> Simulation:
-        """The simulation of frame k (counted from 1)."""
+        """The simulation of frame k (the series' frame number, counted from 1)."""
         return Simulation(self.frame_args(k))
 
     def __iter__(self) -> Iterator[Frame]:
-        for k in range(1, len(self._frames) + 1):
+        for k in range(self._first, self._last + 1):
             sim = self.simulation(k)
             yield Frame(k, sim, sim.render(threads=self._threads))
 
@@ -741,10 +755,18 @@ def _render_one(args: Sequence[str], threads: Optional[int] = None) -> np.ndarra
     return Simulation(list(args)).render(threads=threads)
 
 
+def _still_flags(stills: Iterable[Sequence[str]]) -> Iterator[list[str]]:
+    """Each still as its list of flags (one string would be split into its characters)."""
+    for s in stills:
+        if isinstance(s, (str, bytes)):
+            raise ValueError(f"each still is a list of flags, not one string: {s[:40]!r}")
+        yield list(s)
+
+
 def render_stills(stills: Iterable[Sequence[str]], client: Any = None, threads: Optional[int] = None) -> list[np.ndarray]:
     """Render a list of stills (each a list of flags). With a ``dask.distributed.Client`` the stills are
     rendered on its workers (one task per still), else one after the other here. Same images either way."""
-    stills = [list(s) for s in stills]
+    stills = list(_still_flags(stills))
     if client is None:
         return [_render_one(s, threads) for s in stills]
     futures = client.map(_render_one, stills, threads=threads, pure=False)
@@ -753,7 +775,7 @@ def render_stills(stills: Iterable[Sequence[str]], client: Any = None, threads: 
 
 def iter_renders(stills: Iterable[Sequence[str]], threads: Optional[int] = None) -> Iterator[np.ndarray]:
     """Render stills one at a time, yielding each float image."""
-    for s in stills:
+    for s in _still_flags(stills):
         yield _render_one(s, threads)
 
 

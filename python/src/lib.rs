@@ -594,14 +594,25 @@ fn flag_help() -> String {
 }
 
 /// The frames of a `nanobragg-rs series` command line (`--frames N` rotation or `--stills N
-/// --orientation random`): the `simulate` flags, and for each frame k = 1..N the flags that make the
-/// single-image run byte-identical to the series' frame k (phi/osc or misset, seeds, output names).
+/// --orientation random`): the `simulate` flags and the first and last frame this run renders (its
+/// shard's, within `--only`; last < first: none). [`series_frame`] gives each frame's own flags, which
+/// make the single-image run byte-identical to the series' frame k (phi/osc or misset, seeds, names).
 #[pyfunction]
-fn series_frames(args: Vec<String>) -> PyResult<(Vec<String>, Vec<Vec<String>>)> {
+fn series_frames(args: Vec<String>) -> PyResult<(Vec<String>, usize, usize)> {
     let sa = nbcore::cli::series::split_args(&args).map_err(to_py)?;
     let plan = nbcore::apps::series::Plan::new(&sa).map_err(to_py)?;
-    let frames = (1..=plan.total).map(|k| plan.frame(k).map(|r| r.simulate_flags)).collect::<nbcore::Result<Vec<_>>>().map_err(to_py)?;
-    Ok((sa.simulate, frames))
+    // the frames the command line would render: its shard's, within --only (made one at a time)
+    let frames = nbcore::apps::series::frames_of_run(&sa, &plan, &|k| std::env::var(k).ok()).map_err(to_py)?;
+    Ok((sa.simulate, *frames.start(), *frames.end()))
+}
+
+/// The `simulate` flags of frame `k` of a series (added to the series' own flags), as
+/// `nanobragg-rs series` renders it.
+#[pyfunction]
+fn series_frame(args: Vec<String>, k: usize) -> PyResult<Vec<String>> {
+    let sa = nbcore::cli::series::split_args(&args).map_err(to_py)?;
+    let plan = nbcore::apps::series::Plan::new(&sa).map_err(to_py)?;
+    plan.frame(k).map(|r| r.simulate_flags).map_err(to_py)
 }
 
 /// `nanobragg-rs nearbragg` (nearBragg.c) without files: its flags verbatim in; out the float image
@@ -724,6 +735,7 @@ fn _nanobragg(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(flag_names, m)?)?;
     m.add_function(wrap_pyfunction!(flag_help, m)?)?;
     m.add_function(wrap_pyfunction!(series_frames, m)?)?;
+    m.add_function(wrap_pyfunction!(series_frame, m)?)?;
     m.add_function(wrap_pyfunction!(nearbragg, m)?)?;
     m.add_function(wrap_pyfunction!(noisify, m)?)?;
     m.add_function(wrap_pyfunction!(nonbragg, m)?)?;

@@ -48,3 +48,15 @@ def test_refine_recovers_a_rotation():
     assert report["converged"], report
     assert abs(report["values"]["rot_x"]) < 1e-3
     assert np.allclose(fit.render(), obs, rtol=1e-3, atol=1e-3 * obs.max())
+
+
+def test_refine_a_simulation_made_from_arrays():
+    """Structure factors and an A matrix given as arrays: refine wrote the fit with the simulation's
+    scratch files, deleted after its construction ("cannot read HKL file")."""
+    hkl = np.array([[h, k, l, 100.0] for h in range(-3, 4) for k in range(-3, 4) for l in range(-3, 4)])
+    truth = nanobragg.Simulation(FLAGS + ["-N", "8", "-fluence", "1e28"], hkl=hkl)
+    obs = truth.render()
+    start = nanobragg.Simulation(FLAGS + ["-N", "8", "-fluence", "1e28", "--crystal-rot", "0.02", "0", "0"], hkl=hkl)
+    fit, report = nanobragg.refine(start, obs, ["rot_x"], loss="lsq")
+    assert report["converged"], report
+    assert np.allclose(fit.render(), obs, rtol=1e-3, atol=1e-3 * obs.max())

@@ -940,6 +940,12 @@ const RENDERED_FRAME_BYTES: u64 = 4096;
 
 /// The frames of `shard`, narrowed by `--only` (refused past the last frame, or with `-nexusfile`,
 /// whose file holds the shard's whole sweep), after checking that their records fit in the memory.
+/// The frames this run of `sa` renders: its shard's (`--shard`, else the Slurm/MPI variables `env`
+/// gives), within `--only`: what `run` renders and the Python `Series` yields.
+pub fn frames_of_run(sa: &SeriesArgs, plan: &Plan, env: &dyn Fn(&str) -> Option<String>) -> Result<std::ops::RangeInclusive<usize>> {
+    shard_frames_to_render(sa, plan, &resolve_shard(sa.shard.as_deref(), env)?)
+}
+
 fn shard_frames_to_render(sa: &SeriesArgs, plan: &Plan, shard: &Shard) -> Result<std::ops::RangeInclusive<usize>> {
     let mut frames = shard_frames(plan.total, shard);
     if let Some((lo, hi)) = sa.only {
