@@ -71,6 +71,9 @@ fn refused_runs_write_nothing() {
         vec!["-cell", "100", "100", "100", "90", "90", "90", "-default_F", "100", "-mat"],
         vec!["-cell", "100", "100", "100", "90", "90", "90", "-default_F", "100", "-lambda", "abc"],
         vec!["-cell", "100", "100", "100", "90", "90", "90", "-default_F", "100", "-distanse", "100"],
+        // CBF/NeXus counts of photons + -adc: past 2^31 - 1 (all saturated) or below 0 (negative counts)
+        vec!["-cell", "100", "100", "100", "90", "90", "90", "-default_F", "100", "-adc", "1e10", "-cbffile", "c.cbf"],
+        vec!["-cell", "100", "100", "100", "90", "90", "90", "-default_F", "100", "-adc", "-5", "-nexusfile", "n.h5"],
     ] {
         let out = run_in(tmp.path(), &args);
         let err = String::from_utf8_lossy(&out.stderr);
@@ -101,6 +104,7 @@ fn errors_name_what_is_wrong() {
     check(&[CRYSTAL, &["-mask", "notsmv.img"]].concat(), "notsmv.img");
     std::fs::write(tmp.path().join("short.mat"), "0.01 0 0\n0 0.01 0\n").unwrap();
     check(&["-mat", "short.mat", "-default_F", "100"], "short.mat");
+    check(&[CRYSTAL, &["-adc", "1e10", "-cbffile", "c.cbf"]].concat(), "-adc: 10000000000: the CBF/NeXus counts are photons plus this offset");
 }
 
 #[test]

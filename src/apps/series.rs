@@ -92,7 +92,13 @@ fn env_usize(env: &dyn Fn(&str) -> Option<String>, name: &str) -> Result<Option<
             .trim()
             .parse::<usize>()
             .map(Some)
-            .map_err(|_| Error::setup(format!("environment variable {name}={v} is not a whole number"))),
+            .map_err(|e| {
+                let why = match e.kind() {
+                    std::num::IntErrorKind::PosOverflow => "is too large",
+                    _ => "is not a whole number",
+                };
+                Error::setup(format!("environment variable {name}={v} {why}"))
+            }),
     }
 }
 

@@ -644,8 +644,11 @@ pub fn install_signal_cleanup() {
             for p in reg.iter() {
                 let _ = fs::remove_file(p);
             }
-            // exit while holding the lock: no temp can be created or renamed after the sweep
-            std::process::exit(128 + sig);
+            // exit while holding the lock: no temp can be created or renamed after the sweep; `_exit`,
+            // not `exit`: the C library's exit handlers (HDF5's teardown) ran while the main thread was
+            // still in HDF5 calls, and printed screens of HDF5 diagnostics after an interrupt
+            // SAFETY: _exit ends the process at once; it has no preconditions.
+            unsafe { libc::_exit(128 + sig) };
         }
     });
 }

@@ -206,9 +206,21 @@ pub fn output_paths(cfg: &Config) -> Vec<(&'static str, PathBuf)> {
         .collect()
 }
 
+/// The 32-bit counts of `-cbffile`/`-nexusfile` are photons plus a given `-adc`: an offset below 0 or
+/// past 2³¹ − 1 made every pixel a negative count (below the files' underload of −1) or saturated
+/// every one, silently.
+fn check_counts_offset(cfg: &Config) -> Result<()> {
+    let adc = cfg.output.counts_offset();
+    if (cfg.output.cbffile.is_some() || cfg.output.nexusfile.is_some()) && !(0.0..=i32::MAX as f64).contains(&adc) {
+        return Err(crate::Error::flag("-adc", format!("{adc}: the CBF/NeXus counts are photons plus this offset, which must be from 0 to 2147483647")));
+    }
+    Ok(())
+}
+
 /// Refuse, before any work, unreadable inputs and outputs that cannot be written, would overwrite an
 /// input or each other. Creates `--out-dir` (only after every input was found).
 pub fn check_outputs(cfg: &Config) -> Result<Vec<Planned>> {
+    check_counts_offset(cfg)?;
     outputs::check_inputs(cfg)?;
     let created = outputs::create_out_dir(cfg)?;
     let planned = outputs::plan(cfg).inspect_err(|_| outputs::remove_created_dirs(&created))?;
