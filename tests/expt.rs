@@ -354,6 +354,38 @@ fn a_geom_file_and_the_equivalent_expt_give_the_same_image() {
 }
 
 #[test]
+fn hostile_geom_files_are_refused_with_one_line_naming_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let xtal = ["-cell", "30", "32", "34", "90", "90", "90"];
+    let geom = |name: &str, text: String| {
+        std::fs::write(d.join(name), text).unwrap();
+        name.to_string()
+    };
+    // a panel too large for any machine: refused before its mask or image is allocated
+    let huge = geom("huge.geom", GEOM.replace("q0/max_fs = 63", "q0/max_fs = 2000000000").replace("q0/max_ss = 47", "q0/max_ss = 2000000000"));
+    refused(d, &[&["--geom", &huge], &xtal[..], RUN].concat(), "huge.geom line 9: panel q0: 2000000001 x 2000000001 pixels");
+    let big = geom("big.geom", GEOM.replace("q0/max_fs = 63", "q0/max_fs = 4000000000"));
+    refused(d, &[&["--geom", &big], &xtal[..], RUN].concat(), "big.geom line 10: q0/max_fs = 4000000000: not a pixel index");
+    let wide = geom("wide.geom", format!("{}bad_a/panel = q0\nbad_a/min_fs = 1\n", GEOM.replace("q0/max_fs = 63", "q0/max_fs = 999999").replace("q0/max_ss = 47", "q0/max_ss = 999999")));
+    refused(d, &[&["--geom", &wide, "--panel", "0"], &xtal[..], RUN].concat(), "--geom wide.geom");
+    // units CrystFEL does not take, and bad regions of no panel, are refused with their line
+    let mm = geom("mm.geom", GEOM.replace("clen = 0.06", "clen = 60 mm"));
+    refused(d, &[&["--geom", &mm], &xtal[..], RUN].concat(), "mm.geom line 4: q0/clen = 60 mm");
+    let unknown = geom("unknown.geom", format!("{GEOM}bad_x/panel = qZ\nbad_x/min_fs = 0\n"));
+    refused(d, &[&["--geom", &unknown], &xtal[..], RUN].concat(), "unknown.geom line 30: bad_x/panel = qZ: no such panel");
+    let far = geom("far.geom", GEOM.replace("photon_energy = 12398.419843320026", "photon_energy = 1e300"));
+    refused(d, &[&["--geom", &far], &xtal[..], RUN].concat(), "far.geom line 2: photon_energy = 1e300");
+    let g = geom("g.geom", GEOM.to_string());
+    refused(d, &[&["--geom", &g, "-distance", "100"], &xtal[..], RUN].concat(), "give them before --geom");
+    // photon_energy in keV and a byte-order mark give the image of the plain file
+    ok(d, &[&["--geom", &g, "-floatfile", "ev.bin"], &xtal[..], RUN].concat());
+    let kev = geom("kev.geom", format!("\u{feff}{}", GEOM.replace("photon_energy = 12398.419843320026 ; eV", "photon_energy = 12.398419843320026 keV")));
+    ok(d, &[&["--geom", &kev, "-floatfile", "kev.bin"], &xtal[..], RUN].concat());
+    assert_close(&floats(&d.join("ev.bin")), &floats(&d.join("kev.bin")), "photon_energy in keV");
+}
+
+#[test]
 fn series_renders_every_image_of_the_scan() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
