@@ -221,6 +221,31 @@ fn each_panel_of_a_multi_panel_run_is_that_panel_alone() {
 }
 
 #[test]
+fn each_panel_has_its_own_sensor() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let mut h = hierarchical();
+    h["detector"][0]["panels"][1]["thickness"] = json!(0.45);
+    h["detector"][0]["panels"][1]["mu"] = json!(3.9);
+    let e = write(d, "thick.expt", &h);
+    ok(d, &[&["--expt", &e, "-floatfile", "all.bin"], RUN].concat());
+    let all = floats(&d.join("all.bin"));
+    for (i, range) in [(0, 0..64 * 48), (1, 64 * 48..all.len())] {
+        ok(d, &[&["--expt", &e, "--panel", &i.to_string(), "-floatfile", "p.bin"], RUN].concat());
+        assert_eq!(&all[range], &floats(&d.join("p.bin"))[..], "panel {i} with its own sensor (bit for bit)");
+    }
+    let thin = write(d, "thin.expt", &hierarchical());
+    ok(d, &[&["--expt", &thin, "-floatfile", "thin.bin"], RUN].concat());
+    assert_ne!(floats(&d.join("thin.bin"))[64 * 48..], all[64 * 48..], "the 0.45 mm sensor changes panel 1");
+    // a sensor flag after the list is every panel's
+    ok(d, &[&["--expt", &e, "-detector_thick", "100", "-floatfile", "flag.bin"], RUN].concat());
+    ok(d, &[&["--expt", &thin, "-detector_thick", "100", "-floatfile", "flag_thin.bin"], RUN].concat());
+    assert_eq!(floats(&d.join("flag.bin")), floats(&d.join("flag_thin.bin")));
+    // NeXus describes one sensor for every module
+    refused(d, &[&["--expt", &e, "-nexusfile", "x.nxs"], RUN].concat(), "different sensors");
+}
+
+#[test]
 fn bad_lists_and_one_panel_outputs_are_refused_with_one_line() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();

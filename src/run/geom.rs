@@ -64,7 +64,7 @@ fn geometry(m: &GeomModel, p: &GeomPanel) -> Result<PanelSpec> {
         (Some(nf), Some(ns)) if nf.checked_mul(ns).is_some_and(|n| n <= MAX_PANEL_PIXELS) => (nf as usize, ns as usize),
         _ => return Err(bad(format!("{} x {} pixels (min_fs {} to max_fs {}, min_ss {} to max_ss {}) is far too large", p.max_fs.wrapping_sub(p.min_fs).wrapping_add(1), p.max_ss.wrapping_sub(p.min_ss).wrapping_add(1), p.min_fs, p.max_fs, p.min_ss, p.max_ss))),
     };
-    Ok(PanelSpec { name: p.name.clone(), fpixels: nf, spixels: ns, pixel_size: px, fdet_vector: f, sdet_vector: s, odet_vector: o, pix0_vector: pix0, mask: None })
+    Ok(PanelSpec { name: p.name.clone(), fpixels: nf, spixels: ns, pixel_size: px, fdet_vector: f, sdet_vector: s, odet_vector: o, pix0_vector: pix0, mask: None, sensor: None })
 }
 
 /// The mask (1 = kept, 0 = bad) of panel `p` (`nf` x `ns` pixels) from the file's bad regions, or
