@@ -298,6 +298,37 @@ fn bad_lists_and_one_panel_outputs_are_refused_with_one_line() {
 }
 
 #[test]
+fn hostile_values_in_a_list_are_refused_naming_the_file_and_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let s = [0.0, -1.0, 0.0];
+    let list = || expt(vec![panel("a", TILTED_F, s, TILTED_O, [96, 40])], None);
+    let cases: Vec<(&str, fn(&mut Value), &str)> = vec![
+        ("range.expt", |v| v["scan"][0]["image_range"] = json!([i64::MIN, i64::MAX]), "range.expt: scan[0].image_range: [-9223372036854775808, 9223372036854775807] holds more images than can be counted"),
+        ("osc.expt", |v| v["scan"][0] = json!({"image_range": [1, 3], "properties": {"oscillation": [0.0, "x", 1.0]}}), "osc.expt: scan[0].properties.oscillation[1]: \"x\" is not a finite number"),
+        ("scaled.expt", |v| v["goniometer"][0]["fixed_rotation"] = json!([1e10, 0, 0, 0, 1e10, 0, 0, 0, 1e10]), "scaled.expt: goniometer[0].fixed_rotation: "),
+        ("shear.expt", |v| v["goniometer"][0]["setting_rotation"] = json!([1, 0.5, 0, 0, 1, 0, 0, 0, 1]), "rows are not orthonormal"),
+        ("mirror.expt", |v| v["goniometer"][0]["setting_rotation"] = json!([-1, 0, 0, 0, 1, 0, 0, 0, 1]), "mirror.expt: goniometer[0].setting_rotation: [-1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0] is a reflection"),
+        ("axis.expt", |v| v["goniometer"][0]["rotation_axis"] = json!([1e200, 0, 0]), "axis.expt: goniometer[0].rotation_axis: [1e200, 0.0, 0.0] is no direction"),
+        ("wl.expt", |v| v["beam"][0]["wavelength"] = json!(1e300), "wl.expt: beam[0].wavelength: 1e300 Å is not an X-ray wavelength"),
+        ("dir.expt", |v| v["beam"][0]["direction"] = json!([0, 0, 1e308]), "dir.expt: beam[0].direction: [0.0, 0.0, 1e308] is no direction"),
+    ];
+    for (name, edit, needle) in cases {
+        let mut v = list();
+        edit(&mut v);
+        let e = write(d, name, &v);
+        refused(d, &[&["--expt", &e], RUN].concat(), needle);
+        let out = Command::new(env!("CARGO_BIN_EXE_nanobragg-rs")).args([&["series", "--expt", &e][..], RUN].concat()).current_dir(d).output().unwrap();
+        assert_eq!(out.status.code(), Some(9), "series --expt {name}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    // rotations typed to six digits are rotations
+    let mut v = list();
+    v["goniometer"][0]["fixed_rotation"] = json!([0.939693, 0.0, 0.34202, 0.0, 1.0, 0.0, -0.34202, 0.0, 0.939693]);
+    let e = write(d, "six.expt", &v);
+    ok(d, &[&["--expt", &e, "-floatfile", "six.bin"], RUN].concat());
+}
+
+#[test]
 fn the_written_experiment_list_simulates_the_same_image() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();

@@ -110,7 +110,8 @@ pub fn apply(params: &mut Params, m: &ExptModel, src: &ExptSource) -> Result<()>
                 return Err(Error::flag("--image", format!("{k} is outside the scan's images {first} to {last} in {}", m.path.display())));
             }
             let [start, width] = scan.oscillation;
-            params.phi0 = (start + (k - first) as f64 * width).to_radians();
+            // within the range the reader checked can be counted; i128 keeps the offset exact anyway
+            params.phi0 = (start + (k as i128 - first as i128) as f64 * width).to_radians();
             params.osc = Some(width.to_radians());
         }
         (None, Some(_)) => return Err(Error::flag("--image", format!("{} has no scan to take an image from", m.path.display()))),
