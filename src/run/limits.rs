@@ -48,7 +48,7 @@ pub fn check_values(cfg: &Config) -> Result<()> {
         }
     }
     if !(cfg.params.lambda0 >= 1e-16 && cfg.params.lambda0 <= 1e-3) {
-        return flag("-lambda", format!("{} m is not an X-ray wavelength this program can simulate (1e-6 to 1e7 Angstrom)", cfg.params.lambda0));
+        return flag("-lambda", format!("{:e} m is not an X-ray wavelength this program can simulate (1e-6 to 1e7 Angstrom)", cfg.params.lambda0));
     }
     if cfg.params.default_f.abs() > 1e100 {
         return flag("-default_F", format!("{} is too large: its square overflows", cfg.params.default_f));
