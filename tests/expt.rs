@@ -221,6 +221,31 @@ fn each_panel_of_a_multi_panel_run_is_that_panel_alone() {
 }
 
 #[test]
+fn each_panel_has_its_own_sensor() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let mut h = hierarchical();
+    h["detector"][0]["panels"][1]["thickness"] = json!(0.45);
+    h["detector"][0]["panels"][1]["mu"] = json!(3.9);
+    let e = write(d, "thick.expt", &h);
+    ok(d, &[&["--expt", &e, "-floatfile", "all.bin"], RUN].concat());
+    let all = floats(&d.join("all.bin"));
+    for (i, range) in [(0, 0..64 * 48), (1, 64 * 48..all.len())] {
+        ok(d, &[&["--expt", &e, "--panel", &i.to_string(), "-floatfile", "p.bin"], RUN].concat());
+        assert_eq!(&all[range], &floats(&d.join("p.bin"))[..], "panel {i} with its own sensor (bit for bit)");
+    }
+    let thin = write(d, "thin.expt", &hierarchical());
+    ok(d, &[&["--expt", &thin, "-floatfile", "thin.bin"], RUN].concat());
+    assert_ne!(floats(&d.join("thin.bin"))[64 * 48..], all[64 * 48..], "the 0.45 mm sensor changes panel 1");
+    // a sensor flag after the list is every panel's
+    ok(d, &[&["--expt", &e, "-detector_thick", "100", "-floatfile", "flag.bin"], RUN].concat());
+    ok(d, &[&["--expt", &thin, "-detector_thick", "100", "-floatfile", "flag_thin.bin"], RUN].concat());
+    assert_eq!(floats(&d.join("flag.bin")), floats(&d.join("flag_thin.bin")));
+    // NeXus describes one sensor for every module
+    refused(d, &[&["--expt", &e, "-nexusfile", "x.nxs"], RUN].concat(), "different sensors");
+}
+
+#[test]
 fn bad_lists_and_one_panel_outputs_are_refused_with_one_line() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
@@ -270,6 +295,37 @@ fn bad_lists_and_one_panel_outputs_are_refused_with_one_line() {
     ok(d, &[&["--expt", &good, "-floatfile", "l1.bin"], RUN].concat());
     ok(d, &[&["--expt", &good, "-lambda", "1.0", "-floatfile", "l2.bin"], RUN].concat());
     assert_ne!(floats(&d.join("l1.bin")), floats(&d.join("l2.bin")));
+}
+
+#[test]
+fn hostile_values_in_a_list_are_refused_naming_the_file_and_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let s = [0.0, -1.0, 0.0];
+    let list = || expt(vec![panel("a", TILTED_F, s, TILTED_O, [96, 40])], None);
+    let cases: Vec<(&str, fn(&mut Value), &str)> = vec![
+        ("range.expt", |v| v["scan"][0]["image_range"] = json!([i64::MIN, i64::MAX]), "range.expt: scan[0].image_range: [-9223372036854775808, 9223372036854775807] holds more images than can be counted"),
+        ("osc.expt", |v| v["scan"][0] = json!({"image_range": [1, 3], "properties": {"oscillation": [0.0, "x", 1.0]}}), "osc.expt: scan[0].properties.oscillation[1]: \"x\" is not a finite number"),
+        ("scaled.expt", |v| v["goniometer"][0]["fixed_rotation"] = json!([1e10, 0, 0, 0, 1e10, 0, 0, 0, 1e10]), "scaled.expt: goniometer[0].fixed_rotation: "),
+        ("shear.expt", |v| v["goniometer"][0]["setting_rotation"] = json!([1, 0.5, 0, 0, 1, 0, 0, 0, 1]), "rows are not orthonormal"),
+        ("mirror.expt", |v| v["goniometer"][0]["setting_rotation"] = json!([-1, 0, 0, 0, 1, 0, 0, 0, 1]), "mirror.expt: goniometer[0].setting_rotation: [-1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0] is a reflection"),
+        ("axis.expt", |v| v["goniometer"][0]["rotation_axis"] = json!([1e200, 0, 0]), "axis.expt: goniometer[0].rotation_axis: [1e200, 0.0, 0.0] is no direction"),
+        ("wl.expt", |v| v["beam"][0]["wavelength"] = json!(1e300), "wl.expt: beam[0].wavelength: 1e300 Å is not an X-ray wavelength"),
+        ("dir.expt", |v| v["beam"][0]["direction"] = json!([0, 0, 1e308]), "dir.expt: beam[0].direction: [0.0, 0.0, 1e308] is no direction"),
+    ];
+    for (name, edit, needle) in cases {
+        let mut v = list();
+        edit(&mut v);
+        let e = write(d, name, &v);
+        refused(d, &[&["--expt", &e], RUN].concat(), needle);
+        let out = Command::new(env!("CARGO_BIN_EXE_nanobragg-rs")).args([&["series", "--expt", &e][..], RUN].concat()).current_dir(d).output().unwrap();
+        assert_eq!(out.status.code(), Some(9), "series --expt {name}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    // rotations typed to six digits are rotations
+    let mut v = list();
+    v["goniometer"][0]["fixed_rotation"] = json!([0.939693, 0.0, 0.34202, 0.0, 1.0, 0.0, -0.34202, 0.0, 0.939693]);
+    let e = write(d, "six.expt", &v);
+    ok(d, &[&["--expt", &e, "-floatfile", "six.bin"], RUN].concat());
 }
 
 #[test]
@@ -351,6 +407,38 @@ fn a_geom_file_and_the_equivalent_expt_give_the_same_image() {
     std::fs::write(d.join("clen.geom"), GEOM.replace("clen = 0.06", "clen = /LCLS/detector_1/EncoderValue")).unwrap();
     refused(d, &[&["--geom", "clen.geom"], &xtal[..], RUN].concat(), "clen");
     refused(d, &[&["--geom", "d.geom", "-intfile", "x.img"], &xtal[..], RUN].concat(), "--panel");
+}
+
+#[test]
+fn hostile_geom_files_are_refused_with_one_line_naming_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let xtal = ["-cell", "30", "32", "34", "90", "90", "90"];
+    let geom = |name: &str, text: String| {
+        std::fs::write(d.join(name), text).unwrap();
+        name.to_string()
+    };
+    // a panel too large for any machine: refused before its mask or image is allocated
+    let huge = geom("huge.geom", GEOM.replace("q0/max_fs = 63", "q0/max_fs = 2000000000").replace("q0/max_ss = 47", "q0/max_ss = 2000000000"));
+    refused(d, &[&["--geom", &huge], &xtal[..], RUN].concat(), "huge.geom line 9: panel q0: 2000000001 x 2000000001 pixels");
+    let big = geom("big.geom", GEOM.replace("q0/max_fs = 63", "q0/max_fs = 4000000000"));
+    refused(d, &[&["--geom", &big], &xtal[..], RUN].concat(), "big.geom line 10: q0/max_fs = 4000000000: not a pixel index");
+    let wide = geom("wide.geom", format!("{}bad_a/panel = q0\nbad_a/min_fs = 1\n", GEOM.replace("q0/max_fs = 63", "q0/max_fs = 999999").replace("q0/max_ss = 47", "q0/max_ss = 999999")));
+    refused(d, &[&["--geom", &wide, "--panel", "0"], &xtal[..], RUN].concat(), "--geom wide.geom");
+    // units CrystFEL does not take, and bad regions of no panel, are refused with their line
+    let mm = geom("mm.geom", GEOM.replace("clen = 0.06", "clen = 60 mm"));
+    refused(d, &[&["--geom", &mm], &xtal[..], RUN].concat(), "mm.geom line 4: q0/clen = 60 mm");
+    let unknown = geom("unknown.geom", format!("{GEOM}bad_x/panel = qZ\nbad_x/min_fs = 0\n"));
+    refused(d, &[&["--geom", &unknown], &xtal[..], RUN].concat(), "unknown.geom line 30: bad_x/panel = qZ: no such panel");
+    let far = geom("far.geom", GEOM.replace("photon_energy = 12398.419843320026", "photon_energy = 1e300"));
+    refused(d, &[&["--geom", &far], &xtal[..], RUN].concat(), "far.geom line 2: photon_energy = 1e300");
+    let g = geom("g.geom", GEOM.to_string());
+    refused(d, &[&["--geom", &g, "-distance", "100"], &xtal[..], RUN].concat(), "give them before --geom");
+    // photon_energy in keV and a byte-order mark give the image of the plain file
+    ok(d, &[&["--geom", &g, "-floatfile", "ev.bin"], &xtal[..], RUN].concat());
+    let kev = geom("kev.geom", format!("\u{feff}{}", GEOM.replace("photon_energy = 12398.419843320026 ; eV", "photon_energy = 12.398419843320026 keV")));
+    ok(d, &[&["--geom", &kev, "-floatfile", "kev.bin"], &xtal[..], RUN].concat());
+    assert_close(&floats(&d.join("ev.bin")), &floats(&d.join("kev.bin")), "photon_energy in keV");
 }
 
 #[test]

@@ -265,4 +265,8 @@ fn a_multi_panel_detector_renders_like_the_reference() {
     let exp = experiment(&format!("--geom {} -cell 30 32 34 90 90 90 -misset 10 20 30 -N 3 -default_F 100", geom.display()), tmp.path());
     assert_eq!(exp.det.panels.len(), 2);
     assert_like_reference(&exp, "two panels");
+    // panels of different sensors (a DIALS detector of mixed modules): each panel's own layers
+    let mut mixed = exp;
+    mixed.det.panels[1].sensor = nanobragg::experiment::detector::Sensor { thick: 450e-6, mu: 3900.0, thicksteps: 2, thickstep: 225e-6 };
+    assert_like_reference(&mixed, "two panels of different sensors");
 }

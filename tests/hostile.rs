@@ -292,6 +292,7 @@ fn wrong_images_are_refused_or_flagged() {
         (&["-water", "1e300"], "-water"),
         (&["-beam_vector", "0", "0", "0"], "-beam_vector"),
         (&["-lambda", "1e-300"], "-lambda"),
+        (&["-lambda", "1e300"], "-lambda: 1e290 m is not an X-ray wavelength"),
         (&["-N", "1000000000"], "-N"),
     ] {
         let o = run_small(d.path(), extra);

@@ -1090,6 +1090,9 @@ fn prepare(plan: &Plan, todo: &[usize]) -> Result<Prepared> {
     let inputs = crate::run::load::load_inputs(&cfg)?;
     let exp = crate::run::setup::build_experiment(&cfg, &inputs)?;
     crate::run::simulate::check_geometry_outputs(&cfg, &exp)?;
+    if plan.nexus.is_some() {
+        crate::run::simulate::nexus_one_sensor(&exp)?;
+    }
     cfg.run.check_backend(&exp, &cfg.output)?;
     Ok(Prepared { inputs, exp, cfg, workers })
 }

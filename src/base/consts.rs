@@ -8,3 +8,7 @@ pub const R_E_SQR: f64 = 7.94079248018965e-30;
 
 /// Avogadro's number, as nanoBragg.c and nonBragg.c write it.
 pub const AVOGADRO: f64 = 6.02214179e23;
+
+/// The wavelengths (Å) this program simulates: `-lambda`'s range (1e-16 to 1e-3 m), and every other
+/// wavelength's (a source file's, a dispersion step's, an `.expt` beam's, a `.geom` photon energy's).
+pub const WAVELENGTH_RANGE_A: std::ops::RangeInclusive<f64> = 1e-6..=1e7;

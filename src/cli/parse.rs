@@ -317,7 +317,7 @@ pub fn parse_simulate_args(args: &[String]) -> Result<Config> {
         };
         if let Some(expt) = expt_at {
             if EXPT_GEOMETRY.contains(&o.flag.name) {
-                return Err(Error::flag(&o.typed, format!("the detector comes from {expt}: its geometry flags cannot follow it (give them before --expt to have it override them)")));
+                return Err(Error::flag(&o.typed, format!("the detector comes from {expt}: its geometry flags cannot follow it (give them before {expt} to have it override them)")));
             }
         }
         (o.flag.set)(&mut c, &v)?;

@@ -103,6 +103,17 @@ pub struct PanelSpec {
     pub pix0_vector: V3,
     /// fpixels × spixels, 0 = not rendered (a geometry file's bad regions).
     pub mask: Option<Vec<u16>>,
+    /// The sensor the file gives this panel; `None` when it gives none (a CrystFEL geometry, a DIALS
+    /// panel of thickness 0): the run's flags decide.
+    pub sensor: Option<SensorSpec>,
+}
+
+/// A panel's sensor as a file gives it (DIALS's `thickness` and `mu`), in metres and 1/metre; `mu`
+/// `None` takes the C's default (1/thickness).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SensorSpec {
+    pub thick: f64,
+    pub mu: Option<f64>,
 }
 
 impl PanelSpec {

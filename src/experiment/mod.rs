@@ -279,13 +279,38 @@ fn file_panels(params: &Params, specs: &[crate::experiment::detector::PanelSpec]
     if total > MAX_PIXELS {
         return Err(Error::setup(format!("the detector's {n} panels hold {total} pixels; the limit is {MAX_PIXELS} pixels")));
     }
-    let mut panels: Vec<Panel> = specs.iter().map(|p| p.panel(&flat.beam_vector, sensor, params.curved_detector, params.point_pixel)).collect();
+    let sensors = panel_sensors(params, specs, sensor);
+    let mut panels: Vec<Panel> = specs.iter().zip(sensors).map(|(p, s)| p.panel(&flat.beam_vector, s, params.curved_detector, params.point_pixel)).collect();
     if n == 1 {
         // one panel: the ROI of the flags (clipped as the C's) applies
         let p = &mut panels[0];
         p.roi = Roi::from_c_bounds(c_roi_bounds(params, p.fpixels, p.spixels), p.fpixels, p.spixels);
     }
     Ok(panels)
+}
+
+/// Each panel's sensor. The first panel's file sensor was applied to the flags, so a detector whose
+/// panels share one sensor takes the run's (`run`, with any flag given after the file); panels with
+/// different sensors (a DIALS detector of mixed modules) each take their own, layered by the run's
+/// `-detector_thicksteps`, unless a flag after the file changed the first one's: then the flags'
+/// sensor is every panel's.
+fn panel_sensors(params: &Params, specs: &[crate::experiment::detector::PanelSpec], run: Sensor) -> Vec<Sensor> {
+    let first = specs[0].sensor;
+    let applied = first.map_or((0.0, None), |s| (s.thick, s.mu));
+    if specs.iter().all(|p| p.sensor == first) || (params.detector_thick, params.detector_mu) != applied {
+        return vec![run; specs.len()];
+    }
+    specs.iter().map(|p| if p.sensor == first { run } else { file_sensor(p.sensor, params.detector_thicksteps) }).collect()
+}
+
+/// The sensor of a file's panel (none: zero thickness) by the C's rules for the sensor flags
+/// ([`resolve_sampling_steps`]): `thicksteps` layers, mu 1/thickness when the file gives none.
+fn file_sensor(s: Option<crate::experiment::detector::SensorSpec>, thicksteps: Option<i32>) -> Sensor {
+    let (thick, mu) = s.map_or((0.0, None), |s| (s.thick, s.mu));
+    let layers = resolve_thickness(thick, -1.0, thicksteps.unwrap_or(-1));
+    let mu = mu.unwrap_or(if layers.range > 0.0 { 1.0 / layers.range } else { -1.0 });
+    let layers = sanitize(layers);
+    Sensor { thick: layers.range, mu, thicksteps: layers.steps, thickstep: layers.step }
 }
 
 /// Detector size, region of interest, convention, pivot and orientation (L1119-L1172, L1701).

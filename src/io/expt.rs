@@ -232,6 +232,36 @@ fn finite(v: &[f64], jpath: &str, field: &str) -> JResult<()> {
     }
 }
 
+/// Wavelengths (Å) the simulation can use: the -lambda range.
+const WAVELENGTH_RANGE: std::ops::RangeInclusive<f64> = crate::base::consts::WAVELENGTH_RANGE_A;
+
+/// The unit vector along `v`: refused when `v` is zero or too long for its length to be computed
+/// (|v|² overflows, and `v`/|v| would be the zero vector).
+fn direction_of(v: &V3, jp: &str, field: &str) -> JResult<V3> {
+    let (u, len) = unitize(v);
+    if len > 0.0 && len.is_finite() {
+        Ok(u)
+    } else {
+        Err((format!("{jp}.{field}"), format!("{v:?} is no direction (zero, or too long to normalize)")))
+    }
+}
+
+/// Refuse a matrix that is not a proper rotation (orthonormal rows to `ROTATION_TOL`, determinant +1):
+/// a scaled or sheared "rotation" would silently rescale or shear the crystal.
+fn rotation(m: &[f64; 9], jp: &str, field: &str) -> JResult<()> {
+    let row = |i: usize| [m[3 * i], m[3 * i + 1], m[3 * i + 2]];
+    let orthonormal = (0..3).all(|i| (0..3).all(|j| (crate::base::vec3::dot(&row(i), &row(j)) - if i == j { 1.0 } else { 0.0 }).abs() <= ROTATION_TOL));
+    let det = crate::base::vec3::dot(&row(0), &cross(&row(1), &row(2)));
+    match (orthonormal, det > 0.0) {
+        (true, true) => Ok(()),
+        (false, _) => Err((format!("{jp}.{field}"), format!("{m:?} is not a rotation: its rows are not orthonormal (to {ROTATION_TOL:e})"))),
+        (true, false) => Err((format!("{jp}.{field}"), format!("{m:?} is a reflection (determinant {det:.6}), not a rotation"))),
+    }
+}
+
+/// Tolerance on a goniometer matrix's MMᵀ = I: DIALS writes full precision, hand-made lists 6 digits.
+const ROTATION_TOL: f64 = 1e-4;
+
 fn read_beam(b: &BeamJson, jp: &str) -> JResult<ExptBeam> {
     if !b.s0_at_scan_points.is_empty() {
         return Err((format!("{jp}.s0_at_scan_points"), "scan-varying beam: a beam that changes across the scan cannot be simulated".into()));
@@ -245,14 +275,15 @@ fn read_beam(b: &BeamJson, jp: &str) -> JResult<ExptBeam> {
     let wavelength = need(b.wavelength, jp, "wavelength")?;
     finite(&direction, jp, "direction")?;
     if !(wavelength > 0.0 && wavelength.is_finite()) {
-        return Err((format!("{jp}.wavelength"), format!("{wavelength} Å must be positive")));
+        return Err((format!("{jp}.wavelength"), format!("{wavelength:e} Å must be positive")));
     }
-    let (d, len) = unitize(&direction);
-    if !(len > 0.0) {
-        return Err((format!("{jp}.direction"), "the zero vector is no direction".into()));
+    if !WAVELENGTH_RANGE.contains(&wavelength) {
+        return Err((format!("{jp}.wavelength"), format!("{wavelength:e} Å is not an X-ray wavelength this program can simulate (1e-6 to 1e7 Angstrom)")));
     }
+    let d = direction_of(&direction, jp, "direction")?;
     let normal = b.polarization_normal.unwrap_or([0.0, 1.0, 0.0]);
     finite(&normal, jp, "polarization_normal")?;
+    direction_of(&normal, jp, "polarization_normal")?;
     let pf = b.polarization_fraction.unwrap_or(0.5);
     if !(0.0..=1.0).contains(&pf) {
         return Err((format!("{jp}.polarization_fraction"), format!("{pf} is not between 0 and 1")));
@@ -364,15 +395,14 @@ fn read_goniometer(g: &GoniometerJson, jp: &str) -> JResult<ExptGoniometer> {
     }
     let axis = need(g.rotation_axis, jp, "rotation_axis")?;
     finite(&axis, jp, "rotation_axis")?;
-    let (axis, len) = unitize(&axis);
-    if !(len > 0.0) {
-        return Err((format!("{jp}.rotation_axis"), "the zero vector is no axis".into()));
-    }
+    let axis = direction_of(&axis, jp, "rotation_axis")?;
     let id = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0];
     let fixed = g.fixed_rotation.unwrap_or(id);
     let setting = g.setting_rotation.unwrap_or(id);
     finite(&fixed, jp, "fixed_rotation")?;
     finite(&setting, jp, "setting_rotation")?;
+    rotation(&fixed, jp, "fixed_rotation")?;
+    rotation(&setting, jp, "setting_rotation")?;
     Ok(ExptGoniometer { rotation_axis: axis, fixed_rotation: fixed, setting_rotation: setting })
 }
 
@@ -382,7 +412,7 @@ fn read_scan(s: &ScanJson, jp: &str) -> JResult<ExptScan> {
         (Some(o), _) => o,
         (None, Some(p)) => {
             // newer dxtbx: properties.oscillation holds each image's start angle
-            let starts: Vec<f64> = p.get("oscillation").and_then(|v| v.as_array()).map(|a| a.iter().filter_map(|x| x.as_f64()).collect()).unwrap_or_default();
+            let starts = numbers(p.get("oscillation"), jp, "properties.oscillation")?;
             match starts.as_slice() {
                 [a, b, ..] => [*a, b - a],
                 _ => return Err((format!("{jp}.properties.oscillation"), "needs the start angles of at least two images".into())),
@@ -391,10 +421,23 @@ fn read_scan(s: &ScanJson, jp: &str) -> JResult<ExptScan> {
         (None, None) => return Err((format!("{jp}.oscillation"), "missing".into())),
     };
     finite(&oscillation, jp, "oscillation")?;
-    if image_range[1] < image_range[0] {
-        return Err((format!("{jp}.image_range"), format!("{image_range:?} holds no image")));
+    // the image count must fit in an i64: later offsets (image k − first) are taken within it
+    match image_range[1].checked_sub(image_range[0]).and_then(|n| n.checked_add(1)) {
+        Some(n) if n > 0 => {}
+        Some(_) => return Err((format!("{jp}.image_range"), format!("{image_range:?} holds no image"))),
+        None => return Err((format!("{jp}.image_range"), format!("{image_range:?} holds more images than can be counted"))),
     }
     Ok(ExptScan { image_range, oscillation })
+}
+
+/// The numbers of a JSON array (none when `v` is not an array); an entry that is not a finite number
+/// is refused, not dropped (dropping one would shift every later value).
+fn numbers(v: Option<&serde_json::Value>, jp: &str, field: &str) -> JResult<Vec<f64>> {
+    let Some(a) = v.and_then(|v| v.as_array()) else { return Ok(Vec::new()) };
+    a.iter()
+        .enumerate()
+        .map(|(i, x)| x.as_f64().filter(|v| v.is_finite()).ok_or_else(|| (format!("{jp}.{field}[{i}]"), format!("{x} is not a finite number"))))
+        .collect()
 }
 
 fn read_crystal(c: &CrystalJson, jp: &str) -> JResult<ExptCrystal> {

@@ -58,6 +58,8 @@ pub fn read_geom(path: &Path) -> Result<GeomModel> {
     let mut defaults: Fields = BTreeMap::new();
     let mut panels: Vec<(String, Fields)> = Vec::new();
     let mut bad: BTreeMap<String, Fields> = BTreeMap::new();
+    // a file saved by a Windows editor may start with a byte-order mark
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     for (i, raw) in text.lines().enumerate() {
         let n = i + 1;
         let line = raw.split(';').next().unwrap_or("").trim();
@@ -98,31 +100,55 @@ pub fn read_geom(path: &Path) -> Result<GeomModel> {
     }
     let wavelength = global_wavelength(path, &defaults)?;
     let panels = panels.iter().map(|(name, f)| panel(path, name, f)).collect::<Result<Vec<_>>>()?;
-    let bad = bad.iter().map(|(name, f)| bad_region(path, name, f)).collect::<Result<Vec<_>>>()?.into_iter().flatten().collect();
+    let bad = bad.iter().map(|(name, f)| bad_region(path, name, f, &panels)).collect::<Result<Vec<_>>>()?.into_iter().flatten().collect();
     Ok(GeomModel { path: path.to_path_buf(), panels, wavelength, bad })
 }
 
-fn number(path: &Path, key: &str, (v, n): &(String, usize)) -> Result<f64> {
-    let first = v.split_whitespace().next().unwrap_or("");
+/// A plain number. CrystFEL's values are in fixed units (metres, pixels, pixels per metre), so a word
+/// after the number ("clen = 60 mm") is refused rather than dropped.
+fn number(path: &Path, key: &str, v: &(String, usize)) -> Result<f64> {
+    match number_unit(path, key, v)? {
+        (x, None) => Ok(x),
+        (_, Some(u)) => Err(Error::file_line(path, v.1, format!("{key} = {}: '{u}' after the number; give a plain number (CrystFEL's units: metres, pixels, pixels per metre, eV)", v.0))),
+    }
+}
+
+/// A finite number and the text after it, if any (a unit for `photon_energy` and `wavelength`).
+fn number_unit<'a>(path: &Path, key: &str, (v, n): &'a (String, usize)) -> Result<(f64, Option<&'a str>)> {
+    let (first, rest) = v.split_once(char::is_whitespace).map_or((v.as_str(), ""), |(a, b)| (a, b.trim()));
     match first.parse::<f64>() {
-        Ok(x) if x.is_finite() => Ok(x),
+        Ok(x) if x.is_finite() => Ok((x, (!rest.is_empty()).then_some(rest))),
         _ if first.starts_with('/') => Err(Error::file_line(path, *n, format!("{key} = {v}: a value read from the data file cannot be simulated; give the number"))),
         _ => Err(Error::file_line(path, *n, format!("{key} = {v}: not a number"))),
     }
 }
 
+/// Wavelengths (Å) the simulation can use: the -lambda range.
+const WAVELENGTH_RANGE: std::ops::RangeInclusive<f64> = crate::base::consts::WAVELENGTH_RANGE_A;
+
 fn global_wavelength(path: &Path, g: &Fields) -> Result<Option<f64>> {
+    let in_range = |key: &str, (v, n): &(String, usize), a: f64| {
+        if WAVELENGTH_RANGE.contains(&a) {
+            Ok(Some(a))
+        } else {
+            Err(Error::file_line(path, *n, format!("{key} = {v}: a wavelength of {a:e} Angstrom is not an X-ray wavelength this program can simulate (1e-6 to 1e7 Angstrom)")))
+        }
+    };
     if let Some(v) = g.get("photon_energy") {
-        let ev = number(path, "photon_energy", v)?;
+        // CrystFEL's parse_photon_energy: eV unless the unit says keV
+        let ev = match number_unit(path, "photon_energy", v)? {
+            (x, None | Some("eV")) => x,
+            (x, Some("keV")) => x * 1e3,
+            (_, Some(u)) => return Err(Error::file_line(path, v.1, format!("photon_energy unit '{u}': give eV or keV"))),
+        };
         if !(ev > 0.0) {
             return Err(Error::file_line(path, v.1, "photon_energy must be positive (eV)"));
         }
-        return Ok(Some(12398.419843320026 / ev));
+        return in_range("photon_energy", v, 12398.419843320026 / ev);
     }
     if let Some(v) = g.get("wavelength") {
-        let x = number(path, "wavelength", v)?;
-        let unit = v.0.split_whitespace().nth(1).unwrap_or("m");
-        let a = match unit {
+        let (x, unit) = number_unit(path, "wavelength", v)?;
+        let a = match unit.unwrap_or("m") {
             "A" => x,
             "m" => x * 1e10,
             u => return Err(Error::file_line(path, v.1, format!("wavelength unit '{u}': give m or A"))),
@@ -130,7 +156,7 @@ fn global_wavelength(path: &Path, g: &Fields) -> Result<Option<f64>> {
         if !(a > 0.0) {
             return Err(Error::file_line(path, v.1, "wavelength must be positive"));
         }
-        return Ok(Some(a));
+        return in_range("wavelength", v, a);
     }
     Ok(None)
 }
@@ -156,7 +182,7 @@ fn vector(path: &Path, key: &str, (v, n): &(String, usize)) -> Result<[f64; 3]> 
         out[k] += match coef {
             "" | "+" => 1.0,
             "-" => -1.0,
-            c => c.parse::<f64>().map_err(|_| bad())?,
+            c => c.parse::<f64>().ok().filter(|x| x.is_finite()).ok_or_else(bad)?,
         };
     }
     Ok(out)
@@ -167,8 +193,9 @@ fn panel(path: &Path, name: &str, f: &Fields) -> Result<GeomPanel> {
     let get = |k: &str| f.get(k).ok_or_else(|| Error::file_line(path, line, format!("panel {name} has no {k}")));
     let int = |k: &str| -> Result<i64> {
         let x = number(path, &format!("{name}/{k}"), get(k)?)?;
-        if x.fract() != 0.0 || x < 0.0 {
-            return Err(Error::file_line(path, get(k)?.1, format!("{name}/{k} = {x}: a pixel index (0 or more)")));
+        // CrystFEL holds pixel indices in an int
+        if x.fract() != 0.0 || !(0.0..=i32::MAX as f64).contains(&x) {
+            return Err(Error::file_line(path, get(k)?.1, format!("{name}/{k} = {}: not a pixel index (0 to {})", get(k)?.0, i32::MAX)));
         }
         Ok(x as i64)
     };
@@ -202,14 +229,76 @@ fn panel(path: &Path, name: &str, f: &Fields) -> Result<GeomPanel> {
     })
 }
 
-fn bad_region(path: &Path, name: &str, f: &Fields) -> Result<Option<BadRegion>> {
+fn bad_region(path: &Path, name: &str, f: &Fields, panels: &[GeomPanel]) -> Result<Option<BadRegion>> {
     let num = |k: &str| f.get(k).map(|v| number(path, &format!("{name}/{k}"), v)).transpose();
-    if let Some((p, _)) = f.get("panel") {
+    if let Some((p, n)) = f.get("panel") {
+        // CrystFEL refuses such a region ("No such panel"); ignoring it would leave its pixels in
+        if !panels.iter().any(|q| q.name == *p) {
+            return Err(Error::file_line(path, *n, format!("{name}/panel = {p}: no such panel in this file")));
+        }
         let i = |k: &str, d: i64| -> Result<i64> { Ok(num(k)?.map_or(d, |x| x as i64)) };
         return Ok(Some(BadRegion::FsSs { panel: p.clone(), min_fs: i("min_fs", 0)?, max_fs: i("max_fs", i64::MAX)?, min_ss: i("min_ss", 0)?, max_ss: i("max_ss", i64::MAX)? }));
     }
     match (num("min_x")?, num("max_x")?, num("min_y")?, num("max_y")?) {
         (Some(min_x), Some(max_x), Some(min_y), Some(max_y)) => Ok(Some(BadRegion::Xy { min_x, max_x, min_y, max_y })),
         _ => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PANEL: &str = "res = 10000\nclen = 0.06\nq0/min_fs = 0\nq0/max_fs = 63\nq0/min_ss = 0\nq0/max_ss = 47\nq0/fs = +1.0x\nq0/ss = +1.0y\nq0/corner_x = -32\nq0/corner_y = -24\n";
+
+    fn read(text: &str) -> Result<GeomModel> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.geom");
+        std::fs::write(&path, text).unwrap();
+        read_geom(&path)
+    }
+
+    fn refused(text: &str, needle: &str) {
+        let e = read(text).expect_err(text).to_string();
+        assert!(e.contains(needle) && !e.contains('\n'), "{text:?}: {e}");
+    }
+
+    #[test]
+    fn photon_energy_takes_crystfels_units() {
+        let ev = read(&format!("photon_energy = 12398.419843320026\n{PANEL}")).unwrap().wavelength.unwrap();
+        assert_eq!(read(&format!("photon_energy = 12398.419843320026 eV\n{PANEL}")).unwrap().wavelength, Some(ev));
+        let kev = read(&format!("photon_energy = 12.398419843320026 keV\n{PANEL}")).unwrap().wavelength.unwrap();
+        assert!((kev - 1.0).abs() < 1e-12 && (ev - 1.0).abs() < 1e-12, "{ev} {kev}");
+        refused(&format!("photon_energy = 12 MeV\n{PANEL}"), "t.geom line 1: photon_energy unit 'MeV'");
+    }
+
+    #[test]
+    fn a_word_after_a_number_is_refused_with_its_line() {
+        refused(&PANEL.replace("clen = 0.06", "clen = 60 mm"), "line 2: q0/clen = 60 mm: 'mm' after the number");
+        refused(&PANEL.replace("max_fs = 63", "max_fs = 63 junk"), "line 4: q0/max_fs = 63 junk");
+        refused(&PANEL.replace("res = 10000", "res = 10000 px/m"), "line 1: q0/res");
+        refused(&PANEL.replace("fs = +1.0x", "fs = nanx"), "line 7: q0/fs = nanx");
+        refused(&PANEL.replace("max_fs = 63", "max_fs = 4000000000"), "line 4: q0/max_fs = 4000000000: not a pixel index");
+    }
+
+    #[test]
+    fn a_wavelength_out_of_range_names_the_line_compactly() {
+        for (text, line) in [("photon_energy = 1e300", 1), ("photon_energy = 1e-300", 1), ("wavelength = 1e300 A", 1)] {
+            let e = read(&format!("{text}\n{PANEL}")).unwrap_err().to_string();
+            assert!(e.contains(&format!("t.geom line {line}: {text}: a wavelength of ")), "{e}");
+            assert!(e.contains("not an X-ray wavelength") && e.len() < 200, "{e}");
+        }
+    }
+
+    #[test]
+    fn a_bad_region_of_an_unknown_panel_is_refused() {
+        let ok = read(&format!("{PANEL}bad_a/panel = q0\nbad_a/min_fs = 1\nbad_a/max_fs = 2\n")).unwrap();
+        assert_eq!(ok.bad.len(), 1);
+        refused(&format!("{PANEL}bad_a/panel = qZ\nbad_a/min_fs = 1\n"), "line 11: bad_a/panel = qZ: no such panel");
+    }
+
+    #[test]
+    fn a_leading_byte_order_mark_is_skipped() {
+        assert_eq!(read(&format!("\u{feff}{PANEL}")).unwrap().panels, read(PANEL).unwrap().panels);
     }
 }

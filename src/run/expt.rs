@@ -11,7 +11,7 @@
 //! pixel's outer corner is the panel origin.
 
 use crate::base::vec3::{cross, dot, unitize, V3};
-use crate::experiment::detector::PanelSpec;
+use crate::experiment::detector::{PanelSpec, SensorSpec};
 use crate::experiment::params::{Convention, ExptSource, Params, Pivot};
 use crate::io::expt::{read_expt, ExptModel, ExptPanel};
 use crate::{Error, Result};
@@ -68,6 +68,7 @@ fn spec(m: &ExptModel, i: usize, p: &ExptPanel) -> Result<PanelSpec> {
         odet_vector: o,
         pix0_vector: pix0,
         mask: None,
+        sensor: (p.thickness > 0.0).then(|| SensorSpec { thick: p.thickness * 1e-3, mu: (p.mu > 0.0).then_some(p.mu * 1e3) }),
     })
 }
 
@@ -109,7 +110,8 @@ pub fn apply(params: &mut Params, m: &ExptModel, src: &ExptSource) -> Result<()>
                 return Err(Error::flag("--image", format!("{k} is outside the scan's images {first} to {last} in {}", m.path.display())));
             }
             let [start, width] = scan.oscillation;
-            params.phi0 = (start + (k - first) as f64 * width).to_radians();
+            // within the range the reader checked can be counted; i128 keeps the offset exact anyway
+            params.phi0 = (start + (k as i128 - first as i128) as f64 * width).to_radians();
             params.osc = Some(width.to_radians());
         }
         (None, Some(_)) => return Err(Error::flag("--image", format!("{} has no scan to take an image from", m.path.display()))),
@@ -131,10 +133,11 @@ pub fn apply(params: &mut Params, m: &ExptModel, src: &ExptSource) -> Result<()>
     }
 
     let p0 = &specs[0];
-    let ep0 = &m.panels[params.panel.unwrap_or(0)];
-    if ep0.thickness > 0.0 {
-        params.detector_thick = ep0.thickness * 1e-3;
-        params.detector_mu = (ep0.mu > 0.0).then_some(ep0.mu * 1e3);
+    // the first chosen panel's sensor becomes the flags'; panels with another sensor keep their own
+    // (experiment::file_panels)
+    if let Some(s) = p0.sensor {
+        params.detector_thick = s.thick;
+        params.detector_mu = s.mu;
     }
     flat_panel_params(params, p0);
     params.expt = Some(src.clone());

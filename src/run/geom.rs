@@ -3,6 +3,7 @@
 //! (x, y, z) → (−x, y, −z)); its wavelength and, without an `--expt`, a beam along CrystFEL's +z, an
 //! E-vector along x and the spindle along DIALS's x become parameters. Bad regions mask their pixels.
 
+use crate::base::memory::check_alloc;
 use crate::base::vec3::{cross, dot, unitize, V3};
 use crate::experiment::detector::PanelSpec;
 use crate::experiment::params::Params;
@@ -19,16 +20,32 @@ pub fn read(path: &Path) -> Result<GeomModel> {
     read_geom(path)
 }
 
-/// The panels of `m` (all, or `--panel N` alone), checked as the `--expt` panels are.
+/// The panels of `m` (all, or `--panel N` alone), checked as the `--expt` panels are, with their
+/// bad-region masks.
 pub fn panel_specs(m: &GeomModel, panel: Option<usize>) -> Result<Vec<PanelSpec>> {
-    let chosen: Vec<&GeomPanel> = match panel {
-        Some(i) => vec![m.panels.get(i).ok_or_else(|| Error::flag("--panel", format!("{i} is past the {} panels of {} (0 to {})", m.panels.len(), m.path.display(), m.panels.len() - 1)))?],
-        None => m.panels.iter().collect(),
-    };
-    chosen.into_iter().map(|p| spec(m, p)).collect()
+    chosen(m, panel)?
+        .into_iter()
+        .map(|p| {
+            let mut spec = geometry(m, p)?;
+            spec.mask = bad_mask(m, p, spec.fpixels, spec.spixels)?;
+            Ok(spec)
+        })
+        .collect()
 }
 
-fn spec(m: &GeomModel, p: &GeomPanel) -> Result<PanelSpec> {
+fn chosen(m: &GeomModel, panel: Option<usize>) -> Result<Vec<&GeomPanel>> {
+    Ok(match panel {
+        Some(i) => vec![m.panels.get(i).ok_or_else(|| Error::flag("--panel", format!("{i} is past the {} panels of {} (0 to {})", m.panels.len(), m.path.display(), m.panels.len() - 1)))?],
+        None => m.panels.iter().collect(),
+    })
+}
+
+/// At most this many pixels in a panel (the run's own limit on a detector): a larger one is refused
+/// before anything its size is allocated.
+const MAX_PANEL_PIXELS: u64 = 1 << 40;
+
+/// Panel `p`'s geometry (no mask): pixel counts, axes, pixel size and first pixel's corner.
+fn geometry(m: &GeomModel, p: &GeomPanel) -> Result<PanelSpec> {
     let bad = |why: String| Error::file_line(&m.path, p.line, format!("panel {}: {why}", p.name));
     let (f, fl) = unitize(&lab(&p.fs));
     let (s, sl) = unitize(&lab(&p.ss));
@@ -42,38 +59,65 @@ fn spec(m: &GeomModel, p: &GeomPanel) -> Result<PanelSpec> {
     if !(distance > 0.0) {
         return Err(bad(format!("at distance {} mm from the sample (clen + coffset, along the panel normal); a panel must face the sample at a distance > 0", distance * 1e3)));
     }
-    let (nf, ns) = ((p.max_fs - p.min_fs + 1) as usize, (p.max_ss - p.min_ss + 1) as usize);
-    let mut mask = vec![1u16; nf * ns];
-    let mut masked = false;
+    let count = |min: i64, max: i64| max.checked_sub(min).and_then(|d| d.checked_add(1)).and_then(|n| u64::try_from(n).ok());
+    let (nf, ns) = match (count(p.min_fs, p.max_fs), count(p.min_ss, p.max_ss)) {
+        (Some(nf), Some(ns)) if nf.checked_mul(ns).is_some_and(|n| n <= MAX_PANEL_PIXELS) => (nf as usize, ns as usize),
+        _ => return Err(bad(format!("{} x {} pixels (min_fs {} to max_fs {}, min_ss {} to max_ss {}) is far too large", p.max_fs.wrapping_sub(p.min_fs).wrapping_add(1), p.max_ss.wrapping_sub(p.min_ss).wrapping_add(1), p.min_fs, p.max_fs, p.min_ss, p.max_ss))),
+    };
+    Ok(PanelSpec { name: p.name.clone(), fpixels: nf, spixels: ns, pixel_size: px, fdet_vector: f, sdet_vector: s, odet_vector: o, pix0_vector: pix0, mask: None, sensor: None })
+}
+
+/// The mask (1 = kept, 0 = bad) of panel `p` (`nf` x `ns` pixels) from the file's bad regions, or
+/// `None` when none of them touches it. A region of the panel's fs/ss masks its rectangle directly; a
+/// region in lab x/y tests each pixel's centre. Its memory is checked before it is allocated.
+fn bad_mask(m: &GeomModel, p: &GeomPanel, nf: usize, ns: usize) -> Result<Option<Vec<u16>>> {
+    let mut mask: Option<Vec<u16>> = None;
     for b in &m.bad {
-        for ss in 0..ns {
-            for fs in 0..nf {
-                let hit = match b {
-                    BadRegion::FsSs { panel, min_fs, max_fs, min_ss, max_ss } => {
-                        let (afs, ass) = (fs as i64 + p.min_fs, ss as i64 + p.min_ss);
-                        *panel == p.name && (*min_fs..=*max_fs).contains(&afs) && (*min_ss..=*max_ss).contains(&ass)
+        match b {
+            BadRegion::FsSs { panel, min_fs, max_fs, min_ss, max_ss } if *panel == p.name => {
+                // the region's pixels in the panel's own fs/ss (end exclusive), clipped to the panel
+                let span = |lo: i64, hi: i64, start: i64, n: usize| (lo.saturating_sub(start).clamp(0, n as i64) as usize, hi.saturating_sub(start).saturating_add(1).clamp(0, n as i64) as usize);
+                let ((f0, f1), (s0, s1)) = (span(*min_fs, *max_fs, p.min_fs, nf), span(*min_ss, *max_ss, p.min_ss, ns));
+                if f0 < f1 && s0 < s1 {
+                    let kept = mask_of(m, p, &mut mask, nf, ns)?;
+                    for ss in s0..s1 {
+                        kept[ss * nf + f0..ss * nf + f1].fill(0);
                     }
-                    BadRegion::Xy { min_x, max_x, min_y, max_y } => {
+                }
+            }
+            BadRegion::FsSs { .. } => {}
+            BadRegion::Xy { min_x, max_x, min_y, max_y } => {
+                for ss in 0..ns {
+                    for fs in 0..nf {
                         // the pixel's centre in lab pixel coordinates
                         let x = p.corner_x + (fs as f64 + 0.5) * p.fs[0] + (ss as f64 + 0.5) * p.ss[0];
                         let y = p.corner_y + (fs as f64 + 0.5) * p.fs[1] + (ss as f64 + 0.5) * p.ss[1];
-                        (*min_x..=*max_x).contains(&x) && (*min_y..=*max_y).contains(&y)
+                        if (*min_x..=*max_x).contains(&x) && (*min_y..=*max_y).contains(&y) {
+                            mask_of(m, p, &mut mask, nf, ns)?[ss * nf + fs] = 0;
+                        }
                     }
-                };
-                if hit {
-                    mask[ss * nf + fs] = 0;
-                    masked = true;
                 }
             }
         }
     }
-    Ok(PanelSpec { name: p.name.clone(), fpixels: nf, spixels: ns, pixel_size: px, fdet_vector: f, sdet_vector: s, odet_vector: o, pix0_vector: pix0, mask: masked.then_some(mask) })
+    Ok(mask)
+}
+
+/// The panel's mask, allocated (all kept) on first use once its memory is known to fit.
+fn mask_of<'a>(m: &GeomModel, p: &GeomPanel, mask: &'a mut Option<Vec<u16>>, nf: usize, ns: usize) -> Result<&'a mut Vec<u16>> {
+    if mask.is_none() {
+        let bytes = (nf as u64).checked_mul(ns as u64).and_then(|n| n.checked_mul(2));
+        check_alloc(|| Error::file_line(&m.path, p.line, format!("panel {}: the bad-region mask of {nf} x {ns} pixels does not fit in memory", p.name)), bytes)?;
+        *mask = Some(vec![1u16; nf * ns]);
+    }
+    Ok(mask.as_mut().expect("allocated above"))
 }
 
 /// Apply geometry file `m` at the place `--geom` stands: its wavelength, the first chosen panel as
 /// CUSTOM-convention flags, and (when no `--expt` came before) the beam, E-vector and spindle.
 pub fn apply(params: &mut Params, m: &GeomModel) -> Result<()> {
-    let specs = panel_specs(m, params.panel)?;
+    // the geometry of every chosen panel is checked here; masks are built once, when the run loads
+    let specs = chosen(m, params.panel)?.into_iter().map(|p| geometry(m, p)).collect::<Result<Vec<_>>>()?;
     if let Some(l) = m.wavelength {
         params.lambda0 = l * 1e-10;
     }
@@ -86,4 +130,37 @@ pub fn apply(params: &mut Params, m: &GeomModel) -> Result<()> {
     crate::run::expt::flat_panel_params(params, &specs[0]);
     params.geom = Some(m.path.clone());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PANELS: &str = "res = 10000\nclen = 0.06\nq0/min_fs = 0\nq0/max_fs = 63\nq0/min_ss = 0\nq0/max_ss = 47\nq0/fs = +1.0x\nq0/ss = +1.0y\nq0/corner_x = -32\nq0/corner_y = -24\n\
+q1/min_fs = 0\nq1/max_fs = 63\nq1/min_ss = 48\nq1/max_ss = 87\nq1/fs = +1.0x\nq1/ss = +1.0y\nq1/corner_x = -32\nq1/corner_y = 30\n";
+
+    fn model(text: &str) -> Result<GeomModel> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.geom");
+        std::fs::write(&path, text).unwrap();
+        read(&path)
+    }
+
+    #[test]
+    fn a_panel_too_large_for_memory_is_refused_before_it_is_allocated() {
+        let m = model(&PANELS.replace("q0/max_fs = 63", "q0/max_fs = 2000000000").replace("q0/max_ss = 47", "q0/max_ss = 2000000000")).unwrap();
+        let e = panel_specs(&m, None).unwrap_err().to_string();
+        assert!(e.contains("t.geom line 3: panel q0: 2000000001 x 2000000001 pixels") && e.contains("far too large"), "{e}");
+    }
+
+    #[test]
+    fn bad_regions_mask_their_panels_pixels_only() {
+        let text = format!("{PANELS}bad_a/panel = q1\nbad_a/min_fs = 60\nbad_a/max_fs = 99\nbad_a/min_ss = 50\nbad_a/max_ss = 51\nbad_b/min_x = -32\nbad_b/max_x = -31\nbad_b/min_y = -24\nbad_b/max_y = -23\n");
+        let specs = panel_specs(&model(&text).unwrap(), None).unwrap();
+        let bad = |i: usize| -> Vec<usize> { specs[i].mask.as_ref().unwrap().iter().enumerate().filter(|(_, &v)| v == 0).map(|(k, _)| k).collect() };
+        // q0: the pixel centred at (−31.5, −23.5); q1: fs 60 to 63 of its rows 2 and 3 (ss 50, 51)
+        assert_eq!(bad(0), vec![0]);
+        assert_eq!(bad(1), [2 * 64 + 60, 2 * 64 + 61, 2 * 64 + 62, 2 * 64 + 63, 3 * 64 + 60, 3 * 64 + 61, 3 * 64 + 62, 3 * 64 + 63]);
+        assert!(panel_specs(&model(PANELS).unwrap(), None).unwrap().iter().all(|s| s.mask.is_none()));
+    }
 }

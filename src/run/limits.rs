@@ -50,7 +50,7 @@ pub fn check_values(params: &crate::experiment::params::Params) -> Result<()> {
         }
     }
     if !crate::experiment::beam::WAVELENGTH_RANGE.contains(&params.lambda0) {
-        return flag("-lambda", format!("{} m is not an X-ray wavelength this program can simulate (1e-6 to 1e7 Angstrom)", params.lambda0));
+        return flag("-lambda", format!("{:e} m is not an X-ray wavelength this program can simulate (1e-6 to 1e7 Angstrom)", params.lambda0));
     }
     if params.default_f.abs() > 1e100 {
         return flag("-default_F", format!("{} is too large: its square overflows", params.default_f));

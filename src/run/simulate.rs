@@ -192,8 +192,22 @@ pub fn check_geometry_outputs(cfg: &Config, exp: &Experiment) -> Result<()> {
     }
     if let Some(p) = &cfg.output.nexusfile {
         crate::io::nexus::available().map_err(|e| Error::Output { path: p.clone(), reason: e })?;
+        nexus_one_sensor(exp)?;
     }
     Ok(())
+}
+
+/// The NeXus writer describes one sensor (`sensor_thickness`) for every module: a detector whose
+/// panels have different sensors is refused rather than written with the first one's.
+pub fn nexus_one_sensor(exp: &Experiment) -> Result<()> {
+    let panels = &exp.det.panels;
+    match panels.iter().position(|p| p.sensor != panels[0].sensor) {
+        Some(i) => Err(Error::flag(
+            "-nexusfile",
+            format!("panels 0 and {i} have different sensors ({} and {} mm thick) and the NeXus file describes one: write -floatfile, or one panel with --panel N", panels[0].sensor.thick * 1e3, panels[i].sensor.thick * 1e3),
+        )),
+        None => Ok(()),
+    }
 }
 
 
