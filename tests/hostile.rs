@@ -549,8 +549,9 @@ fn derived_values_stay_within_the_flags_ranges() {
     ] {
         refused(&run_small(d.path(), extra), what, &format!("{extra:?}"));
     }
-    // a crystal of 1e7 cells an axis from its size is still one
+    // a crystal of 1e7 cells an axis from its size is still one; a zero two-theta axis at 0° is unused
     assert!(run_small(d.path(), &["-sample_thick", "1e-3", "-N", "1"]).status.success());
+    assert!(run_small(d.path(), &["-twotheta_axis", "0", "0", "0", "-twotheta", "0"]).status.success());
     std::fs::write(d.path().join("far.txt"), "-10 0 0 1 1\n").unwrap();
     refused(&run_small(d.path(), &["-sourcefile", "far.txt"]), "far.txt: source 1: wavelength 1 m, outside 1e-16 to 1e-3 m", "1 m source");
 }

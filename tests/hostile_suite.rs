@@ -492,12 +492,16 @@ fn smv_header_numbers_are_strict() {
         ("size.img", "SIZE1=32x;\nSIZE2=32;\n", "size.img: -header: header SIZE1=32x is not a number"),
         ("pixel.img", "SIZE1=32;\nSIZE2=32;\nPIXEL_SIZE=abc;\n", "header PIXEL_SIZE=abc is not a number"),
         ("zero.img", "SIZE1=32;\nSIZE2=32;\nPIXEL_SIZE=0;\n", "-header: PIXEL_SIZE=0 must be positive and finite"),
-        ("dist.img", "SIZE1=32;\nSIZE2=32;\nDISTANCE=-5;\n", "DISTANCE=-5 must be positive"),
+        ("dist.img", "SIZE1=32;\nSIZE2=32;\nDISTANCE=inf;\n", "DISTANCE=inf must be finite"),
         ("beam.img", "SIZE1=32;\nSIZE2=32;\nBEAM_CENTER_X=inf;\n", "BEAM_CENTER_X=inf must be finite"),
     ] {
         header(name, fields);
         refused(d, &noisify(name), &[], want);
     }
+    // the C's own header of a detector swung past 90°: ValueOf("DISTANCE") finds CLOSE_DISTANCE=-50
+    header("swung.img", "SIZE1=32;\nSIZE2=32;\nDISTANCE=-50;\nCLOSE_DISTANCE=-50;\n");
+    let r = run_in(d, &noisify("swung.img"), &[], 60);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
     header("mask.img", "SIZE1=32;\nSIZE2=3 2x;\n");
     refused(d, &["simulate", "-mask", "mask.img", "-cell", "50", "50", "50", "90", "90", "90", "-floatfile", "f.bin"], &[], "mask.img: header SIZE2=3 2x is not a number");
 }
@@ -512,5 +516,6 @@ fn nonbragg_wavelengths_stay_x_rays() {
     std::fs::write(d.join("far.txt"), "-10 0 0 1 1\n").unwrap();
     let nb = ["nonbragg", "-stol", "w.stol", "-detpixels", "16", "-noprogress", "-floatfile", "f.bin"];
     refused(d, &[&nb[..], &["-dispersion", "200", "-dispsteps", "3"]].concat(), &[], "-dispersion: reaches a wavelength of 0 m");
+    refused(d, &[&nb[..], &["-lambda", "1e8"]].concat(), &[], "-lambda: 1e-2 m is not an X-ray wavelength");
     refused(d, &[&nb[..], &["-sourcefile", "far.txt"]].concat(), &[], "far.txt line 1: -sourcefile: wavelength 1 m, outside 1e-16 to 1e-3 m");
 }

@@ -610,3 +610,17 @@ fn a_nexus_only_series_verifies_and_resumes() {
     assert_eq!(image_hashes(d), before);
     assert!(verify(d).status.success());
 }
+
+/// The shard's NeXus sweep holds photons plus a given -adc as its frames' CBF would: an offset below 0
+/// wrote negative counts there (a frame's own check did not see the sweep).
+#[test]
+fn a_nexus_sweep_refuses_an_offset_its_counts_cannot_hold() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut a = strs(CRYSTAL);
+    a.extend(strs(&["-osc", "1", "--frames", "2", "-nexusfile", "sw.nxs", "-adc", "-5", "-floatfile", "f_##.bin"]));
+    let o = bin().arg("series").args(&a).args(["--out-dir", tmp.path().to_str().unwrap()]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(9), "{err}");
+    assert!(err.contains("-adc: -5: the CBF/NeXus counts are photons plus this offset"), "{err}");
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0, "files written");
+}

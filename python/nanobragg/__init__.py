@@ -719,34 +719,38 @@ class Series:
         nanobragg.Series(flags + ["--stills", "100", "--orientation", "random"])      # random stills
 
     Frame k is byte-identical to the command line's frame k (same phi or misset, seeds and file names:
-    ``frame.simulation.write_outputs(frame.image)`` writes the files the series would). The frames are
-    the command line's run's: ``--only K-L`` and ``--shard I/N`` (or the Slurm/MPI variables) choose them,
-    and each is made when it is reached."""
+    ``frame.simulation.write_outputs(frame.image)`` writes the files the series would). ``--only K-L``
+    and ``--shard I/N`` choose the frames it yields (``frames``); each is made when it is reached."""
 
     def __init__(self, args: Sequence[str], threads: Optional[int] = None) -> None:
         if isinstance(args, (str, bytes)):
             raise ValueError("args: give a list of flags, not one string")
         self._args = [os.fspath(a) for a in args]
-        self._base, self._first, self._last = _nanobragg.series_frames(self._args)
+        self._base, self._first, self._last, self._total = _nanobragg.series_frames(self._args)
         self._threads = threads
 
+    @property
+    def frames(self) -> range:
+        """The frame numbers the iteration yields: all of the series', or those ``--only K-L`` and
+        ``--shard I/N`` choose (the Slurm/MPI variables are not read here: split the work as you like)."""
+        return range(self._first, self._last + 1)
+
     def __len__(self) -> int:
-        return max(0, self._last - self._first + 1)
+        return len(self.frames)
 
     def frame_args(self, k: int) -> list[str]:
-        """The ``simulate`` flags of frame k (the series' frame number, counted from 1): frames of this
-        run only (its ``--shard``, within ``--only``), made when asked for."""
+        """The ``simulate`` flags of frame k of the series (1 .. its --frames/--stills), made when asked."""
         k = _int("k", k)
-        if not self._first <= k <= self._last:
-            raise IndexError(f"frame {k} is not in this run's frames {self._first}..{self._last}")
+        if not 1 <= k <= self._total:
+            raise IndexError(f"frame {k} is not in 1..{self._total}")
         return self._base + _nanobragg.series_frame(self._args, k)
 
     def simulation(self, k: int) -> Simulation:
-        """The simulation of frame k (the series' frame number, counted from 1)."""
+        """The simulation of frame k of the series (counted from 1)."""
         return Simulation(self.frame_args(k))
 
     def __iter__(self) -> Iterator[Frame]:
-        for k in range(self._first, self._last + 1):
+        for k in self.frames:
             sim = self.simulation(k)
             yield Frame(k, sim, sim.render(threads=self._threads))
 

@@ -594,16 +594,17 @@ fn flag_help() -> String {
 }
 
 /// The frames of a `nanobragg-rs series` command line (`--frames N` rotation or `--stills N
-/// --orientation random`): the `simulate` flags and the first and last frame this run renders (its
-/// shard's, within `--only`; last < first: none). [`series_frame`] gives each frame's own flags, which
-/// make the single-image run byte-identical to the series' frame k (phi/osc or misset, seeds, names).
+/// --orientation random`): the `simulate` flags, the first and last frame the flags choose (`--shard`,
+/// `--only`; last < first: none) and the series' number of frames. [`series_frame`] gives each frame's
+/// own flags, which make the single-image run byte-identical to the series' frame k.
 #[pyfunction]
-fn series_frames(args: Vec<String>) -> PyResult<(Vec<String>, usize, usize)> {
+fn series_frames(args: Vec<String>) -> PyResult<(Vec<String>, usize, usize, usize)> {
     let sa = nbcore::cli::series::split_args(&args).map_err(to_py)?;
     let plan = nbcore::apps::series::Plan::new(&sa).map_err(to_py)?;
-    // the frames the command line would render: its shard's, within --only (made one at a time)
-    let frames = nbcore::apps::series::frames_of_run(&sa, &plan, &|k| std::env::var(k).ok()).map_err(to_py)?;
-    Ok((sa.simulate, *frames.start(), *frames.end()))
+    // the frames the flags choose (--shard I/N, --only K-L; made one at a time): not the Slurm/MPI
+    // variables, which a library caller splitting the work itself would not expect to be read
+    let frames = nbcore::apps::series::frames_of_run(&sa, &plan, &|_| None).map_err(to_py)?;
+    Ok((sa.simulate, *frames.start(), *frames.end(), plan.total))
 }
 
 /// The `simulate` flags of frame `k` of a series (added to the series' own flags), as

@@ -35,18 +35,20 @@ def test_series_errors():
         nanobragg.Series(BASE + ["--frames", "2", "-osc", "1"]).frame_args(3)
 
 
-def test_series_yields_this_runs_frames_only(monkeypatch):
-    """--only and --shard choose the frames as on the command line (all ten were yielded), and a
-    series of a million frames is not made up front (it aborted the interpreter)."""
-    for var in ("SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN", "SLURM_PROCID", "SLURM_NTASKS",
-                "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE"):
-        monkeypatch.delenv(var, raising=False)
+def test_series_yields_the_frames_the_flags_choose(monkeypatch):
+    """--only and --shard choose the frames as on the command line (all ten were yielded), the
+    Slurm variables are not read, any frame's flags stay at hand, and a series of a million frames is
+    not made up front (it aborted the interpreter)."""
+    monkeypatch.setenv("SLURM_PROCID", "1")
+    monkeypatch.setenv("SLURM_NTASKS", "4")
     sweep = BASE + ["--frames", "10", "-osc", "1"]
+    assert list(nanobragg.Series(sweep).frames) == list(range(1, 11))
     s = nanobragg.Series(sweep + ["--only", "5-7"])
-    assert len(s) == 3 and [f.index for f in s] == [5, 6, 7]
-    with pytest.raises(IndexError, match="5..7"):
-        s.frame_args(4)
+    assert len(s) == 3 and s.frames == range(5, 8) and [f.index for f in s] == [5, 6, 7]
     assert s.frame_args(6) == nanobragg.Series(sweep).frame_args(6)
+    assert s.frame_args(1) == nanobragg.Series(sweep).frame_args(1)
+    with pytest.raises(IndexError, match="1..10"):
+        s.frame_args(11)
     assert [f.index for f in nanobragg.Series(sweep + ["--shard", "1/2"])] == [6, 7, 8, 9, 10]
     big = nanobragg.Series(BASE + ["--frames", "1000000", "-osc", "0.001", "--only", "999999-1000000"])
     assert len(big) == 2 and "-phi" in big.frame_args(1000000)

@@ -151,7 +151,7 @@ fn check_every_parameter_moves_the_image(h: &[Vec<f64>], names: &[Param], params
     match names.iter().enumerate().find(|&(i, _)| h[i][i] == 0.0) {
         Some((_, n)) => Err(Error::flag(
             "--refine",
-            format!("the image does not change with '{}' at its start value {} {} (its derivative is 0 on every fitted pixel): start it elsewhere (N above 1, a mosaic spread above 0)", n.name(), n.value(params), n.unit()),
+            format!("the image does not change with '{}' at its start value {} {} (its derivative is 0 on every fitted pixel): start it elsewhere (N above 1; for mosaic a spread above 0 and -mosaic_dom above 1)", n.name(), n.value(params), n.unit()),
         )),
         None => Ok(()),
     }

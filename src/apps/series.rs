@@ -797,13 +797,13 @@ fn sweep_file_matches(cfg: &Config, f: &SweepFile) -> bool {
     matches!(file_sha256(&resolve_out(cfg, &f.path)), Ok((h, n)) if h == f.sha256 && n == f.bytes)
 }
 
-/// True when every file of the record exists with its recorded sha256.
 /// Whether a NeXus sweep file of `sweep` holds `frame` (a frame of `--outputs nexus` lists no files
 /// of its own).
 fn in_sweep(sweep: &[SweepFile], frame: usize) -> bool {
     sweep.iter().any(|f| f.role == "NeXus" && (f.first_frame..=f.last_frame).contains(&frame))
 }
 
+/// True when every file of the record exists with its recorded sha256.
 fn files_match(cfg: &Config, rec: &FrameRecord) -> bool {
     !rec.files.is_empty()
         && rec.files.iter().all(|f| matches!(file_sha256(&resolve_out(cfg, &f.path)), Ok((h, n)) if h == f.sha256 && n == f.bytes))
@@ -944,14 +944,14 @@ const PLANNED_FRAME_BYTES: u64 = 64;
 /// text, and its file names in the check that no two outputs collide.
 const RENDERED_FRAME_BYTES: u64 = 4096;
 
-/// The frames of `shard`, narrowed by `--only` (refused past the last frame, or with `-nexusfile`,
-/// whose file holds the shard's whole sweep), after checking that their records fit in the memory.
 /// The frames this run of `sa` renders: its shard's (`--shard`, else the Slurm/MPI variables `env`
 /// gives), within `--only`: what `run` renders and the Python `Series` yields.
 pub fn frames_of_run(sa: &SeriesArgs, plan: &Plan, env: &dyn Fn(&str) -> Option<String>) -> Result<std::ops::RangeInclusive<usize>> {
     shard_frames_to_render(sa, plan, &resolve_shard(sa.shard.as_deref(), env)?)
 }
 
+/// The frames of `shard`, narrowed by `--only` (refused past the last frame, or with `-nexusfile`,
+/// whose file holds the shard's whole sweep), after checking that their records fit in the memory.
 fn shard_frames_to_render(sa: &SeriesArgs, plan: &Plan, shard: &Shard) -> Result<std::ops::RangeInclusive<usize>> {
     let mut frames = shard_frames(plan.total, shard);
     if let Some((lo, hi)) = sa.only {
@@ -1068,6 +1068,8 @@ fn prepare(plan: &Plan, todo: &[usize]) -> Result<Prepared> {
     let cfg = plan.frame_config(&plan.frame(first)?);
     crate::run::outputs::check_inputs(&cfg)?;
     crate::run::limits::check_values(&cfg.params)?;
+    // the shard's NeXus sweep is written from the frames' counts, not by a frame's own -nexusfile
+    crate::run::simulate::check_counts_offset(&cfg, plan.nexus.is_some())?;
     let est = crate::run::limits::check_run(&cfg)?;
     let writers = plan.base.run.threads.unwrap_or(usize::MAX).clamp(1, 2) as u64;
     let frame_bytes = est.bytes.saturating_sub(32 << 20);

@@ -98,6 +98,10 @@ pub fn build_sources(
         for (k, l) in lambdas.iter().enumerate() {
             log.line(format!("lambda{k} = {}", cf("%.15g", *l)));
         }
+        if !WAVELENGTH_RANGE.contains(&lambda0) {
+            // the library's callers (Python) reach here without the flags' check of -lambda
+            return Err(Error::flag("-lambda", format!("{lambda0:e} m is not an X-ray wavelength this program can simulate (1e-6 to 1e7 Angstrom)")));
+        }
         if let Some(l) = lambdas.iter().find(|l| !WAVELENGTH_RANGE.contains(l)) {
             return Err(Error::flag("-dispersion", format!("{}% around {} m reaches a wavelength of {} m, outside 1e-16 to 1e-3 m", g(disp.range * 100.0), g(lambda0), g(*l))));
         }

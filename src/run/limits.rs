@@ -31,8 +31,9 @@ pub fn check_values(params: &crate::experiment::params::Params) -> Result<()> {
         ("-beam_vector", params.beam_vector),
         ("-polar_vector", params.polar_vector),
         ("-spindle_axis", params.spindle_vector),
-        // a zero axis shrank the detector's axes to length cos 2θ (nanoBragg.c rotates about it unchecked)
-        ("-twotheta_axis", params.twotheta_axis),
+        // a zero axis shrank the detector's axes to length cos 2θ (nanoBragg.c rotates about it
+        // unchecked); unused when the angle is 0
+        ("-twotheta_axis", if params.detector_twotheta != 0.0 { params.twotheta_axis } else { [0.0, 1.0, 0.0] }),
     ] {
         let len2 = v[0] * v[0] + v[1] * v[1] + v[2] * v[2];
         if !(len2 > 1e-200 && len2.is_finite()) {

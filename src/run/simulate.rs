@@ -204,7 +204,11 @@ pub fn nexus_one_sensor(exp: &Experiment) -> Result<()> {
     match panels.iter().position(|p| p.sensor != panels[0].sensor) {
         Some(i) => Err(Error::flag(
             "-nexusfile",
-            format!("panels 0 and {i} have different sensors ({} and {} mm thick) and the NeXus file describes one: write -floatfile, or one panel with --panel N", panels[0].sensor.thick * 1e3, panels[i].sensor.thick * 1e3),
+            format!(
+                "panels 0 and {i} have different sensors ({} and {} mm thick) and the NeXus file describes one: write -floatfile, or one panel with --panel N",
+                crate::base::c::printf::cf("%g", panels[0].sensor.thick * 1e3),
+                crate::base::c::printf::cf("%g", panels[i].sensor.thick * 1e3)
+            ),
         )),
         None => Ok(()),
     }
@@ -223,9 +227,10 @@ pub fn output_paths(cfg: &Config) -> Vec<(&'static str, PathBuf)> {
 /// The 32-bit counts of `-cbffile`/`-nexusfile` are photons plus a given `-adc`: an offset below 0 or
 /// past 2³¹ − 1 made every pixel a negative count (below the files' underload of −1) or saturated
 /// every one, silently.
-fn check_counts_offset(cfg: &Config) -> Result<()> {
+/// `nexus_sweep`: a `series` shard's NeXus file, which its frames' configurations do not name.
+pub fn check_counts_offset(cfg: &Config, nexus_sweep: bool) -> Result<()> {
     let adc = cfg.output.counts_offset();
-    if (cfg.output.cbffile.is_some() || cfg.output.nexusfile.is_some()) && !(0.0..=i32::MAX as f64).contains(&adc) {
+    if (cfg.output.cbffile.is_some() || cfg.output.nexusfile.is_some() || nexus_sweep) && !(0.0..=i32::MAX as f64).contains(&adc) {
         return Err(crate::Error::flag("-adc", format!("{adc}: the CBF/NeXus counts are photons plus this offset, which must be from 0 to 2147483647")));
     }
     Ok(())
@@ -234,7 +239,7 @@ fn check_counts_offset(cfg: &Config) -> Result<()> {
 /// Refuse, before any work, unreadable inputs and outputs that cannot be written, would overwrite an
 /// input or each other. Creates `--out-dir` (only after every input was found).
 pub fn check_outputs(cfg: &Config) -> Result<Vec<Planned>> {
-    check_counts_offset(cfg)?;
+    check_counts_offset(cfg, false)?;
     outputs::check_inputs(cfg)?;
     let created = outputs::create_out_dir(cfg)?;
     let planned = outputs::plan(cfg).inspect_err(|_| outputs::remove_created_dirs(&created))?;

@@ -178,7 +178,9 @@ fn header_frame(c: &NoisifyConfig, out: &mut dyn Write) -> Result<(Frame, Option
         frame.pixel = t / 1000.0;
     }
     frame.detsize_y = frame.pixel * frame.ypixels as f64;
-    if let Some(t) = value("DISTANCE", true)? {
+    // finite only: ValueOf finds CLOSE_DISTANCE, negative for a detector swung past 90° (the C's own
+    // headers), and noisify only copies it into the header it writes
+    if let Some(t) = value("DISTANCE", false)? {
         frame.distance = t / 1000.0;
     }
     // WAVELENGTH is read by the C but only the command line's goes into the header it writes

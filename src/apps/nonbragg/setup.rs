@@ -53,6 +53,9 @@ pub(super) fn validate(c: &NonBraggConfig, det: &DetectorSize, steps: &BeamSteps
     if c.sourcefile.is_none() && !(c.lambda0 > 0.0) {
         return Err(Error::flag("-lambda", format!("{} A: the wavelength must be greater than 0 (or give -energy)", c.lambda0 * 1e10)));
     }
+    if c.sourcefile.is_none() && !crate::experiment::beam::WAVELENGTH_RANGE.contains(&c.lambda0) {
+        return Err(Error::flag("-lambda", format!("{:e} m is not an X-ray wavelength this program can simulate (1e-6 to 1e7 Angstrom; or -energy)", c.lambda0)));
+    }
     if c.oversample as i64 > MAX_OVERSAMPLE {
         return Err(Error::flag("-oversample", format!("{} sub-pixels per axis is impractical (at most {MAX_OVERSAMPLE})", c.oversample)));
     }
