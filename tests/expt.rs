@@ -491,3 +491,21 @@ fn the_dials_origin_of_an_experiment_list_is_its_first_panels_origin() {
     let out = ok(d, &[&["--expt", &e, "-floatfile", "o.bin"][..], RUN].concat());
     assert!(out.contains("  dials origin= -4.5 8.25 -60\n"), "{out}");
 }
+
+/// A multi-axis goniometer as dxtbx writes it (axes from the sample out, their angles, the scanning
+/// one; no rotation_axis) renders as the same goniometer written as one axis with F and S (it was
+/// refused): here 20° about y inside the scan axis and 10° about z outside it.
+#[test]
+fn a_multi_axis_goniometer_renders_as_its_single_axis_form() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let one = expt(vec![panel("p", TILTED_F, [0.0, -1.0, 0.0], TILTED_O, [96, 80])], None);
+    let mut multi = one.clone();
+    multi["goniometer"][0] = json!({"axes": [[0.0, 1.0, 0.0], [1.0, 0.1, 0.0], [0.0, 0.0, 1.0]], "angles": [20.0, 0.0, 10.0],
+                                    "names": ["PHI", "OMEGA", "TWO"], "scan_axis": 1});
+    let one = write(d, "one.expt", &one);
+    let multi = write(d, "multi.expt", &multi);
+    ok(d, &[&["--expt", &one, "-floatfile", "one.bin"], RUN].concat());
+    ok(d, &[&["--expt", &multi, "-floatfile", "multi.bin"], RUN].concat());
+    assert_close(&floats(&d.join("multi.bin")), &floats(&d.join("one.bin")), "multi-axis vs single-axis goniometer");
+}

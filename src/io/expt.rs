@@ -79,7 +79,11 @@ struct GoniometerJson {
     fixed_rotation: Option<[f64; 9]>,
     setting_rotation: Option<[f64; 9]>,
     setting_rotation_at_scan_points: Vec<serde_json::Value>,
-    axes: Option<serde_json::Value>,
+    /// dxtbx's multi-axis goniometer (kappa, ...): its axes from the sample out, their angles
+    /// (degrees) and which one scans; it writes no rotation_axis, fixed or setting rotation.
+    axes: Option<Vec<V3>>,
+    angles: Option<Vec<f64>>,
+    scan_axis: Option<usize>,
 }
 
 #[derive(Deserialize, Debug, Default)]
@@ -390,8 +394,8 @@ fn read_goniometer(g: &GoniometerJson, jp: &str) -> JResult<ExptGoniometer> {
     if !g.setting_rotation_at_scan_points.is_empty() {
         return Err((format!("{jp}.setting_rotation_at_scan_points"), "scan-varying goniometer: a setting that changes across the scan cannot be simulated".into()));
     }
-    if g.axes.is_some() && g.rotation_axis.is_none() {
-        return Err((format!("{jp}.axes"), "a multi-axis goniometer without its effective rotation_axis cannot be simulated".into()));
+    if let (Some(axes), None) = (&g.axes, g.rotation_axis) {
+        return multi_axis(axes, g, jp);
     }
     let axis = need(g.rotation_axis, jp, "rotation_axis")?;
     finite(&axis, jp, "rotation_axis")?;
@@ -404,6 +408,43 @@ fn read_goniometer(g: &GoniometerJson, jp: &str) -> JResult<ExptGoniometer> {
     rotation(&fixed, jp, "fixed_rotation")?;
     rotation(&setting, jp, "setting_rotation")?;
     Ok(ExptGoniometer { rotation_axis: axis, fixed_rotation: fixed, setting_rotation: setting })
+}
+
+/// dxtbx's `MultiAxisGoniometer` as the single-axis model: the scan axis, F = R(axis_{s−1}, angle_{s−1})
+/// ··· R(axis_0, angle_0) of the axes inside it and S = R(axis_{n−1}, …) ··· R(axis_{s+1}, …) of those
+/// outside it (dxtbx's `get_fixed_rotation`/`get_setting_rotation`, checked against its numbers).
+fn multi_axis(axes: &[V3], g: &GoniometerJson, jp: &str) -> JResult<ExptGoniometer> {
+    let angles = g.angles.as_deref().unwrap_or_default();
+    if angles.len() != axes.len() {
+        return Err((format!("{jp}.angles"), format!("{} angles for {} axes", angles.len(), axes.len())));
+    }
+    let scan = need(g.scan_axis, jp, "scan_axis")?;
+    if scan >= axes.len() {
+        return Err((format!("{jp}.scan_axis"), format!("{scan} is not one of the {} axes", axes.len())));
+    }
+    let mut units = Vec::with_capacity(axes.len());
+    for (i, (a, t)) in axes.iter().zip(angles).enumerate() {
+        finite(a, jp, &format!("axes[{i}]"))?;
+        if !t.is_finite() {
+            return Err((format!("{jp}.angles[{i}]"), format!("{t:?} is not finite")));
+        }
+        units.push(direction_of(a, jp, &format!("axes[{i}]"))?);
+    }
+    let product = |range: std::ops::Range<usize>| range.fold(IDENTITY, |m, i| mat_mul(&axis_angle_matrix(&units[i], angles[i].to_radians()), &m));
+    Ok(ExptGoniometer { rotation_axis: units[scan], fixed_rotation: product(0..scan), setting_rotation: product(scan + 1..axes.len()) })
+}
+
+const IDENTITY: [f64; 9] = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0];
+
+/// The row-major matrix of the rotation by `phi` about the unit `axis` (its columns: the rotated
+/// basis vectors).
+fn axis_angle_matrix(axis: &V3, phi: f64) -> [f64; 9] {
+    let c = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]].map(|e| crate::base::vec3::rotate_axis(&e, axis, phi));
+    [c[0][0], c[1][0], c[2][0], c[0][1], c[1][1], c[2][1], c[0][2], c[1][2], c[2][2]]
+}
+
+fn mat_mul(a: &[f64; 9], b: &[f64; 9]) -> [f64; 9] {
+    std::array::from_fn(|k| (0..3).map(|j| a[k / 3 * 3 + j] * b[j * 3 + k % 3]).sum())
 }
 
 fn read_scan(s: &ScanJson, jp: &str) -> JResult<ExptScan> {
@@ -497,4 +538,38 @@ pub fn expt_json(m: &ExptModel, image: Option<&Path>, exposure: f64) -> String {
     let mut text = serde_json::to_string_pretty(&list).unwrap_or_default();
     text.push('\n');
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A kappa-like goniometer as dxtbx 3.12 writes it (`axes`, `angles`, `names`, `scan_axis`, no
+    /// rotation_axis): F, S and the axis equal dxtbx's `get_fixed_rotation`, `get_setting_rotation`
+    /// and `get_rotation_axis_datum` (numbers printed by dxtbx for these axes and angles).
+    #[test]
+    fn a_multi_axis_goniometer_is_dxtbxs_single_axis_model() {
+        let g: GoniometerJson = serde_json::from_value(serde_json::json!({
+            "axes": [[1, 0, 0], [0, 1, 0], [0, 0, 1], [0.6, 0.8, 0], [0, 0.6, 0.8]],
+            "angles": [10, 20, 30, 40, 50], "names": ["a", "b", "c", "d", "e"], "scan_axis": 2
+        }))
+        .unwrap();
+        let m = read_goniometer(&g, "goniometer[0]").unwrap();
+        let fixed = [0.9396926207859084, 0.0593911746138847, 0.33682408883346515, 0.0, 0.984807753012208, -0.17364817766693033, -0.3420201433256687, 0.16317591116653482, 0.9254165783983234];
+        let setting = [0.241367543682494, -0.3117705049921483, 0.9189890429562367, 0.5195292439313884, 0.8413638031222306, 0.14898427935784425, -0.8196530202206048, 0.4414817131123746, 0.36505180924165226];
+        for k in 0..9 {
+            assert!((m.fixed_rotation[k] - fixed[k]).abs() < 1e-12, "F[{k}] {} vs {}", m.fixed_rotation[k], fixed[k]);
+            assert!((m.setting_rotation[k] - setting[k]).abs() < 1e-12, "S[{k}] {} vs {}", m.setting_rotation[k], setting[k]);
+        }
+        assert_eq!(m.rotation_axis, [0.0, 0.0, 1.0]);
+        let bad = |v: serde_json::Value, want: &str| {
+            let g: GoniometerJson = serde_json::from_value(v).unwrap();
+            let (path, why) = read_goniometer(&g, "goniometer[0]").unwrap_err();
+            assert!(format!("{path}: {why}").contains(want), "{path}: {why}");
+        };
+        bad(serde_json::json!({"axes": [[1, 0, 0]], "angles": [], "scan_axis": 0}), "goniometer[0].angles: 0 angles for 1 axes");
+        bad(serde_json::json!({"axes": [[1, 0, 0]], "angles": [0], "scan_axis": 1}), "goniometer[0].scan_axis: 1 is not one of the 1 axes");
+        bad(serde_json::json!({"axes": [[0, 0, 0]], "angles": [0], "scan_axis": 0}), "goniometer[0].axes[0]");
+        bad(serde_json::json!({"axes": [[1, 0, 0]], "angles": [0]}), "scan_axis");
+    }
 }
