@@ -22,18 +22,8 @@ use std::io::Write;
 /// Degrees per radian as UBtoA.awk computes it (180/π, not nanoBragg.c's 180·(1/π): the last bit differs).
 const RTD_UBTOA: f64 = 180.0 / std::f64::consts::PI;
 
-/// A 3×3 matrix, rows first.
-pub type M3 = [[f64; 3]; 3];
-
-fn matmul(a: &M3, b: &M3) -> M3 {
-    let mut r = [[0.0; 3]; 3];
-    for i in 0..3 {
-        for j in 0..3 {
-            r[i][j] = a[i][0] * b[0][j] + a[i][1] * b[1][j] + a[i][2] * b[2][j];
-        }
-    }
-    r
-}
+pub use crate::base::vec3::M3;
+use crate::base::vec3::mat3_mul as matmul;
 
 /// UBtoA.awk's B matrix (columns a*, b*, c*) for a cell in Å and degrees.
 pub fn b_matrix(cell: [f64; 6]) -> M3 {

@@ -12,3 +12,6 @@ pub const AVOGADRO: f64 = 6.02214179e23;
 /// The wavelengths (Å) this program simulates: `-lambda`'s range (1e-16 to 1e-3 m), and every other
 /// wavelength's (a source file's, a dispersion step's, an `.expt` beam's, a `.geom` photon energy's).
 pub const WAVELENGTH_RANGE_A: std::ops::RangeInclusive<f64> = 1e-6..=1e7;
+
+/// [`WAVELENGTH_RANGE_A`] in metres, written out (the products by 1e-10 round off the bounds).
+pub const WAVELENGTH_RANGE_M: std::ops::RangeInclusive<f64> = 1e-16..=1e-3;

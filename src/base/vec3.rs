@@ -131,3 +131,24 @@ mod tests {
         assert_eq!(unitize(&[0.0; 3]), ([0.0; 3], 0.0));
     }
 }
+
+/// A 3×3 matrix, rows first.
+pub type M3 = [[f64; 3]; 3];
+
+/// The product `a`·`b` (each entry a₀b₀ + a₁b₁ + a₂b₂ in that order).
+pub fn mat3_mul(a: &M3, b: &M3) -> M3 {
+    let mut r = [[0.0; 3]; 3];
+    for i in 0..3 {
+        for j in 0..3 {
+            r[i][j] = a[i][0] * b[0][j] + a[i][1] * b[1][j] + a[i][2] * b[2][j];
+        }
+    }
+    r
+}
+
+/// How far the finite matrix `m` is from a proper rotation: the largest |rowᵢ·rowⱼ − δᵢⱼ| and the
+/// determinant (a rotation: 0 and +1).
+pub fn rotation_deviation(m: &M3) -> (f64, f64) {
+    let worst = (0..9).map(|k| (dot(&m[k / 3], &m[k % 3]) - if k / 3 == k % 3 { 1.0 } else { 0.0 }).abs()).fold(0.0, f64::max);
+    (worst, dot(&m[0], &cross(&m[1], &m[2])))
+}

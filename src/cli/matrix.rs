@@ -57,15 +57,7 @@ fn parse_umat(v: &Vals) -> Result<M3> {
     for k in 0..9 {
         u[k / 3][k % 3] = v.num(k)?;
     }
-    let det = u[0][0] * (u[1][1] * u[2][2] - u[1][2] * u[2][1]) - u[0][1] * (u[1][0] * u[2][2] - u[1][2] * u[2][0])
-        + u[0][2] * (u[1][0] * u[2][1] - u[1][1] * u[2][0]);
-    let worst = (0..9)
-        .map(|k| {
-            let (i, j) = (k / 3, k % 3);
-            let dot = u[i][0] * u[j][0] + u[i][1] * u[j][1] + u[i][2] * u[j][2];
-            (dot - if i == j { 1.0 } else { 0.0 }).abs()
-        })
-        .fold(0.0, f64::max);
+    let (worst, det) = crate::base::vec3::rotation_deviation(&u);
     if !(worst <= ROTATION_TOLERANCE) || !(det > 0.0) {
         return Err(Error::flag(
             v.flag,

@@ -19,11 +19,9 @@ pub struct Source {
     pub lambda: f64,
 }
 
-/// The wavelengths (m) this program simulates, 1e-6 to 1e7 Å: `-lambda`'s range, and every source's
-/// (a `-sourcefile` line's, a `-dispersion` step's: 200 % and more made wavelengths of 0 and below,
-/// and a NaN image).
-/// (`base::consts::WAVELENGTH_RANGE_A` in metres, written out: the products round off the bounds.)
-pub const WAVELENGTH_RANGE: std::ops::RangeInclusive<f64> = 1e-16..=1e-3;
+/// The wavelengths (m) this program simulates: `-lambda`'s range, and every source's (a `-sourcefile`
+/// line's, a `-dispersion` step's: 200 % and more made wavelengths of 0 and below, and a NaN image).
+pub use crate::base::consts::WAVELENGTH_RANGE_M as WAVELENGTH_RANGE;
 
 /// The incident beam: sources (directions and wavelengths), the divergence and dispersion grids they
 /// came from, fluence and polarization.

@@ -236,8 +236,7 @@ fn finite(v: &[f64], jpath: &str, field: &str) -> JResult<()> {
     }
 }
 
-/// Wavelengths (Å) the simulation can use: the -lambda range.
-const WAVELENGTH_RANGE: std::ops::RangeInclusive<f64> = crate::base::consts::WAVELENGTH_RANGE_A;
+use crate::base::consts::WAVELENGTH_RANGE_A as WAVELENGTH_RANGE; // Å: the -lambda range
 
 /// The unit vector along `v`: refused when `v` is zero or too long for its length to be computed
 /// (|v|² overflows, and `v`/|v| would be the zero vector).
@@ -253,10 +252,8 @@ fn direction_of(v: &V3, jp: &str, field: &str) -> JResult<V3> {
 /// Refuse a matrix that is not a proper rotation (orthonormal rows to `ROTATION_TOL`, determinant +1):
 /// a scaled or sheared "rotation" would silently rescale or shear the crystal.
 fn rotation(m: &[f64; 9], jp: &str, field: &str) -> JResult<()> {
-    let row = |i: usize| [m[3 * i], m[3 * i + 1], m[3 * i + 2]];
-    let orthonormal = (0..3).all(|i| (0..3).all(|j| (crate::base::vec3::dot(&row(i), &row(j)) - if i == j { 1.0 } else { 0.0 }).abs() <= ROTATION_TOL));
-    let det = crate::base::vec3::dot(&row(0), &cross(&row(1), &row(2)));
-    match (orthonormal, det > 0.0) {
+    let (worst, det) = crate::base::vec3::rotation_deviation(&rows(m));
+    match (worst <= ROTATION_TOL, det > 0.0) {
         (true, true) => Ok(()),
         (false, _) => Err((format!("{jp}.{field}"), format!("{m:?} is not a rotation: its rows are not orthonormal (to {ROTATION_TOL:e})"))),
         (true, false) => Err((format!("{jp}.{field}"), format!("{m:?} is a reflection (determinant {det:.6}), not a rotation"))),
@@ -400,9 +397,8 @@ fn read_goniometer(g: &GoniometerJson, jp: &str) -> JResult<ExptGoniometer> {
     let axis = need(g.rotation_axis, jp, "rotation_axis")?;
     finite(&axis, jp, "rotation_axis")?;
     let axis = direction_of(&axis, jp, "rotation_axis")?;
-    let id = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0];
-    let fixed = g.fixed_rotation.unwrap_or(id);
-    let setting = g.setting_rotation.unwrap_or(id);
+    let fixed = g.fixed_rotation.unwrap_or(IDENTITY);
+    let setting = g.setting_rotation.unwrap_or(IDENTITY);
     finite(&fixed, jp, "fixed_rotation")?;
     finite(&setting, jp, "setting_rotation")?;
     rotation(&fixed, jp, "fixed_rotation")?;
@@ -430,21 +426,24 @@ fn multi_axis(axes: &[V3], g: &GoniometerJson, jp: &str) -> JResult<ExptGoniomet
         }
         units.push(direction_of(a, jp, &format!("axes[{i}]"))?);
     }
-    let product = |range: std::ops::Range<usize>| range.fold(IDENTITY, |m, i| mat_mul(&axis_angle_matrix(&units[i], angles[i].to_radians()), &m));
+    let product = |range: std::ops::Range<usize>| {
+        let m = range.fold(rows(&IDENTITY), |m, i| crate::base::vec3::mat3_mul(&axis_angle_matrix(&units[i], angles[i].to_radians()), &m));
+        std::array::from_fn(|k| m[k / 3][k % 3])
+    };
     Ok(ExptGoniometer { rotation_axis: units[scan], fixed_rotation: product(0..scan), setting_rotation: product(scan + 1..axes.len()) })
 }
 
 const IDENTITY: [f64; 9] = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0];
 
-/// The row-major matrix of the rotation by `phi` about the unit `axis` (its columns: the rotated
-/// basis vectors).
-fn axis_angle_matrix(axis: &V3, phi: f64) -> [f64; 9] {
-    let c = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]].map(|e| crate::base::vec3::rotate_axis(&e, axis, phi));
-    [c[0][0], c[1][0], c[2][0], c[0][1], c[1][1], c[2][1], c[0][2], c[1][2], c[2][2]]
+/// A row-major nine as the rows of a [`M3`](crate::base::vec3::M3).
+fn rows(m: &[f64; 9]) -> crate::base::vec3::M3 {
+    [[m[0], m[1], m[2]], [m[3], m[4], m[5]], [m[6], m[7], m[8]]]
 }
 
-fn mat_mul(a: &[f64; 9], b: &[f64; 9]) -> [f64; 9] {
-    std::array::from_fn(|k| (0..3).map(|j| a[k / 3 * 3 + j] * b[j * 3 + k % 3]).sum())
+/// The rotation by `phi` about the unit `axis` (its columns: the rotated basis vectors).
+fn axis_angle_matrix(axis: &V3, phi: f64) -> crate::base::vec3::M3 {
+    let c = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]].map(|e| crate::base::vec3::rotate_axis(&e, axis, phi));
+    [[c[0][0], c[1][0], c[2][0]], [c[0][1], c[1][1], c[2][1]], [c[0][2], c[1][2], c[2][2]]]
 }
 
 fn read_scan(s: &ScanJson, jp: &str) -> JResult<ExptScan> {

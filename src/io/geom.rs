@@ -123,8 +123,7 @@ fn number_unit<'a>(path: &Path, key: &str, (v, n): &'a (String, usize)) -> Resul
     }
 }
 
-/// Wavelengths (Å) the simulation can use: the -lambda range.
-const WAVELENGTH_RANGE: std::ops::RangeInclusive<f64> = crate::base::consts::WAVELENGTH_RANGE_A;
+use crate::base::consts::WAVELENGTH_RANGE_A as WAVELENGTH_RANGE; // Å: the -lambda range
 
 fn global_wavelength(path: &Path, g: &Fields) -> Result<Option<f64>> {
     let in_range = |key: &str, (v, n): &(String, usize), a: f64| {
