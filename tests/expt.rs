@@ -243,6 +243,10 @@ fn each_panel_has_its_own_sensor() {
     assert_eq!(floats(&d.join("flag.bin")), floats(&d.join("flag_thin.bin")));
     // NeXus describes one sensor for every module
     refused(d, &[&["--expt", &e, "-nexusfile", "x.nxs"], RUN].concat(), "different sensors");
+    // a 1e300 mm sensor (accepted before: the layers' offsets carried the pixels away)
+    h["detector"][0]["panels"][1]["thickness"] = json!(1e300);
+    let huge = write(d, "huge.expt", &h);
+    refused(d, &[&["--expt", &huge, "-floatfile", "h.bin"], RUN].concat(), "thickness: 1e+300 mm is not a sensor's thickness");
 }
 
 #[test]

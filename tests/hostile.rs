@@ -546,6 +546,8 @@ fn derived_values_stay_within_the_flags_ranges() {
         (&["-twotheta_axis", "0", "0", "0", "-twotheta", "45"][..], "-twotheta_axis: 0 0 0 has no direction"),
         (&["-dispersion", "200", "-dispsteps", "3"][..], "-dispersion: 200% around 6.2e-10 m reaches a wavelength of 0 m"),
         (&["-dispersion", "1e6", "-dispsteps", "2"][..], "-dispersion"),
+        // a 1e294 m sensor put the pixels' layers at infinity (an empty image, exit 0)
+        (&["-detector_thick", "1e300"][..], "-detector_thick: 1e+300 um is not a sensor's thickness"),
     ] {
         refused(&run_small(d.path(), extra), what, &format!("{extra:?}"));
     }

@@ -679,9 +679,17 @@ def refine(sim: Simulation, observed: Any, names: Sequence[str], loss: str = "po
         if isinstance(observed, (str, os.PathLike)):
             path = os.fspath(observed)
         else:
-            obs = np.asarray(observed, dtype=np.float32)
+            with np.errstate(over="ignore", invalid="ignore"):
+                obs = np.asarray(observed, dtype=np.float32)
             if obs.shape != sim.shape:
                 raise ValueError(f"observed has shape {obs.shape} but the detector is (slow, fast) = {sim.shape}")
+            if not np.isfinite(obs).all():
+                # said here, naming the array: the command line would name its scratch file (a
+                # float64 past 3.4e38 overflows float32)
+                i = int(np.flatnonzero(~np.isfinite(obs.ravel()))[0])
+                s, f = divmod(i, obs.shape[1])
+                v = np.asarray(observed).ravel()[i]
+                raise ValueError(f"observed: pixel {i} (fast {f}, slow {s}) is {v}: observed pixels must be finite float32 values")
             path = os.path.join(tmp, "observed.bin")
             obs.astype("<f4").tofile(path)
         # numpy structure factors or an A matrix: their scratch files went with the simulation's

@@ -60,3 +60,13 @@ def test_refine_a_simulation_made_from_arrays():
     fit, report = nanobragg.refine(start, obs, ["rot_x"], loss="lsq")
     assert report["converged"], report
     assert np.allclose(fit.render(), obs, rtol=1e-3, atol=1e-3 * obs.max())
+
+
+def test_refine_names_the_array_for_values_float32_cannot_hold():
+    """A float64 observed image past float32's range was refused naming refine's scratch file."""
+    sim = nanobragg.Simulation(FLAGS)
+    obs = sim.render().astype(np.float64)
+    obs[2, 5] = 1e300
+    with pytest.raises(ValueError, match=r"observed: pixel 69 \(fast 5, slow 2\) is 1e\+300") as e:
+        nanobragg.refine(sim, obs, ["rot_x"], loss="lsq")
+    assert "observed.bin" not in str(e.value)

@@ -15,3 +15,8 @@ pub const WAVELENGTH_RANGE_A: std::ops::RangeInclusive<f64> = 1e-6..=1e7;
 
 /// [`WAVELENGTH_RANGE_A`] in metres, written out (the products by 1e-10 round off the bounds).
 pub const WAVELENGTH_RANGE_M: std::ops::RangeInclusive<f64> = 1e-16..=1e-3;
+
+/// The thickest detector sensor a run takes, in metres (`-detector_thick`, a `.expt` panel's
+/// `thickness`): real sensors are below a few mm; far past this the layers' offsets carried the
+/// pixels out of the picture.
+pub const MAX_SENSOR_THICKNESS_M: f64 = 1.0;

@@ -347,6 +347,10 @@ fn read_detector(d: &DetectorJson, jp: &str) -> JResult<Vec<ExptPanel>> {
         if !(p.thickness >= 0.0 && p.thickness.is_finite() && p.mu >= 0.0 && p.mu.is_finite()) {
             return Err((format!("{pj}.thickness"), format!("thickness {} mm and mu {} /mm must be finite and not negative", p.thickness, p.mu)));
         }
+        // the sensor's layers step along the panel normal: a huge one moved the pixels away
+        if p.thickness > crate::base::consts::MAX_SENSOR_THICKNESS_M * 1e3 {
+            return Err((format!("{pj}.thickness"), format!("{} mm is not a sensor's thickness (at most 1 m)", crate::base::c::printf::g(p.thickness))));
+        }
         out.push(ExptPanel {
             name: p.name.clone(),
             fast_axis: f,

@@ -147,10 +147,12 @@ fn global_wavelength(path: &Path, g: &Fields) -> Result<Option<f64>> {
     }
     if let Some(v) = g.get("wavelength") {
         let (x, unit) = number_unit(path, "wavelength", v)?;
-        let a = match unit.unwrap_or("m") {
-            "A" => x,
-            "m" => x * 1e10,
-            u => return Err(Error::file_line(path, v.1, format!("wavelength unit '{u}': give m or A"))),
+        // CrystFEL's parse_wavelength: the unit is required (only photon_energy has a default)
+        let a = match unit {
+            Some("A") => x,
+            Some("m") => x * 1e10,
+            Some(u) => return Err(Error::file_line(path, v.1, format!("wavelength unit '{u}': give m or A"))),
+            None => return Err(Error::file_line(path, v.1, format!("wavelength = {}: give the unit, m or A (CrystFEL requires one)", v.0))),
         };
         if !(a > 0.0) {
             return Err(Error::file_line(path, v.1, "wavelength must be positive"));
@@ -269,6 +271,9 @@ mod tests {
         let kev = read(&format!("photon_energy = 12.398419843320026 keV\n{PANEL}")).unwrap().wavelength.unwrap();
         assert!((kev - 1.0).abs() < 1e-12 && (ev - 1.0).abs() < 1e-12, "{ev} {kev}");
         refused(&format!("photon_energy = 12 MeV\n{PANEL}"), "t.geom line 1: photon_energy unit 'MeV'");
+        // CrystFEL refuses a wavelength without its unit (metres were assumed)
+        refused(&format!("wavelength = 1e-10\n{PANEL}"), "t.geom line 1: wavelength = 1e-10: give the unit, m or A");
+        assert_eq!(read(&format!("wavelength = 1e-10 m\n{PANEL}")).unwrap().wavelength, read(&format!("wavelength = 1 A\n{PANEL}")).unwrap().wavelength);
     }
 
     #[test]

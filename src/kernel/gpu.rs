@@ -239,7 +239,10 @@ impl Tables {
         p.oversample_omega = exp.sampling.oversample_omega as i32;
         p.oversample_thick = exp.sampling.oversample_thick as i32;
         p.oversample_polar = exp.sampling.oversample_polar as i32;
-        let layers: f64 = exp.det.panels.first().map_or(1.0, |p| p.sensor.thicksteps.max(0) as f64);
+        // each panel's own sensor layers, weighted by its pixels (the timing report's sample count)
+        let pixels: f64 = exp.det.panels.iter().map(|p| (p.fpixels * p.spixels) as f64).sum();
+        let layer_pixels: f64 = exp.det.panels.iter().map(|p| (p.fpixels * p.spixels) as f64 * p.sensor.thicksteps.max(0) as f64).sum();
+        let layers = if pixels > 0.0 { layer_pixels / pixels } else { 1.0 };
         let samples_per_pixel = (exp.sampling.oversample * exp.sampling.oversample) as f64 * layers * p.n_src as f64 * p.n_orient as f64;
         Tables { params: p, orient, sources, panels, fgrid, fgrid_real, mask, samples_per_pixel }
     }

@@ -53,6 +53,11 @@ pub fn check_values(params: &crate::experiment::params::Params) -> Result<()> {
     if !crate::experiment::beam::WAVELENGTH_RANGE.contains(&params.lambda0) {
         return flag("-lambda", format!("{:e} m is not an X-ray wavelength this program can simulate (1e-6 to 1e7 Angstrom)", params.lambda0));
     }
+    // nanoBragg.c steps each sensor layer along the normal by the thickness: a huge one moved the
+    // pixels off to infinity and left an empty image
+    if params.detector_thick > crate::base::consts::MAX_SENSOR_THICKNESS_M {
+        return flag("-detector_thick", format!("{} um is not a sensor's thickness (at most 1e6 um, 1 m)", crate::base::c::printf::g(params.detector_thick * 1e6)));
+    }
     if params.default_f.abs() > 1e100 {
         return flag("-default_F", format!("{} is too large: its square overflows", params.default_f));
     }
