@@ -361,6 +361,10 @@ fn drop_in_names_run_the_c_programs() {
         assert_eq!(r.status.code(), Some(0), "{name}: {}", String::from_utf8_lossy(&r.stderr));
         assert!(d.join(out).is_file(), "{name} wrote no {out}");
     }
+    // with nothing to do, the hint names the command as typed (`nanoBragg simulate ...` fails)
+    let r = Command::new(d.join("nanoBragg")).current_dir(d).stdin(Stdio::null()).output().unwrap();
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(r.status.code() == Some(9) && err.contains("try `nanoBragg --detector 512`"), "{err}");
 }
 
 /// `matrix` reads its values as `simulate` does: `70x`, `1,5`, `30deg`, `0x10` and a fractional

@@ -105,6 +105,12 @@ fn errors_name_what_is_wrong() {
     std::fs::write(tmp.path().join("short.mat"), "0.01 0 0\n0 0.01 0\n").unwrap();
     check(&["-mat", "short.mat", "-default_F", "100"], "short.mat");
     check(&[CRYSTAL, &["-adc", "1e10", "-cbffile", "c.cbf"]].concat(), "-adc: 10000000000: the CBF/NeXus counts are photons plus this offset");
+    // a curved detector's pixels lie on a sphere; these headers describe a flat panel (an audit found
+    // the spots 12 pixels from where dxtbx put them)
+    for (out, flag) in [(&["-cbffile", "c.cbf"][..], "-cbffile"), (&["-nexusfile", "c.nxs"][..], "-nexusfile"), (&["-dxtbx_smv"][..], "-dxtbx_smv")] {
+        check(&[CRYSTAL, &["-curved_det"], out].concat(), &format!("{flag}: the file describes a flat detector and -curved_det"));
+    }
+    assert!(run_in(tmp.path(), &[CRYSTAL, &["-curved_det", "-intfile", "curved.img"]].concat()).status.success(), "the plain SMV stays, as nanoBragg.c writes it");
 }
 
 #[test]
@@ -151,6 +157,13 @@ fn out_dir_is_created_and_receives_the_files() {
     let out = run_in(tmp.path(), &[CRYSTAL, &["--out-dir", "results/run1", "-nonoise", "-nopgm"]].concat());
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(files_in(&tmp.path().join("results/run1")), ["floatimage.bin", "intimage.img"]);
+    // the structure-factor cache goes there too, announced as written (it said "unable to open dump
+    // file" because the folder was not made yet)
+    std::fs::write(tmp.path().join("f.hkl"), "0 0 0 10\n1 0 0 20\n").unwrap();
+    let out = run_in(tmp.path(), &[CRYSTAL, &["-hkl", "f.hkl", "--out-dir", "results/run2", "-nonoise", "-nopgm"]].concat());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("writing dump file for next time: results/run2/Fdump.bin") && !text.contains("unable"), "{text}");
+    assert!(tmp.path().join("results/run2/Fdump.bin").is_file());
 }
 
 #[test]
@@ -277,4 +290,16 @@ fn the_rmsd_summed_during_the_int_conversion_equals_its_own_pass() {
     let stats = |o: &Output| String::from_utf8_lossy(&o.stdout).lines().find(|l| l.starts_with("mean=")).map(str::to_string);
     assert!(stats(&fused).is_some_and(|l| l.contains("rmsd=")));
     assert_eq!(stats(&fused), stats(&own));
+}
+
+/// The setup lines give the angles rendered: with `--phi-midpoint` (and `--expt`) each sub-step's
+/// centre, where they printed its start (an audit: "phi0 = 3, phi1 = 3.25" for 3.125 and 3.375).
+#[test]
+fn printed_phi_steps_are_the_rendered_angles() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scan = ["-phi", "3", "-osc", "0.5", "-phisteps", "2", "-nonoise", "-nopgm"];
+    let c_like = String::from_utf8_lossy(&run_in(tmp.path(), &[CRYSTAL, &scan].concat()).stdout).into_owned();
+    assert!(c_like.contains("phi0 = 3\n") && c_like.contains("phi1 = 3.25\n"), "{c_like}");
+    let mid = String::from_utf8_lossy(&run_in(tmp.path(), &[CRYSTAL, &scan, &["--phi-midpoint"]].concat()).stdout).into_owned();
+    assert!(mid.contains("phi0 = 3.125\n") && mid.contains("phi1 = 3.375\n"), "{mid}");
 }

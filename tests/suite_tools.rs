@@ -37,6 +37,12 @@ fn matrix_reads_back_to_the_same_cell() {
             assert!((g - w).abs() < 2e-3 * w, "{name}: {got:?} vs {cell:?}");
         }
     }
+    // a strongly triclinic cell (UBtoA.awk's B matrix read back c = 45.99 for 50)
+    run_ok(bin().current_dir(dir.path()).args(["matrix", "-cell", "30", "40", "50", "100", "110", "120", "-o", "t.mat"]));
+    let got = cell_read_back(dir.path(), "t.mat", "1");
+    for (g, w) in got.iter().zip([30.0, 40.0, 50.0, 100.0, 110.0, 120.0]) {
+        assert!((g - w).abs() < 2e-3 * w, "triclinic: {got:?}");
+    }
     // a seed gives the same orientation every time; another seed a different one
     let again = |seed: &str, name: &str| {
         run_ok(bin().current_dir(dir.path()).args(["matrix", "-cell", "70", "80", "90", "85", "95", "100", "-misset", "random", "-seed", seed, "-o", name]));

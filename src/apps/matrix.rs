@@ -10,9 +10,10 @@
 //! as UBtoA.awk builds it), where UBtoA.awk would drop the MATRIX and use the B of a CELL line (or
 //! zeros without one, a bug).
 //!
-//! Difference from UBtoA.awk: the random orientation draws its three numbers from the suite's
+//! Differences from UBtoA.awk: the random orientation draws its three numbers from the suite's
 //! `ran1` with `-seed` (awk's `rand()` differs between awk implementations), so a seed gives the
-//! same matrix everywhere.
+//! same matrix everywhere; the B matrix's last element is 1/c ([`b_matrix`]: the awk's is wrong for
+//! triclinic cells).
 
 use crate::base::c::printf::cf;
 use crate::base::c::rng::NrRandom;
@@ -25,7 +26,10 @@ const RTD_UBTOA: f64 = 180.0 / std::f64::consts::PI;
 pub use crate::base::vec3::M3;
 use crate::base::vec3::mat3_mul as matmul;
 
-/// UBtoA.awk's B matrix (columns a*, b*, c*) for a cell in Å and degrees.
+/// The B matrix (columns a*, b*, c*) for a cell in Å and degrees, as UBtoA.awk lays it out (a* along
+/// x, b* in the xy plane), with the textbook third row 1/c: UBtoA.awk's B_CZ = c*·V/(abc·sin γ*) is
+/// c*·sin α·sin β where c*·sin α·sin β* is meant, so its triclinic cells read back wrong (30 40 50 100
+/// 110 120 gave c = 45.99); the two agree wherever sin β = sin β* (orthogonal and monoclinic cells).
 pub fn b_matrix(cell: [f64; 6]) -> M3 {
     let [a, b, c] = [cell[0], cell[1], cell[2]];
     let (alpha, beta, gamma) = (cell[3] / RTD_UBTOA, cell[4] / RTD_UBTOA, cell[5] / RTD_UBTOA);
@@ -48,7 +52,7 @@ pub fn b_matrix(cell: [f64; 6]) -> M3 {
     [
         [a_star, b_star * cgs, c_star * cbs],
         [0.0, b_star * sgs, c_star * (cas - cbs * cgs) / sgs],
-        [0.0, 0.0, c_star * volume / (a * b * c * sgs)],
+        [0.0, 0.0, 1.0 / c],
     ]
 }
 
@@ -198,6 +202,21 @@ fn start_matrix(path: &std::path::Path) -> Result<M3> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Independent check of a triclinic cell: BᵀB is the reciprocal metric tensor, whatever the
+    /// orientation convention (cctbx's `unit_cell((30,40,50,100,110,120)).reciprocal_metrical_matrix()`:
+    /// a*², b*², c*², a*·b*, a*·c*, b*·c*). UBtoA.awk's B gave c*² 8 % off.
+    #[test]
+    fn triclinic_b_has_cctbxs_reciprocal_metric() {
+        let b = b_matrix([30.0, 40.0, 50.0, 100.0, 110.0, 120.0]);
+        let col = |j: usize| [b[0][j], b[1][j], b[2][j]];
+        let dot = |x: [f64; 3], y: [f64; 3]| x[0] * y[0] + x[1] * y[1] + x[2] * y[2];
+        let got = [dot(col(0), col(0)), dot(col(1), col(1)), dot(col(2), col(2)), dot(col(0), col(1)), dot(col(0), col(2)), dot(col(1), col(2))];
+        let cctbx = [0.0019828001976472998, 0.0010154772430213349, 0.00055200091769989803, 0.00085773456038913372, 0.00052604979933811101, 0.00031708611653811722];
+        for (g, w) in got.iter().zip(cctbx) {
+            assert!((g - w).abs() < 1e-12 * w.abs().max(1e-3), "{got:?} vs cctbx {cctbx:?}");
+        }
+    }
 
     /// Independent check: for an orthorhombic cell B is diag(1/a, 1/b, 1/c), and a 90° misset about
     /// z maps a* onto y.

@@ -1094,6 +1094,9 @@ fn prepare(plan: &Plan, todo: &[usize]) -> Result<Prepared> {
     crate::run::simulate::check_geometry_outputs(&cfg, &exp)?;
     if plan.nexus.is_some() {
         crate::run::simulate::nexus_one_sensor(&exp)?;
+        if exp.det.panels.iter().any(|p| p.curved) {
+            return Err(Error::flag("--outputs", "nexus: the file describes a flat detector and -curved_det puts the pixels on a sphere (its spots would be misplaced): drop -curved_det or the nexus output"));
+        }
     }
     cfg.run.check_backend(&exp, &cfg.output)?;
     Ok(Prepared { inputs, exp, cfg, workers })
@@ -1119,10 +1122,14 @@ fn check_output_size(
     if nexus {
         per_frame.push(("NeXus", crate::run::outputs::COMPRESSED_BYTES_PER_PIXEL * pixels));
     }
+    // the structure-factor cache is one file of the grid's size, not a per-frame image
+    let dump = per_frame.iter().any(|(r, _)| *r == "dump").then(|| prepared.exp.structure_factors.fhkl.as_ref().map_or(0, |g| crate::io::fdump::fdump_len(g)));
+    per_frame.retain(|(r, _)| *r != "dump");
     let frame_total: u64 = per_frame.iter().map(|(_, b)| b).fold(0, |a, b| a.saturating_add(*b));
-    let total = frame_total.saturating_mul(frames as u64);
+    let total = frame_total.saturating_mul(frames as u64).saturating_add(dump.unwrap_or(0));
     let parts: Vec<String> = per_frame.iter().map(|(r, b)| format!("{r} {}", human(*b))).collect();
-    let what = format!("about {} ({frames} frames x {} = {})", human(total), human(frame_total), parts.join(" + "));
+    let once = dump.map(|b| format!(", and the dump {} once", human(b))).unwrap_or_default();
+    let what = format!("about {} ({frames} frames x {} = {}{once})", human(total), human(frame_total), parts.join(" + "));
     let dir = plan.base.output.out_dir.clone().unwrap_or_else(|| PathBuf::from("."));
     let free = crate::base::disk::free_bytes(&dir);
     if !quiet_user {

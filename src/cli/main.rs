@@ -80,9 +80,11 @@ impl From<crate::Error> for Failure {
 fn simulate(args: &[String]) -> Result<(), Failure> {
     if args.is_empty() {
         // nanoBragg.c prints its usage and exits 9 when run with nothing to do.
-        return Err(crate::Error::setup(
-            "nothing to simulate: give a crystal (-cell/-mat with -hkl/-default_F), or try `simulate --detector 512` for the built-in demo crystal; `simulate --help` lists every flag",
-        )
+        // as the user typed it: `nanoBragg --detector 512` under the drop-in link
+        let cmd = if DROP_IN.load(std::sync::atomic::Ordering::Relaxed) { "nanoBragg" } else { "simulate" };
+        return Err(crate::Error::setup(format!(
+            "nothing to simulate: give a crystal (-cell/-mat with -hkl/-default_F), or try `{cmd} --detector 512` for the built-in demo crystal; `{cmd} --help` lists every flag"
+        ))
         .into());
     }
     let mut cfg = parse::parse_simulate_args(args)?;
@@ -200,6 +202,7 @@ pub fn main() -> ExitCode {
     // called as one of the C programs (a link named nanoBragg, noisify, nonBragg, nearBragg): run it
     if let Some(sub) = std::env::args_os().next().as_deref().and_then(|a| drop_in_subcommand(std::path::Path::new(a))) {
         args.insert(0, sub.to_string());
+        DROP_IN.store(true, std::sync::atomic::Ordering::Relaxed);
     }
     let result = dispatch(&args);
     match result {
@@ -220,6 +223,9 @@ pub fn main() -> ExitCode {
         }
     }
 }
+
+/// Run under a drop-in name of the C suite (messages then name the command as typed).
+static DROP_IN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// The subcommand a drop-in name of the C suite stands for (the program's file name, e.g. a symbolic
 /// link `nanoBragg` to this binary), so scripts written for the C programs run unchanged.

@@ -47,8 +47,8 @@ fn parse_cell(v: &Vals) -> Result<[f64; 6]> {
 }
 
 /// How far `-umat` may be from a rotation: |U·Uᵀ − I| per element. Loose enough for a U typed to
-/// three decimals (`0.707 0.707 0`: 3e-4), tight enough to refuse a singular, scaled or sheared one.
-const ROTATION_TOLERANCE: f64 = 1e-2;
+/// three decimals (`0.707 0.707 0`: 3e-4), tight enough to refuse a singular, scaled or sheared one (`1 0.05 0 -0.05 1 0 0 0 1`, rows 1.00125 long, scaled the A matrix).
+const ROTATION_TOLERANCE: f64 = 1e-3;
 
 /// `-umat`: nine numbers, rows of a proper rotation (orthonormal, determinant +1). A singular or
 /// reflecting U would make an A matrix of no crystal orientation (UBtoA.awk takes any nine numbers).
@@ -65,6 +65,16 @@ fn parse_umat(v: &Vals) -> Result<M3> {
         ));
     }
     Ok(u)
+}
+
+/// `-spread` in degrees, > 0: UBtoA.awk takes 0 or less as 90 (isotropic), where 0 would read as no
+/// spread at all, so neither meaning is guessed.
+fn positive_spread(v: &Vals) -> Result<f64> {
+    let s = v.num(0)?;
+    if !(s > 0.0) {
+        return Err(Error::flag(v.flag, format!("{}: give the spread in degrees, > 0 (90 is isotropic; UBtoA.awk took 0 or less as 90)", v.words[0])));
+    }
+    Ok(s)
 }
 
 /// Parse `matrix`'s flags (UBtoA.awk's keywords as flags): every value strictly a number, `-seed`
@@ -87,9 +97,11 @@ pub fn parse_matrix_args(args: &[String]) -> Result<MatrixConfig> {
             "-cell" => m.cell = Some(parse_cell(&v)?),
             "-misset" if n == 1 => m.ops.push(None),
             "-misset" => m.ops.push(Some(v.vec3()?)),
+            // UBtoA.awk's UMATRIX replaces U, dropping an earlier MISSET without a word
+            "-umat" if !m.ops.is_empty() => return Err(Error::flag("-umat", "comes after -misset, which it would replace (as UBtoA.awk's UMATRIX does): give -umat first, then -misset to rotate it")),
             "-umat" => m.u = parse_umat(&v)?,
             "-lambda" | "-wavelength" => m.lambda = v.pos(0)?,
-            "-spread" => m.spread = v.num(0)?,
+            "-spread" => m.spread = positive_spread(&v)?,
             "-seed" => m.seed = Some(v.int(0)?),
             "-mat" => m.mat_file = Some(v.path(0)),
             _ => m.outfile = Some(v.words[0].clone()),
@@ -180,7 +192,7 @@ mod tests {
     #[test]
     fn umat_must_be_a_rotation() {
         let cell = "-cell 70 80 90 85 95 105";
-        for u in ["0 0 0 0 0 0 0 0 0", "2 0 0 0 1 0 0 0 1", "1 0 0 0 1 0 0 0 -1", "0 1 0 1 0 0 0 0 1", "1 0.05 0 0 1 0 0 0 1"] {
+        for u in ["0 0 0 0 0 0 0 0 0", "2 0 0 0 1 0 0 0 1", "1 0 0 0 1 0 0 0 -1", "0 1 0 1 0 0 0 0 1", "1 0.05 0 0 1 0 0 0 1", "1 0.05 0 -0.05 1 0 0 0 1"] {
             let e = refused(&format!("{cell} -umat {u}"));
             assert!(e.starts_with("-umat: not a rotation matrix"), "{u}: {e}");
         }
@@ -191,5 +203,19 @@ mod tests {
         assert!(p(&format!("{cell} -umat {co:.7} {:.7} 0 {s:.7} {co:.7} 0 0 0 1", -s)).is_ok());
         // and one typed to three decimals
         assert!(p(&format!("{cell} -umat 0.707 0.707 0 -0.707 0.707 0 0 0 1")).is_ok());
+    }
+
+    /// An audit's differences from UBtoA.awk that changed the matrix silently: `-umat` after `-misset`
+    /// (the awk's UMATRIX drops the misset; here the misset was applied after it) and a spread of 0 or
+    /// less (the awk's isotropic 90; here the identity or a negative cone).
+    #[test]
+    fn umat_after_misset_and_non_positive_spreads_are_refused() {
+        let cell = "-cell 70 80 90 85 95 105";
+        assert!(refused(&format!("{cell} -misset 1 2 3 -umat 1 0 0 0 1 0 0 0 1")).starts_with("-umat: comes after -misset"));
+        assert!(p(&format!("{cell} -umat 1 0 0 0 1 0 0 0 1 -misset 1 2 3")).is_ok());
+        for s in ["0", "-5"] {
+            assert!(refused(&format!("{cell} -misset random -seed 1 -spread {s}")).starts_with(&format!("-spread: {s}: give the spread in degrees, > 0")));
+        }
+        assert_eq!(p(&format!("{cell} -misset random -spread 10")).unwrap().spread, 10.0);
     }
 }

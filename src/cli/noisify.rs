@@ -108,7 +108,11 @@ pub(crate) fn parse_strstr<C>(line: &StrstrLine<C>, args: &[String], c: &mut C) 
         }
         match nvals {
             Some(n) => values_left = n,
-            None if !is_value => return Err(Error::flag(a, format!("unknown {} flag ({})", line.program, line.usage))),
+            None if !is_value => {
+                let known: Vec<&'static str> = line.flags.iter().flat_map(|f| f.is.iter().chain(f.has)).copied().collect();
+                let hint = crate::cli::parse::suggest_among(a, &known).map(|s| format!("; did you mean {s}?")).unwrap_or_default();
+                return Err(Error::flag(a, format!("unknown {} flag{hint} ({})", line.program, line.usage)));
+            }
             None => {}
         }
     }
@@ -240,6 +244,9 @@ mod tests {
     #[test]
     fn bad_input_is_refused() {
         assert!(p("-floatfile a.bin -bogus 3").is_err());
+        // a typo is offered the flag it is closest to (noisify.c ignores it; the usage alone was given)
+        let e = p("-floatfil a.bin").unwrap_err().to_string();
+        assert!(e.contains("unknown noisify flag; did you mean -floatfile?"), "{e}");
         assert!(p("-floatfile a.bin -scale").is_err());
         assert!(p("-floatfile a.bin -psf blur").is_err());
         assert!(p("-floatfile a.bin -bits 8").is_err());

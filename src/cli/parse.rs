@@ -133,17 +133,22 @@ fn value_count(typed: &str, f: &Flag, rest: &[String]) -> Result<usize> {
 /// of similar length (`-cbf` is not `-Nb`, `-h5` is not `-h`). A spelling that differs only in
 /// dashes or case (`--floatfile`, `-FLOATFILE`) is always offered.
 pub fn suggest(word: &str) -> Option<&'static str> {
+    suggest_among(word, &all_spellings())
+}
+
+/// [`suggest`] among the given spellings (a subcommand's own flags).
+pub fn suggest_among(word: &str, spellings: &[&'static str]) -> Option<&'static str> {
     let norm = |s: &str| s.trim_start_matches('-').to_ascii_lowercase();
     let w = norm(word);
     if w.is_empty() {
         return None;
     }
-    if let Some(s) = all_spellings().into_iter().find(|s| norm(s) == w) {
+    if let Some(s) = spellings.iter().copied().find(|s| norm(s) == w) {
         return Some(s);
     }
-    let (d, best) = all_spellings()
-        .into_iter()
-        .map(|s| (strsim::levenshtein(&w, &norm(s)), s))
+    let (d, best) = spellings
+        .iter()
+        .map(|&s| (strsim::levenshtein(&w, &norm(s)), s))
         .min_by_key(|&(d, _)| d)?;
     let n = w.chars().count().min(norm(best).chars().count());
     let allowed = if n < 4 { 0 } else if n < 8 { 1 } else { (n / 3).max(2) };

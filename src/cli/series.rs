@@ -98,8 +98,23 @@ pub fn split_args(args: &[String]) -> Result<SeriesArgs> {
         }
         i += take;
     }
-    s.config = parse_simulate_args(&s.simulate)?;
+    s.config = parse_simulate_args(&s.simulate).map_err(with_series_suggestion)?;
     Ok(s)
+}
+
+/// The flags `series` reads itself (the rest go to `simulate`'s parser).
+const SERIES_FLAGS: &[&str] = &["--frames", "--stills", "--orientation", "--shard", "--only", "--name", "--outputs", "--max-output", "--resume", "--verify"];
+
+/// A flag simulate's parser does not know, with a "did you mean" among series's own flags where one
+/// is close (`--frame`, `--resum`: simulate's spellings alone offered nothing).
+fn with_series_suggestion(e: Error) -> Error {
+    match e {
+        Error::Flag { flag, reason } if reason.starts_with("unknown flag") && !reason.contains("did you mean") => match crate::cli::parse::suggest_among(&flag, SERIES_FLAGS) {
+            Some(s) => Error::flag(flag, format!("unknown flag; did you mean {s}? (see series --help)")),
+            None => Error::Flag { flag, reason },
+        },
+        e => e,
+    }
 }
 
 /// `nanobragg-rs series ...`: run or verify; messages to `out` (standard output).
@@ -129,6 +144,11 @@ mod tests {
         assert_eq!(s.only, Some((2, 3)));
         assert_eq!(s.simulate.join(" "), "-cell 10 10 10 90 90 90 -phi 1 -osc 0.5");
         assert!(split_args(&["--frames".into(), "0".into()]).is_err());
+        // series's own flags are offered for a typo (simulate's parser knew only its own)
+        for (typo, want) in [("--frame", "--frames"), ("--resum", "--resume"), ("--stils", "--stills"), ("--shards", "--shard")] {
+            let e = split_args(&["--frames".into(), "2".into(), typo.into()]).unwrap_err().to_string();
+            assert!(e.contains(&format!("did you mean {want}?")), "{typo}: {e}");
+        }
         assert!(split_args(&["--only".into(), "3-2".into()]).is_err());
     }
 }

@@ -15,6 +15,12 @@ pub fn fdump_bytes(grid: &HklGrid) -> Vec<u8> {
     out
 }
 
+/// The size in bytes of [`fdump_bytes`]`(grid)`, without making it.
+pub fn fdump_len(grid: &HklGrid) -> u64 {
+    let head = format!("{} {} {} {} {} {}\n\x0c", grid.h_min, grid.h_max, grid.k_min, grid.k_max, grid.l_min, grid.l_max);
+    head.len() as u64 + grid.data.len() as u64 * 8
+}
+
 /// Write the Fdump.bin cache atomically.
 pub fn write_fdump(path: &Path, grid: &HklGrid) -> Result<()> {
     write_atomic(path, &fdump_bytes(grid))
@@ -117,6 +123,7 @@ mod tests {
         let r = read_fdump(&p).unwrap();
         assert_eq!(r.data, g.data);
         assert_eq!((r.h_min, r.k_max, r.l_min), (-1, 2, -2));
+        assert_eq!(fdump_len(&g), std::fs::metadata(&p).unwrap().len());
     }
 
     /// A dump holding an F whose square overflows is refused, as an -hkl file holding one is.

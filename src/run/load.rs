@@ -55,7 +55,9 @@ pub fn load_inputs(cfg: &Config) -> Result<Inputs> {
         // The cache is written with the other outputs at the end of the run (run::outputs), so a
         // refused run never leaves one; here only the C's message, from a check of the target.
         // F computed from a -pdb/-cif model are cached too.
-        if crate::io::atomic::target_kind(&dump_path).is_ok() {
+        // a dump inside an --out-dir that is made at the end is writable too
+        let in_new_out_dir = cfg.output.out_dir.as_ref().is_some_and(|d| !d.exists() && dump_path.starts_with(d));
+        if in_new_out_dir || crate::io::atomic::target_kind(&dump_path).is_ok() {
             inp.log.dump.line(format!("writing dump file for next time: {}", dump_path.display()));
         } else {
             inp.log.dump.line(format!("WARNING: unable to open dump file: {}", dump_path.display()));

@@ -178,6 +178,15 @@ pub fn dxtbx_beam_centre(h: &mut SmvHeader, exp: &Experiment) {
 /// Refuse, before rendering, a CBF whose geometry a miniCBF header cannot carry and a NeXus file
 /// without the HDF5 library.
 pub fn check_geometry_outputs(cfg: &Config, exp: &Experiment) -> Result<()> {
+    // -curved_det puts every pixel on a sphere about the sample; each of these headers describes a
+    // flat panel, where dxtbx would place the spots off by pixels (the plain SMV header stays, as
+    // nanoBragg.c writes it)
+    if exp.det.panels.iter().any(|p| p.curved) {
+        let curved = [("-cbffile", cfg.output.cbffile.is_some()), ("-nexusfile", cfg.output.nexusfile.is_some()), ("-dxtbx_smv", cfg.output.smv_dxtbx)];
+        if let Some((flag, _)) = curved.iter().find(|(_, given)| *given) {
+            return Err(Error::flag(*flag, "the file describes a flat detector and -curved_det puts the pixels on a sphere (its spots would be misplaced): write -floatfile or -intfile, or drop -curved_det"));
+        }
+    }
     if let Some(p) = &cfg.output.cbffile {
         let m = crate::run::headers::image_meta(exp, cfg.params.exposure);
         if let Err(e) = m.mini_cbf_ok() {

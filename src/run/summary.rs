@@ -40,8 +40,11 @@ pub fn setup_summary(cfg: &Config, inputs: &Inputs, exp: &Experiment) -> Vec<Str
     for t in 0..exp.det.panel().sensor.thicksteps {
         add(&[format!("thick{t} = {} um", g(exp.det.panel().sensor.thickstep * t as f64 * 1e6))]);
     }
+    // the angles rendered: each sub-step's start as the C, its centre with --phi-midpoint (and
+    // --expt/--geom), as experiment::build samples them
+    let offset = if cfg.params.phi_midpoint { 0.5 } else { 0.0 };
     for k in 0..exp.scan.phisteps {
-        add(&[format!("phi{k} = {}", g((exp.scan.phi0 + exp.scan.phistep * k as f64) * RTD))]);
+        add(&[format!("phi{k} = {}", g((exp.scan.phi0 + exp.scan.phistep * (k as f64 + offset)) * RTD))]);
     }
     add(&notes.sources.lines); // L2310
     add(&[format!("  created a total of {} mosaic domains", exp.domains())]); // L2436
