@@ -355,8 +355,8 @@ fn series_refuses_empty_outputs_and_manifest_like_names() {
         (vec!["--outputs", "float", "-floatfile", "series.shard-0-of-1.json"], "-floatfile"),
         (vec!["--name", "run", "--outputs", "float", "-floatfile", "run.shard-#.json"], "-floatfile"),
         // a flat-panel header for a curved detector's pixels
-        (vec!["--outputs", "float,nexus", "-curved_det"], "--outputs: nexus: the file describes a flat detector"),
-        (vec!["--outputs", "float,cbf", "-curved_det"], "-cbffile: the file describes a flat detector"),
+        (vec!["-curved_det", "-N", "5", "--outputs", "float,nexus"], "--outputs: nexus: the file describes a flat detector"),
+        (vec!["-curved_det", "-N", "5", "--outputs", "float,cbf"], "-cbffile: the file describes a flat detector"),
     ] {
         let o = bin().arg("series").args(CRYSTAL).args(["-osc", "1", "--frames", "2"]).args(&extra).current_dir(tmp.path()).output().unwrap();
         let err = String::from_utf8_lossy(&o.stderr);

@@ -669,7 +669,7 @@ def _names(names: Any) -> list[str]:
 def refine(sim: Simulation, observed: Any, names: Sequence[str], loss: str = "poisson",
            max_iterations: int = 50) -> tuple[Simulation, dict]:
     """Fit the named parameters of ``sim`` to ``observed`` (a float image (slow, fast) of photons, or the
-    path of a raw float, SMV or CBF file) as ``nanobragg-rs refine`` does (Levenberg-Marquardt on the
+    path of a raw float, SMV, CBF or NeXus file) as ``nanobragg-rs refine`` does (Levenberg-Marquardt on the
     derivative images). Returns the refined simulation and a report ``{"converged", "iterations",
     "loss", "values", "message"}`` (``values``: name -> value in flag units); a fit that does not
     converge is returned with ``converged`` False. The GIL is released."""

@@ -9,7 +9,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 pub const REFINE_USAGE: &str = "usage: nanobragg-rs refine <simulate flags> --observed OBS --refine NAME[,NAME...] [--loss poisson|lsq] --params-out FIT.json [--refined-out V.json] [--max-iterations N]\n\
-  Fits the named parameters (the --gradients names) to the observed image (raw floats, SMV or CBF) by\n\
+  Fits the named parameters (the --gradients names) to the observed image (raw floats, SMV, CBF or NeXus) by\n\
   Levenberg-Marquardt on the derivative images; prints each iteration; exit 0 when converged, 1 when not.\n\
   FIT.json loads with `simulate --params FIT.json`; V.json = {NAME: value} in flag units (rot_*: the\n\
   rotation relative to the start, x applied first).";

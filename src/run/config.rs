@@ -138,7 +138,7 @@ impl LossKind {
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LossSettings {
-    /// The measured image: raw float, SMV or CBF.
+    /// The measured image: raw float, SMV, CBF or NeXus.
     pub observed: Option<PathBuf>,
     pub kind: LossKind,
     /// `{"loss", "value", "gradient": {NAME: dL/dθ}}`.
