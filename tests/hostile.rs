@@ -438,8 +438,11 @@ fn refused_runs_write_nothing() {
     refused(&run_small(p, &["-hkl", "x.hkl", "-sourcefile", "bad.txt"]), "bad.txt", "bad sourcefile");
     std::fs::write(p.join("empty.stol"), "").unwrap();
     refused(&run_small(p, &["-hkl", "x.hkl", "-stol", "empty.stol"]), "empty.stol", "bad stol");
+    // read strictly, as nonbragg reads it (the C's reader took 'abc' as 0 and 'nan' as a number)
+    std::fs::write(p.join("words.stol"), "0 2.5\nabc 1\n").unwrap();
+    refused(&run_small(p, &["-hkl", "x.hkl", "-stol", "words.stol"]), "words.stol line 2: -stol table: 'abc' is not a number", "word in stol");
     assert!(!p.join("Fdump.bin").exists(), "Fdump.bin written by a refused run");
-    assert_eq!(entries(p), vec!["bad.txt", "empty.stol", "x.hkl"]);
+    assert_eq!(entries(p), vec!["bad.txt", "empty.stol", "words.stol", "x.hkl"]);
 }
 
 // ------------------------------------------------------------------------- write errors
@@ -548,6 +551,10 @@ fn derived_values_stay_within_the_flags_ranges() {
         (&["-dispersion", "1e6", "-dispsteps", "2"][..], "-dispersion"),
         // a 1e294 m sensor put the pixels' layers at infinity (an empty image, exit 0)
         (&["-detector_thick", "1e300"][..], "-detector_thick: 1e+300 um is not a sensor's thickness"),
+        // pivoting about the direct-beam spot, 2θ >= 90° leaves the spot in or behind the sample's
+        // plane (an "oversampling of 4e15" at 90°, an empty image at 100°)
+        (&["-twotheta", "90"][..], "-twotheta: puts the direct-beam spot through or behind the sample"),
+        (&["-twotheta", "100"][..], "-twotheta: puts the direct-beam spot through or behind the sample"),
     ] {
         refused(&run_small(d.path(), extra), what, &format!("{extra:?}"));
     }

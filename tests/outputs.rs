@@ -303,3 +303,15 @@ fn printed_phi_steps_are_the_rendered_angles() {
     let mid = String::from_utf8_lossy(&run_in(tmp.path(), &[CRYSTAL, &scan, &["--phi-midpoint"]].concat()).stdout).into_owned();
     assert!(mid.contains("phi0 = 3.125\n") && mid.contains("phi1 = 3.375\n"), "{mid}");
 }
+
+/// A NANOBRAGG_HDF5_LIB that does not load is an error naming it (the system's library was used
+/// silently instead, so a user could not tell which HDF5 wrote the file).
+#[test]
+fn a_named_hdf5_library_that_does_not_load_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = bin().arg("simulate").current_dir(tmp.path()).env("NANOBRAGG_HDF5_LIB", tmp.path().join("nonexistent.so")).args(CRYSTAL).args(["-nexusfile", "x.nxs"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(9), "{err}");
+    assert!(err.contains("NANOBRAGG_HDF5_LIB=") && err.contains("nonexistent.so: cannot load it as the HDF5 library") && err.trim_end().lines().count() == 1, "{err}");
+    assert!(!tmp.path().join("x.nxs").exists());
+}

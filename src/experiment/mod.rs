@@ -159,6 +159,7 @@ impl Experiment {
     pub fn build(params: &Params, inputs: &Inputs) -> Result<Experiment> {
         let mut notes = SetupNotes::default();
         let d = resolve_detector(params, &mut notes)?;
+        check_detector_faces_sample(params, &d.det)?;
         require_inputs(params, inputs, &d.det)?;
         let s = resolve_sampling_steps(params, &mut notes);
         let beam = resolve_beam_and_sources(params, inputs, &d.det, &s, &mut notes)?;
@@ -532,6 +533,23 @@ pub fn crystal_extent(lambda0: f64, det: &ConventionGeometry, c: &CrystalSetup) 
     let reciprocal_pixel_size = lambda0 * det.distance / det.pixel_size;
     let recommended = ((3.0 * xtalsize_max / reciprocal_pixel_size).ceil() as i64).max(1);
     (xtalsize_max, reciprocal_pixel_size, recommended)
+}
+
+/// Refuse a detector whose direct-beam spot lies in or behind the sample's plane: pivoting about the
+/// spot (the conventions' BEAM pivot, nanoBragg.c L1186-L1247), a two-theta of 90° or more leaves
+/// the distance cos 2θ·D ≤ 0 (an empty image, exit 0, or at exactly 90° an oversampling "of 4e15").
+fn check_detector_faces_sample(params: &Params, det: &ConventionGeometry) -> Result<()> {
+    if det.distance > 1e-9 * params.distance.abs() {
+        return Ok(());
+    }
+    let flag = if params.detector_twotheta != 0.0 { "-twotheta" } else { "-detector_rotx/-detector_roty/-detector_rotz" };
+    Err(Error::flag(
+        flag,
+        format!(
+            "puts the direct-beam spot through or behind the sample (distance {} m): pivoting about the spot, a detector swung to 90 degrees or more faces away; use -pivot sample with a -*_vector flag (CUSTOM convention)",
+            g(det.distance)
+        ),
+    ))
 }
 
 /// Sub-pixels per pixel axis: `-oversample`, or the C's automatic choice (L2060).

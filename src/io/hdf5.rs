@@ -97,18 +97,25 @@ unsafe fn global(lib: &libloading::Library, name: &str) -> Result<Hid, String> {
     Ok(*p)
 }
 
-/// The first HDF5 shared library that opens: `NANOBRAGG_HDF5_LIB`, then the usual names.
+/// Open one shared library by name or path.
+fn open_one(name: &str) -> Result<libloading::Library, libloading::Error> {
+    // SAFETY: loading HDF5 runs its initialisers, which have no requirements on the caller.
+    #[cfg(unix)]
+    let opened = unsafe { libloading::os::unix::Library::open(Some(name), libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_LOCAL).map(libloading::Library::from) };
+    #[cfg(not(unix))]
+    let opened = unsafe { libloading::Library::new(name) };
+    opened
+}
+
+/// The HDF5 shared library: the one `NANOBRAGG_HDF5_LIB` names (an error when it does not open: the
+/// system's was used silently instead), else the first of the usual names that opens.
 fn open_library() -> Result<libloading::Library, String> {
-    let env = std::env::var("NANOBRAGG_HDF5_LIB").ok();
-    for name in env.iter().map(|s| s.as_str()).chain(NAMES.iter().copied()) {
-        // SAFETY: loading HDF5 runs its initialisers, which have no requirements on the caller.
-        #[cfg(unix)]
-        let opened = unsafe { libloading::os::unix::Library::open(Some(name), libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_LOCAL).map(libloading::Library::from) };
-        #[cfg(not(unix))]
-        let opened = unsafe { libloading::Library::new(name) };
-        if let Ok(lib) = opened {
-            return Ok(lib);
-        }
+    if let Some(name) = std::env::var_os("NANOBRAGG_HDF5_LIB").filter(|v| !v.is_empty()) {
+        let name = name.to_string_lossy();
+        return open_one(&name).map_err(|e| format!("NANOBRAGG_HDF5_LIB={name}: cannot load it as the HDF5 library: {e}"));
+    }
+    if let Some(lib) = NAMES.iter().find_map(|name| open_one(name).ok()) {
+        return Ok(lib);
     }
     Err("-nexusfile needs the HDF5 shared library (libhdf5, version 1.10 or later) at run time, and none was found \
          (Debian/Ubuntu: apt-get install libhdf5-dev; or set NANOBRAGG_HDF5_LIB to its path)"
