@@ -153,3 +153,20 @@ fn refine_refuses_what_it_cannot_fit_honestly() {
     let o = run("simulate --params p.json -floatfile again.bin -nonoise -nopgm -quiet".into());
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
+
+/// With no crystal, refine takes the built-in one as simulate does (it stopped at "no structure
+/// factors", so the demo a new user renders could not be fitted).
+#[test]
+fn refine_takes_the_built_in_crystal_as_simulate_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let run = |args: &str| Command::new(BIN).current_dir(d).args(words(args)).output().unwrap();
+    let o = run("simulate --detector 48 -distance 100.5 -floatfile obs.bin -nonoise -nopgm -quiet");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = run("refine --detector 48 --observed obs.bin --refine distance --loss lsq --params-out fit.json");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{text}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(text.contains("no crystal given: using the built-in benchmark crystal"), "{text}");
+    let v: f64 = text.lines().find_map(|l| l.strip_prefix("refine: distance = ")).and_then(|l| l.split_whitespace().next()?.parse().ok()).expect(&text);
+    assert!((v - 100.5).abs() < 0.01, "{text}");
+}

@@ -9,7 +9,6 @@ use std::process::ExitCode;
 const EXIT_BAD_INPUT: u8 = 9;
 
 /// The benchmark crystal used when no crystal is described (see README "Quick start").
-const DEFAULT_CRYSTAL: &[&str] = &["-cell", "100", "100", "100", "90", "90", "90", "-N", "5", "-default_F", "100", "-lambda", "6.2"];
 
 fn version() -> String {
     format!("nanobragg-rs {} (git {})", env!("CARGO_PKG_VERSION"), crate::base::build::GIT_COMMIT)
@@ -87,19 +86,10 @@ fn simulate(args: &[String]) -> Result<(), Failure> {
         ))
         .into());
     }
-    let mut cfg = parse::parse_simulate_args(args)?;
-    let no_crystal = cfg.params.cell.is_none() && cfg.params.mat_file.is_none() && cfg.params.hkl_file.is_none() && cfg.params.model.path().is_none() && cfg.params.default_f == 0.0;
-    let dump = crate::run::config::resolve_out(&cfg, &cfg.params.dump_file);
+    let (cfg, built_in) = parse::parse_with_built_in_crystal(args)?;
     let mut out = Stdout { inner: std::io::stdout().lock(), error: None };
-    if no_crystal && !dump.is_file() {
-        // No crystal at all: run the embedded benchmark crystal; the user's flags still apply on top.
-        // (With an Fdump.bin in the folder, setup says a cell is missing and names that file.)
-        let mut with_default: Vec<String> = DEFAULT_CRYSTAL.iter().map(|s| s.to_string()).collect();
-        with_default.extend(args.iter().cloned());
-        cfg = parse::parse_simulate_args(&with_default)?;
-        if !cfg.run.quiet {
-            let _ = writeln!(out, "no crystal given: using the built-in benchmark crystal ({})", DEFAULT_CRYSTAL.join(" "));
-        }
+    if built_in && !cfg.run.quiet {
+        let _ = writeln!(out, "no crystal given: using the built-in benchmark crystal ({})", parse::BUILT_IN_CRYSTAL.join(" "));
     }
     // $NANOBRAGG_TIMINGS_JSON (set by bench-detailed): checked before the run, written after it
     let timings_json = std::env::var_os(crate::run::simulate::TIMINGS_JSON_ENV).filter(|p| !p.is_empty()).map(std::path::PathBuf::from);

@@ -128,6 +128,23 @@ fn value_count(typed: &str, f: &Flag, rest: &[String]) -> Result<usize> {
     }
 }
 
+/// The crystal `simulate` (and `refine`) use when the command line gives none: the benchmark crystal.
+pub const BUILT_IN_CRYSTAL: &[&str] = &["-cell", "100", "100", "100", "90", "90", "90", "-N", "5", "-default_F", "100", "-lambda", "6.2"];
+
+/// Parse simulate's flags; with no crystal at all (no cell, matrix, structure factors or Fdump.bin
+/// cache) parse them again over [`BUILT_IN_CRYSTAL`] (the user's flags still apply on top) and say so
+/// (`true`). With an Fdump.bin in the folder, setup says a cell is missing and names that file.
+pub fn parse_with_built_in_crystal(args: &[String]) -> Result<(Config, bool)> {
+    let cfg = parse_simulate_args(args)?;
+    let p = &cfg.params;
+    let no_crystal = p.cell.is_none() && p.mat_file.is_none() && p.hkl_file.is_none() && p.model.path().is_none() && p.default_f == 0.0;
+    if !no_crystal || crate::run::config::resolve_out(&cfg, &p.dump_file).is_file() {
+        return Ok((cfg, false));
+    }
+    let with_default: Vec<String> = BUILT_IN_CRYSTAL.iter().map(|s| s.to_string()).chain(args.iter().cloned()).collect();
+    Ok((parse_simulate_args(&with_default)?, true))
+}
+
 /// The known spelling closest to `word`, only when it is a likely typo: at most one edit for short
 /// words (two for words of 8+ characters, a third of the length beyond that), never a different word
 /// of similar length (`-cbf` is not `-Nb`, `-h5` is not `-h`). A spelling that differs only in

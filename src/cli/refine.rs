@@ -43,7 +43,11 @@ pub fn main(args: &[String], out: &mut dyn Write) -> Result<(bool, String)> {
     let names = names.ok_or_else(|| Error::flag("--refine", format!("name the parameters to refine: --refine NAME[,NAME...] (valid: {})", Param::names())))?;
     refuse_image_outputs(&rest)?;
     let params_out = params_out.ok_or_else(|| Error::flag("--params-out", "give the file for the refined parameters: --params-out FIT.json"))?;
-    let mut cfg = crate::cli::parse::parse_simulate_args(&rest)?;
+    // with no crystal, the built-in one (as simulate renders it: a demo fits what it renders)
+    let (mut cfg, built_in) = crate::cli::parse::parse_with_built_in_crystal(&rest)?;
+    if built_in {
+        let _ = writeln!(out, "no crystal given: using the built-in benchmark crystal ({})", crate::cli::parse::BUILT_IN_CRYSTAL.join(" "));
+    }
     if cfg.output.loss.observed.is_none() {
         return Err(Error::flag("--observed", "refine needs the measured image: --observed IMAGE"));
     }
