@@ -37,13 +37,15 @@ fn run_in(dir: &Path, args: &[&str], env: &[(&str, &str)], secs: u64) -> Ran {
 }
 
 /// The run is refused: exit 9 and one line on stderr that contains `want`, and no new file in `dir`.
-fn refused(dir: &Path, args: &[&str], env: &[(&str, &str)], want: &str) {
+/// Returns that line.
+fn refused(dir: &Path, args: &[&str], env: &[(&str, &str)], want: &str) -> String {
     let before = files(dir);
     let r = run_in(dir, args, env, 60);
     assert_eq!(r.code, Some(9), "{args:?}: exit {:?}, stderr {}", r.code, r.stderr);
     assert_eq!(r.stderr.trim_end().lines().count(), 1, "{args:?}: not one line: {}", r.stderr);
     assert!(r.stderr.contains(want), "{args:?}: {:?} does not say {want:?}", r.stderr);
     assert_eq!(files(dir), before, "{args:?}: wrote files");
+    r.stderr
 }
 
 fn files(dir: &Path) -> Vec<String> {
@@ -422,8 +424,10 @@ fn nonbragg_tables_samples_and_sizes_are_checked() {
     refused(d, &nb(&["-oversample", "100000"]), &[], "-oversample: 100000 sub-pixels per axis is impractical (at most 1000)");
     refused(d, &nb(&["-divsteps", "100000"]), &[("NANOBRAGG_MAX_MEMORY", "1G")], "-divsteps: 10000000000 sources");
     refused(d, &["nonbragg", "-stol", "w.stol", "-detpixels", "1000000"], &[], "-detpixels: 1000000x1000000 pixels is not a detector");
-    // a fluence beyond what a float pixel holds: refused, not an infinite image
-    refused(d, &nb(&["-fluence", "1e300"]), &[], "more than a 4-byte float holds");
+    // a fluence beyond what a float pixel holds: refused, not an infinite image (beyond 1e100 by name,
+    // as simulate)
+    refused(d, &nb(&["-fluence", "1e60"]), &[], "more than a 4-byte float holds");
+    refused(d, &nb(&["-fluence", "1e300"]), &[], "-fluence: 1e+300 photons/m^2 must be between 0 and 1e100");
     std::fs::write(d.join("abc.src"), "-10 0 0 1 1e-10\n-10 abc 0 1 1e-10\n").unwrap();
     for cmd in [&nb(&["-sourcefile", "abc.src"])[..], &["simulate", "-cell", "70", "80", "90", "85", "95", "105", "-N", "5", "-detpixels", "64", "-default_F", "10", "-sourcefile", "abc.src"]] {
         refused(d, cmd, &[], "abc.src line 2: -sourcefile: 'abc' is not a number");
@@ -519,7 +523,89 @@ fn nonbragg_wavelengths_stay_x_rays() {
     std::fs::write(d.join("w.stol"), "0.0 1.0\n0.5 2.0\n").unwrap();
     std::fs::write(d.join("far.txt"), "-10 0 0 1 1\n").unwrap();
     let nb = ["nonbragg", "-stol", "w.stol", "-detpixels", "16", "-noprogress", "-floatfile", "f.bin"];
-    refused(d, &[&nb[..], &["-dispersion", "200", "-dispsteps", "3"]].concat(), &[], "-dispersion: reaches a wavelength of 0 m");
+    refused(d, &[&nb[..], &["-dispersion", "200", "-dispsteps", "3"]].concat(), &[], "-dispersion: 200% around 1e-10 m reaches a wavelength of 0 m");
     refused(d, &[&nb[..], &["-lambda", "1e8"]].concat(), &[], "-lambda: 1e-2 m is not an X-ray wavelength");
     refused(d, &[&nb[..], &["-sourcefile", "far.txt"]].concat(), &[], "far.txt line 1: -sourcefile: wavelength 1 m, outside 1e-16 to 1e-3 m");
+}
+
+/// nearbragg's wavelengths as simulate's and nonbragg's: a dispersion of 200 % reached a wavelength of
+/// 0 (an all-NaN image, exit 0), 1e6 % a negative one (an image of λ = −5e-7 m, silently).
+#[test]
+fn nearbragg_wavelengths_stay_x_rays() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::write(d.join("at.txt"), "0 0 0 1\n1 2 3 1\n5 5 5 1\n0 3 1 1\n2 2 2 1\n").unwrap();
+    let near = ["nearbragg", "-file", "at.txt", "-detpixels", "32", "-pixel", "0.5", "-distance", "50", "-noprogress", "-floatfile", "o.bin"];
+    let sim = ["simulate", "-cell", "50", "50", "50", "90", "90", "90", "-default_F", "10", "-N", "3", "-detpixels", "16", "-floatfile", "o.bin"];
+    for (extra, want) in [
+        (&["-dispersion", "200", "-dispsteps", "3"][..], "-dispersion: 200% around 1e-10 m reaches a wavelength of 0 m, outside 1e-16 to 1e-3 m"),
+        (&["-dispersion", "1e6"], "-dispersion: 1e+06% around 1e-10 m reaches a wavelength of -4.999e-07 m"),
+    ] {
+        let ours = refused(d, &[&near[..], extra].concat(), &[("OMP_NUM_THREADS", "1")], want);
+        // the same line as simulate's, at simulate's default wavelength
+        let theirs = refused(d, &[&sim[..], &["-lambda", "1"], extra].concat(), &[], want);
+        assert_eq!(ours, theirs);
+    }
+    // a wavelength outside simulate's range is -lambda's, not -dispersion's
+    refused(d, &[&near[..], &["-lambda", "1e8"]].concat(), &[], "-lambda: 1e-2 m is not an X-ray wavelength");
+}
+
+/// Values simulate refuses by name that nonbragg and nearbragg took (exit 0): an inverted -roi (an
+/// all-zero image), a beam or detector axis without a direction and parallel detector axes (NaN or a
+/// line of pixels), a negative -flux or -fluence (negative pixels), a Kahn factor of 5, and nonbragg's
+/// -beamsize 0 (an infinite fluence from -flux, blamed on the sample). Each is refused with
+/// simulate's line, word for word.
+#[test]
+fn companion_programs_refuse_what_simulate_refuses() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::write(d.join("w.stol"), "0.0 1.0\n0.5 2.0\n").unwrap();
+    std::fs::write(d.join("at.txt"), "0 0 0 1\n1 2 3 1\n").unwrap();
+    let sim = ["simulate", "-cell", "50", "50", "50", "90", "90", "90", "-default_F", "10", "-N", "3", "-detpixels", "64", "-floatfile", "o.bin"];
+    let non = ["nonbragg", "-stol", "w.stol", "-thick", "0.1", "-detpixels", "64", "-noprogress", "-floatfile", "o.bin"];
+    let near = ["nearbragg", "-file", "at.txt", "-detpixels", "32", "-noprogress", "-floatfile", "o.bin"];
+    let cases: [(&[&str], &str, bool); 9] = [
+        (&["-roi", "50", "10", "0", "63"], "-roi: inverted region: needs xmin <= xmax and ymin <= ymax (got 50 10 0 63)", false),
+        (&["-roi", "20", "5", "0", "31"], "-roi: inverted region: needs xmin <= xmax and ymin <= ymax (got 20 5 0 31)", true),
+        (&["-beam_vector", "0", "0", "0"], "-beam_vector: 0 0 0 has no direction (a zero or non-finite vector)", false),
+        (&["-fdet_vector", "0", "0", "0"], "-fdet_vector: 0 0 0 has no direction", true),
+        (&["-fdet_vector", "0", "0", "1", "-sdet_vector", "0", "0", "1"], "-sdet_vector: 0 0 1 is parallel to -fdet_vector 0 0 1: the detector needs two directions", true),
+        (&["-flux", "-1"], "-flux: -1 photons/s must be between 0 and 1e100", false),
+        (&["-fluence", "-1"], "-fluence: must not be negative (got -1)", true),
+        (&["-polar", "5"], "-polar: Kahn factor 5 must be between -1 and 1", false),
+        (&["-flux", "1e12", "-beamsize", "0"], "-beamsize: must be greater than 0 (got 0)", false),
+    ];
+    for (extra, want, nearbragg_too) in cases {
+        let theirs = refused(d, &[&sim[..], extra].concat(), &[], want);
+        assert_eq!(refused(d, &[&non[..], extra].concat(), &[], want), theirs, "nonbragg {extra:?}");
+        if nearbragg_too {
+            refused(d, &[&near[..], extra].concat(), &[("OMP_NUM_THREADS", "1")], want);
+        }
+    }
+    // bounds not given are the detector's edges (-1, as the C): not an inverted region
+    let r = run_in(d, &[&non[..], &["-roi", "50", "-1", "0", "63", "-nonoise", "-nopgm", "-intfile", "i.img"]].concat(), &[], 60);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+}
+
+/// noisify's -pixel, -lambda and -distance only go into the SMV header it writes, and noisify.c wrote
+/// any of them (PIXEL_SIZE=0 or -0.1, WAVELENGTH=0, DISTANCE=0), a header its own -header refuses; a
+/// negative distance (a detector swung past 90°, as -header's DISTANCE may be) is kept.
+#[test]
+fn noisify_header_values_are_checked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    image_with(d, "ok.bin", 5.0);
+    let base = ["noisify", "-floatfile", "ok.bin", "-intfile", "o.img", "-noisefile", "n.img"];
+    for (extra, want) in [
+        (&["-pixel", "0", "-detsize", "3.2"][..], "-pixel: must be greater than 0 (got 0)"),
+        (&["-pixel", "-0.1", "-detsize", "3.2"], "-pixel: must be greater than 0 (got -0.1)"),
+        (&["-lambda", "0"], "-lambda: must be greater than 0 (got 0)"),
+        (&["-distance", "0"], "-distance: the detector cannot be at the sample"),
+    ] {
+        refused(d, &[&base[..], extra].concat(), &[], want);
+    }
+    let r = run_in(d, &[&base[..], &["-distance", "-50", "-nopgm"]].concat(), &[], 60);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let header = std::fs::read(d.join("o.img")).unwrap();
+    assert!(String::from_utf8_lossy(&header[..512]).contains("\nDISTANCE=-50;\n"));
 }

@@ -417,3 +417,30 @@ fn the_generators_replay_and_vary() {
     assert_ne!(a, generate_noisify(&mut Rng::for_program(7, 4, 1)).args);
     assert_ne!(a, generate_noisify(&mut Rng::for_program(8, 3, 1)).args);
 }
+
+/// nonbragg's stdout where it printed otherwise than nonBragg.c: `-1 divergence steps` with a
+/// `-sourcefile` (the C's `divsteps` keeps its initial -1; ours said 0), and `rms= inf` once a pixel's
+/// square overflows a float (the C squares the float pixel in float arithmetic; ours said 7.3e+19).
+/// Checked against the C where its binary is at hand, and by the lines themselves everywhere.
+#[test]
+fn nonbragg_stdout_is_the_cs_with_a_source_file_and_an_overflowing_rms() {
+    let Some(inputs) = suite_inputs() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let stol = std::fs::read(inputs.join("water.stol")).unwrap();
+    let sources = b"-10 0 0 1 1e-10\n-10 0.01 0 1 1e-10\n".to_vec();
+    let base = "-stol water.stol -thick 0.1 -detpixels 32 -seed 1 -noprogress";
+    for (k, (extra, want)) in [("-sourcefile sources.txt", "\n  -1 divergence steps\n"), ("-curved_det -point_pixel", " rms= inf ")].into_iter().enumerate() {
+        let case = Case {
+            args: format!("{base} {extra}").split(' ').map(String::from).collect(),
+            inputs: vec![("water.stol".into(), stol.clone()), ("sources.txt".into(), sources.clone())],
+            outputs: vec![],
+        };
+        let ours = run_in(&tmp.path().join(format!("{k}-rs")), &case, Path::new(env!("CARGO_BIN_EXE_nanobragg-rs")), &["nonbragg"]);
+        assert_eq!(ours.code, Some(0), "{extra}: {}", ours.stderr);
+        assert!(ours.stdout.contains(want), "{extra}: no {want:?} in\n{}", ours.stdout);
+        if let Some(c_bin) = c_binary("nonBragg", "NB_C_NONBRAGG") {
+            let c = run_in(&tmp.path().join(format!("{k}-c")), &case, &c_bin, &[]);
+            assert_eq!(c.stdout, ours.stdout, "{extra}: stdout differs from the C's");
+        }
+    }
+}

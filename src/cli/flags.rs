@@ -83,6 +83,18 @@ pub struct Vals<'a> {
     pub has_next: bool,
 }
 
+/// The refusal of a value that must be greater than 0, as typed (`-pixel: must be greater than 0
+/// (got 0)`): simulate's, shared by the suite's command lines (noisify, nonbragg).
+pub(crate) fn not_positive(word: &str) -> String {
+    format!("must be greater than 0 (got {word})")
+}
+
+/// The refusal of a value that must not be negative, as typed (`-fluence: must not be negative (got
+/// -1)`): simulate's, shared by the suite's command lines (nonbragg, nearbragg).
+pub(crate) fn not_negative(word: &str) -> String {
+    format!("must not be negative (got {word})")
+}
+
 impl Vals<'_> {
     fn err(&self, reason: impl Into<String>) -> Error {
         Error::flag(self.flag, reason)
@@ -104,7 +116,7 @@ impl Vals<'_> {
         if v > 0.0 {
             Ok(v)
         } else {
-            Err(self.err(format!("must be greater than 0 (got {})", self.words[i])))
+            Err(self.err(not_positive(&self.words[i])))
         }
     }
 
@@ -114,7 +126,7 @@ impl Vals<'_> {
         if v >= 0.0 {
             Ok(v)
         } else {
-            Err(self.err(format!("must not be negative (got {})", self.words[i])))
+            Err(self.err(not_negative(&self.words[i])))
         }
     }
 
@@ -264,12 +276,8 @@ fn set_roi(c: &mut Config, v: &Vals) -> Result<()> {
             r[0], r[1], r[2], r[3]
         )));
     }
-    if r[0] > r[1] || r[2] > r[3] {
-        return Err(v.err(format!(
-            "inverted region: needs xmin <= xmax and ymin <= ymax (got {} {} {} {})",
-            r[0], r[1], r[2], r[3]
-        )));
-    }
+    // an inverted region: the check nonbragg and nearbragg share
+    crate::run::limits::check_roi(r)?;
     c.params.roi = Some(r);
     Ok(())
 }

@@ -107,7 +107,12 @@ static NEARBRAGG_FLAGS: &[StrstrFlag<C>] = &[
     }),
     has(&["-lambda", "-wave"], 1, |c, a, v| { c.lambda0 = n(a, v, 0)? / 1.0e10; Ok(()) }),
     has(&["-energy"], 1, |c, a, v| { c.lambda0 = (12398.42 / n(a, v, 0)?) / 1.0e10; Ok(()) }),
-    has(&["-fluence"], 1, |c, a, v| { c.fluence = n(a, v, 0)?; Ok(()) }),
+    // not negative, as simulate's (negative pixels)
+    has(&["-fluence"], 1, |c, a, v| {
+        c.fluence = n(a, v, 0)?;
+        if c.fluence < 0.0 { return Err(Error::flag(a, crate::cli::flags::not_negative(v[0].trim()))); }
+        Ok(())
+    }),
     has(&["-dispersion"], 1, |c, a, v| { c.dispersion = n(a, v, 0)? / 100.0; Ok(()) }),
     has(&["-dispsteps"], 1, |c, a, v| { c.dispsteps = int(a, v, 0)?; Ok(()) }),
     is(&["-phi"], |c, a, v| { c.phi0 = n(a, v, 0)? / RTD; Ok(()) }),

@@ -45,6 +45,28 @@ fn f(s: &str) -> Result<f64> {
     number(s)
 }
 
+/// A flag's number that must not be negative, refused as simulate refuses it (`-fluence: must not be
+/// negative (got -1)`; the driver, [`parse_strstr`], names the flag).
+pub(crate) fn not_below_zero(s: &str) -> Result<f64> {
+    let x = number(s)?;
+    if x >= 0.0 {
+        Ok(x)
+    } else {
+        Err(Error::flag("", crate::cli::flags::not_negative(s.trim())))
+    }
+}
+
+/// A flag's number that must be greater than 0, refused as simulate refuses it (`-pixel: must be
+/// greater than 0 (got 0)`; the driver, [`parse_strstr`], names the flag).
+pub(crate) fn greater_than_zero(s: &str) -> Result<f64> {
+    let x = number(s)?;
+    if x > 0.0 {
+        Ok(x)
+    } else {
+        Err(Error::flag("", crate::cli::flags::not_positive(s.trim())))
+    }
+}
+
 /// One flag of a C program that matches its arguments with `strstr` (noisify.c, nonBragg.c).
 pub(crate) struct StrstrFlag<C: 'static> {
     /// Selected by an argument that contains one of these (the C's `strstr(argv[i], "…")`).
@@ -158,17 +180,21 @@ fn set_bits(c: &mut N, a: &str, v: &[String]) -> Result<()> {
 /// noisify.c's flags, in the order its `main` tests them.
 #[rustfmt::skip]
 static NOISIFY_FLAGS: &[StrstrFlag<N>] = &[
-    one(&["-lambda"], |c, _, v| { c.lambda = f(&v[0])?; Ok(()) }),
+    // -lambda, -distance and -pixel only go into the header noisify writes; noisify.c writes any value
+    // (WAVELENGTH=0, PIXEL_SIZE=-0.1, DISTANCE=0), and a zero pixel makes its PSF width infinite
+    one(&["-lambda"], |c, _, v| { c.lambda = greater_than_zero(&v[0])?; Ok(()) }),
     one(&["-Xbeam"], |c, _, v| { c.xbeam = f(&v[0])? / 1000.0; Ok(()) }),
     one(&["-Ybeam"], |c, _, v| { c.ybeam = f(&v[0])? / 1000.0; Ok(()) }),
-    one(&["-distance"], |c, _, v| { c.distance = f(&v[0])? / 1000.0; Ok(()) }),
+    // not 0, but negative as -header's DISTANCE may be (a detector swung past 90°: noisify.c's ValueOf
+    // finds CLOSE_DISTANCE, negative in nanoBragg.c's own header); the same rule as nonbragg's
+    one(&["-distance"], |c, a, v| { c.distance = f(&v[0])? / 1000.0; crate::run::limits::check_distance(a, c.distance) }),
     StrstrFlag { has: &[], is: &["-detsize"], values: 1, set: |c, _, v| { c.detsize_x = f(&v[0])? / 1000.0; c.detsize_y = c.detsize_x; Ok(()) } },
     one(&["-detsize_x"], |c, _, v| { c.detsize_x = f(&v[0])? / 1000.0; Ok(()) }),
     one(&["-detsize_y"], |c, _, v| { c.detsize_y = f(&v[0])? / 1000.0; Ok(()) }),
     StrstrFlag { has: &[], is: &["-detpixels"], values: 1, set: |c, _, v| { c.xpixels = integer(&v[0])?; c.ypixels = c.xpixels; Ok(()) } },
     one(&["-detpixels_x"], |c, _, v| { c.xpixels = integer(&v[0])?; Ok(()) }),
     one(&["-detpixels_y"], |c, _, v| { c.ypixels = integer(&v[0])?; Ok(()) }),
-    one(&["-pixel"], |c, _, v| { c.pixel = f(&v[0])? / 1000.0; Ok(()) }),
+    one(&["-pixel"], |c, _, v| { c.pixel = greater_than_zero(&v[0])? / 1000.0; Ok(()) }),
     StrstrFlag { has: &[], is: &["-psf"], values: 1, set: set_psf },
     // `psf_radius = atof(...)`: double to int truncation
     one(&["-psf_rad"], |c, _, v| { c.psf_radius = f(&v[0])? as i32; Ok(()) }),

@@ -5,7 +5,7 @@
 
 use crate::apps::nonbragg::{NonBraggConfig, Pivot};
 use crate::base::consts::RTD;
-use crate::cli::noisify::{integer, number, parse_strstr, StrstrFlag, StrstrLine};
+use crate::cli::noisify::{greater_than_zero, integer, not_below_zero, number, parse_strstr, StrstrFlag, StrstrLine};
 use crate::{Error, Result};
 
 pub const NONBRAGG_USAGE: &str = "usage: nonbragg -stol water.stol [-thickness mm -samplesize mm -density g/cm3 -MW g/mol -molecules n -lambda A -energy eV -dispersion % -dispsteps n -hdivrange mrad -vdivrange mrad -hdivstep mrad -vdivstep mrad -divergence mrad -sourcefile f -distance mm -detsize mm -detpixels n -pixel mm -Xbeam -Ybeam -oversample n -fluence -flux -exposure -beamsize mm -floatfile -intfile -pgmfile -noisefile -nonoise -seed n -noprogress ...]";
@@ -144,10 +144,14 @@ static NONBRAGG_FLAGS: &[StrstrFlag<B>] = &[
     // the beam
     has(&["-lambda", "-wave"], 1, |c, _, v| { c.lambda0 = n(v, 0)? / 1.0e10; Ok(()) }),
     has(&["-energy"], 1, |c, _, v| { c.lambda0 = (12398.42 / n(v, 0)?) / 1.0e10; Ok(()) }),
-    has(&["-fluence"], 1, |c, _, v| { c.fluence = n(v, 0)?; Ok(()) }),
+    // not negative, as simulate's (negative pixels)
+    has(&["-fluence"], 1, |c, _, v| { c.fluence = not_below_zero(&v[0])?; Ok(()) }),
     has(&["-flux"], 1, |c, _, v| { c.flux = n(v, 0)?; Ok(()) }),
     has(&["-exposure"], 1, |c, _, v| { c.exposure = n(v, 0)?; Ok(()) }),
-    has(&["-beamsize"], 1, |c, _, v| { c.beamsize = mm(v, 0)?; Ok(()) }),
+    // > 0 as simulate's: 0 made the fluence from -flux infinite (blamed on the sample) and the sample
+    // clipped to nothing; a negative one (nonBragg.c: no clipping, no fluence from -flux) is refused
+    // as simulate refuses it
+    has(&["-beamsize"], 1, |c, _, v| { c.beamsize = greater_than_zero(&v[0])? / 1000.0; Ok(()) }),
     has(&["-dispersion"], 1, |c, a, v| { c.dispersion = n(v, 0)? / 100.0; stepped(c, a) }),
     has(&["-dispsteps"], 1, |c, a, v| { c.dispsteps = integer(&v[0])?; stepped(c, a) }),
     has(&["-divergence"], 1, |c, a, v| { c.hdivrange = mm(v, 0)?; c.vdivrange = c.hdivrange; stepped(c, a) }),

@@ -100,9 +100,7 @@ pub fn build_sources(
             // the library's callers (Python) reach here without the flags' check of -lambda
             return Err(Error::flag("-lambda", format!("{lambda0:e} m is not an X-ray wavelength this program can simulate (1e-6 to 1e7 Angstrom)")));
         }
-        if let Some(l) = lambdas.iter().find(|l| !WAVELENGTH_RANGE.contains(l)) {
-            return Err(Error::flag("-dispersion", format!("{}% around {} m reaches a wavelength of {} m, outside 1e-16 to 1e-3 m", g(disp.range * 100.0), g(lambda0), g(*l))));
-        }
+        check_dispersion(disp.range, lambda0, lambdas.iter().copied())?;
         let weight = 1.0 / (kept.len() * lambdas.len()) as f64;
         for &(h, v) in &kept {
             let toward_source = [-SOURCE_DISTANCE * beam[0], -SOURCE_DISTANCE * beam[1], -SOURCE_DISTANCE * beam[2]];
@@ -124,6 +122,17 @@ pub fn build_sources(
         return Err(Error::setup("no X-ray sources: the divergence settings leave no source point"));
     }
     Ok(SourceSet { sources, divsteps })
+}
+
+/// `-dispersion`: the wavelengths of its steps (`lambdas`, around `lambda0` by the fraction `range`)
+/// must be X-rays in [`WAVELENGTH_RANGE`]: 200 % and more reach 0 and below, where nanoBragg.c and
+/// nonBragg.c divide by the wavelength (a NaN image) and nearBragg.c takes its phases (NaN, or an
+/// image of a negative wavelength). Shared by simulate, nonbragg and nearbragg.
+pub fn check_dispersion(range: f64, lambda0: f64, lambdas: impl IntoIterator<Item = f64>) -> Result<()> {
+    match lambdas.into_iter().find(|l| !WAVELENGTH_RANGE.contains(l)) {
+        None => Ok(()),
+        Some(l) => Err(Error::flag("-dispersion", format!("{}% around {} m reaches a wavelength of {} m, outside 1e-16 to 1e-3 m", g(range * 100.0), g(lambda0), g(l)))),
+    }
 }
 
 /// What makes a source line (`-sourcefile`, here and in nonbragg) no X-ray source: a wavelength that is

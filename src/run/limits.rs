@@ -4,6 +4,7 @@
 
 use crate::run::config::Config;
 use crate::base::consts::RTD;
+use crate::base::vec3::{cross, dot, V3};
 use crate::experiment::detector::detector_pixels;
 use crate::experiment::sampling::{resolve_mosaic, resolve_phi, resolve_sweep, resolve_thickness, sanitize};
 use crate::{Error, Result};
@@ -20,6 +21,72 @@ pub struct Estimate {
 
 const LOG_LINE: u64 = 96;
 
+/// A direction given by `flag`, refused when zero or not finite: nanoBragg.c, nonBragg.c and
+/// nearBragg.c use it unchecked (a zero beam or detector axis gives NaN or an image on one point).
+pub fn check_direction(flag: &str, v: &V3) -> Result<()> {
+    let len2 = v[0] * v[0] + v[1] * v[1] + v[2] * v[2];
+    if len2 > 1e-200 && len2.is_finite() {
+        return Ok(());
+    }
+    Err(Error::flag(flag, format!("{} {} {} has no direction (a zero or non-finite vector)", v[0], v[1], v[2])))
+}
+
+/// The detector's fast and slow axes must span a plane: parallel axes put every pixel on one line
+/// (nanoBragg.c, nonBragg.c and nearBragg.c render it anyway).
+pub fn check_detector_axes(f: &V3, s: &V3) -> Result<()> {
+    let c = cross(f, s);
+    let sin2 = dot(&c, &c) / (dot(f, f) * dot(s, s));
+    if sin2 > 1e-12 {
+        return Ok(());
+    }
+    Err(Error::flag("-sdet_vector", format!("{} {} {} is parallel to -fdet_vector {} {} {}: the detector needs two directions", s[0], s[1], s[2], f[0], f[1], f[2])))
+}
+
+/// `-fluence` (photons/m²): a negative one gives negative photon counts, beyond 1e100 an overflow.
+pub fn check_fluence(fluence: f64) -> Result<()> {
+    if (0.0..=1e100).contains(&fluence) {
+        return Ok(());
+    }
+    Err(Error::flag("-fluence", format!("{} photons/m^2 must be between 0 and 1e100", crate::base::c::printf::g(fluence))))
+}
+
+/// `-flux` (photons/s): as [`check_fluence`].
+pub fn check_flux(flux: f64) -> Result<()> {
+    if (0.0..=1e100).contains(&flux) {
+        return Ok(());
+    }
+    Err(Error::flag("-flux", format!("{} photons/s must be between 0 and 1e100 (a negative flux gives negative photon counts)", crate::base::c::printf::g(flux))))
+}
+
+/// `-polar`: the Kahn factor is a fraction between -1 and 1 (beyond, the C's polarization factor
+/// goes negative: negative pixels).
+pub fn check_polarization(kahn: f64) -> Result<()> {
+    if kahn.abs() <= 1.0 {
+        return Ok(());
+    }
+    Err(Error::flag("-polar", format!("Kahn factor {kahn} must be between -1 and 1")))
+}
+
+/// `-roi xmin xmax ymin ymax` (inclusive, after the programs' defaults for bounds not given): an
+/// inverted region renders no pixel, an all-zero image (the C writes it).
+pub fn check_roi(r: [i64; 4]) -> Result<()> {
+    if r[0] <= r[1] && r[2] <= r[3] {
+        return Ok(());
+    }
+    Err(Error::flag("-roi", format!("inverted region: needs xmin <= xmax and ymin <= ymax (got {} {} {} {})", r[0], r[1], r[2], r[3])))
+}
+
+/// The detector's distance from the sample (`-distance`, or `-close_distance` where it rules), in any
+/// unit: zero puts the detector at the sample (nonBragg.c divides by it; noisify.c writes DISTANCE=0
+/// into its header). A negative one is a detector swung past 90° (the C's own headers say
+/// CLOSE_DISTANCE < 0 then), so it passes.
+pub fn check_distance(flag: &str, d: f64) -> Result<()> {
+    if d.is_finite() && d != 0.0 {
+        return Ok(());
+    }
+    Err(Error::flag(flag, "the detector cannot be at the sample"))
+}
+
 /// Values that can only give a wrong image (NaN, infinities, negative photon counts), refused up
 /// front with the flag that set them.
 pub fn check_values(params: &crate::experiment::params::Params) -> Result<()> {
@@ -35,20 +102,10 @@ pub fn check_values(params: &crate::experiment::params::Params) -> Result<()> {
         // unchecked); unused when the angle is 0
         ("-twotheta_axis", if params.detector_twotheta != 0.0 { params.twotheta_axis } else { [0.0, 1.0, 0.0] }),
     ] {
-        let len2 = v[0] * v[0] + v[1] * v[1] + v[2] * v[2];
-        if !(len2 > 1e-200 && len2.is_finite()) {
-            return flag(f, format!("{} {} {} has no direction (a zero or non-finite vector)", v[0], v[1], v[2]));
-        }
+        check_direction(f, &v)?;
     }
     if params.convention == crate::experiment::params::Convention::Custom {
-        let (f, s) = (params.fdet_vector, params.sdet_vector);
-        use crate::base::vec3::{cross, dot};
-        let c = cross(&f, &s);
-        let sin2 = dot(&c, &c) / (dot(&f, &f) * dot(&s, &s));
-        // parallel axes put every pixel on one line: no image (nanoBragg.c renders it anyway)
-        if !(sin2 > 1e-12) {
-            return flag("-sdet_vector", format!("{} {} {} is parallel to -fdet_vector {} {} {}: the detector needs two directions", s[0], s[1], s[2], f[0], f[1], f[2]));
-        }
+        check_detector_axes(&params.fdet_vector, &params.sdet_vector)?;
     }
     if !crate::experiment::beam::WAVELENGTH_RANGE.contains(&params.lambda0) {
         return flag("-lambda", format!("{:e} m is not an X-ray wavelength this program can simulate (1e-6 to 1e7 Angstrom)", params.lambda0));
@@ -61,18 +118,12 @@ pub fn check_values(params: &crate::experiment::params::Params) -> Result<()> {
     if params.default_f.abs() > 1e100 {
         return flag("-default_F", format!("{} is too large: its square overflows", params.default_f));
     }
-    if !(params.fluence >= 0.0 && params.fluence <= 1e100) {
-        return flag("-fluence", format!("{} photons/m^2 must be between 0 and 1e100", params.fluence));
-    }
-    if !(params.flux >= 0.0 && params.flux <= 1e100) {
-        return flag("-flux", format!("{} photons/s must be between 0 and 1e100 (a negative flux gives negative photon counts)", params.flux));
-    }
+    check_fluence(params.fluence)?;
+    check_flux(params.flux)?;
     if !(params.water_size >= 0.0 && params.water_size <= 1.0) {
         return flag("-water", format!("a droplet of {} m must be between 0 and 1 m (a negative size gives negative photon counts)", params.water_size));
     }
-    if !(params.polarization.abs() <= 1.0) {
-        return flag("-polar", format!("Kahn factor {} must be between -1 and 1", params.polarization));
-    }
+    check_polarization(params.polarization)?;
     if let Some(m) = params.mosaic_spread {
         if !(m.abs() <= 2.0 * std::f64::consts::PI) {
             return flag("-mosaic", format!("{} degrees is more than a full turn", m * RTD));

@@ -17,6 +17,9 @@
 //!   value that is not a finite number, with its line number), zero or negative wavelength, pixel or
 //!   distance, a detector, step count or amount of work that cannot fit ([`MAX_WORK`]), a
 //!   `-accumulate` input shorter than the image; the C reads garbage, divides by zero or overflows;
+//! * refused as simulate refuses them, with its checks and messages: a `-lambda` or `-dispersion`
+//!   step outside simulate's wavelength range (200 % reached 0: NaN pixels), an inverted `-roi` (an
+//!   all-zero image), zero or parallel detector axes, a negative `-fluence`;
 //! * all outputs are written at the end under temporary names and renamed together;
 //! * the C's OpenMP loop shares variables between threads (wrong with two threads); the port's is
 //!   deterministic.
@@ -154,6 +157,7 @@ pub(crate) fn prepare(c: &NearBraggConfig, log: &mut String) -> Result<Prepared>
     let _ = writeln!(log, "counted {counted} atoms in {file}");
     let det = setup::detector(c)?;
     let steps = BeamSteps::new(c)?;
+    setup::check_dispersion(c, &steps)?;
     let _ = writeln!(log, "reading {file}");
     let atoms = parse_atoms(os_path(file).as_path(), &bytes, c.debug, log)?;
     let oversample = setup::oversample(c, atoms.size_max, log)?;

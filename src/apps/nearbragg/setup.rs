@@ -167,6 +167,8 @@ pub fn detector(c: &NearBraggConfig) -> Result<Detector> {
         if r[2] < 0 { 0 } else { r[2] },
         if r[3] < 0 { ypixels } else { r[3] },
     ];
+    // an inverted region renders nothing (the C writes the all-zero image): refused as simulate's
+    crate::run::limits::check_roi(roi.map(i64::from))?;
     Ok(Detector { xpixels, ypixels, detsize_x, detsize_y, xbeam, ybeam, fdet, sdet, odet, pix0, twotheta, roi })
 }
 
@@ -216,11 +218,17 @@ pub fn oversample(c: &NearBraggConfig, size_max: f64, log: &mut String) -> Resul
 }
 
 /// Refuse a configuration the C could not represent: zero, negative or non-finite wavelength and
-/// distances. (Non-finite numbers are refused by the command line already.)
+/// distances, a wavelength outside simulate's range (so that [`check_dispersion`] blames only
+/// `-dispersion`), and what simulate refuses of the same values ([`check_values`]). (Non-finite
+/// numbers are refused by the command line already.)
 pub fn check(c: &NearBraggConfig) -> Result<()> {
     if !(c.lambda0 > 0.0 && c.lambda0.is_finite()) {
         return Err(Error::flag("-lambda", format!("wavelength {} A is not positive", crate::base::c::printf::g(c.lambda0 * 1e10))));
     }
+    if !crate::experiment::beam::WAVELENGTH_RANGE.contains(&c.lambda0) {
+        return Err(Error::flag("-lambda", format!("{:e} m is not an X-ray wavelength this program can simulate (1e-6 to 1e7 Angstrom)", c.lambda0)));
+    }
+    check_values(c)?;
     if !(c.distance > 0.0) {
         return Err(Error::flag("-distance", "the detector distance must be positive"));
     }
@@ -228,6 +236,31 @@ pub fn check(c: &NearBraggConfig) -> Result<()> {
         return Err(Error::flag("-source_distance", "the source distance must be positive (or \"far\")"));
     }
     Ok(())
+}
+
+/// What simulate refuses of the same values, with its checks (`run::limits`): a detector axis without
+/// a direction or parallel fast and slow axes (nearBragg.c takes them as given: every pixel on one
+/// point or one line), and a negative `-fluence` (negative pixels). -odet_vector only places the
+/// detector when -pix0_vector does not, -spindle_axis only turns it with a -twotheta; -beam_vector
+/// and -polar_vector have no effect in nearBragg.c and are not checked.
+fn check_values(c: &NearBraggConfig) -> Result<()> {
+    use crate::run::limits::{check_detector_axes, check_direction, check_fluence};
+    check_direction("-fdet_vector", &c.fdet)?;
+    check_direction("-sdet_vector", &c.sdet)?;
+    if c.pix0.is_none() {
+        check_direction("-odet_vector", &c.odet)?;
+    }
+    if c.twotheta > UNSET && c.twotheta != 0.0 {
+        check_direction("-spindle_axis", &c.spindle)?;
+    }
+    check_detector_axes(&c.fdet, &c.sdet)?;
+    check_fluence(c.fluence)
+}
+
+/// `-dispersion`: every step's wavelength (line 1040) within simulate's range, as simulate and
+/// nonbragg refuse it (200 % reached 0: NaN pixels; more, a negative wavelength).
+pub fn check_dispersion(c: &NearBraggConfig, steps: &BeamSteps) -> Result<()> {
+    crate::experiment::beam::check_dispersion(steps.disp.range, c.lambda0, (0..steps.disp.steps).map(|k| steps.lambda(c.lambda0, k)))
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! nonBragg.c's geometry: the beam, the detector's axes and origin (around either pivot), and the
 //! sources (a `-sourcefile`, or the divergence and dispersion steps).
 
-use crate::experiment::beam::{source_problem, WAVELENGTH_RANGE};
+use crate::experiment::beam::{check_dispersion, source_problem};
 use crate::base::os_text::os_path;
 use super::config::{NonBraggConfig, Pivot};
 use super::setup::{BeamSteps, DetectorSize};
@@ -124,17 +124,13 @@ pub(super) struct Source {
     pub lambda: f64,
 }
 
-/// The sources and the number of divergence steps kept (0 with a `-sourcefile`), the C's
-/// messages into `s`.
+/// The sources and the number of divergence steps kept (-1 with a `-sourcefile`: nonBragg.c's
+/// `divsteps`, which it prints, keeps its initial -1 then), the C's messages into `s`.
 pub(super) fn sources(c: &NonBraggConfig, g: &Geometry, b: &BeamSteps, s: &mut String) -> Result<(Vec<Source>, i32)> {
     let (src, divsteps) = match &c.sourcefile {
-        Some(sf) => (sources_from_file(c, g, sf)?, 0),
-        None => sources_from_steps(c, g, b, s),
+        Some(sf) => (sources_from_file(c, g, sf)?, -1),
+        None => sources_from_steps(c, g, b, s)?,
     };
-    // as simulate's (experiment::beam::WAVELENGTH_RANGE): -dispersion 200 made wavelengths of 0
-    if let (None, Some(p)) = (&c.sourcefile, src.iter().find(|p| !WAVELENGTH_RANGE.contains(&p.lambda))) {
-        return Err(Error::flag("-dispersion", format!("reaches a wavelength of {} m, outside 1e-16 to 1e-3 m", cf("%g", p.lambda))));
-    }
     let _ = writeln!(s, "  created a total of {} sources:", src.len());
     for p in &src {
         let (v, i, l) = (&p.pos, p.intensity, p.lambda);
@@ -174,8 +170,9 @@ fn sources_from_file(c: &NonBraggConfig, g: &Geometry, sf: &str) -> Result<Vec<S
         .collect()
 }
 
-/// The sources of the divergence and dispersion steps, and how many divergence points were kept.
-fn sources_from_steps(c: &NonBraggConfig, g: &Geometry, b: &BeamSteps, s: &mut String) -> (Vec<Source>, i32) {
+/// The sources of the divergence and dispersion steps, and how many divergence points were kept; a
+/// dispersion that reaches a wavelength of 0 or below is refused as simulate's.
+fn sources_from_steps(c: &NonBraggConfig, g: &Geometry, b: &BeamSteps, s: &mut String) -> Result<(Vec<Source>, i32)> {
     let (h, v, disp) = (b.hdiv, b.vdiv, b.disp);
     let keep = |hdiv: f64, vdiv: f64| -> bool {
         let mut test = (hdiv * hdiv - h.step * h.step / 4.0 * (1 - h.steps % 2) as f64) / h.range / h.range;
@@ -195,6 +192,7 @@ fn sources_from_steps(c: &NonBraggConfig, g: &Geometry, b: &BeamSteps, s: &mut S
     for (d, lambda) in lambdas.iter().enumerate() {
         let _ = writeln!(s, "lambda{} = {}", d, cf("%.15g", *lambda));
     }
+    check_dispersion(disp.range, c.lambda0, lambdas.iter().copied())?;
     let mut src = Vec::with_capacity(kept.len() * lambdas.len());
     for &(hdiv, vdiv) in &kept {
         let vector = [-c.source_distance * g.beam[0], -c.source_distance * g.beam[1], -c.source_distance * g.beam[2]];
@@ -204,5 +202,5 @@ fn sources_from_steps(c: &NonBraggConfig, g: &Geometry, b: &BeamSteps, s: &mut S
             src.push(Source { pos: vector, intensity: 1.0, lambda });
         }
     }
-    (src, kept.len() as i32)
+    Ok((src, kept.len() as i32))
 }

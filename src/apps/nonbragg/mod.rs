@@ -46,7 +46,9 @@ pub fn run(c: &NonBraggConfig, out: &mut dyn Write) -> Result<()> {
     };
     check_files(c, stolfile)?;
     let det = setup::detector_size(c)?;
-    let grid = Grid::new(c, det.fpixels, det.spixels, setup::Roi::new(c, det.fpixels, det.spixels));
+    let roi = setup::Roi::new(c, det.fpixels, det.spixels);
+    roi.check()?;
+    let grid = Grid::new(c, det.fpixels, det.spixels, roi);
     let sample = setup::sample(c, &mut s);
     let osc = setup::osc_range(c);
     let steps = BeamSteps::new(c);

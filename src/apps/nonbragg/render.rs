@@ -180,7 +180,9 @@ pub(super) fn statistics(c: &NonBraggConfig, grid: &Grid, floatimage: &[f32], la
             (max_x, max_y) = last_pos[spixel as usize][fpixel as usize];
         }
         sum += v;
-        sumsqr += v * v;
+        // nonBragg.c squares the float pixel in float arithmetic: its rms is inf once a pixel passes
+        // 1.8e19 (sqrt of the largest float), e.g. -curved_det -point_pixel; the images do not use it
+        sumsqr += (floatimage[j] * floatimage[j]) as f64;
         n += 1;
         let progress_pixel = progress_pixel as i64;
         if c.progress

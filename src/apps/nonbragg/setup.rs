@@ -60,9 +60,8 @@ pub(super) fn validate(c: &NonBraggConfig, det: &DetectorSize, steps: &BeamSteps
         return Err(Error::flag("-oversample", format!("{} sub-pixels per axis is impractical (at most {MAX_OVERSAMPLE})", c.oversample)));
     }
     let (flag, d) = if c.close_distance.is_nan() { ("-distance", c.distance) } else { ("-close_distance", c.close_distance) };
-    if !(d.is_finite() && d != 0.0) {
-        return Err(Error::flag(flag, "the detector cannot be at the sample"));
-    }
+    crate::run::limits::check_distance(flag, d)?;
+    check_values(c)?;
     let pixels = (det.fpixels as u64).saturating_mul(det.spixels as u64);
     let need = pixels.saturating_mul(BYTES_PER_PIXEL);
     crate::base::memory::check_alloc(
@@ -75,6 +74,25 @@ pub(super) fn validate(c: &NonBraggConfig, det: &DetectorSize, steps: &BeamSteps
         || Error::flag(c.steps_flag.as_deref().unwrap_or("-dispsteps"), format!("{sources} sources (divergence steps × dispersion steps) need about {} of memory; {} is available", human(need), human(memory_budget()))),
         Some(need),
     )
+}
+
+/// What simulate refuses of the same values, with its checks (`run::limits`): a beam or detector axis
+/// without a direction, parallel detector axes (nonBragg.c renders all of these: NaN, zero or a
+/// line of pixels), a negative `-fluence` or `-flux` (negative pixels), a Kahn factor beyond ±1.
+/// nonBragg.c takes the detector's normal from -fdet_vector × -sdet_vector (its -odet_vector and
+/// -spindle_axis are unused), and -twotheta_axis only with an angle.
+fn check_values(c: &NonBraggConfig) -> Result<()> {
+    use crate::run::limits::{check_detector_axes, check_direction, check_fluence, check_flux, check_polarization};
+    for (flag, v) in [("-fdet_vector", &c.fdet), ("-sdet_vector", &c.sdet), ("-beam_vector", &c.beam), ("-polar_vector", &c.polar_vector)] {
+        check_direction(flag, v)?;
+    }
+    if c.twotheta != 0.0 {
+        check_direction("-twotheta_axis", &c.twotheta_axis)?;
+    }
+    check_detector_axes(&c.fdet, &c.sdet)?;
+    check_fluence(c.fluence)?;
+    check_flux(c.flux)?;
+    check_polarization(c.polarization)
 }
 
 /// The region of interest (`-roi xmin xmax ymin ymax`, inclusive; the whole detector by default).
@@ -100,6 +118,12 @@ impl Roi {
             fpixels,
             spixels,
         }
+    }
+
+    /// An inverted region (the bounds given, the detector's edges for the others) renders nothing:
+    /// refused as simulate's `-roi`.
+    pub fn check(&self) -> Result<()> {
+        crate::run::limits::check_roi([self.xmin, self.xmax, self.ymin, self.ymax])
     }
 
     /// The region clipped to the image, as `io` takes it.
