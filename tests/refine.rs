@@ -114,7 +114,10 @@ fn refine_refuses_what_it_cannot_fit_honestly() {
     let o = run(format!("simulate {truth} -N 5 -floatfile obs.bin -adc 10 -noisefile adc.img -cbffile adc.cbf -nopgm -quiet"));
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let start = format!("{truth} -Na 4 -Nb 5 -Nc 5");
-    let fit = |obs: &str, extra: &str| run(format!("refine {start} --observed {obs} --refine Na --params-out p.json --refined-out v.json {extra}"));
+    let fit = |obs: &str, extra: &str| {
+        let names = if extra.contains("--refine") { "" } else { "--refine Na" };
+        run(format!("refine {start} --observed {obs} {names} --params-out p.json --refined-out v.json {extra}"))
+    };
     let na = || -> f64 {
         let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("v.json")).unwrap()).unwrap();
         v["Na"].as_f64().unwrap()
@@ -137,6 +140,8 @@ fn refine_refuses_what_it_cannot_fit_honestly() {
     refused(run(format!("refine {truth} -N 1 --observed obs.bin --refine Na --params-out p.json")), "the image does not change with 'Na' at its start value 1");
     refused(fit("obs.bin", "-roi 10 10 10 10 --refine Na,Nb"), "2 parameters cannot be fitted to 1 observed pixels");
     refused(fit("obs.bin", "--refine Na,Nb,Na"), "--refine: 'Na' is named twice");
+    // a second list replaced the first without a word
+    refused(run(format!("refine {start} --observed obs.bin --refine Na --refine Nb --params-out p.json")), "--refine: given twice");
     refused(fit("obs.bin", "-floatfile f.bin"), "-floatfile: refine writes only --params-out and --refined-out");
     refused(fit("obs.bin", "--gradients Na"), "--gradients: refine writes only");
     // a negative count (a detector's gap flag) under the Poisson loss

@@ -29,7 +29,12 @@ pub fn main(args: &[String], out: &mut dyn Write) -> Result<(bool, String)> {
                     .filter(|w| !w.trim().is_empty())
                     .map(|w| Param::parse(w.trim()).ok_or_else(|| Error::flag("--refine", format!("unknown parameter '{w}' (valid: {})", Param::names()))))
                     .collect();
-                names = Some(list?);
+                let list = list?;
+                // a second list replaced the first without a word
+                if names.is_some() {
+                    return Err(Error::flag("--refine", "given twice: name every parameter in one list, --refine NAME,NAME,..."));
+                }
+                names = Some(list);
             }
             "--params-out" => params_out = Some(PathBuf::from(value("--params-out")?)),
             "--refined-out" => refined_out = Some(PathBuf::from(value("--refined-out")?)),
