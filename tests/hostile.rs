@@ -551,6 +551,9 @@ fn derived_values_stay_within_the_flags_ranges() {
         (&["-dispersion", "1e6", "-dispsteps", "2"][..], "-dispersion"),
         // a 1e294 m sensor put the pixels' layers at infinity (an empty image, exit 0)
         (&["-detector_thick", "1e300"][..], "-detector_thick: 1e+300 um is not a sensor's thickness"),
+        // thickness without absorption: nothing captured, an all-zero image (as nanoBragg.c)
+        (&["-detector_abs", "inf", "-detector_thick", "100"][..], "-detector_absorb: an infinite absorption depth"),
+        (&["-detector_thick", "100", "-detector_abs", "INF"][..], "-detector_absorb: an infinite absorption depth"),
         // pivoting about the direct-beam spot, 2θ >= 90° leaves the spot in or behind the sample's
         // plane (an "oversampling of 4e15" at 90°, an empty image at 100°)
         (&["-twotheta", "90"][..], "-twotheta: puts the direct-beam spot through or behind the sample"),

@@ -111,6 +111,10 @@ fn errors_name_what_is_wrong() {
         check(&[CRYSTAL, &["-curved_det"], out].concat(), &format!("{flag}: the file describes a flat detector and -curved_det"));
     }
     assert!(run_in(tmp.path(), &[CRYSTAL, &["-curved_det", "-intfile", "curved.img"]].concat()).status.success(), "the plain SMV stays, as nanoBragg.c writes it");
+    // flags that only act with another did nothing without it (-hklout wrote no file)
+    check(&[CRYSTAL, &["-hklout", "F.hkl"]].concat(), "-hklout: applies to structure factors computed from an atomic model");
+    check(&[CRYSTAL, &["-k_sol", "0.35"]].concat(), "-k_sol: applies to structure factors computed from an atomic model");
+    check(&[CRYSTAL, &["--png-legend"]].concat(), "--png-legend: draws a scale strip on the --png preview");
 }
 
 #[test]
@@ -164,6 +168,10 @@ fn out_dir_is_created_and_receives_the_files() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success() && text.contains("writing dump file for next time: results/run2/Fdump.bin") && !text.contains("unable"), "{text}");
     assert!(tmp.path().join("results/run2/Fdump.bin").is_file());
+    // --save-params too (it went to the working folder)
+    let out = run_in(tmp.path(), &[CRYSTAL, &["--out-dir", "results/run3", "--save-params", "p.json", "-nonoise", "-nopgm"]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(tmp.path().join("results/run3/p.json").is_file() && !tmp.path().join("p.json").exists());
 }
 
 #[test]
@@ -314,4 +322,16 @@ fn a_named_hdf5_library_that_does_not_load_is_refused() {
     assert_eq!(out.status.code(), Some(9), "{err}");
     assert!(err.contains("NANOBRAGG_HDF5_LIB=") && err.contains("nonexistent.so: cannot load it as the HDF5 library") && err.trim_end().lines().count() == 1, "{err}");
     assert!(!tmp.path().join("x.nxs").exists());
+}
+
+/// `--quiet` prints errors and warnings: the C's WARNING lines too (they went with the setup lines).
+#[test]
+fn quiet_keeps_the_c_warnings() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run_in(tmp.path(), &[CRYSTAL, &["-mosaic", "0.5", "--quiet", "-nonoise", "-nopgm"]].concat());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert_eq!(text, "WARNING: finite mosaicity with only one domain! upping to 10 mosaic domains\n");
+    let out = run_in(tmp.path(), &[CRYSTAL, &["--quiet", "-nonoise", "-nopgm"]].concat());
+    assert!(out.stdout.is_empty(), "{}", String::from_utf8_lossy(&out.stdout));
 }

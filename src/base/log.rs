@@ -21,6 +21,19 @@ impl Log {
         Ok(())
     }
 
+    /// Print and clear only the C's warnings (`--quiet`): each line that starts with "WARNING" and
+    /// the indented lines that continue it ("         recommend -oversample 5 ...").
+    pub fn flush_warnings_to(&mut self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        let mut in_warning = false;
+        for l in self.lines.drain(..) {
+            in_warning = l.starts_with("WARNING") || (in_warning && l.starts_with("     "));
+            if in_warning {
+                writeln!(out, "{l}")?;
+            }
+        }
+        Ok(())
+    }
+
     pub fn text(&self) -> String {
         let mut s = String::new();
         for l in &self.lines {

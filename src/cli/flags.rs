@@ -242,6 +242,15 @@ fn set_misset(c: &mut Config, v: &Vals) -> Result<()> {
     Ok(())
 }
 
+/// A count >= 1, or 0 for the automatic choice (nanoBragg.c takes `<= 0` as "auto" for -oversample
+/// and -mosaic_domains; a negative count is refused as a likely typo).
+fn auto_if_zero(v: &Vals) -> Result<Option<i32>> {
+    if v.int(0)? == 0 {
+        return Ok(None);
+    }
+    Ok(Some(v.int_pos(0)? as i32))
+}
+
 fn set_detector_abs(c: &mut Config, v: &Vals) -> Result<()> {
     let w = v.word(0);
     // C: strstr(arg,"inf") || atof(arg)==0 -> no absorption model at all.
@@ -625,8 +634,8 @@ pub static FLAGS: &[Flag] = &[
         default: "auto", category: Sampling, help: "Sensor layers.",
         set: |c, v| { c.params.detector_thicksteps = Some(v.int32(0)?); Ok(()) } },
     Flag { name: "-oversample", aliases: &[], arity: Ints(1), values: "N", units: "sub-pixels per axis",
-        default: "auto", category: Sampling, help: "Sub-pixels per pixel along each axis (>= 1).",
-        set: |c, v| { c.params.oversample = Some(v.int_pos(0)? as i32); Ok(()) } },
+        default: "auto", category: Sampling, help: "Sub-pixels per pixel along each axis (>= 1; 0 = auto, as in the C).",
+        set: |c, v| { c.params.oversample = auto_if_zero(v)?; Ok(()) } },
     Flag { name: "-oversample_thick", aliases: &[], arity: Switch, values: "", units: "", default: "off",
         category: Sampling, help: "Recompute the capture fraction for every sub-pixel.",
         set: |c, _| { c.params.oversample_thick = true; Ok(()) } },
@@ -647,8 +656,8 @@ pub static FLAGS: &[Flag] = &[
         help: "Isotropic mosaic spread (cap of domain rotations; 90 for powder).",
         set: |c, v| { c.params.mosaic_deg(v.num(0)?); Ok(()) } },
     Flag { name: "-mosaic_domains", aliases: &["-mosaic_dom"], arity: Ints(1), values: "N", units: "count",
-        default: "auto (10 with a spread)", category: Sampling, help: "Mosaic domains rendered (>= 1).",
-        set: |c, v| { c.params.mosaic_domains = Some(v.int_pos(0)? as i32); Ok(()) } },
+        default: "auto (10 with a spread)", category: Sampling, help: "Mosaic domains rendered (>= 1; 0 = auto, as in the C).",
+        set: |c, v| { c.params.mosaic_domains = auto_if_zero(v)?; Ok(()) } },
     Flag { name: "-mosaic_seed", aliases: &[], arity: Ints(1), values: "SEED", units: "integer", default: "12345678",
         category: Sampling, help: "Random seed of the mosaic domain orientations.",
         set: |c, v| { c.params.mosaic_seed = -v.int(0)?; Ok(()) } },
@@ -821,7 +830,7 @@ pub static FLAGS: &[Flag] = &[
             None => Err(v.err(format!("expects 'c' or 'fast' (got '{}')", v.word(0)))),
         } },
     Flag { name: "--quiet", aliases: &["-quiet"], arity: Switch, values: "", units: "", default: "off",
-        category: Port, help: "Print only errors and warnings.", set: |c, _| { c.run.quiet = true; Ok(()) } },
+        category: Port, help: "Print only errors and warnings (the C's WARNING lines included), not the setup lines and summary.", set: |c, _| { c.run.quiet = true; Ok(()) } },
     Flag { name: "--help", aliases: &["-help", "-h"], arity: Switch, values: "", units: "", default: "",
         category: Port, help: "Print this help and exit.", set: no_effect },
     // ------------------------------------------------------------------ no effect

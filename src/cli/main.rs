@@ -98,8 +98,9 @@ fn simulate(args: &[String]) -> Result<(), Failure> {
     }
     let summary = crate::run::simulate::run(&cfg, &mut out)?;
     // after every check and output of the run (its target was checked with the images)
+    // into --out-dir as every other output of the run
     if let Some(p) = &cfg.run.save_params {
-        cfg.save_json(p)?;
+        cfg.save_json(&crate::run::config::resolve_out(&cfg, p))?;
     }
     let _ = out.flush();
     if let Some(e) = out.error.take() {

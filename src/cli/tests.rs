@@ -623,8 +623,7 @@ fn errors_name_the_flag() {
         "-detsize 0",
         "-detsize_f -1",
         "-detsize_s 0",
-        "-oversample 0",
-        "-mosaic_dom 0",
+        "-oversample -1",
         "-mosaic_domains -2",
         "-fluence -1",
         "-beamsize 0",
@@ -635,6 +634,9 @@ fn errors_name_the_flag() {
         assert!(m.starts_with(&format!("{flag}: ")), "{w}: {m}");
     }
     assert_eq!(parse("-fluence 0").params.fluence, 0.0);
+    // 0 is nanoBragg.c's "auto" for these two counts (it was refused)
+    assert_eq!(parse("-oversample 3 -oversample 0").params.oversample, None);
+    assert_eq!(parse("-mosaic_dom 0").params.mosaic_domains, None);
     // ROI.
     assert!(parse_err("-roi 90 20 30 100").starts_with("-roi: inverted"));
     assert!(parse_err("-roi 20 90 100 30").starts_with("-roi: inverted"));

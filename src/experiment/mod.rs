@@ -539,7 +539,9 @@ pub fn crystal_extent(lambda0: f64, det: &ConventionGeometry, c: &CrystalSetup) 
 /// spot (the conventions' BEAM pivot, nanoBragg.c L1186-L1247), a two-theta of 90° or more leaves
 /// the distance cos 2θ·D ≤ 0 (an empty image, exit 0, or at exactly 90° an oversampling "of 4e15").
 fn check_detector_faces_sample(params: &Params, det: &ConventionGeometry) -> Result<()> {
-    if det.distance > 1e-9 * params.distance.abs() {
+    // about the sample (a detector placed by its vectors, a back-scattering one included) any
+    // distance is a geometry
+    if det.pivot != crate::experiment::params::Pivot::Beam || det.distance > 1e-9 * params.distance.abs() {
         return Ok(());
     }
     let flag = if params.detector_twotheta != 0.0 { "-twotheta" } else { "-detector_rotx/-detector_roty/-detector_rotz" };

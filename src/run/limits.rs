@@ -87,9 +87,31 @@ pub fn check_distance(flag: &str, d: f64) -> Result<()> {
     Err(Error::flag(flag, "the detector cannot be at the sample"))
 }
 
+/// The options of structure factors computed from an atomic model, given without one (they did
+/// nothing, silently: `-hklout` wrote no file).
+fn check_model_options(m: &crate::sfcalc::ModelConfig) -> Result<()> {
+    if m.path().is_some() {
+        return Ok(());
+    }
+    let given = [("-hklout", m.hklout.is_some()), ("-F000", m.f000), ("-spacegroup", m.space_group.is_some()), ("-anomalous", m.anomalous), ("-k_sol", m.k_sol != 0.0), ("-b_sol", m.b_sol != 0.0)];
+    match given.iter().find(|(_, g)| *g) {
+        Some((f, _)) => Err(Error::flag(*f, "applies to structure factors computed from an atomic model: give -pdb FILE or -cif FILE")),
+        None => Ok(()),
+    }
+}
+
+/// `--png-legend` without the `--png` preview it draws on (it did nothing, silently).
+pub fn check_dependent_outputs(cfg: &Config) -> Result<()> {
+    if cfg.output.png_legend && cfg.output.pngfile.is_none() {
+        return Err(Error::flag("--png-legend", "draws a scale strip on the --png preview: give --png FILE"));
+    }
+    Ok(())
+}
+
 /// Values that can only give a wrong image (NaN, infinities, negative photon counts), refused up
 /// front with the flag that set them.
 pub fn check_values(params: &crate::experiment::params::Params) -> Result<()> {
+    check_model_options(&params.model)?;
     let flag = |f: &str, why: String| Err(Error::flag(f, why));
     for (f, v) in [
         ("-fdet_vector", params.fdet_vector),
@@ -114,6 +136,11 @@ pub fn check_values(params: &crate::experiment::params::Params) -> Result<()> {
     // pixels off to infinity and left an empty image
     if params.detector_thick > crate::base::consts::MAX_SENSOR_THICKNESS_M {
         return flag("-detector_thick", format!("{} um is not a sensor's thickness (at most 1e6 um, 1 m)", crate::base::c::printf::g(params.detector_thick * 1e6)));
+    }
+    // a sensor with thickness and no absorption captures nothing (nanoBragg.c's capture fraction
+    // exp(-0)-exp(-0) = 0): an all-zero image, exit 0
+    if params.detector_thick > 0.0 && params.detector_mu == Some(0.0) {
+        return flag("-detector_absorb", format!("an infinite absorption depth (mu = 0) with -detector_thick {} um captures no photons: the image would be all zeros; give a depth in um, or leave -detector_absorb out (depth = the thickness)", crate::base::c::printf::g(params.detector_thick * 1e6)));
     }
     if params.default_f.abs() > 1e100 {
         return flag("-default_F", format!("{} is too large: its square overflows", params.default_f));

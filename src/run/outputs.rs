@@ -543,7 +543,7 @@ pub fn side_outputs(cfg: &Config) -> Vec<(&'static str, PathBuf)> {
         v.push(("-hklout", resolve_out(cfg, p)));
     }
     if let Some(p) = &cfg.run.save_params {
-        v.push(("--save-params", p.clone()));
+        v.push(("--save-params", resolve_out(cfg, p)));
     }
     for (_, p) in crate::run::gradients::gradient_paths(cfg) {
         v.push(("--gradients", p));

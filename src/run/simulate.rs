@@ -404,6 +404,7 @@ fn cf_int(v: usize) -> String {
 pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
     outputs::check_inputs(cfg)?;
     crate::run::limits::check_values(&cfg.params)?;
+    crate::run::limits::check_dependent_outputs(cfg)?;
     let estimate = crate::run::limits::check_run(cfg)?;
     if !cfg.run.quiet {
         if let Some(hint) = crate::run::limits::time_hint(estimate.samples) {
@@ -415,9 +416,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
     crate::run::gradients::check(cfg, &inputs)?;
     cfg.run.check_backend(&exp, &cfg.output)?;
     let planned = check_outputs(cfg)?;
-    if !cfg.run.quiet {
-        let _ = log.flush_to(out);
-    }
+    let _ = if cfg.run.quiet { log.flush_warnings_to(out) } else { log.flush_to(out) };
     let (planned, notes) = outputs::for_panels(planned, cfg, exp.det.panels.len())?;
     check_geometry_outputs(cfg, &exp)?;
     if !cfg.run.quiet {
@@ -455,8 +454,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
     let derived = in_pool(cfg.run.threads, || crate::run::gradients::derivative_outputs(cfg, &inputs, &exp, r.float.pixels(), rendered))??;
     let render_s = t1.elapsed().as_secs_f64();
 
-    let mut sink = std::io::sink();
-    let out: &mut dyn Write = if cfg.run.quiet { &mut sink } else { out };
+    // the interpolation warning is printed even with --quiet; the summary below is not
     if let Some((h, k, l, h0, k0, l0)) = r.interp_oob {
         let _ = writeln!(
             out,
@@ -470,7 +468,12 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
         );
         // no newline: the C's next output (the blank line below) ends this line
         let _ = write!(out, "WARNING: further warnings will not be printed! ");
+        if cfg.run.quiet {
+            let _ = writeln!(out); // the blank line that ends it is the summary's
+        }
     }
+    let mut sink = std::io::sink();
+    let out: &mut dyn Write = if cfg.run.quiet { &mut sink } else { out };
     if cfg.run.printout {
         let (pf, ps) = cfg.run.printout_pixel.unwrap_or((-1, -1));
         for s in 0..exp.det.panel().spixels {
