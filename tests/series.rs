@@ -356,7 +356,7 @@ fn series_refuses_empty_outputs_and_manifest_like_names() {
         (vec!["--name", "run", "--outputs", "float", "-floatfile", "run.shard-#.json"], "-floatfile"),
         // a flat-panel header for a curved detector's pixels
         (vec!["-curved_det", "-N", "5", "--outputs", "float,nexus"], "--outputs: nexus: the file describes a flat detector"),
-        (vec!["-curved_det", "-N", "5", "--outputs", "float,cbf"], "-cbffile: the file describes a flat detector"),
+        (vec!["-curved_det", "-N", "5", "--outputs", "float,cbf"], "--outputs: cbf: the file describes a flat detector"),
     ] {
         let o = bin().arg("series").args(CRYSTAL).args(["-osc", "1", "--frames", "2"]).args(&extra).current_dir(tmp.path()).output().unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
@@ -626,4 +626,15 @@ fn a_nexus_sweep_refuses_an_offset_its_counts_cannot_hold() {
     assert_eq!(o.status.code(), Some(9), "{err}");
     assert!(err.contains("-adc: -5: the CBF/NeXus counts are photons plus this offset"), "{err}");
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0, "files written");
+}
+
+/// `--quiet` keeps the C's WARNING lines in a series as in simulate (a review found none printed).
+#[test]
+fn quiet_series_keeps_the_c_warnings() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = bin().args(["series", "-cell", "78", "78", "37", "90", "90", "90", "-default_F", "100", "-N", "50", "-oversample", "1", "-detpixels", "32", "-osc", "0.5", "--frames", "2", "--quiet", "--out-dir", "p"]).current_dir(tmp.path()).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(text.starts_with("WARNING: maximum dimension of sample is") && text.contains("recommend -oversample"), "{text}");
+    assert!(!text.contains("Unit Cell"), "{text}");
 }

@@ -1091,12 +1091,15 @@ fn prepare(plan: &Plan, todo: &[usize]) -> Result<Prepared> {
     )?;
     let inputs = crate::run::load::load_inputs(&cfg)?;
     let exp = crate::run::setup::build_experiment(&cfg, &inputs)?;
+    // a curved detector in a flat-panel file, named as the series asks for it (--outputs cbf/nexus)
+    if exp.det.panels.iter().any(|p| p.curved) {
+        if let Some(kind) = [("cbf", cfg.output.cbffile.is_some()), ("nexus", plan.nexus.is_some())].iter().find(|(_, on)| *on).map(|(k, _)| k) {
+            return Err(Error::flag("--outputs", format!("{kind}: the file describes a flat detector and -curved_det puts the pixels on a sphere (its spots would be misplaced): drop -curved_det or the {kind} output")));
+        }
+    }
     crate::run::simulate::check_geometry_outputs(&cfg, &exp)?;
     if plan.nexus.is_some() {
         crate::run::simulate::nexus_one_sensor(&exp)?;
-        if exp.det.panels.iter().any(|p| p.curved) {
-            return Err(Error::flag("--outputs", "nexus: the file describes a flat detector and -curved_det puts the pixels on a sphere (its spots would be misplaced): drop -curved_det or the nexus output"));
-        }
     }
     cfg.run.check_backend(&exp, &cfg.output)?;
     Ok(Prepared { inputs, exp, cfg, workers })
@@ -1242,10 +1245,9 @@ fn setup_once(
 ) -> Result<(Inputs, Option<(crate::io::nexus::NexusWriter, PathBuf)>)> {
     let Prepared { mut inputs, exp, cfg, .. } = prepared;
     write_setup_outputs(&cfg, &exp)?;
-    if !quiet_user {
-        let mut log = Log { lines: crate::run::summary::setup_summary(&cfg, &inputs, &exp) };
-        let _ = log.flush_to(log_out);
-    }
+    // --quiet keeps the C's WARNING lines, as simulate's does
+    let mut log = Log { lines: crate::run::summary::setup_summary(&cfg, &inputs, &exp) };
+    let _ = if quiet_user { log.flush_warnings_to(log_out) } else { log.flush_to(log_out) };
     let mut nexus = None;
     if let (Some(nx), false) = (nexus_name, todo.is_empty()) {
         // todo is the whole shard here: the file's frame 0 is this first frame (its omega start)

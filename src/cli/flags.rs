@@ -245,10 +245,11 @@ fn set_misset(c: &mut Config, v: &Vals) -> Result<()> {
 /// A count >= 1, or 0 for the automatic choice (nanoBragg.c takes `<= 0` as "auto" for -oversample
 /// and -mosaic_domains; a negative count is refused as a likely typo).
 fn auto_if_zero(v: &Vals) -> Result<Option<i32>> {
-    if v.int(0)? == 0 {
-        return Ok(None);
+    match v.int(0)? {
+        0 => Ok(None),
+        n if n < 0 => Err(v.err(format!("must be at least 1, or 0 for the automatic choice (got {n})"))),
+        _ => Ok(Some(v.int_pos(0)? as i32)),
     }
-    Ok(Some(v.int_pos(0)? as i32))
 }
 
 fn set_detector_abs(c: &mut Config, v: &Vals) -> Result<()> {
@@ -674,7 +675,7 @@ pub static FLAGS: &[Flag] = &[
         category: Sampling, help: "Thickness of water around the crystal: adds a flat background.",
         set: |c, v| { c.params.water_um(v.num(0)?); Ok(()) } },
     Flag { name: "-stol", aliases: &[], arity: Path, values: "FILE", units: "stol (Å⁻¹), F", default: "none",
-        category: Sampling, help: "Table of sin(theta)/lambda and F: read and checked, but unused (as in the C).",
+        category: Sampling, help: "Table of sin(theta)/lambda and F: read with the C's reader (text read as 0) and unused, as in the C; refused only when it holds no line (nonbragg uses its table and reads it strictly).",
         set: |c, v| { c.params.stol_file = Some((v.path(0), 1e10)); Ok(()) } },
     Flag { name: "-4stol", aliases: &[], arity: Path, values: "FILE", units: "4·stol (Å⁻¹), F", default: "none",
         category: Sampling, help: "As -stol with 4·sin(theta)/lambda in the first column.",

@@ -50,7 +50,7 @@ pub fn main(args: &[String], out: &mut dyn Write) -> Result<(bool, String)> {
     let params_out = params_out.ok_or_else(|| Error::flag("--params-out", "give the file for the refined parameters: --params-out FIT.json"))?;
     // with no crystal, the built-in one (as simulate renders it: a demo fits what it renders)
     let (mut cfg, built_in) = crate::cli::parse::parse_with_built_in_crystal(&rest)?;
-    if built_in {
+    if built_in && !cfg.run.quiet {
         let _ = writeln!(out, "no crystal given: using the built-in benchmark crystal ({})", crate::cli::parse::BUILT_IN_CRYSTAL.join(" "));
     }
     if cfg.output.loss.observed.is_none() {

@@ -535,21 +535,22 @@ pub fn crystal_extent(lambda0: f64, det: &ConventionGeometry, c: &CrystalSetup) 
     (xtalsize_max, reciprocal_pixel_size, recommended)
 }
 
-/// Refuse a detector whose direct-beam spot lies in or behind the sample's plane: pivoting about the
-/// spot (the conventions' BEAM pivot, nanoBragg.c L1186-L1247), a two-theta of 90° or more leaves
-/// the distance cos 2θ·D ≤ 0 (an empty image, exit 0, or at exactly 90° an oversampling "of 4e15").
+/// Refuse a detector whose plane passes through or behind the sample while it pivots about the
+/// direct-beam spot (the conventions' BEAM pivot, nanoBragg.c L1186-L1247): a two-theta of 90° or
+/// more leaves the plane's distance from the sample (pix0 · odet) ≤ 0, an image of negative photons
+/// at 100° and an "oversampling of 4e15" at 90°. A rotation or vectors that keep the plane in front
+/// (a back-scattering detector included) are a geometry and pass.
 fn check_detector_faces_sample(params: &Params, det: &ConventionGeometry) -> Result<()> {
-    // about the sample (a detector placed by its vectors, a back-scattering one included) any
-    // distance is a geometry
-    if det.pivot != crate::experiment::params::Pivot::Beam || det.distance > 1e-9 * params.distance.abs() {
+    if det.pivot != crate::experiment::params::Pivot::Beam || det.close_distance > 1e-9 * params.distance.abs() {
         return Ok(());
     }
-    let flag = if params.detector_twotheta != 0.0 { "-twotheta" } else { "-detector_rotx/-detector_roty/-detector_rotz" };
+    let rotated = [params.detector_rotx, params.detector_roty, params.detector_rotz].iter().any(|r| *r != 0.0);
+    let flag = if params.detector_twotheta != 0.0 { "-twotheta" } else if rotated { "-detector_rotx/-detector_roty/-detector_rotz" } else { "-odet_vector" };
     Err(Error::flag(
         flag,
         format!(
-            "puts the direct-beam spot through or behind the sample (distance {} m): pivoting about the spot, a detector swung to 90 degrees or more faces away; use -pivot sample with a -*_vector flag (CUSTOM convention)",
-            g(det.distance)
+            "puts the detector's plane through or behind the sample (its distance {} m along the normal): pivoting about the direct-beam spot, a detector swung to 90 degrees or more faces away; use -pivot sample with a -*_vector flag (CUSTOM convention)",
+            g(det.close_distance)
         ),
     ))
 }

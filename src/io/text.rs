@@ -1,8 +1,8 @@
 //! Multi-column text (source files, stol tables): the C's `read_text_file` ([`parse_text`]), and a
-//! strict reader ([`read_table`]) that `-sourcefile` and the stol tables (nonbragg's, simulate's `-stol`) use: it gives the
+//! strict reader ([`read_table`]) that `-sourcefile` and nonbragg's stol tables use: it gives the
 //! same values on a well-formed file and refuses, with the line, what the C reads as 0 or by a prefix.
 //!
-//! The C's reader (the reference the tests hold the strict one to; every caller reads strictly): lines are `fgets` chunks of at most
+//! The C's reader, kept for simulate's `-stol` (read, then unused, as in the C): lines are `fgets` chunks of at most
 //! 10239 bytes; a chunk counts unless it is exactly `\n` after leading delimiters ` \t,;:!`; values
 //! come from C `atof`; after a value the reader skips characters of `0123456789-+.EGeg`, then
 //! non-delimiters, then delimiters. Consequences (all kept): missing trailing columns stay NaN when the

@@ -64,12 +64,12 @@ pub fn load_inputs(cfg: &Config) -> Result<Inputs> {
         }
     }
 
-    // the stol table is read and checked, then unused (as in the C): strictly, as nonbragg reads
-    // one (the C's reader took words as 0, so a broken table went unnoticed)
+    // the stol table is read with the C's reader, then unused (as in the C): a header line or a word
+    // the C reads as 0 is taken, since nothing depends on it (nonbragg, which uses its table, reads strictly)
     if let Some((path, _mult)) = &p.stol_file {
         inp.log.stol.line(format!("reading {}", path.display()));
-        let t = crate::io::text::read_table(path, "-stol table", 2, 2)?;
-        if t.lines.is_empty() {
+        let cols = crate::io::text::read_text_file(path, 2)?;
+        if cols[0].is_empty() {
             return Err(Error::file(path, "no data in input file"));
         }
     }
