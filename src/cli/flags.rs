@@ -802,7 +802,7 @@ pub static FLAGS: &[Flag] = &[
         help: "A measured image to compare the float image (with -add_float) with, over the unmasked pixels of the -roi: prints the --loss and writes --loss-out/--dfhkl-out. SMV pixels less the -adc offset are photons; raw floats are taken as they are; CBF and NeXus counts less -adc where -adc is given (their writers add it only then), else as they are.",
         set: |c, v| { c.output.loss.observed = Some(v.path(0)); Ok(()) } },
     Flag { name: "--loss", aliases: &[], arity: Word, values: "poisson|lsq", units: "", default: "poisson",
-        category: Port, help: "With --observed: poisson L = sum(mu - y ln mu), lsq L = 1/2 sum(mu - y)^2.",
+        category: Port, help: "With --observed (refused without it): poisson L = sum(mu - y ln mu), lsq L = 1/2 sum(mu - y)^2.",
         set: |c, v| match v.word(0) {
             "poisson" => { c.output.loss.kind = crate::run::config::LossKind::Poisson; Ok(()) }
             "lsq" => { c.output.loss.kind = crate::run::config::LossKind::Lsq; Ok(()) }

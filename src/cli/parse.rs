@@ -354,6 +354,10 @@ pub fn parse_simulate_args(args: &[String]) -> Result<Config> {
             expt_at = Some(&o.typed);
         }
     }
+    // a loss chosen with nothing to compare did nothing, silently (as --loss-out alone is refused)
+    if let Some(o) = last("--loss").filter(|_| c.output.loss.observed.is_none()) {
+        return Err(Error::flag(&o.typed, "needs --observed IMAGE (the measured image the loss compares with)"));
+    }
     Ok(c)
 }
 

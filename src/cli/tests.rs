@@ -85,7 +85,7 @@ fn sample_values(f: &Flag) -> Vec<String> {
         ("--max-memory", _) => &["64G"],
         ("--noise", _) => &["fast"],
         ("--gradients", _) => &["rot_x,Na"],
-        ("--loss", _) => &["lsq"],
+        ("--loss", _) => &["lsq", "--observed", "obs.bin"],
         ("-detector_absorb", _) => &["250"],
         ("-spacegroup", _) => &["P 21 21 21"],
         (_, Arity::Switch) => &[],
@@ -634,6 +634,8 @@ fn errors_name_the_flag() {
         assert!(m.starts_with(&format!("{flag}: ")), "{w}: {m}");
     }
     assert_eq!(parse("-fluence 0").params.fluence, 0.0);
+    // a loss with nothing to compare
+    assert!(parse_err("--loss lsq").starts_with("--loss: needs --observed IMAGE"));
     // 0 is nanoBragg.c's "auto" for these two counts (it was refused)
     assert_eq!(parse("-oversample 3 -oversample 0").params.oversample, None);
     assert_eq!(parse("-mosaic_dom 0").params.mosaic_domains, None);
