@@ -1092,9 +1092,9 @@ fn prepare(plan: &Plan, todo: &[usize]) -> Result<Prepared> {
     let inputs = crate::run::load::load_inputs(&cfg)?;
     let exp = crate::run::setup::build_experiment(&cfg, &inputs)?;
     // a curved detector in a flat-panel file, named as the series asks for it (--outputs cbf/nexus)
-    if exp.det.panels.iter().any(|p| p.curved) {
+    if crate::run::simulate::is_curved(&exp) {
         if let Some(kind) = [("cbf", cfg.output.cbffile.is_some()), ("nexus", plan.nexus.is_some())].iter().find(|(_, on)| *on).map(|(k, _)| k) {
-            return Err(Error::flag("--outputs", format!("{kind}: the file describes a flat detector and -curved_det puts the pixels on a sphere (its spots would be misplaced): drop -curved_det or the {kind} output")));
+            return Err(Error::flag("--outputs", format!("{kind}: {}", crate::run::simulate::curved_in_flat_file(&format!("drop -curved_det or the {kind} output")))));
         }
     }
     crate::run::simulate::check_geometry_outputs(&cfg, &exp)?;

@@ -8,8 +8,6 @@ use std::process::ExitCode;
 /// Exit code for bad input, as nanoBragg.c uses.
 const EXIT_BAD_INPUT: u8 = 9;
 
-/// The benchmark crystal used when no crystal is described (see README "Quick start").
-
 fn version() -> String {
     format!("nanobragg-rs {} (git {})", env!("CARGO_PKG_VERSION"), crate::base::build::GIT_COMMIT)
 }
@@ -89,7 +87,7 @@ fn simulate(args: &[String]) -> Result<(), Failure> {
     let (cfg, built_in) = parse::parse_with_built_in_crystal(args)?;
     let mut out = Stdout { inner: std::io::stdout().lock(), error: None };
     if built_in && !cfg.run.quiet {
-        let _ = writeln!(out, "no crystal given: using the built-in benchmark crystal ({})", parse::BUILT_IN_CRYSTAL.join(" "));
+        let _ = writeln!(out, "{}", parse::built_in_crystal_note());
     }
     // $NANOBRAGG_TIMINGS_JSON (set by bench-detailed): checked before the run, written after it
     let timings_json = std::env::var_os(crate::run::simulate::TIMINGS_JSON_ENV).filter(|p| !p.is_empty()).map(std::path::PathBuf::from);

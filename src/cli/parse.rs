@@ -131,6 +131,11 @@ fn value_count(typed: &str, f: &Flag, rest: &[String]) -> Result<usize> {
 /// The crystal `simulate` (and `refine`) use when the command line gives none: the benchmark crystal.
 pub const BUILT_IN_CRYSTAL: &[&str] = &["-cell", "100", "100", "100", "90", "90", "90", "-N", "5", "-default_F", "100", "-lambda", "6.2"];
 
+/// The line `simulate` and `refine` print when they use [`BUILT_IN_CRYSTAL`].
+pub fn built_in_crystal_note() -> String {
+    format!("no crystal given: using the built-in benchmark crystal ({})", BUILT_IN_CRYSTAL.join(" "))
+}
+
 /// Parse simulate's flags; with no crystal at all (no cell, matrix, structure factors or Fdump.bin
 /// cache) parse them again over [`BUILT_IN_CRYSTAL`] (the user's flags still apply on top) and say so
 /// (`true`). With an Fdump.bin in the folder, setup says a cell is missing and names that file.

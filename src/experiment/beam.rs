@@ -96,10 +96,8 @@ pub fn build_sources(
         for (k, l) in lambdas.iter().enumerate() {
             log.line(format!("lambda{k} = {}", cf("%.15g", *l)));
         }
-        if !WAVELENGTH_RANGE.contains(&lambda0) {
-            // the library's callers (Python) reach here without the flags' check of -lambda
-            return Err(Error::flag("-lambda", format!("{lambda0:e} m is not an X-ray wavelength this program can simulate (1e-6 to 1e7 Angstrom)")));
-        }
+        // the library's callers (Python) reach here without the flags' check of -lambda
+        check_wavelength(lambda0)?;
         check_dispersion(disp.range, lambda0, lambdas.iter().copied())?;
         let weight = 1.0 / (kept.len() * lambdas.len()) as f64;
         for &(h, v) in &kept {
@@ -122,6 +120,14 @@ pub fn build_sources(
         return Err(Error::setup("no X-ray sources: the divergence settings leave no source point"));
     }
     Ok(SourceSet { sources, divsteps })
+}
+
+/// `-lambda` (metres) within [`WAVELENGTH_RANGE`]. Shared by simulate and nearbragg.
+pub fn check_wavelength(lambda0: f64) -> Result<()> {
+    if WAVELENGTH_RANGE.contains(&lambda0) {
+        return Ok(());
+    }
+    Err(Error::flag("-lambda", format!("{lambda0:e} m is not an X-ray wavelength this program can simulate (1e-6 to 1e7 Angstrom)")))
 }
 
 /// `-dispersion`: the wavelengths of its steps (`lambdas`, around `lambda0` by the fraction `range`)

@@ -42,20 +42,23 @@ pub fn check_detector_axes(f: &V3, s: &V3) -> Result<()> {
     Err(Error::flag("-sdet_vector", format!("{} {} {} is parallel to -fdet_vector {} {} {}: the detector needs two directions", s[0], s[1], s[2], f[0], f[1], f[2])))
 }
 
-/// `-fluence` (photons/m²): a negative one gives negative photon counts, beyond 1e100 an overflow.
-pub fn check_fluence(fluence: f64) -> Result<()> {
-    if (0.0..=1e100).contains(&fluence) {
+/// A photon count of `flag` (in `unit`) between 0 and 1e100: a negative one gives negative photon
+/// counts, beyond 1e100 an overflow; `why` is added to the message.
+fn check_photons(flag: &str, v: f64, unit: &str, why: &str) -> Result<()> {
+    if (0.0..=1e100).contains(&v) {
         return Ok(());
     }
-    Err(Error::flag("-fluence", format!("{} photons/m^2 must be between 0 and 1e100", crate::base::c::printf::g(fluence))))
+    Err(Error::flag(flag, format!("{} {unit} must be between 0 and 1e100{why}", crate::base::c::printf::g(v))))
 }
 
-/// `-flux` (photons/s): as [`check_fluence`].
+/// `-fluence` (photons/m²).
+pub fn check_fluence(fluence: f64) -> Result<()> {
+    check_photons("-fluence", fluence, "photons/m^2", "")
+}
+
+/// `-flux` (photons/s).
 pub fn check_flux(flux: f64) -> Result<()> {
-    if (0.0..=1e100).contains(&flux) {
-        return Ok(());
-    }
-    Err(Error::flag("-flux", format!("{} photons/s must be between 0 and 1e100 (a negative flux gives negative photon counts)", crate::base::c::printf::g(flux))))
+    check_photons("-flux", flux, "photons/s", " (a negative flux gives negative photon counts)")
 }
 
 /// `-polar`: the Kahn factor is a fraction between -1 and 1 (beyond, the C's polarization factor
@@ -129,9 +132,7 @@ pub fn check_values(params: &crate::experiment::params::Params) -> Result<()> {
     if params.convention == crate::experiment::params::Convention::Custom {
         check_detector_axes(&params.fdet_vector, &params.sdet_vector)?;
     }
-    if !crate::experiment::beam::WAVELENGTH_RANGE.contains(&params.lambda0) {
-        return flag("-lambda", format!("{:e} m is not an X-ray wavelength this program can simulate (1e-6 to 1e7 Angstrom)", params.lambda0));
-    }
+    crate::experiment::beam::check_wavelength(params.lambda0)?;
     // nanoBragg.c steps each sensor layer along the normal by the thickness: a huge one moved the
     // pixels off to infinity and left an empty image
     if params.detector_thick > crate::base::consts::MAX_SENSOR_THICKNESS_M {

@@ -181,10 +181,10 @@ pub fn check_geometry_outputs(cfg: &Config, exp: &Experiment) -> Result<()> {
     // -curved_det puts every pixel on a sphere about the sample; each of these headers describes a
     // flat panel, where dxtbx would place the spots off by pixels (the plain SMV header stays, as
     // nanoBragg.c writes it)
-    if exp.det.panels.iter().any(|p| p.curved) {
+    if is_curved(exp) {
         let curved = [("-cbffile", cfg.output.cbffile.is_some()), ("-nexusfile", cfg.output.nexusfile.is_some()), ("-dxtbx_smv", cfg.output.smv_dxtbx)];
         if let Some((flag, _)) = curved.iter().find(|(_, given)| *given) {
-            return Err(Error::flag(*flag, "the file describes a flat detector and -curved_det puts the pixels on a sphere (its spots would be misplaced): write -floatfile or -intfile, or drop -curved_det"));
+            return Err(Error::flag(*flag, curved_in_flat_file("write -floatfile or -intfile, or drop -curved_det")));
         }
     }
     if let Some(p) = &cfg.output.cbffile {
@@ -204,6 +204,16 @@ pub fn check_geometry_outputs(cfg: &Config, exp: &Experiment) -> Result<()> {
         nexus_one_sensor(exp)?;
     }
     Ok(())
+}
+
+/// Whether the detector is `-curved_det`'s sphere of pixels.
+pub fn is_curved(exp: &Experiment) -> bool {
+    exp.det.panels.iter().any(|p| p.curved)
+}
+
+/// Why a flat-panel file (CBF, NeXus, dxtbx's SMV) is refused for a curved detector, and `what_to_do`.
+pub fn curved_in_flat_file(what_to_do: &str) -> String {
+    format!("the file describes a flat detector and -curved_det puts the pixels on a sphere (its spots would be misplaced): {what_to_do}")
 }
 
 /// The NeXus writer describes one sensor (`sensor_thickness`) for every module: a detector whose

@@ -225,9 +225,7 @@ pub fn check(c: &NearBraggConfig) -> Result<()> {
     if !(c.lambda0 > 0.0 && c.lambda0.is_finite()) {
         return Err(Error::flag("-lambda", format!("wavelength {} A is not positive", crate::base::c::printf::g(c.lambda0 * 1e10))));
     }
-    if !crate::experiment::beam::WAVELENGTH_RANGE.contains(&c.lambda0) {
-        return Err(Error::flag("-lambda", format!("{:e} m is not an X-ray wavelength this program can simulate (1e-6 to 1e7 Angstrom)", c.lambda0)));
-    }
+    crate::experiment::beam::check_wavelength(c.lambda0)?;
     check_values(c)?;
     if !(c.distance > 0.0) {
         return Err(Error::flag("-distance", "the detector distance must be positive"));
