@@ -138,6 +138,12 @@ fn refine_refuses_what_it_cannot_fit_honestly() {
     };
     std::fs::remove_file(d.join("p.json")).unwrap();
     refused(run(format!("refine {truth} -N 1 --observed obs.bin --refine Na --params-out p.json")), "the image does not change with 'Na' at its start value 1");
+    // flat for a reason N's hint did not name: -flux sets the fluence; a -mat file carries lambda
+    refused(fit("obs.bin", "-flux 1e12 --refine fluence"), "-flux sets the fluence (with -exposure and -beamsize)");
+    let o = run("matrix -cell 50 50 50 90 90 90 -lambda 1 -o A.mat".into());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mat = "-mat A.mat -default_F 100 -lambda 1 -distance 100 -detpixels 64 -pixel 0.4 -N 5 -noprogress";
+    refused(run(format!("refine {mat} --observed obs.bin --refine lambda,Na --params-out p.json")), "with a -mat file the matrix carries the wavelength");
     refused(fit("obs.bin", "-roi 10 10 10 10 --refine Na,Nb"), "2 parameters cannot be fitted to 1 observed pixels");
     refused(fit("obs.bin", "--refine Na,Nb,Na"), "--refine: 'Na' is named twice");
     // a second list replaced the first without a word

@@ -81,7 +81,7 @@ pub fn refine(cfg: &Config, opts: &RefineOptions, out: &mut dyn Write) -> Result
         report.iterations = it;
         let (g, h) = normal_equations(&params, &inputs, &model, &opts.names)?;
         if it == 1 {
-            check_every_parameter_moves_the_image(&h, &opts.names, &params)?;
+            check_every_parameter_moves_the_image(&h, &opts.names, &params, &inputs)?;
         }
         let sigma2 = match cfg.output.loss.kind {
             LossKind::Poisson => 1.0,
@@ -146,14 +146,28 @@ fn fitted_pixels(p: &crate::experiment::detector::Panel) -> usize {
 }
 
 /// Refuse a parameter whose derivative image is 0 at its start value (`-N 1`, whose lattice factor
-/// is flat in N there, or `-mosaic 0`): the gradient is 0, and the fit "converged" where it began.
-fn check_every_parameter_moves_the_image(h: &[Vec<f64>], names: &[Param], params: &Params) -> Result<()> {
+/// is flat in N there, `-mosaic 0`, `fluence` set by `-flux`, `lambda` with a `-mat` file): the
+/// gradient is 0, and the fit "converged" where it began.
+fn check_every_parameter_moves_the_image(h: &[Vec<f64>], names: &[Param], params: &Params, inputs: &Inputs) -> Result<()> {
     match names.iter().enumerate().find(|&(i, _)| h[i][i] == 0.0) {
-        Some((_, n)) => Err(Error::flag(
+        Some((_, &n)) => Err(Error::flag(
             "--refine",
-            format!("the image does not change with '{}' at its start value {} {} (its derivative is 0 on every fitted pixel): start it elsewhere (N above 1; for mosaic a spread above 0 and -mosaic_dom above 1)", n.name(), n.value(params), n.unit()),
+            format!("the image does not change with '{}' at its start value {} {} (its derivative is 0 on every fitted pixel): {}", n.name(), n.value(params), n.unit(), why_flat(n, params, inputs)),
         )),
         None => Ok(()),
+    }
+}
+
+/// What makes the image flat in `n` and what to do about it, for [`check_every_parameter_moves_the_image`].
+fn why_flat(n: Param, params: &Params, inputs: &Inputs) -> &'static str {
+    match n {
+        Param::Fluence if params.flux != 0.0 => "-flux sets the fluence (with -exposure and -beamsize); give -fluence instead of -flux to refine it",
+        Param::Lambda if tangents::wavelength_cancels(params, inputs) => {
+            "with a -mat file the matrix carries the wavelength (it is divided by -lambda), so the image does not depend on -lambda; to refine it, give the crystal by -cell (and -misset) instead of -mat"
+        }
+        Param::Na | Param::Nb | Param::Nc => "start it elsewhere (N above 1)",
+        Param::Mosaic => "start it elsewhere (a spread above 0 and -mosaic_dom above 1)",
+        _ => "start it elsewhere",
     }
 }
 

@@ -375,9 +375,20 @@ pub fn tangents(params: &Params, inputs: &Inputs, exp: &Experiment, names: &[Par
         .iter()
         .map(|&name| match name {
             Param::Mosaic => Ok(mosaic_tangent(exp, zero.clone())),
+            Param::Lambda if wavelength_cancels(params, &inputs) => Ok(zero.clone()),
             _ => difference(&base, &inputs, name),
         })
         .collect()
+}
+
+/// Whether the image does not depend on `-lambda`: a `-mat` file's reciprocal vectors are divided by
+/// it (nanoBragg.c L1892) and every source's wavelength is a multiple of it (L2405, L2342: no
+/// wavelength from a `-sourcefile` column), so h = a·S has it in numerator and denominator. Its
+/// tangent is then exactly 0, as documented (a finite difference left rounding noise on every pixel,
+/// and a fit followed that noise to λ ≈ 10⁶ Å).
+pub fn wavelength_cancels(params: &Params, inputs: &Inputs) -> bool {
+    let file_lambdas = inputs.source_columns.as_ref().and_then(|c| c.get(4)).is_some_and(|l| l.iter().any(|v| !v.is_nan()));
+    params.a_matrix.is_none() && inputs.matrix.is_some() && !file_lambdas
 }
 
 /// d(setup)/dθ by the fourth-order central difference (8(f₁ − f₋₁) − (f₂ − f₋₂))/12h.
