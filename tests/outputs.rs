@@ -335,3 +335,27 @@ fn quiet_keeps_the_c_warnings() {
     let out = run_in(tmp.path(), &[CRYSTAL, &["--quiet", "-nonoise", "-nopgm"]].concat());
     assert!(out.stdout.is_empty(), "{}", String::from_utf8_lossy(&out.stdout));
 }
+
+/// A mask or image header decides geometry the flags seem to (nanoBragg.c does so silently): its
+/// CLOSE_DISTANCE over `-distance`, a mask's BEAM_CENTER_Y as detector size − value. The run renders
+/// as the C does and says so on stderr; nothing is said where the flags take it back.
+#[test]
+fn header_geometry_that_overrides_the_flags_is_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let header = "{\nHEADER_BYTES=512;\nDIM=2;\nBYTE_ORDER=little_endian;\nTYPE=unsigned_short;\nSIZE1=64;\nSIZE2=64;\nPIXEL_SIZE=0.1;\nCLOSE_DISTANCE=90;\nBEAM_CENTER_Y=2.0;\n}\n";
+    let mut bytes = header.as_bytes().to_vec();
+    bytes.resize(512, b' ');
+    bytes.extend(std::iter::repeat([1u8, 0u8]).take(64 * 64).flatten());
+    std::fs::write(d.join("mask.img"), &bytes).unwrap();
+    let run = |extra: &[&str]| {
+        let o = run_in(d, &[CRYSTAL, &["-mask", "mask.img", "-floatfile", "f.bin", "-intfile", "i.img", "-nonoise", "-nopgm", "-quiet"], extra].concat());
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let err = run(&["-distance", "120"]);
+    assert!(err.contains("-mask mask.img: its header's CLOSE_DISTANCE=90 sets the detector distance, not -distance"), "{err}");
+    assert!(err.contains("BEAM_CENTER_Y=2 places the beam at Ybeam = detector size − 2 = 4.4 mm"), "{err}");
+    let err = run(&["-close_distance", "120", "-Ybeam", "3"]);
+    assert!(!err.contains("warning"), "{err}");
+}

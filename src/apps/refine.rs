@@ -165,6 +165,9 @@ fn why_flat(n: Param, params: &Params, inputs: &Inputs) -> &'static str {
         Param::Lambda if tangents::wavelength_cancels(params, inputs) => {
             "with a -mat file the matrix carries the wavelength (it is divided by -lambda), so the image does not depend on -lambda; to refine it, give the crystal by -cell (and -misset) instead of -mat"
         }
+        Param::Distance if params.close_distance.is_some() => {
+            "-close_distance (given, or a -mask/-img header's CLOSE_DISTANCE) sets the detector distance whatever -distance says (as in nanoBragg.c); give -distance without it to refine the distance"
+        }
         Param::Na | Param::Nb | Param::Nc => "start it elsewhere (N above 1)",
         Param::Mosaic => "start it elsewhere (a spread above 0 and -mosaic_dom above 1)",
         _ => "start it elsewhere",

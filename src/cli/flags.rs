@@ -618,10 +618,10 @@ pub static FLAGS: &[Flag] = &[
         category: Geometry, help: "Solid angle 1/R² (no pixel obliquity or area).",
         set: |c, _| { c.params.point_pixel = true; Ok(()) } },
     Flag { name: "-img", aliases: &[], arity: Path, values: "FILE", units: "SMV", default: "none", category: Geometry,
-        help: "Take size, pixel, distance, wavelength, beam centre, ORGX/Y, phi and osc from an SMV header (read before all flags, after -mask).",
+        help: "Take size, pixel, distance, wavelength, beam centre, ORGX/Y, phi and osc from an SMV header (read before all flags, after -mask: later flags win, but its CLOSE_DISTANCE sets the distance whatever -distance says; give -close_distance).",
         set: prepass_only },
     Flag { name: "-mask", aliases: &[], arity: Path, values: "FILE", units: "SMV", default: "none", category: Geometry,
-        help: "SMV image whose 0-valued pixels are not rendered; its header is applied like -img (first).",
+        help: "SMV image whose 0-valued pixels are not rendered; its header is applied like -img (first), its BEAM_CENTER_Y read as detector size − value (give -Ybeam to keep the beam where you want it).",
         set: prepass_only },
     // ------------------------------------------------------------------ detector physics, sampling
     Flag { name: "-detector_absorb", aliases: &["-detector_abs"], arity: Word, values: "DEPTH|inf", units: "µm",

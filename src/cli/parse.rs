@@ -308,15 +308,18 @@ pub fn parse_simulate_args(args: &[String]) -> Result<Config> {
     }
 
     // Pre-pass (C L400-L502): the last -mask and the last -img are read before every other flag.
+    let mut header_geometry = HeaderGeometry::default();
     if let Some(o) = last("-mask") {
         let smv = load_smv(&o.typed, &o.words[0])?;
         apply_smv_header(&mut c, &smv, true, &o.typed)?;
+        header_geometry.note(&c, &smv, &o.typed, true);
         c.params.mask_file = Some(smv.path.clone());
         c.mask = Some(smv);
     }
     if let Some(o) = last("-img") {
         let smv = load_smv(&o.typed, &o.words[0])?;
         apply_smv_header(&mut c, &smv, false, &o.typed)?;
+        header_geometry.note(&c, &smv, &o.typed, false);
         c.params.img_file = Some(smv.path.clone());
         c.img = Some(smv);
     }
@@ -363,7 +366,55 @@ pub fn parse_simulate_args(args: &[String]) -> Result<Config> {
     if let Some(o) = last("--loss").filter(|_| c.output.loss.observed.is_none()) {
         return Err(Error::flag(&o.typed, "needs --observed IMAGE (the measured image the loss compares with)"));
     }
+    header_geometry.warn(&c, |name| last(name).is_some());
     Ok(c)
+}
+
+/// What a `-mask`/`-img` header decided of the geometry that the flags may seem to decide, for a
+/// warning nanoBragg.c does not print: a header's CLOSE_DISTANCE fixes the distance whatever
+/// `-distance` says (L434, L477, L1713-L1714), and a mask's BEAM_CENTER_Y is read as detsize − value
+/// (L439; an `-img` header's as it is, L483, and nanoBragg writes Ybeam itself, L3170), so a mask
+/// written by nanoBragg moves the beam centre.
+#[derive(Default)]
+struct HeaderGeometry {
+    /// The header (its flag and file) whose CLOSE_DISTANCE was applied, and the value in metres.
+    close_distance: Option<(String, f64)>,
+    /// The mask whose BEAM_CENTER_Y was applied, the header's value (mm) and the Ybeam it gave (m).
+    mask_ybeam: Option<(String, f64, f64)>,
+}
+
+impl HeaderGeometry {
+    fn note(&mut self, c: &Config, smv: &SmvImage, flag: &str, is_mask: bool) {
+        let from = format!("{flag} {}", smv.path.display());
+        let present = |key: &str| header_number_present(&smv.header, key).ok().flatten();
+        if let (Some(_), Some(d)) = (present("CLOSE_DISTANCE"), c.params.close_distance) {
+            self.close_distance = Some((from.clone(), d));
+        }
+        if let Some(v) = present("BEAM_CENTER_Y") {
+            // an -img header's value replaces the mask's (read after it)
+            self.mask_ybeam = c.params.ybeam.filter(|_| is_mask).map(|y| (from, v, y));
+        }
+    }
+
+    /// Warn where the flags (`given`) did not take back what a header decided.
+    fn warn(&self, c: &Config, given: impl Fn(&str) -> bool) {
+        if let Some((from, d)) = &self.close_distance {
+            if given("-distance") && !given("-close_distance") && c.params.close_distance == Some(*d) {
+                crate::base::log::warn(format!(
+                    "nanobragg-rs: warning: {from}: its header's CLOSE_DISTANCE={} sets the detector distance, not -distance (as in nanoBragg.c): give -close_distance to move the detector",
+                    crate::base::c::printf::g(d * 1000.0)
+                ));
+            }
+        }
+        if let Some((from, v, y)) = &self.mask_ybeam {
+            if !given("-Ybeam") && c.params.ybeam == Some(*y) {
+                crate::base::log::warn(format!(
+                    "nanobragg-rs: warning: {from}: its header's BEAM_CENTER_Y={v} places the beam at Ybeam = detector size − {v} = {} mm, as nanoBragg.c reads a mask (an -img header's value is taken as it is, and nanoBragg writes Ybeam itself): give -Ybeam to place the beam",
+                    crate::base::c::printf::g(y * 1000.0)
+                ));
+            }
+        }
+    }
 }
 
 /// The detector geometry flags an `--expt` detector replaces (refused after it).
