@@ -333,3 +333,10 @@ def test_ctrl_c_stops_render_within_half_a_second(tmp_path):
     assert all(t < 0.5 for t in interrupted), interrupted
     assert "PanicException" not in r.stderr
     assert "AFTER (384, 384) True" in r.stdout, r.stdout
+
+
+def test_singular_amatrix_names_the_argument():
+    """A singular amatrix= was refused naming the deleted scratch file A.mat."""
+    with pytest.raises(ValueError, match="^amatrix: ") as e:
+        nanobragg.Simulation(["-lambda", "1", "-detpixels", "32", "-default_F", "1"], amatrix=np.zeros((3, 3)))
+    assert "A.mat" not in str(e.value) and "singular" in str(e.value)
