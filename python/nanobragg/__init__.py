@@ -89,6 +89,32 @@ def _format_value(v: Any) -> list[str]:
     raise TypeError(f"cannot use a {type(v).__name__} as a flag value")
 
 
+def _check_keyword(name: str, v: Any) -> None:
+    """Refuse keyword values that describe no crystal: ``N``/``Na``/``Nb``/``Nc`` below 1 and a ``cell``
+    that is not six numbers with positive edges and angles inside (0, 180) degrees. The flags keep the
+    C's leniency (``-N`` at or below 1 acts as 1, ``-cell`` takes 1 to 6 numbers), which an argv written
+    for nanoBragg.c may rely on; a keyword has no such history, and there it built another crystal than
+    the one asked for, in silence. Values that are not numbers are left to ``_format_value``."""
+    if name in ("N", "Na", "Nb", "Nc"):
+        if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)) \
+                and math.isfinite(v) and v < 1:
+            raise ValueError(f"{name}: must be at least 1 (unit cells), not {v!r}")
+    elif name == "cell":
+        vals = v.tolist() if isinstance(v, np.ndarray) else v
+        if not isinstance(vals, (list, tuple)) or len(vals) != 6:
+            raise ValueError(f"cell: give six numbers (a, b, c in Angstrom; alpha, beta, gamma in degrees), not {v!r}")
+        try:
+            nums = [float(x) for x in vals if not isinstance(x, (bool, np.bool_))]
+        except (TypeError, ValueError):
+            return
+        if len(nums) != 6 or not all(math.isfinite(x) for x in nums):
+            return
+        if min(nums[:3]) <= 0:
+            raise ValueError(f"cell: the edges a, b, c must be greater than 0 (Angstrom), not {tuple(vals[:3])}")
+        if not all(0 < x < 180 for x in nums[3:]):
+            raise ValueError(f"cell: the angles alpha, beta, gamma must be inside (0, 180) degrees, not {tuple(vals[3:])}")
+
+
 def keywords_to_args(**kw: Any) -> list[str]:
     """Translate keyword parameters into nanoBragg flags: ``N=5`` -> ``-N 5``, ``cell=(a, b, c, al, be, ga)``
     -> ``-cell a b c al be ga``, ``nopolar=True`` -> ``-nopolar`` (False: left out), ``None``: left out.
@@ -104,6 +130,7 @@ def keywords_to_args(**kw: Any) -> list[str]:
                 raise ValueError("beam_center: give (x, y) in mm")
             args += ["-Xbeam", xy[0], "-Ybeam", xy[1]]
             continue
+        _check_keyword(name, v)
         flag = _ALIASES.get(name) or ("-" + name)
         if isinstance(v, (bool, np.bool_)):
             if v:
