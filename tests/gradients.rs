@@ -400,3 +400,29 @@ fn lane_tangents_match_the_dual_reference_at_every_level() {
         assert_eq!(planned.grads.len(), names.len());
     }
 }
+
+/// The library's loss gradient lists dL/dF per reflection read with the grid: it read the `-hkl` file
+/// again by its path, so a file changed (or gone, or another under a relative name after a change of
+/// folder) after the setup gave another list than the grid the image was rendered from, or an error.
+#[test]
+fn loss_gradient_lists_the_reflections_read_at_setup() {
+    use nanobragg::experiment::tangents::Param;
+    use nanobragg::run::config::LossKind;
+    let dir = tempfile::tempdir().unwrap();
+    let hkl = dir.path().join("F.hkl");
+    let text: String = (-3..=3).flat_map(|h| (-3..=3).flat_map(move |k| (-3..=3).map(move |l| format!("{h} {k} {l} 100\n")))).collect();
+    std::fs::write(&hkl, &text).unwrap();
+    let args = words(&format!("-cell 60 70 80 90 100 90 -lambda 1 -distance 100 -detpixels 32 -N 3 -hkl {} -dump {}", hkl.display(), dir.path().join("Fd.bin").display()));
+    let cfg = nanobragg::cli::parse::parse_simulate_args(&args).unwrap();
+    let (exp, _, inputs) = nanobragg::run::simulate::setup_with_inputs(&cfg).unwrap();
+    let r = nanobragg::run::simulate::render(&exp, &cfg.run.render_options(), Some(1), &|_| {}).unwrap();
+    let y: Vec<f64> = r.float.iter().map(|&v| v as f64 + 0.5).collect();
+    let lg = || nanobragg::run::gradients::loss_gradient(&cfg, &inputs, &exp, &r.float, &y, LossKind::Poisson, &[Param::RotX], Path::new("observed")).unwrap();
+    let before = lg();
+    assert_eq!(before.dfhkl.len(), 343);
+    std::fs::write(&hkl, "1 1 1 5\n").unwrap();
+    let after = lg();
+    assert_eq!((after.value, &after.dfhkl), (before.value, &before.dfhkl));
+    std::fs::remove_file(&hkl).unwrap();
+    assert_eq!(lg().dfhkl, before.dfhkl);
+}

@@ -181,3 +181,28 @@ fn refine_takes_the_built_in_crystal_as_simulate_does() {
     let v: f64 = text.lines().find_map(|l| l.strip_prefix("refine: distance = ")).and_then(|l| l.split_whitespace().next()?.parse().ok()).expect(&text);
     assert!((v - 100.5).abs() < 0.01, "{text}");
 }
+
+/// The progress lines gave `rot_*` as the whole `--crystal-rot` while the final lines and `v.json` gave
+/// it relative to the start (with nothing saying which): every line now gives the relative rotation.
+#[test]
+fn refine_prints_rotations_relative_to_the_start_on_every_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let truth = "-cell 60 70 80 90 100 90 -misset 5 10 15 -default_F 30 -lambda 1 -distance 100 -pixel 0.1 -N 8 -detpixels 32 -oversample 2 -fluence 1e28 -noprogress";
+    let run = |args: String| Command::new(BIN).current_dir(d).args(words(&args)).output().unwrap();
+    let o = run(format!("simulate {truth} -floatfile obs.bin -nonoise -nopgm -quiet"));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = run(format!("refine {truth} --crystal-rot 0.03 0 0 --observed obs.bin --loss lsq --refine rot_x --params-out fit.json --refined-out v.json"));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{text}\n{}", String::from_utf8_lossy(&o.stderr));
+    let rot_x = |line: &str| -> f64 { line.split("rot_x").nth(1).unwrap().trim_start_matches([' ', '=']).split_whitespace().next().unwrap().parse().unwrap() };
+    let start = text.lines().find(|l| l.starts_with("refine: start:")).unwrap();
+    assert_eq!(rot_x(start), 0.0, "{start}");
+    let last = text.lines().filter(|l| l.starts_with("refine: iteration")).last().unwrap();
+    let fin = text.lines().find(|l| l.starts_with("refine: rot_x = ")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("v.json")).unwrap()).unwrap();
+    let want = v["rot_x"].as_f64().unwrap();
+    assert!((want + 0.03).abs() < 1e-3, "v.json rot_x = {want}");
+    assert!((rot_x(last) - want).abs() < 1e-8, "{last} vs v.json {want}");
+    assert_eq!(rot_x(fin), want, "{fin}");
+}

@@ -89,6 +89,32 @@ def _format_value(v: Any) -> list[str]:
     raise TypeError(f"cannot use a {type(v).__name__} as a flag value")
 
 
+def _check_keyword(name: str, v: Any) -> None:
+    """Refuse keyword values that describe no crystal: ``N``/``Na``/``Nb``/``Nc`` below 1 and a ``cell``
+    that is not six numbers with positive edges and angles inside (0, 180) degrees. The flags keep the
+    C's leniency (``-N`` at or below 1 acts as 1, ``-cell`` takes 1 to 6 numbers), which an argv written
+    for nanoBragg.c may rely on; a keyword has no such history, and there it built another crystal than
+    the one asked for, in silence. Values that are not numbers are left to ``_format_value``."""
+    if name in ("N", "Na", "Nb", "Nc"):
+        if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)) \
+                and math.isfinite(v) and v < 1:
+            raise ValueError(f"{name}: must be at least 1 (unit cells), not {v!r}")
+    elif name == "cell":
+        vals = v.tolist() if isinstance(v, np.ndarray) else v
+        if not isinstance(vals, (list, tuple)) or len(vals) != 6:
+            raise ValueError(f"cell: give six numbers (a, b, c in Angstrom; alpha, beta, gamma in degrees), not {v!r}")
+        try:
+            nums = [float(x) for x in vals if not isinstance(x, (bool, np.bool_))]
+        except (TypeError, ValueError):
+            return
+        if len(nums) != 6 or not all(math.isfinite(x) for x in nums):
+            return
+        if min(nums[:3]) <= 0:
+            raise ValueError(f"cell: the edges a, b, c must be greater than 0 (Angstrom), not {tuple(vals[:3])}")
+        if not all(0 < x < 180 for x in nums[3:]):
+            raise ValueError(f"cell: the angles alpha, beta, gamma must be inside (0, 180) degrees, not {tuple(vals[3:])}")
+
+
 def keywords_to_args(**kw: Any) -> list[str]:
     """Translate keyword parameters into nanoBragg flags: ``N=5`` -> ``-N 5``, ``cell=(a, b, c, al, be, ga)``
     -> ``-cell a b c al be ga``, ``nopolar=True`` -> ``-nopolar`` (False: left out), ``None``: left out.
@@ -104,6 +130,7 @@ def keywords_to_args(**kw: Any) -> list[str]:
                 raise ValueError("beam_center: give (x, y) in mm")
             args += ["-Xbeam", xy[0], "-Ybeam", xy[1]]
             continue
+        _check_keyword(name, v)
         flag = _ALIASES.get(name) or ("-" + name)
         if isinstance(v, (bool, np.bool_)):
             if v:
@@ -232,6 +259,7 @@ class Simulation:
             hkl = None
         self._user_flags = list(flags)
         self._inputs: dict[str, Any] = {}
+        scratch: dict[str, str] = {}  # scratch file -> the argument it holds
         with tempfile.TemporaryDirectory(prefix="nanobragg-") as tmp:
             if hkl is not None:
                 p = os.path.join(tmp, "F.hkl")
@@ -239,20 +267,44 @@ class Simulation:
                 # the Fdump.bin cache of these arrays goes to the scratch folder, not the user's
                 flags += ["-hkl", p, "-dump", os.path.join(tmp, "Fdump.bin")]
                 self._inputs["hkl"] = hkl
+                scratch[p] = "hkl"
             if amatrix is not None:
                 p = os.path.join(tmp, "A.mat")
                 _write_amatrix(p, amatrix)
                 flags += ["-mat", p]
                 self._inputs["amatrix"] = amatrix
-            self._core = _nanobragg.Core(flags)
-        self._flags = flags
-        # (slow, fast) of every panel, in image order (one for the C's flags)
-        self._shapes = [tuple(p["shape"]) for p in self._core.geometry()["panels"]]
+                scratch[p] = "amatrix"
+            try:
+                core = _nanobragg.Core(flags)
+            except (ValueError, OSError) as e:
+                # an error about a scratch file is about the argument it holds (the file is deleted)
+                msg = str(e)
+                for p, name in scratch.items():
+                    msg = msg.replace(p, name)
+                if msg == str(e):
+                    raise
+                raise type(e)(msg) from None
+        self._attach(core, flags)
         for line in self._core.log:
             if line.startswith("reading Fs from "):
                 # the C's cache, found in the working folder: easy to miss when the log is not printed
                 warnings.warn(f"structure factors read from the cache {line[len('reading Fs from '):]} (no -hkl given, as "
                               "nanoBragg.c does); give hkl= or -hkl, or remove the file, for other F", stacklevel=2)
+
+    def _attach(self, core: Any, flags: list[str]) -> None:
+        self._core = core
+        self._flags = flags
+        # (slow, fast) of every panel, in image order (one for the C's flags)
+        self._shapes = [tuple(p["shape"]) for p in self._core.geometry()["panels"]]
+
+    @classmethod
+    def _from_core(cls, core: Any, user_flags: list[str], flags: list[str], inputs: dict) -> "Simulation":
+        """A simulation of a core built on another's inputs (a refined fit): no file is read again."""
+        sim = cls.__new__(cls)
+        sim._user_flags = list(user_flags)
+        sim._inputs = dict(inputs)
+        sim._attach(core, list(flags))
+        return sim
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -414,7 +466,7 @@ class Simulation:
         pixels of the ROI; ``hkl_dLdF`` is an n x 4 array (h, k, l, dL/dF) per ``-hkl`` reflection in file
         order (empty without ``-hkl``), as the command line's ``--observed``/``--dfhkl-out``."""
         names = _names(names)
-        obs = self._join(observed, "observed").astype(np.float64)
+        obs = self._real_array(observed, "observed").astype(np.float64)
         if threads is not None:
             threads = _positive_int("threads", threads)
         value, grads, rows = self._core.loss_gradient(obs.ravel().tolist(), names, loss, threads)
@@ -599,22 +651,16 @@ class Simulation:
         return dxtbx_experiment(self)
 
     # ------------------------------------------------------------------ helpers
-    def _image(self, image: Any) -> np.ndarray:
+    def _real_array(self, image: Any, what: str) -> np.ndarray:
+        """``image`` in any form ``_join`` takes as the kernel's (rows, fast) array of real numbers:
+        complex (its imaginary part would be dropped) and boolean arrays are refused, naming ``what``."""
         if not (len(self._shapes) > 1 and isinstance(image, (list, tuple))):
-            try:
-                kind = np.asarray(image).dtype.kind
-            except Exception as e:  # noqa: BLE001 - anything numpy refuses is a bad value
-                raise ValueError(f"image: not an array: {e}") from None
-            if kind not in "fiu":
-                raise ValueError(f"image: must be a real number array, not of dtype {np.asarray(image).dtype}")
-        a = self._join(image, "image")
-        if a.dtype.kind not in "fiu":
-            raise ValueError(f"image: must be a real number array, not of dtype {a.dtype}")
-        a = np.ascontiguousarray(a, dtype=np.float32)
-        if not np.isfinite(a).all():
-            i = int(np.flatnonzero(~np.isfinite(a.ravel()))[0])
-            s, f = divmod(i, a.shape[1])
-            raise ValueError(f"image: pixel {i} (fast {f}, slow {s}) is {a.ravel()[i]}: the image must hold finite values")
+            _real_dtype(image, what)
+        return _real_dtype(self._join(image, what), what)
+
+    def _image(self, image: Any) -> np.ndarray:
+        a = np.ascontiguousarray(self._real_array(image, "image"), dtype=np.float32)
+        _check_finite(a, "image")
         return a
 
     def _counts(self, counts: np.ndarray) -> np.ndarray:
@@ -654,6 +700,26 @@ def _finite(name: str, v: Any) -> float:
     return f
 
 
+def _real_dtype(a: Any, what: str) -> np.ndarray:
+    """``a`` as a numpy array of real numbers (float, int or unsigned): complex (whose imaginary part a
+    conversion drops with only a warning), boolean and object arrays are refused, naming ``what``."""
+    try:
+        arr = np.asarray(a)
+    except Exception as e:  # noqa: BLE001 - anything numpy refuses is a bad value
+        raise ValueError(f"{what}: not an array: {e}") from None
+    if arr.dtype.kind not in "fiu":
+        raise ValueError(f"{what}: must be a real number array, not of dtype {arr.dtype}")
+    return arr
+
+
+def _check_finite(a: np.ndarray, what: str) -> None:
+    """Refuse a NaN or infinite pixel of the 2-D image ``a``, naming ``what`` and the pixel."""
+    if not np.isfinite(a).all():
+        i = int(np.flatnonzero(~np.isfinite(a.ravel()))[0])
+        s, f = divmod(i, a.shape[1])
+        raise ValueError(f"{what}: pixel {i} (fast {f}, slow {s}) is {a.ravel()[i]}: the image must hold finite values")
+
+
 def from_args(args: Sequence[str]) -> Simulation:
     """``sim = nanobragg.from_args(["-cell", "100", ...])``: a simulation from nanoBragg flags, exactly as
     the command line reads them. ``sim.render()`` returns the ``-floatfile`` image as float32 (slow, fast)."""
@@ -670,41 +736,30 @@ def refine(sim: Simulation, observed: Any, names: Sequence[str], loss: str = "po
            max_iterations: int = 50) -> tuple[Simulation, dict]:
     """Fit the named parameters of ``sim`` to ``observed`` (a float image (slow, fast) of photons, or the
     path of a raw float, SMV, CBF or NeXus file) as ``nanobragg-rs refine`` does (Levenberg-Marquardt on the
-    derivative images). Returns the refined simulation and a report ``{"converged", "iterations",
-    "loss", "values", "message"}`` (``values``: name -> value in flag units); a fit that does not
-    converge is returned with ``converged`` False. The GIL is released."""
-    import tempfile
+    derivative images), on the structure factors and files ``sim`` read when it was built. Returns the
+    refined simulation (the same inputs with the fitted values) and a report ``{"converged", "iterations",
+    "loss", "values", "message"}`` (``values``: name -> value in flag units, ``rot_*`` the rotation relative
+    to the start, as the command line's ``--refined-out``); a fit that does not converge is returned with
+    ``converged`` False. The GIL is released."""
     names = _names(names)
-    with tempfile.TemporaryDirectory() as tmp:
-        if isinstance(observed, (str, os.PathLike)):
-            path = os.fspath(observed)
-        else:
-            with np.errstate(over="ignore", invalid="ignore"):
-                obs = np.asarray(observed, dtype=np.float32)
-            if obs.shape != sim.shape:
-                raise ValueError(f"observed has shape {obs.shape} but the detector is (slow, fast) = {sim.shape}")
-            if not np.isfinite(obs).all():
-                # said here, naming the array: the command line would name its scratch file (a
-                # float64 past 3.4e38 overflows float32)
-                i = int(np.flatnonzero(~np.isfinite(obs.ravel()))[0])
-                s, f = divmod(i, obs.shape[1])
-                v = np.asarray(observed).ravel()[i]
-                raise ValueError(f"observed: pixel {i} (fast {f}, slow {s}) is {v}: observed pixels must be finite float32 values")
-            path = os.path.join(tmp, "observed.bin")
-            obs.astype("<f4").tofile(path)
-        # numpy structure factors or an A matrix: their scratch files went with the simulation's
-        # construction, so they are written again here (sim.args names files that are gone)
-        args = list(sim._user_flags)
-        if "hkl" in sim._inputs:
-            _write_hkl(os.path.join(tmp, "F.hkl"), sim._inputs["hkl"])
-            args += ["-hkl", os.path.join(tmp, "F.hkl"), "-dump", os.path.join(tmp, "Fdump.bin")]
-        if "amatrix" in sim._inputs:
-            _write_amatrix(os.path.join(tmp, "A.mat"), sim._inputs["amatrix"])
-            args += ["-mat", os.path.join(tmp, "A.mat")]
-        converged, iterations, value, values, message, flags = _nanobragg.refine(
-            args, path, names, loss, os.path.join(tmp, "fit.json"), _positive_int("max_iterations", max_iterations))
+    max_iterations = _positive_int("max_iterations", max_iterations)
+    if isinstance(observed, (str, os.PathLike)):
+        obs: Any = os.fspath(observed)
+    else:
+        a = sim._real_array(observed, "observed")
+        with np.errstate(over="ignore", invalid="ignore"):
+            # float32, as the command line reads a raw float file (the same fit from the array and the file)
+            a32 = np.ascontiguousarray(a, dtype=np.float32)
+        if not np.isfinite(a32).all():
+            # a float64 past 3.4e38 overflows float32: said with the value given
+            i = int(np.flatnonzero(~np.isfinite(a32.ravel()))[0])
+            s, f = divmod(i, a32.shape[1])
+            raise ValueError(f"observed: pixel {i} (fast {f}, slow {s}) is {a.ravel()[i]}: observed pixels must be finite float32 values")
+        obs = a32.astype(np.float64).ravel().tolist()
+    converged, iterations, value, values, message, flags, core = sim._core.refine(obs, names, loss, max_iterations)
     report = {"converged": converged, "iterations": iterations, "loss": value, "values": dict(values), "message": message}
-    return Simulation(list(sim._user_flags) + list(flags), **sim._inputs), report
+    fit = Simulation._from_core(core, list(sim._user_flags) + list(flags), list(sim._flags) + list(flags), sim._inputs)
+    return fit, report
 
 
 def from_json(path: str | os.PathLike) -> Simulation:
@@ -831,9 +886,12 @@ def noisify(image: np.ndarray, args: Optional[Sequence[str] | str] = None, **kw:
     keywords add more (``readout_noise=3`` -> ``-readout_noise 3``, ``seed=1``; True: a switch). The image's
     shape gives the detector's pixels. Returns the noise image (uint16, slow x fast), the pixels of the
     command line's ``-noisefile``."""
-    a = np.ascontiguousarray(image, dtype=np.float32)
+    a = np.ascontiguousarray(_real_dtype(image, "image"), dtype=np.float32)
     if a.ndim != 2:
         raise ValueError(f"image: give a 2-D (slow, fast) array, not {a.ndim}-D")
+    if a.size == 0:
+        raise ValueError(f"image: has no pixels (shape {a.shape})")
+    _check_finite(a, "image")
     return _nanobragg.noisify(a, _companion_args(args, kw))
 
 
@@ -849,7 +907,7 @@ def apply_psf(image: np.ndarray, psf: str = "gauss", psf_fwhm: float = 46.0, pix
     """noisify's point-spread function on a float image: ``psf`` "gauss" or "fiber", ``psf_fwhm`` its full
     width at half maximum in µm, ``pixel`` the pixel size in mm, ``psf_radius`` in pixels (None: noisify's
     automatic radius). Photons are spread, not made: the sum is kept (less what spreads off the edges)."""
-    a = np.ascontiguousarray(image, dtype=np.float32)
+    a = np.ascontiguousarray(_real_dtype(image, "image"), dtype=np.float32)
     if a.ndim != 2:
         raise ValueError(f"image: give a 2-D (slow, fast) array, not {a.ndim}-D")
     fwhm = _finite("psf_fwhm", psf_fwhm)

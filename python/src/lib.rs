@@ -48,33 +48,19 @@ struct Core {
     inputs: nbcore::experiment::inputs::Inputs,
 }
 
+/// The `loss=` argument: "poisson" or "lsq".
+fn loss_kind(loss: &str) -> PyResult<nbcore::run::config::LossKind> {
+    match loss {
+        "poisson" => Ok(nbcore::run::config::LossKind::Poisson),
+        "lsq" => Ok(nbcore::run::config::LossKind::Lsq),
+        other => Err(PyValueError::new_err(format!("loss: expects 'poisson' or 'lsq' (got '{other}')"))),
+    }
+}
+
 /// `--gradients` names, refused with the list of valid ones.
 fn parse_names(names: &[String]) -> PyResult<Vec<nbcore::experiment::tangents::Param>> {
     use nbcore::experiment::tangents::Param;
     names.iter().map(|n| Param::parse(n).ok_or_else(|| PyValueError::new_err(format!("unknown parameter '{n}' (valid: {})", Param::names())))).collect()
-}
-
-/// refine(args, observed_path, names, loss, params_out, max_iterations) -> (converged, iterations,
-/// loss, [(name, value in flag units, absolute)], message, flags that set the refined values):
-/// `apps::refine` with the fit written to `params_out`. The GIL is released.
-#[pyfunction]
-#[allow(clippy::type_complexity)]
-fn refine(py: Python<'_>, args: Vec<String>, observed: PathBuf, names: Vec<String>, loss: &str, params_out: PathBuf, max_iterations: usize) -> PyResult<(bool, usize, f64, Vec<(String, f64)>, String, Vec<String>)> {
-    let params = parse_names(&names)?;
-    let mut args = args;
-    args.extend(["--observed".to_string(), observed.to_string_lossy().into_owned(), "--loss".to_string(), loss.to_string()]);
-    let (report, fit) = py
-        .detach(|| -> nbcore::Result<_> {
-            let cfg = nbcore::cli::parse::parse_simulate_args(&args)?;
-            let opts = nbcore::apps::refine::RefineOptions { names: params.clone(), params_out: params_out.clone(), refined_out: None, max_iterations };
-            let report = nbcore::apps::refine::refine(&cfg, &opts, &mut std::io::sink())?;
-            let fit = nbcore::run::config::Config::load_json(&params_out)?;
-            Ok((report, fit))
-        })
-        .map_err(to_py)?;
-    let values = params.iter().map(|p| (p.name().to_string(), p.value(&fit.params))).collect();
-    let words = nbcore::apps::refine::flag_words(&params, &fit.params);
-    Ok((report.converged, report.iterations, report.loss, values, report.message, words))
 }
 
 /// The image's (rows, fast): one panel's (slow, fast), or every panel's rows one after another.
@@ -83,6 +69,15 @@ fn shape_of(exp: &Experiment) -> (usize, usize) {
 }
 
 impl Core {
+    /// The simulation of `cfg` on inputs already read (a refined fit of this one): the experiment is
+    /// built again, no file is read.
+    fn from_loaded(args: Vec<String>, cfg: Config, inputs: nbcore::experiment::inputs::Inputs) -> nbcore::Result<Core> {
+        let exp = nbcore::run::setup::build_experiment(&cfg, &inputs)?;
+        cfg.run.check_backend(&exp, &cfg.output)?;
+        let log = nbcore::run::summary::setup_summary(&cfg, &inputs, &exp);
+        Ok(Core { args, cfg, exp, log, inputs })
+    }
+
     /// A float image given from Python: C-contiguous float32 of the detector's (slow, fast) shape.
     fn image_slice<'a>(&self, image: &'a PyReadonlyArray2<'_, f32>) -> PyResult<&'a [f32]> {
         let (s, f) = shape_of(&self.exp);
@@ -332,11 +327,7 @@ impl Core {
     #[pyo3(signature = (observed, names, loss, threads=None))]
     fn loss_gradient(&self, py: Python<'_>, observed: Vec<f64>, names: Vec<String>, loss: &str, threads: Option<usize>) -> PyResult<(f64, Vec<f64>, Vec<(i32, i32, i32, f64)>)> {
         let params = parse_names(&names)?;
-        let kind = match loss {
-            "poisson" => nbcore::run::config::LossKind::Poisson,
-            "lsq" => nbcore::run::config::LossKind::Lsq,
-            other => return Err(PyValueError::new_err(format!("loss: expects 'poisson' or 'lsq' (got '{other}')"))),
-        };
+        let kind = loss_kind(loss)?;
         if observed.len() != self.exp.pixels() {
             return Err(PyValueError::new_err(format!("observed: {} pixels, the detector has {}", observed.len(), self.exp.pixels())));
         }
@@ -354,6 +345,38 @@ impl Core {
             })
             .map_err(to_py)?;
         Ok((lg.value, lg.grads.iter().map(|g| g.1).collect(), lg.dfhkl))
+    }
+
+    /// refine(observed, names, loss, max_iterations) -> (converged, iterations, loss, [(name, value in
+    /// flag units, rot_* relative to the start)], message, flags that set the refined values, the
+    /// refined Core): `apps::refine` on this simulation's own inputs (its structure factors and files
+    /// as read when it was built: the model fitted is the one rendered), against `observed`, a file
+    /// path or float64 photons in the detector's layout (errors name it `observed`). The refined Core
+    /// holds the fitted parameters, as the command line's --params-out file; nothing is written. The
+    /// GIL is released.
+    #[allow(clippy::type_complexity)]
+    fn refine(&self, py: Python<'_>, observed: Bound<'_, PyAny>, names: Vec<String>, loss: &str, max_iterations: usize) -> PyResult<(bool, usize, f64, Vec<(String, f64)>, String, Vec<String>, Core)> {
+        use nbcore::apps::refine::Observed;
+        let params = parse_names(&names)?;
+        let kind = loss_kind(loss)?;
+        let observed = match observed.extract::<PathBuf>() {
+            Ok(p) => Observed::File(p),
+            Err(_) => Observed::Pixels { y: observed.extract::<Vec<f64>>()?, label: PathBuf::from("observed") },
+        };
+        let mut cfg = self.cfg.clone();
+        cfg.output.loss.kind = kind;
+        let (report, fitted) = py
+            .detach(|| nbcore::apps::refine::refine_loaded(&cfg, &self.inputs, &self.exp, observed, &params, max_iterations, &mut std::io::sink()))
+            .map_err(to_py)?;
+        let words = nbcore::apps::refine::flag_words(&params, &fitted);
+        // the fitted run as --params-out holds it: the starting configuration with the fitted values
+        let mut fit = self.cfg.clone();
+        fit.params = fitted;
+        let mut args = self.args.clone();
+        args.extend(words.iter().cloned());
+        let core = py.detach(|| Core::from_loaded(args, fit, self.inputs.clone())).map_err(to_py)?;
+        let values = report.values.iter().map(|(n, v)| (n.name().to_string(), *v)).collect();
+        Ok((report.converged, report.iterations, report.loss, values, report.message, words, core))
     }
 
     /// Image statistics as the command line prints them (over the ROI, masked pixels excluded).
@@ -741,7 +764,6 @@ fn _nanobragg(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(noisify, m)?)?;
     m.add_function(wrap_pyfunction!(nonbragg, m)?)?;
     m.add_function(wrap_pyfunction!(apply_psf, m)?)?;
-    m.add_function(wrap_pyfunction!(refine, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -333,3 +333,26 @@ def test_ctrl_c_stops_render_within_half_a_second(tmp_path):
     assert all(t < 0.5 for t in interrupted), interrupted
     assert "PanicException" not in r.stderr
     assert "AFTER (384, 384) True" in r.stdout, r.stdout
+
+
+def test_singular_amatrix_names_the_argument():
+    """A singular amatrix= was refused naming the deleted scratch file A.mat."""
+    with pytest.raises(ValueError, match="^amatrix: ") as e:
+        nanobragg.Simulation(["-lambda", "1", "-detpixels", "32", "-default_F", "1"], amatrix=np.zeros((3, 3)))
+    assert "A.mat" not in str(e.value) and "singular" in str(e.value)
+
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(N=-5), "^N: "), (dict(N=0), "^N: "), (dict(Na=0.5), "^Na: "), (dict(Nc=float("-inf")), "-Nc"),
+    (dict(cell=(1, 2)), "^cell: "), (dict(cell=(60, 70, 80, 90, 90)), "^cell: "),
+    (dict(cell=(60, -70, 80, 90, 90, 90)), "^cell: "), (dict(cell=(60, 70, 80, 90, 180, 90)), "^cell: "),
+    (dict(cell=(60, 70, 80, 0, 90, 90)), "^cell: "), (dict(cell=100), "^cell: "),
+])
+def test_keywords_refuse_what_no_crystal_has(kw, msg):
+    """N=-5 rendered as N = 1 and cell=(1, 2) built a 1 x 2 x 1 A cell, in silence; the flags keep the C's
+    leniency (values <= 1 act as 1, 1 to 6 cell numbers)."""
+    with pytest.raises(ValueError, match=msg):
+        nanobragg.Simulation(BASE + ["-default_F", "1"], **kw)
+    nanobragg.Simulation(BASE + ["-default_F", "1", "-N", "-5"])
+    nanobragg.Simulation(["-cell", "60", "70", "-default_F", "1", "-detpixels", "16"])
+    nanobragg.Simulation(BASE + ["-default_F", "1"], N=1, Na=2.5, cell=(60, 70, 80, 90, 100, 90))

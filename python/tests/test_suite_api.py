@@ -95,3 +95,18 @@ def test_apply_psf_spreads_photons_without_making_any():
     for bad in (dict(psf="box"), dict(psf_fwhm=-1), dict(pixel=0)):
         with pytest.raises(ValueError):
             nanobragg.apply_psf(image, **bad)
+
+
+@pytest.mark.parametrize("bad, msg", [
+    (np.ones((8, 8), complex), "^image: must be a real number array"),
+    (np.ones((8, 8), bool), "^image: must be a real number array"),
+    (np.full((8, 8), np.nan, np.float32), "^image: pixel 0 .* is nan"),
+    (np.full((8, 8), np.inf), "^image: pixel 0 .* is inf"),
+    (np.zeros((0, 8), np.float32), "^image: "),
+])
+def test_noisify_names_the_image(bad, msg):
+    """A complex image lost its imaginary part and a boolean one became 0/1 photons, in silence; a NaN,
+    inf or empty image was refused naming noisify's scratch float.bin."""
+    with pytest.raises(ValueError, match=msg) as e:
+        nanobragg.noisify(bad, ["-seed", "1"])
+    assert "float.bin" not in str(e.value)

@@ -50,38 +50,79 @@ struct Model {
     curvature: Vec<f64>,
 }
 
+/// The measured image a fit compares with: the `--observed` file (read for the detector of the run),
+/// or photons per pixel already in memory (the detector's layout) with the name its errors give.
+pub enum Observed {
+    File(PathBuf),
+    Pixels { y: Vec<f64>, label: PathBuf },
+}
+
 /// Refine `opts.names` of `cfg` against `cfg.output.loss.observed`; progress lines go to `out`.
 pub fn refine(cfg: &Config, opts: &RefineOptions, out: &mut dyn Write) -> Result<RefineReport> {
     let obs_path = cfg.output.loss.observed.clone().ok_or_else(|| Error::flag("--observed", "refine needs the measured image: --observed IMAGE"))?;
-    if opts.names.is_empty() {
-        return Err(Error::flag("--refine", format!("name the parameters to refine (valid: {})", Param::names())));
-    }
-    // a name twice made two columns of the normal equations equal (a singular curvature)
-    if let Some((_, n)) = opts.names.iter().enumerate().find(|&(i, n)| opts.names[..i].contains(n)) {
-        return Err(Error::flag("--refine", format!("'{}' is named twice", n.name())));
-    }
+    check_names(&opts.names)?;
     check_outputs(cfg, opts)?;
     let inputs = crate::run::load::load_inputs(cfg)?;
     let exp0 = Experiment::build(&cfg.params, &inputs)?;
+    let (report, params) = refine_loaded(cfg, &inputs, &exp0, Observed::File(obs_path), &opts.names, opts.max_iterations, out)?;
+    write_results(cfg, &params, opts, &report)?;
+    Ok(report)
+}
+
+/// Refuse an empty `--refine` list, and a name twice (it made two columns of the normal equations
+/// equal: a singular curvature).
+fn check_names(names: &[Param]) -> Result<()> {
+    if names.is_empty() {
+        return Err(Error::flag("--refine", format!("name the parameters to refine (valid: {})", Param::names())));
+    }
+    if let Some((_, n)) = names.iter().enumerate().find(|&(i, n)| names[..i].contains(n)) {
+        return Err(Error::flag("--refine", format!("'{}' is named twice", n.name())));
+    }
+    Ok(())
+}
+
+/// The fit of [`refine`] on what a caller already loaded: `inputs` read for `cfg` and the experiment
+/// `exp0` built from them (a library caller's simulation fits the structure factors and files it was
+/// built with, never the files read again by path). Returns the report and the refined parameters;
+/// nothing is written.
+pub fn refine_loaded(cfg: &Config, inputs: &Inputs, exp0: &Experiment, observed: Observed, names: &[Param], max_iterations: usize, out: &mut dyn Write) -> Result<(RefineReport, Params)> {
+    check_names(names)?;
     // what cannot be differentiated cannot be refined: named as the --refine list's
-    tangents::check(&cfg.params, &inputs, &opts.names).map_err(|e| match e {
+    tangents::check(&cfg.params, inputs, names).map_err(|e| match e {
         Error::Flag { flag, reason } if flag == "--gradients" => Error::flag("--refine", reason),
         e => e,
     })?;
-    let y = read_observed(&obs_path, &exp0, cfg.output.adc_offset, cfg.output.counts_offset())?;
-    let mut params = tangents::frozen(&cfg.params, &inputs, &exp0);
-    let start: Vec<f64> = opts.names.iter().map(|n| n.value(&params)).collect();
-    let eval = |p: &Params| evaluate(cfg, p, &inputs, &y, &obs_path);
+    let (y, obs_path) = match observed {
+        Observed::File(p) => (read_observed(&p, exp0, cfg.output.adc_offset, cfg.output.counts_offset())?, p),
+        Observed::Pixels { y, label } => {
+            if y.len() != exp0.pixels() {
+                return Err(Error::file(&label, format!("{} pixels, the detector has {}", y.len(), exp0.pixels())));
+            }
+            if let Some(i) = y.iter().position(|v| !v.is_finite()) {
+                return Err(Error::file(&label, format!("pixel {i} is not finite")));
+            }
+            (y, label)
+        }
+    };
+    fit(cfg, inputs, exp0, &y, &obs_path, names, max_iterations, out)
+}
+
+/// The Levenberg–Marquardt loop of [`refine`] from the start `cfg` and `exp0` against `y`.
+#[allow(clippy::too_many_arguments)]
+fn fit(cfg: &Config, inputs: &Inputs, exp0: &Experiment, y: &[f64], obs_path: &Path, names: &[Param], max_iterations: usize, out: &mut dyn Write) -> Result<(RefineReport, Params)> {
+    let mut params = tangents::frozen(&cfg.params, inputs, exp0);
+    let start: Vec<f64> = names.iter().map(|n| n.value(&params)).collect();
+    let eval = |p: &Params| evaluate(cfg, p, inputs, y, obs_path);
     let mut model = eval(&params)?;
     let mut lambda = 1e-3;
     let mut report = RefineReport { converged: false, iterations: 0, loss: model.loss, values: Vec::new(), message: String::new() };
-    let _ = writeln!(out, "refine: start: L = {:.10e}  {}", model.loss, describe(&opts.names, &params));
-    check_fit_is_determined(&model, &opts.names)?;
-    for it in 1..=opts.max_iterations {
+    let _ = writeln!(out, "refine: start: L = {:.10e}  {}", model.loss, describe(names, &start, &params));
+    check_fit_is_determined(&model, names)?;
+    for it in 1..=max_iterations {
         report.iterations = it;
-        let (g, h) = normal_equations(&params, &inputs, &model, &opts.names)?;
+        let (g, h) = normal_equations(&params, inputs, &model, names)?;
         if it == 1 {
-            check_every_parameter_moves_the_image(&h, &opts.names, &params, &inputs)?;
+            check_every_parameter_moves_the_image(&h, names, &params, inputs)?;
         }
         let sigma2 = match cfg.output.loss.kind {
             LossKind::Poisson => 1.0,
@@ -90,7 +131,7 @@ pub fn refine(cfg: &Config, opts: &RefineOptions, out: &mut dyn Write) -> Result
         let mut accepted = false;
         while lambda < 1e12 {
             let delta = solve_damped(&h, &g, lambda);
-            let trial = step(&params, &opts.names, &delta);
+            let trial = step(&params, names, &delta);
             match eval(&trial) {
                 Ok(m) if m.loss < model.loss => {
                     let moved: f64 = (0..delta.len()).map(|i| (0..delta.len()).map(|j| delta[i] * h[i][j] * delta[j]).sum::<f64>()).sum();
@@ -98,7 +139,7 @@ pub fn refine(cfg: &Config, opts: &RefineOptions, out: &mut dyn Write) -> Result
                     model = m;
                     lambda = (lambda / 3.0).max(1e-9);
                     accepted = true;
-                    let _ = writeln!(out, "refine: iteration {it}: L = {:.10e}  damping {lambda:.1e}  {}", model.loss, describe(&opts.names, &params));
+                    let _ = writeln!(out, "refine: iteration {it}: L = {:.10e}  damping {lambda:.1e}  {}", model.loss, describe(names, &start, &params));
                     if moved < 1e-6 * sigma2 || exact(cfg.output.loss.kind, model.loss, report.loss) {
                         report.converged = true;
                     }
@@ -120,14 +161,13 @@ pub fn refine(cfg: &Config, opts: &RefineOptions, out: &mut dyn Write) -> Result
         }
     }
     report.loss = model.loss;
-    report.values = opts.names.iter().zip(&start).map(|(&n, &s)| (n, n.value(&params) - if is_rotation(n) { s } else { 0.0 })).collect();
+    report.values = reported_values(names, &start, &params);
     report.message = if report.converged {
         format!("converged after {} iterations: L = {:.10e}", report.iterations, report.loss)
     } else {
         format!("did not converge in {} iterations (L = {:.10e}); the fit so far is written", report.iterations, report.loss)
     };
-    write_results(cfg, &params, opts, &report)?;
-    Ok(report)
+    Ok((report, params))
 }
 
 /// Refuse a fit with fewer observed pixels (in the ROI, unmasked) than parameters: any values fit
@@ -219,8 +259,16 @@ fn is_rotation(n: Param) -> bool {
     matches!(n, Param::RotX | Param::RotY | Param::RotZ)
 }
 
-fn describe(names: &[Param], p: &Params) -> String {
-    names.iter().map(|n| format!("{}={:.8}", n.name(), n.value(p))).collect::<Vec<_>>().join(" ")
+/// The values a fit reports for `names` at `p`, in flag units: `rot_*` relative to `start` (the
+/// values at the start, in `names`' order), as `--refined-out`, the progress lines and the library's
+/// report all give them (`--crystal-rot` in the fit's parameters holds the whole rotation).
+pub fn reported_values(names: &[Param], start: &[f64], p: &Params) -> Vec<(Param, f64)> {
+    names.iter().zip(start).map(|(&n, &s)| (n, n.value(p) - if is_rotation(n) { s } else { 0.0 })).collect()
+}
+
+/// The progress lines' `NAME=value` list ([`reported_values`]: `rot_*` relative to the start).
+fn describe(names: &[Param], start: &[f64], p: &Params) -> String {
+    reported_values(names, start, p).iter().map(|(n, v)| format!("{}={:.8}", n.name(), v)).collect::<Vec<_>>().join(" ")
 }
 
 /// Render `p` and compare with the observation.

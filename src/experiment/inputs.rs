@@ -58,6 +58,10 @@ pub struct Inputs {
     /// here is used instead of computing it again (an image series computes it once).
     pub fhkl: Option<Arc<HklGrid>>,
     pub fhkl_source: FhklSource,
+    /// The `-hkl` file's reflections `(h, k, l, F)` in file order, as read with [`Inputs::fhkl`]: the
+    /// rows of dL/dF (`run::gradients`) come from these, so a file changed or a working folder left
+    /// after the read cannot make them another list than the grid the image was rendered with.
+    pub hkl_entries: Option<Arc<Vec<(i32, i32, i32, f64)>>>,
     /// `-sourcefile` columns X Y Z I lambda, one value per source (NaN where the file leaves a default).
     pub source_columns: Option<Vec<Vec<f64>>>,
     /// A detector read from a file (`--expt`): its panels, in detector order, replace the one panel of

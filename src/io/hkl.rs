@@ -9,6 +9,12 @@ use std::path::Path;
 /// Read an HKL text file: one reflection per line, `h k l F` (integers h, k, l). Unlike the C, a line
 /// that is not four numbers is an error naming the line, instead of silently ending the read.
 pub fn read_hkl(path: &Path, default_f: f64, log: &mut Log) -> Result<HklGrid> {
+    read_hkl_with_entries(path, default_f, log).map(|(grid, _)| grid)
+}
+
+/// [`read_hkl`], keeping the file's reflections in file order: the dL/dF rows (`--dfhkl-out`, the
+/// library's loss gradient) are listed from what was read, never from the file read again later.
+pub fn read_hkl_with_entries(path: &Path, default_f: f64, log: &mut Log) -> Result<(HklGrid, Vec<(i32, i32, i32, f64)>)> {
     log.line(format!("counting entries in {}", path.display()));
     let entries = read_hkl_entries(path)?;
     if default_f != 0.0 {
@@ -20,7 +26,7 @@ pub fn read_hkl(path: &Path, default_f: f64, log: &mut Log) -> Result<HklGrid> {
     }
     log.line(format!("re-reading {}", path.display()));
     grid.fill(&entries);
-    Ok(grid)
+    Ok((grid, entries))
 }
 
 /// The reflections of an HKL text file in file order, `(h, k, l, F)` (checked as [`read_hkl`] says).

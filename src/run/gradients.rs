@@ -142,7 +142,7 @@ pub fn derivative_outputs(cfg: &Config, inputs: &Inputs, exp: &Experiment, float
             out.files.add_bytes(&resolve_out(cfg, p), text.as_bytes())?;
         }
     }
-    if let (Some(p), Some(f), Some(hkl)) = (&l.dfhkl_out, &fgrad, &cfg.params.hkl_file) {
+    if let (Some(p), Some(f), Some(hkl)) = (&l.dfhkl_out, &fgrad, &inputs.hkl_entries) {
         let text = dfhkl_text(hkl, exp, &f.grid_grad)?;
         out.files.add_bytes(&resolve_out(cfg, p), text.as_bytes())?;
     }
@@ -150,7 +150,7 @@ pub fn derivative_outputs(cfg: &Config, inputs: &Inputs, exp: &Experiment, float
 }
 
 /// `h k l dL/dF` for every reflection of the `-hkl` file in file order.
-fn dfhkl_text(hkl: &Path, exp: &Experiment, grid_grad: &[f64]) -> Result<String> {
+fn dfhkl_text(hkl: &[(i32, i32, i32, f64)], exp: &Experiment, grid_grad: &[f64]) -> Result<String> {
     let mut text = String::new();
     for (h, k, l, d) in dfhkl_entries(hkl, exp, grid_grad)? {
         text.push_str(&format!("{h} {k} {l} {d:e}\n"));
@@ -158,10 +158,10 @@ fn dfhkl_text(hkl: &Path, exp: &Experiment, grid_grad: &[f64]) -> Result<String>
     Ok(text)
 }
 
-/// (h, k, l, dL/dF) for every reflection of the `-hkl` file in file order; a reflection listed again
-/// later is overwritten in the grid (nanoBragg.c L2180), so only its last line carries the derivative.
-pub fn dfhkl_entries(hkl: &Path, exp: &Experiment, grid_grad: &[f64]) -> Result<Vec<(i32, i32, i32, f64)>> {
-    let entries = crate::io::hkl::read_hkl_entries(hkl)?;
+/// (h, k, l, dL/dF) for every reflection of the `-hkl` file in file order (`entries`, as read with the
+/// grid: [`Inputs::hkl_entries`]); a reflection listed again later is overwritten in the grid
+/// (nanoBragg.c L2180), so only its last line carries the derivative.
+pub fn dfhkl_entries(entries: &[(i32, i32, i32, f64)], exp: &Experiment, grid_grad: &[f64]) -> Result<Vec<(i32, i32, i32, f64)>> {
     let g = exp.structure_factors.fhkl.as_ref().ok_or_else(|| Error::flag("--dfhkl-out", "no structure-factor grid"))?;
     let mut last = std::collections::HashMap::new();
     for (i, e) in entries.iter().enumerate() {
@@ -193,7 +193,8 @@ pub fn loss_gradient(cfg: &Config, inputs: &Inputs, exp: &Experiment, float: &[f
         return Err(Error::file(label, format!("observed pixel {i} is not finite")));
     }
     let (value, w) = loss_and_weights(kind, float, y, exp, label)?;
-    let hkl = cfg.params.hkl_file.as_ref().filter(|_| cfg.params.shape != crate::experiment::params::CrystalShape::Tophat);
+    // the reflections read with the grid (a file read again here could be another list by now)
+    let hkl = inputs.hkl_entries.as_ref().filter(|_| cfg.params.shape != crate::experiment::params::CrystalShape::Tophat);
     let mut fgrad = hkl.map(|_| FGradient { weights: &w, grid_grad: Vec::new() });
     let images = derivative_images(cfg, inputs, exp, names, fgrad.as_mut())?;
     let grads = names.iter().zip(&images.grads).map(|(&n, g)| (n, g.iter().zip(&w).map(|(a, b)| a * b).sum())).collect();
@@ -212,7 +213,7 @@ pub fn read_observed(path: &Path, exp: &Experiment, adc: f64, counts_adc: f64) -
     let head = {
         use std::io::Read;
         let mut b = [0u8; 16];
-        let n = std::fs::File::open(path).and_then(|mut f| f.read(&mut b)).map_err(|e| Error::file(path, format!("--observed: cannot read: {e}")))?;
+        let n = std::fs::File::open(path).and_then(|mut f| f.read(&mut b)).map_err(|e| Error::read(path, "--observed: cannot read", e))?;
         b[..n].to_vec()
     };
     let (w, h, y): (usize, usize, Vec<f64>) = if head.starts_with(b"{\nHEADER_BYTES") || head.starts_with(b"{\r\nHEADER_BYTES") {

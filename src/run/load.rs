@@ -5,7 +5,7 @@ use crate::base::consts::RTD;
 use crate::base::image::Mask;
 use crate::experiment::inputs::{FhklSource, Inputs};
 use crate::io::fdump::read_fdump;
-use crate::io::hkl::read_hkl;
+use crate::io::hkl::read_hkl_with_entries;
 use crate::run::config::{resolve_out, Config};
 use crate::{Error, Result};
 use std::sync::Arc;
@@ -42,7 +42,9 @@ pub fn load_inputs(cfg: &Config) -> Result<Inputs> {
 
     let dump_path = resolve_out(cfg, &p.dump_file);
     if let Some(hkl) = &p.hkl_file {
-        inp.fhkl = Some(Arc::new(read_hkl(hkl, p.default_f, &mut inp.log.fhkl)?));
+        let (grid, entries) = read_hkl_with_entries(hkl, p.default_f, &mut inp.log.fhkl)?;
+        inp.fhkl = Some(Arc::new(grid));
+        inp.hkl_entries = Some(Arc::new(entries));
         inp.fhkl_source = FhklSource::HklFile(hkl.clone());
     } else if inp.model.is_none() && dump_path.is_file() {
         inp.log.fhkl.line(format!("reading Fs from {}", dump_path.display()));
