@@ -20,3 +20,9 @@ pub const WAVELENGTH_RANGE_M: std::ops::RangeInclusive<f64> = 1e-16..=1e-3;
 /// `thickness`): real sensors are below a few mm; far past this the layers' offsets carried the
 /// pixels out of the picture.
 pub const MAX_SENSOR_THICKNESS_M: f64 = 1.0;
+
+/// The sensor thickness, in mm, an NXmx file carries for a detector simulated without one (no
+/// `-detector_thick`): dxtbx needs a thickness above 0 (`DXTBX_ASSERT(t0 > 0)` in its parallax
+/// correction), so 1 nm is written; a `.expt` panel this thin (what `dials.import` makes of such a
+/// file) is read back as no thickness, else the round trip absorbed all but ~5e-6 of the photons.
+pub const NXMX_NO_SENSOR_THICKNESS_MM: f64 = 1e-6;

@@ -358,7 +358,8 @@ fn read_detector(d: &DetectorJson, jp: &str) -> JResult<Vec<ExptPanel>> {
             origin: o,
             image_size: [size[0] as usize, size[1] as usize],
             pixel_size: px,
-            thickness: p.thickness,
+            // the placeholder of an NXmx file simulated without a sensor thickness: none
+            thickness: if p.thickness <= crate::base::consts::NXMX_NO_SENSOR_THICKNESS_MM { 0.0 } else { p.thickness },
             mu: p.mu,
             material: p.material.clone(),
         });

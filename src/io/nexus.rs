@@ -214,8 +214,8 @@ fn write_layout(f: &Node, m: &ImageMeta, nframes: usize) -> std::result::Result<
     det.data("saturation_value", Val::I64(&[m.saturation]), &[])?;
     det.data("underload_value", Val::I64(&[-1]), &[])?;
     // dxtbx requires both and a thickness > 0; without -detector_thick the simulated detector is
-    // infinitely thin, written as 1 nm (no parallax correction to speak of)
-    let thick_mm = if m.thickness > 0.0 { m.thickness * 1000.0 } else { 1e-6 };
+    // infinitely thin, written as 1 nm (no parallax correction to speak of; read back as none)
+    let thick_mm = if m.thickness > 0.0 { m.thickness * 1000.0 } else { crate::base::consts::NXMX_NO_SENSOR_THICKNESS_MM };
     det.data("sensor_material", Val::Str("Si"), &[])?;
     det.data("sensor_thickness", Val::F64(&[thick_mm]), &[("units", Val::Str("mm"))])?;
     if m.exposure > 0.0 {
