@@ -73,6 +73,7 @@ pub fn read_geom(path: &Path) -> Result<GeomModel> {
         if key.starts_with("rigid_group") {
             continue;
         }
+        check_key(path, n, key, &value)?;
         match key.split_once('/') {
             None => {
                 defaults.insert(key.to_string(), (value, n));
@@ -102,6 +103,39 @@ pub fn read_geom(path: &Path) -> Result<GeomModel> {
     let panels = panels.iter().map(|(name, f)| panel(path, name, f)).collect::<Result<Vec<_>>>()?;
     let bad = bad.iter().map(|(name, f)| bad_region(path, name, f, &panels)).collect::<Result<Vec<_>>>()?.into_iter().flatten().collect();
     Ok(GeomModel { path: path.to_path_buf(), panels, wavelength, bad })
+}
+
+/// A panel's keys as CrystFEL reads them (datatemplate.c `parse_field_for_panel`), also valid as
+/// global defaults; `mask…` and `dim…` are families.
+const PANEL_KEYS: &[&str] = &[
+    "min_fs", "max_fs", "min_ss", "max_ss", "corner_x", "corner_y", "adu_bias", "adu_per_eV", "adu_per_photon", "clen", "data", "mask_edge_pixels", "mask_bad", "mask_good", "mask",
+    "mask_file", "saturation_map", "saturation_map_file", "coffset", "res", "max_adu", "flag_equal", "flag_lessthan", "flag_morethan", "badrow_direction", "no_index", "fs", "ss",
+];
+/// Global-only keys (`parse_toplevel`; the last two from CrystFEL before 0.10).
+const GLOBAL_KEYS: &[&str] = &["photon_energy", "wavelength", "electron_voltage", "peak_list", "peak_list_type", "bandwidth", "detector_shift_x", "detector_shift_y", "photon_energy_bandwidth", "photon_energy_scale"];
+/// A bad region's keys (`parse_field_bad`).
+const BAD_KEYS: &[&str] = &["min_x", "max_x", "min_y", "max_y", "min_fs", "max_fs", "min_ss", "max_ss", "panel"];
+
+/// Refuse a key CrystFEL does not know (it stops with "Unrecognised field"; ignored, a misspelt
+/// `photon_enrgy` or `coffest` gave an image at the default wavelength or distance), and the keys it
+/// knows that would change the image but are not simulated: an electron beam, a detector shift.
+fn check_key(path: &Path, n: usize, key: &str, value: &str) -> Result<()> {
+    let (field, known): (&str, Vec<&str>) = match key.split_once('/') {
+        Some((name, field)) if name.starts_with("bad") => (field.trim(), BAD_KEYS.to_vec()),
+        Some((_, field)) => (field.trim(), PANEL_KEYS.to_vec()),
+        None => (key, [PANEL_KEYS, GLOBAL_KEYS].concat()),
+    };
+    let family = |prefix: &str| field.strip_prefix(prefix).is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()));
+    if !(known.contains(&field) || family("mask") || family("dim")) {
+        let near = known.iter().map(|k| (strsim::levenshtein(k, field), *k)).filter(|(d, _)| *d <= 2).min();
+        let hint = near.map_or(String::new(), |(_, k)| format!(": did you mean '{k}'?"));
+        return Err(Error::file_line(path, n, format!("'{key}' is not a CrystFEL geometry key (CrystFEL stops at it as an unrecognised field){hint}")));
+    }
+    match field {
+        "electron_voltage" => Err(Error::file_line(path, n, "electron_voltage: an electron beam; this program simulates X-rays (give photon_energy or wavelength)")),
+        "detector_shift_x" | "detector_shift_y" => Err(Error::file_line(path, n, format!("{field} = {value}: a detector shift is not simulated (fold it into the panels' corner_x/corner_y)"))),
+        _ => Ok(()),
+    }
 }
 
 /// A plain number. CrystFEL's values are in fixed units (metres, pixels, pixels per metre), so a word
@@ -299,6 +333,19 @@ mod tests {
         let ok = read(&format!("{PANEL}bad_a/panel = q0\nbad_a/min_fs = 1\nbad_a/max_fs = 2\n")).unwrap();
         assert_eq!(ok.bad.len(), 1);
         refused(&format!("{PANEL}bad_a/panel = qZ\nbad_a/min_fs = 1\n"), "line 11: bad_a/panel = qZ: no such panel");
+    }
+
+    #[test]
+    fn keys_crystfel_does_not_know_are_refused_with_their_line() {
+        let panel = "p0/min_fs = 0\np0/max_fs = 9\np0/min_ss = 0\np0/max_ss = 9\np0/fs = x\np0/ss = y\np0/corner_x = 0\np0/corner_y = 0\np0/res = 10000\np0/clen = 0.1\n";
+        refused(&format!("photon_enrgy = 12000\n{panel}"), "t.geom line 1: 'photon_enrgy' is not a CrystFEL geometry key (CrystFEL stops at it as an unrecognised field): did you mean 'photon_energy'?");
+        refused(&format!("{panel}p0/coffest = 0.05\n"), "t.geom line 11: 'p0/coffest' is not a CrystFEL geometry key");
+        refused(&format!("{panel}bad_a/maxy = 100\n"), "did you mean 'max_y'?");
+        refused(&format!("electron_voltage = 300 kV\n{panel}"), "electron_voltage: an electron beam");
+        refused(&format!("detector_shift_x = /shift_x\n{panel}"), "a detector shift is not simulated");
+        // CrystFEL's own keys, families and the defaults a panel inherits are taken
+        let m = read(&format!("photon_energy = 9000\nmask0_file = m.h5\ndim0 = %\nadu_per_eV = 1\np0/no_index = 0\nrigid_group_q0 = p0\n{panel}bad_b/min_x = 0\nbad_b/max_x = 1\nbad_b/min_y = 0\nbad_b/max_y = 1\n")).unwrap();
+        assert_eq!(m.panels.len(), 1);
     }
 
     #[test]
