@@ -56,6 +56,13 @@ fn geometry(m: &GeomModel, p: &GeomPanel) -> Result<PanelSpec> {
     let px = 1.0 / p.res;
     let pix0 = lab(&[p.corner_x * px, p.corner_y * px, p.z]);
     let distance = dot(&pix0, &o);
+    if distance < 0.0 && p.z > 0.0 {
+        // in front of the sample, but fs × ss (the normal the pixels' solid angle takes) points at it
+        return Err(bad(format!(
+            "fs {:?} × ss {:?} points towards the sample (a mirrored readout); the simulator needs fs × ss pointing away from it: reverse ss (or fs) and put corner_y (or corner_x) at the panel's other edge",
+            p.fs, p.ss
+        )));
+    }
     if !(distance > 0.0) {
         return Err(bad(format!("at distance {} mm from the sample (clen + coffset, along the panel normal); a panel must face the sample at a distance > 0", distance * 1e3)));
     }
@@ -151,6 +158,16 @@ q1/min_fs = 0\nq1/max_fs = 63\nq1/min_ss = 48\nq1/max_ss = 87\nq1/fs = +1.0x\nq1
         let m = model(&PANELS.replace("q0/max_fs = 63", "q0/max_fs = 2000000000").replace("q0/max_ss = 47", "q0/max_ss = 2000000000")).unwrap();
         let e = panel_specs(&m, None).unwrap_err().to_string();
         assert!(e.contains("t.geom line 3: panel q0: 2000000001 x 2000000001 pixels") && e.contains("far too large"), "{e}");
+    }
+
+    #[test]
+    fn a_mirrored_readout_is_named_as_such_not_as_a_panel_behind_the_sample() {
+        let m = model(&PANELS.replace("q0/fs = +1.0x", "q0/fs = -1.0x")).unwrap();
+        let e = panel_specs(&m, None).unwrap_err().to_string();
+        assert!(e.contains("panel q0: fs") && e.contains("points towards the sample (a mirrored readout)") && !e.contains("distance -"), "{e}");
+        // behind the sample it is the distance that is wrong
+        let e = panel_specs(&model(&PANELS.replace("clen = 0.06", "clen = -0.06")).unwrap(), None).unwrap_err().to_string();
+        assert!(e.contains("at distance -60 mm from the sample"), "{e}");
     }
 
     #[test]
