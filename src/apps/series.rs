@@ -150,12 +150,26 @@ pub fn resolve_shard(explicit: Option<&str>, env: &dyn Fn(&str) -> Option<String
                 ));
             };
             (index, count) = (i, c);
-            why.push(format!("{rank_var}={r} {size_var}={n}"));
+            let mut note = format!("{rank_var}={r} {size_var}={n}");
+            if rank_var == "SLURM_PROCID" && n > 1 && outside_job_step(env) {
+                note.push_str(", outside any srun job step");
+                crate::base::log::warn(format!(
+                    "nanobragg-rs: warning: series: SLURM_NTASKS={n} but no srun job step (SLURM_STEP_ID): run from an sbatch script's own shell, this renders only shard {r} of {n}; start series with srun (one task per shard), or give --shard 0/1 for the whole dataset"
+                ));
+            }
+            why.push(note);
             break;
         }
     }
     let reason = if why.is_empty() { "no --shard and no Slurm or MPI variables: the whole dataset".to_string() } else { why.join(", ") };
     Ok(Shard { index, count, reason })
+}
+
+/// Whether the Slurm task variables come from no `srun` job step: sbatch exports `SLURM_PROCID=0` and
+/// `SLURM_NTASKS` to the batch script's own shell, where `SLURM_STEP_ID` is absent or one of Slurm's
+/// special step ids (the batch and extern steps, near 2^32); `srun` sets the step's number.
+fn outside_job_step(env: &dyn Fn(&str) -> Option<String>) -> bool {
+    env("SLURM_STEP_ID").and_then(|v| v.trim().parse::<u64>().ok()).is_none_or(|id| id >= 0xffff_fff0)
 }
 
 /// Frames 1..=total of shard `index` of `count`: one contiguous block each, sizes differing by at most 1.
@@ -1712,8 +1726,17 @@ mod tests {
         let s = resolve_shard(None, &env_of(&[("SLURM_ARRAY_TASK_ID", "5"), ("SLURM_ARRAY_TASK_MIN", "3"), ("SLURM_ARRAY_TASK_COUNT", "4")])).unwrap();
         assert_eq!((s.index, s.count), (2, 4));
         assert!(s.reason.contains("SLURM_ARRAY_TASK_ID=5"));
-        let s = resolve_shard(None, &env_of(&[("SLURM_PROCID", "1"), ("SLURM_NTASKS", "3")])).unwrap();
+        let s = resolve_shard(None, &env_of(&[("SLURM_PROCID", "1"), ("SLURM_NTASKS", "3"), ("SLURM_STEP_ID", "0")])).unwrap();
         assert_eq!((s.index, s.count), (1, 3));
+        assert!(!s.reason.contains("outside"), "{}", s.reason);
+        // an sbatch --ntasks=3 script's own shell (no srun): shard 0 of 3, said so (and warned)
+        for step in [None, Some("4294967291"), Some("4294967294")] {
+            let mut vars = vec![("SLURM_PROCID", "0"), ("SLURM_NTASKS", "3")];
+            vars.extend(step.map(|v| ("SLURM_STEP_ID", v)));
+            let s = resolve_shard(None, &env_of(&vars)).unwrap();
+            assert_eq!((s.index, s.count), (0, 3));
+            assert!(s.reason.contains("outside any srun job step"), "{}", s.reason);
+        }
         let s = resolve_shard(None, &env_of(&[("PMI_RANK", "2"), ("PMI_SIZE", "3")])).unwrap();
         assert_eq!((s.index, s.count), (2, 3));
         // Open MPI wins over the Slurm task variables that mpirun inherits inside an allocation.
