@@ -191,6 +191,23 @@ impl Panel {
     pub fn image<'a>(&self, float: &'a [f32]) -> ImageView<'a> {
         ImageView::new(float, self.fpixels, self.spixels, self.roi.clone())
     }
+
+    /// The lab positions (metres) of the panel's four outer corners as rendered: on a curved
+    /// detector every pixel at `distance` along the beam `beam`, swung by the flat lab y and z taken
+    /// as angles about sdet, then fdet (nanoBragg.c L2707-L2715). The scattering angle is largest at
+    /// a corner on either.
+    pub fn corner_positions(&self, beam: &V3) -> [V3; 4] {
+        let (f, s) = (self.fpixels as f64 * self.pixel_size, self.spixels as f64 * self.pixel_size);
+        [(0.0, 0.0), (f, 0.0), (0.0, s), (f, s)].map(|(x, y)| {
+            let p: V3 = std::array::from_fn(|i| self.pix0_vector[i] + x * self.fdet_vector[i] + y * self.sdet_vector[i]);
+            if !self.curved {
+                return p;
+            }
+            let d = self.distance;
+            let along = [d * beam[0], d * beam[1], d * beam[2]];
+            crate::base::vec3::rotate_axis(&crate::base::vec3::rotate_axis(&along, &self.sdet_vector, p[1] / d), &self.fdet_vector, p[2] / d)
+        })
+    }
 }
 
 impl Detector {

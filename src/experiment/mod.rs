@@ -38,7 +38,7 @@ use crate::experiment::sampling::{resolve_mosaic, resolve_phi, resolve_sweep, re
 use crate::experiment::structure_factors::HklGrid;
 pub use crate::experiment::structure_factors::HklList;
 pub use crate::experiment::crystal::Orientation;
-use crate::base::vec3::{rotate_axis, rotate_umat};
+use crate::base::vec3::{dot, rotate_axis, rotate_umat, unitize, V3};
 use crate::{Error, Result};
 use std::path::Path;
 use std::sync::Arc;
@@ -166,7 +166,6 @@ impl Experiment {
         let clock = time_seed();
         let crystal = resolve_crystal_and_orientations(params, inputs, &d.det, &s, beam.sample, clock, &mut notes)?;
         let oversample = resolve_oversample(params, &d.det, &crystal, &mut notes)?;
-        let sf = resolve_structure_factors(params, inputs, &d.det, &mut notes)?;
 
         let os = oversample;
         let steps = beam.sources.len() as i64 * s.mosaic_domains as i64 * s.phisteps as i64 * (os * os) as i64;
@@ -197,6 +196,8 @@ impl Experiment {
             Some(specs) => file_panels(params, specs, &flat, panel.sensor)?,
             None => vec![panel],
         };
+        let reach = Reach { panels: &panels, sources: &beam.sources, beam_vector: flat.beam_vector, lattice: &crystal.lattice };
+        let sf = resolve_structure_factors(params, inputs, &reach, &mut notes)?;
         Ok(Experiment {
             beam: Beam {
                 sources: beam.sources,
@@ -594,16 +595,25 @@ pub fn auto_interpolate(params: &Params) -> bool {
     params.na <= 2.0 || params.nb <= 2.0 || params.nc <= 2.0
 }
 
+/// What the rendered pixels can reach in reciprocal space, for the range of a model's structure
+/// factors ([`model_resolution`]).
+pub struct Reach<'a> {
+    pub panels: &'a [Panel],
+    pub sources: &'a [Source],
+    pub beam_vector: V3,
+    pub lattice: &'a Lattice,
+}
+
 /// The structure factors (read, given, or computed from a model for the detector's resolution) and
 /// their interpolation (L1778, L2101-L2260).
-pub fn resolve_structure_factors(params: &Params, inputs: &Inputs, det: &ConventionGeometry, notes: &mut SetupNotes) -> Result<StructureFactors> {
+pub fn resolve_structure_factors(params: &Params, inputs: &Inputs, reach: &Reach, notes: &mut SetupNotes) -> Result<StructureFactors> {
     let p = params;
     let mut hklout_entries = None;
+    let interpolate_asked = p.interpolate.unwrap_or_else(|| auto_interpolate(params));
     let fhkl = match (&inputs.fhkl, &inputs.model) {
         (Some(grid), _) => Some(grid.clone()),
         (None, Some(m)) => {
-            let lambda_min = p.lambda0 * (1.0 - p.dispersion.max(0.0) / 2.0);
-            let d = if p.dmin > 0.0 { p.dmin * 1e10 } else { crate::sfcalc::detector_d_min(det.pix0_vector, det.fdet_vector, det.sdet_vector, det.detsize_f, det.detsize_s, det.beam_vector, lambda_min) };
+            let d = model_resolution(p, reach, m, interpolate_asked);
             let entries = crate::sfcalc::entries_for_simulation(&p.model, m, d, p.lambda0 * 1e10, &mut notes.structure_factors)?;
             // the grid `read_hkl` builds from the same entries (range from the entries, `default_f`
             // elsewhere, nanoBragg.c L2101-L2258)
@@ -622,6 +632,92 @@ pub fn resolve_structure_factors(params: &Params, inputs: &Inputs, det: &Convent
         (None, None) => None,
     };
     let hkls = fhkl.as_ref().map(|g| g.hkls).unwrap_or(0);
-    let interpolate = hkls != 0 && p.interpolate.unwrap_or_else(|| auto_interpolate(params));
+    let interpolate = hkls != 0 && interpolate_asked;
     Ok(StructureFactors { fhkl, default_f: p.default_f, interpolate, dmin: p.dmin, hklout_entries })
+}
+
+/// The resolution (Å) to compute a model's structure factors to, so that every reflection a rendered
+/// pixel reads exists (missing ones were `-default_F`, and a missing neighbour switched the
+/// interpolation off for the rest of the image, L2940-L2950): the largest |S| = |d̂ − î|/λ over the
+/// panels' corners and every source (its direction and wavelength: `-dispersion`, `-sourcefile`),
+/// or 1/`-dmin`; plus the reach of the F look-up past it in the simulated lattice, |a*|+|b*|+|c*|
+/// times one step for the nearest point or 2.5 for the tricubic stencil (h0−1 to h0+2 about
+/// h − ½); widened where the model's own cell, in which the F are computed, is not the simulated
+/// one (`-cell`/`-mat`).
+fn model_resolution(p: &Params, reach: &Reach, m: &crate::sfcalc::LoadedModel, interpolate: bool) -> f64 {
+    let q_pixels = if p.dmin > 0.0 { 1.0 / (p.dmin * 1e10) } else { pixel_reach(reach) };
+    let l = reach.lattice;
+    let step: f64 = [l.a_star, l.b_star, l.c_star].iter().map(|v| dot(v, v).sqrt()).sum();
+    let q = q_pixels + if interpolate { 2.5 } else { 1.0 } * step;
+    let widen = m.model.cell.and_then(crate::sfcalc::Cell::new).map_or(1.0, |c| metric_ratio(&c.g_star, &reciprocal_metric(l)).sqrt());
+    1.0 / (q * widen.max(1.0))
+}
+
+/// The largest |S| (1/Å) any panel's corner reaches from any source (curved panels as rendered).
+fn pixel_reach(reach: &Reach) -> f64 {
+    let mut q: f64 = 0.0;
+    for panel in reach.panels {
+        for c in panel.corner_positions(&reach.beam_vector) {
+            let d = unitize(&c).0;
+            for s in reach.sources {
+                // the incident direction is −dir (the source lies upstream)
+                let k = [d[0] + s.dir[0], d[1] + s.dir[1], d[2] + s.dir[2]];
+                q = q.max(dot(&k, &k).sqrt() / (s.lambda * 1e10));
+            }
+        }
+    }
+    q
+}
+
+/// G* = (a*·a*, a*·b*, ...) of the simulated lattice (1/Å²).
+fn reciprocal_metric(l: &Lattice) -> [[f64; 3]; 3] {
+    let v = [l.a_star, l.b_star, l.c_star];
+    std::array::from_fn(|i| std::array::from_fn(|j| dot(&v[i], &v[j])))
+}
+
+/// max over indices x of (xᵀ·g·x)/(xᵀ·h·x): how much farther, in the metric `g`, the sphere of the
+/// metric `h` reaches (the largest eigenvalue of h⁻¹g, by power iteration; 1 when they are equal).
+fn metric_ratio(g: &[[f64; 3]; 3], h: &[[f64; 3]; 3]) -> f64 {
+    let Some(hi) = invert3(h) else { return 1.0 };
+    let m: [[f64; 3]; 3] = std::array::from_fn(|i| std::array::from_fn(|j| (0..3).map(|k| hi[i][k] * g[k][j]).sum()));
+    let mut x = [1.0, 0.7, 0.4];
+    let mut ratio = 1.0;
+    for _ in 0..200 {
+        let y: [f64; 3] = std::array::from_fn(|i| (0..3).map(|j| m[i][j] * x[j]).sum());
+        let n = dot(&y, &y).sqrt();
+        if !(n > 0.0 && n.is_finite()) {
+            return 1.0;
+        }
+        ratio = n / dot(&x, &x).sqrt();
+        x = y.map(|v| v / n);
+    }
+    ratio
+}
+
+/// The inverse of a 3×3 matrix (None when singular).
+fn invert3(a: &[[f64; 3]; 3]) -> Option<[[f64; 3]; 3]> {
+    let c = |i: usize, j: usize| a[(i + 1) % 3][(j + 1) % 3] * a[(i + 2) % 3][(j + 2) % 3] - a[(i + 1) % 3][(j + 2) % 3] * a[(i + 2) % 3][(j + 1) % 3];
+    let det = a[0][0] * c(0, 0) + a[0][1] * c(0, 1) + a[0][2] * c(0, 2);
+    (det != 0.0 && det.is_finite()).then(|| std::array::from_fn(|i| std::array::from_fn(|j| c(j, i) / det)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{invert3, metric_ratio};
+
+    #[test]
+    fn metric_ratio_is_the_largest_stretch_of_one_metric_over_another() {
+        let id = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]];
+        assert!((metric_ratio(&id, &id) - 1.0).abs() < 1e-12);
+        // a cell 20 % longer on b: its reciprocal metric is 1/1.44 on that axis, so the original's
+        // sphere reaches 1.44 times as far (squared) in the model's metric
+        let g = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]];
+        let h = [[1.0, 0.0, 0.0], [0.0, 1.0 / 1.44, 0.0], [0.0, 0.0, 1.0]];
+        assert!((metric_ratio(&g, &h) - 1.44).abs() < 1e-9);
+        // not diagonal: the eigenvalues of [[2, 1], [1, 2]] are 3 and 1
+        let g2 = [[2.0, 1.0, 0.0], [1.0, 2.0, 0.0], [0.0, 0.0, 1.0]];
+        assert!((metric_ratio(&g2, &id) - 3.0).abs() < 1e-9);
+        let inv = invert3(&g2).unwrap();
+        assert!((inv[0][0] - 2.0 / 3.0).abs() < 1e-12 && (inv[0][1] + 1.0 / 3.0).abs() < 1e-12);
+    }
 }

@@ -188,6 +188,14 @@ pub fn load(cfg: &ModelConfig, cell: Option<[f64; 6]>, log: &mut Log) -> Result<
         return Err(Error::flag("-cif", "give one model: -pdb or -cif, not both"));
     }
     let mut model = read_model(path, cfg.cif.is_some())?;
+    // no cell: a CRYST1 of zeros, or the PDB's 1 1 1 placeholder of cryo-EM and NMR models (cctbx
+    // reads it as no crystal symmetry), which `-cell` then gives; it stopped with "unusable unit cell"
+    if model.cell.is_some_and(|c| Cell::new(c).is_none() || c == [1.0, 1.0, 1.0, 90.0, 90.0, 90.0]) {
+        if let Some(c) = model.cell.filter(|_| cell.is_none()) {
+            return Err(Error::file(path, format!("the model's cell {} is no crystal's (a placeholder): give -cell a b c alpha beta gamma", c.map(g).join(" "))));
+        }
+        model.cell = None;
+    }
     if model.cell.is_none() {
         model.cell = cell;
     }
@@ -209,30 +217,10 @@ pub fn load(cfg: &ModelConfig, cell: Option<[f64; 6]>, log: &mut Log) -> Result<
     Ok(Some(LoadedModel { path: path.to_path_buf(), model }))
 }
 
-/// Highest resolution (smallest d, Å) any corner of the detector reaches at the shortest wavelength.
-/// Corners bound the scattering angle on a flat detector. `pix0`, `fdet`, `sdet`, `beam` in the
-/// detector frame (metres), `lambda_min` in metres.
-pub fn detector_d_min(pix0: [f64; 3], fdet: [f64; 3], sdet: [f64; 3], size_f: f64, size_s: f64, beam: [f64; 3], lambda_min: f64) -> f64 {
-    let mut max_tt: f64 = 0.0;
-    for (f, s) in [(0.0, 0.0), (size_f, 0.0), (0.0, size_s), (size_f, size_s)] {
-        let p = [0, 1, 2].map(|i| pix0[i] + f * fdet[i] + s * sdet[i]);
-        let n = (p[0] * p[0] + p[1] * p[1] + p[2] * p[2]).sqrt();
-        let bn = (beam[0] * beam[0] + beam[1] * beam[1] + beam[2] * beam[2]).sqrt();
-        if n > 0.0 && bn > 0.0 {
-            let c = ((p[0] * beam[0] + p[1] * beam[1] + p[2] * beam[2]) / (n * bn)).clamp(-1.0, 1.0);
-            max_tt = max_tt.max(c.acos());
-        }
-    }
-    let s = (max_tt / 2.0).sin().max(1e-3);
-    lambda_min * 1e10 / (2.0 * s)
-}
-
 /// Compute the structure factors for a simulation, log the setup summary (with the time) and return
 /// the `-hkl`-style entries (`-hklout` is written from them by [`write_hklout`]).
-/// `d_limit` (Å) is `-dmin` when given, otherwise what the detector reaches ([`detector_d_min`]).
-pub fn entries_for_simulation(cfg: &ModelConfig, lm: &LoadedModel, d_limit: f64, lambda_angstrom: f64, log: &mut Log) -> Result<Vec<(i32, i32, i32, f64)>> {
-    // 5% beyond the limit, so the reflections next to the last pixels (nearest or interpolated) exist
-    let d_min = d_limit / 1.05;
+/// `d_min` (Å): every reflection a rendered pixel reads (`experiment::model_resolution`).
+pub fn entries_for_simulation(cfg: &ModelConfig, lm: &LoadedModel, d_min: f64, lambda_angstrom: f64, log: &mut Log) -> Result<Vec<(i32, i32, i32, f64)>> {
     let opts = SfOptions {
         d_min,
         anomalous_lambda: if cfg.anomalous { Some(lambda_angstrom) } else { None },
