@@ -29,6 +29,19 @@ fn parse_count(flag: &str, v: Option<&String>) -> Result<usize> {
     }
 }
 
+/// The value after `flag`: refused when the command line ends, or when the next word is a flag
+/// (simulate's or series's own), which would otherwise be taken as the value and the error then name
+/// the word after it (`--outputs --out-dir o1` said "o1: unexpected word"), as simulate's parser
+/// refuses `--geom -cell`.
+fn value_of<'a>(flag: &str, next: Option<&'a String>, expects: &str) -> Result<&'a String> {
+    let w = next.ok_or_else(|| Error::flag(flag, format!("missing value: expects {expects}")))?;
+    let key = if w.starts_with("--") { w.split_once('=').map_or(w.as_str(), |(k, _)| k) } else { w.as_str() };
+    if crate::cli::parse::lookup(key).is_some() || SERIES_FLAGS.contains(&key) {
+        return Err(Error::flag(flag, format!("missing value: expects {expects} but is followed by {w}")));
+    }
+    Ok(w)
+}
+
 /// Split the series options from the `simulate` flags.
 pub fn split_args(args: &[String]) -> Result<SeriesArgs> {
     let mut s = SeriesArgs::default();
@@ -75,7 +88,7 @@ pub fn split_args(args: &[String]) -> Result<SeriesArgs> {
                 take = 2;
             }
             "--name" => {
-                let w = next.ok_or_else(|| Error::flag(a, "missing value: expects a dataset name"))?;
+                let w = value_of(a, next, "a dataset name")?;
                 if w.is_empty() || w.contains('/') {
                     return Err(Error::flag(a, format!("'{w}' is not a plain file name")));
                 }
@@ -83,7 +96,7 @@ pub fn split_args(args: &[String]) -> Result<SeriesArgs> {
                 take = 2;
             }
             "--outputs" => {
-                let w = next.ok_or_else(|| Error::flag(a, "missing value: expects a list such as float,noise,cbf"))?;
+                let w = value_of(a, next, "a list such as float,noise,cbf")?;
                 s.outputs = Some(w.split(',').map(|k| k.trim().to_ascii_lowercase()).filter(|k| !k.is_empty()).collect());
                 take = 2;
             }
@@ -150,5 +163,18 @@ mod tests {
             assert!(e.contains(&format!("did you mean {want}?")), "{typo}: {e}");
         }
         assert!(split_args(&["--only".into(), "3-2".into()]).is_err());
+    }
+
+    /// `--outputs`/`--name` followed by a flag: the error names them, not the word after the flag
+    /// they took as their value.
+    #[test]
+    fn a_flag_after_outputs_or_name_is_a_missing_value() {
+        for (flag, next) in [("--outputs", "--out-dir"), ("--name", "--out-dir"), ("--outputs", "-floatfile"), ("--name", "--resume"), ("--outputs", "--out-dir=o1")] {
+            let a: Vec<String> = ["--frames", "2", "-osc", "1", flag, next, "o1"].iter().map(|s| s.to_string()).collect();
+            let e = split_args(&a).unwrap_err().to_string();
+            assert!(e.starts_with(&format!("{flag}: missing value: expects")) && e.ends_with(&format!("but is followed by {next}")), "{flag} {next}: {e}");
+        }
+        let a: Vec<String> = "--frames 2 -osc 1 --name -odd --outputs float".split(' ').map(String::from).collect();
+        assert_eq!(split_args(&a).unwrap().name.as_deref(), Some("-odd"), "a word that is no flag is a name");
     }
 }
