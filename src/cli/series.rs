@@ -7,13 +7,14 @@ use crate::{Error, Result};
 
 /// `series --help`.
 pub const SERIES_USAGE: &str = "usage: nanobragg-rs series [simulate flags] --frames N | --stills N --orientation random \
-[--outputs LIST] [--max-output SIZE] [--name PATTERN] [--shard I/N] [--only K|K-L] [--resume] [--verify]
+[--outputs LIST] [--max-output SIZE] [--name NAME] [--shard I/N] [--only K|K-L] [--resume] [--verify]
   --frames N       a rotation sweep: frame k starts at -phi + (k-1)*-osc
   --stills N       N stills (with --orientation random: a random crystal orientation each)
   --outputs LIST   write only these: float,int,pgm,noise,png,cbf,nexus (default: what simulate writes)
   --max-output SIZE  refuse a run whose files would take more (k, M, G, T; env NANOBRAGG_MAX_OUTPUT);
                    it is always refused when they would not fit in the output folder's free space
-  --name PATTERN   file names per frame (see docs/datasets.md)
+  --name NAME      the manifests' name: NAME.shard-I-of-N.json (default series; frame files keep
+                   their own names, see docs/datasets.md)
   --shard I/N      this job's share of the frames (Slurm and MPI set it themselves)
   --only K|K-L     only these frames, counted from 1
   --resume         skip frames already written and verified
@@ -176,5 +177,12 @@ mod tests {
         }
         let a: Vec<String> = "--frames 2 -osc 1 --name -odd --outputs float".split(' ').map(String::from).collect();
         assert_eq!(split_args(&a).unwrap().name.as_deref(), Some("-odd"), "a word that is no flag is a name");
+    }
+
+    /// The help says what `--name` does: it names the manifests, not the frame files.
+    #[test]
+    fn help_says_name_is_the_manifests() {
+        let line = SERIES_USAGE.lines().find(|l| l.trim_start().starts_with("--name")).unwrap();
+        assert!(line.contains("NAME.shard-I-of-N.json") && !line.contains("per frame"), "{line}");
     }
 }
