@@ -638,3 +638,49 @@ fn quiet_series_keeps_the_c_warnings() {
     assert!(text.starts_with("WARNING: maximum dimension of sample is") && text.contains("recommend -oversample"), "{text}");
     assert!(!text.contains("Unit Cell"), "{text}");
 }
+
+// ------------------------------------------------------------------------------------------ audit fixes
+
+/// A DIALS experiment list of two 16×16 panels side by side, 200 mm from the sample, and a scan of
+/// two images of 0.5° (no dxtbx needed).
+fn two_panel_expt() -> String {
+    let panel = |name: &str, x0: f64| {
+        serde_json::json!({"name": name, "type": "SENSOR_PAD", "fast_axis": [1.0, 0.0, 0.0], "slow_axis": [0.0, -1.0, 0.0],
+            "origin": [x0, 0.8, -200.0], "raw_image_offset": [0, 0], "image_size": [16, 16], "pixel_size": [0.1, 0.1],
+            "trusted_range": [0.0, 1e6], "thickness": 0.0, "material": "Si", "mu": 0.0, "identifier": "", "mask": [],
+            "gain": 1.0, "pedestal": 0.0, "px_mm_strategy": {"type": "SimplePxMmStrategy"}})
+    };
+    serde_json::json!({"__id__": "ExperimentList",
+        "experiment": [{"__id__": "Experiment", "identifier": "", "beam": 0, "detector": 0, "goniometer": 0, "scan": 0, "crystal": 0}],
+        "imageset": [],
+        "beam": [{"direction": [0.0, 0.0, 1.0], "wavelength": 1.0, "divergence": 0.0, "sigma_divergence": 0.0,
+                  "polarization_normal": [0.0, 1.0, 0.0], "polarization_fraction": 0.999, "flux": 0.0, "transmission": 1.0}],
+        "detector": [{"panels": [panel("a", -1.6), panel("b", 0.1)]}],
+        "goniometer": [{"rotation_axis": [1.0, 0.0, 0.0], "fixed_rotation": [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0],
+                        "setting_rotation": [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]}],
+        "scan": [{"image_range": [1, 2], "batch_offset": 0, "oscillation": [0.0, 0.5]}],
+        "crystal": [{"__id__": "crystal", "real_space_a": [50.0, 0.0, 0.0], "real_space_b": [0.0, 60.0, 0.0],
+                     "real_space_c": [0.0, 0.0, 70.0], "space_group_hall_symbol": " P 1"}],
+        "profile": [], "scaling_model": []})
+    .to_string()
+}
+
+/// `series --expt` of several panels creates `--out-dir` as `series` without `--expt` and `simulate
+/// --expt` do: it said "cannot write q/floatimage.bin: directory q does not exist" (a name it never
+/// writes), because the one-panel formats were left out by planning the outputs in the missing folder.
+#[test]
+fn a_multi_panel_expt_series_creates_the_out_dir() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::write(d.join("two.expt"), two_panel_expt()).unwrap();
+    for extra in [&["--outputs", "float"][..], &[][..]] {
+        let _ = std::fs::remove_dir_all(d.join("q"));
+        let o = bin().args(["series", "--expt", "two.expt", "-default_F", "100", "-N", "4", "--out-dir", "q/r"]).args(extra).current_dir(d).output().unwrap();
+        assert!(o.status.success(), "{extra:?}: {}", String::from_utf8_lossy(&o.stderr));
+        for k in 1..=2 {
+            assert!(d.join(format!("q/r/floatimage_{k:05}.bin")).is_file(), "{extra:?}: frame {k}");
+        }
+        let v = bin().args(["series", "--verify", "--out-dir", "q/r"]).current_dir(d).output().unwrap();
+        assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stderr));
+    }
+}

@@ -475,7 +475,8 @@ fn one_panel_outputs_off(c: &mut Config, listed: Option<&[String]>, panels: usiz
     if let Some(k) = listed.into_iter().flatten().find(|k| matches!(k.as_str(), "int" | "pgm" | "png" | "noise" | "cbf")) {
         return Err(Error::flag("--outputs", format!("{k} holds one panel and the detector has {panels}: list float and nexus, or render one panel with --panel N")));
     }
-    let (_, notes) = crate::run::outputs::for_panels(crate::run::outputs::plan(c)?, c, panels)?;
+    // the names as asked for: the folder is created, and each frame's names checked, before rendering
+    let (_, notes) = crate::run::outputs::for_panels(crate::run::outputs::requested(c), c, panels)?;
     let o = &mut c.output;
     (o.write_int, o.write_pgm, o.write_noise, o.pngfile, o.cbffile) = (false, false, false, None, None);
     Ok(notes)
