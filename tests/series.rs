@@ -684,3 +684,24 @@ fn a_multi_panel_expt_series_creates_the_out_dir() {
         assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stderr));
     }
 }
+
+/// Run `series` with CRYSTAL and `extra` in `dir`; assert it is refused (exit 9, one line containing
+/// `needle`) and that nothing was written.
+fn refused_writing_nothing(dir: &Path, extra: &[&str], needle: &str) {
+    let o = bin().arg("series").args(CRYSTAL).args(["-osc", "0.1", "--frames", "2", "--out-dir", "w"]).args(extra).current_dir(dir).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(9), "{extra:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{extra:?}: {err}");
+    assert!(err.contains(needle), "{extra:?}: {err}");
+    let left: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name()).filter(|n| n != "obs.bin").collect();
+    assert!(left.is_empty(), "{extra:?}: a refused series wrote {left:?}");
+}
+
+/// `--expt-out` wrote a one-image experiment of whichever frame finished last (another file on each
+/// run, not in the manifest, the same name from every shard): refused, saying what to use instead.
+#[test]
+fn series_refuses_expt_out() {
+    let tmp = tempfile::tempdir().unwrap();
+    refused_writing_nothing(tmp.path(), &["--expt-out", "t.expt"], "--expt-out: series writes no experiment list: run simulate --expt-out");
+    refused_writing_nothing(tmp.path(), &["--outputs", "float,nexus", "--expt-out", "t.expt"], "dials.import");
+}

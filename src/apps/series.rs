@@ -842,8 +842,23 @@ fn kill_hook(done: usize) {
     }
 }
 
+/// The `simulate` flags that ask for an output `series` does not write, each with what to do
+/// instead: refused (exit 9, before anything is written) rather than accepted with nothing written.
+/// `--expt-out` wrote a one-image experiment of whichever frame finished last: another file on each
+/// run, not in the manifest, under one name for every shard. (A library caller of [`Plan`], such as
+/// the Python `Series`, renders frames itself and is not refused.)
+fn refuse_unwritten_outputs(sa: &SeriesArgs) -> Result<()> {
+    let c = &sa.config;
+    let asked = [("--expt-out", c.output.expt_out.is_some(), "series writes no experiment list: run simulate --expt-out with a frame's simulate_flags (from the manifest) for one frame, or dials.import the series' NeXus or CBF files for the scan")];
+    match asked.iter().find(|(_, on, _)| *on) {
+        Some((flag, _, why)) => Err(Error::flag(*flag, *why)),
+        None => Ok(()),
+    }
+}
+
 /// Run `nanobragg-rs series` (without `--verify`).
 pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut dyn std::io::Write) -> Result<SeriesSummary> {
+    refuse_unwritten_outputs(sa)?;
     let plan = Plan::new(sa)?;
     let shard = resolve_shard(sa.shard.as_deref(), env)?;
     let name = sa.name.clone().unwrap_or_else(|| "series".to_string());
