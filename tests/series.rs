@@ -705,3 +705,26 @@ fn series_refuses_expt_out() {
     refused_writing_nothing(tmp.path(), &["--expt-out", "t.expt"], "--expt-out: series writes no experiment list: run simulate --expt-out");
     refused_writing_nothing(tmp.path(), &["--outputs", "float,nexus", "--expt-out", "t.expt"], "dials.import");
 }
+
+/// Every `simulate` flag that asks for an output `series` does not write is refused naming it, before
+/// anything is written: `--gradients a` and `--save-params p.json` were accepted, exit 0, and wrote
+/// nothing.
+#[test]
+fn series_refuses_outputs_it_does_not_write() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::write(d.join("obs.bin"), vec![0u8; 4 * 16 * 16]).unwrap();
+    for (extra, flag) in [
+        (&["--gradients", "a"][..], "--gradients"),
+        (&["--gradient-prefix", "g_"][..], "--gradient-prefix"),
+        (&["--save-params", "p.json"][..], "--save-params"),
+        (&["--observed", "obs.bin"][..], "--observed"),
+        (&["--observed", "obs.bin", "--loss", "lsq"][..], "--loss"),
+        (&["--observed", "obs.bin", "--loss-out", "l.json"][..], "--loss-out"),
+        (&["--observed", "obs.bin", "--dfhkl-out", "g.hkl"][..], "--dfhkl-out"),
+        (&["-printout"][..], "-printout"),
+        (&["-printout_pixel", "1", "2"][..], "-printout_pixel"),
+    ] {
+        refused_writing_nothing(d, extra, &format!("{flag}: series "));
+    }
+}

@@ -843,15 +843,30 @@ fn kill_hook(done: usize) {
 }
 
 /// The `simulate` flags that ask for an output `series` does not write, each with what to do
-/// instead: refused (exit 9, before anything is written) rather than accepted with nothing written.
-/// `--expt-out` wrote a one-image experiment of whichever frame finished last: another file on each
-/// run, not in the manifest, under one name for every shard. (A library caller of [`Plan`], such as
-/// the Python `Series`, renders frames itself and is not refused.)
+/// instead: refused (exit 9, before anything is written) rather than accepted with nothing written
+/// (`--gradients a` and `--save-params p.json` wrote nothing, exit 0). `--expt-out` wrote a
+/// one-image experiment of whichever frame finished last: another file on each run, not in the
+/// manifest, under one name for every shard. Read from the parsed flags (a `--params` file may set
+/// them too), and from the words for the two whose value can be the default. (A library caller of
+/// [`Plan`], such as the Python `Series`, renders frames itself and is not refused.)
 fn refuse_unwritten_outputs(sa: &SeriesArgs) -> Result<()> {
     let c = &sa.config;
-    let asked = [("--expt-out", c.output.expt_out.is_some(), "series writes no experiment list: run simulate --expt-out with a frame's simulate_flags (from the manifest) for one frame, or dials.import the series' NeXus or CBF files for the scan")];
+    let typed = |flag: &str| sa.simulate.iter().any(|w| w == flag || w.strip_prefix(flag).is_some_and(|r| r.starts_with('=')));
+    let one_frame = "run simulate with a frame's simulate_flags (from the manifest)";
+    let asked = [
+        ("--expt-out", c.output.expt_out.is_some(), "series writes no experiment list: run simulate --expt-out with a frame's simulate_flags (from the manifest) for one frame, or dials.import the series' NeXus or CBF files for the scan".to_string()),
+        ("--save-params", c.run.save_params.is_some(), "series saves no parameter file: its manifest records the flags and each frame's simulate_flags; run simulate --save-params with them for one frame".to_string()),
+        ("--gradients", !c.output.gradients.is_empty(), format!("series writes no derivative images: {one_frame} and --gradients")),
+        ("--gradient-prefix", typed("--gradient-prefix"), format!("series writes no derivative images: {one_frame} and --gradients")),
+        ("--loss", typed("--loss"), format!("series computes no loss against a measured image: {one_frame} and --observed")),
+        ("--loss-out", c.output.loss.loss_out.is_some(), format!("series writes no loss file: {one_frame} and --observed")),
+        ("--dfhkl-out", c.output.loss.dfhkl_out.is_some(), format!("series writes no dL/dF file: {one_frame} and --observed")),
+        ("--observed", c.output.loss.observed.is_some(), format!("series computes no loss against a measured image: {one_frame} and --observed")),
+        ("-printout_pixel", c.run.printout_pixel.is_some(), format!("series prints no pixel values: {one_frame} and -printout_pixel")),
+        ("-printout", c.run.printout, format!("series prints no pixel values: {one_frame} and -printout")),
+    ];
     match asked.iter().find(|(_, on, _)| *on) {
-        Some((flag, _, why)) => Err(Error::flag(*flag, *why)),
+        Some((flag, _, why)) => Err(Error::flag(*flag, why.clone())),
         None => Ok(()),
     }
 }
