@@ -728,3 +728,49 @@ fn series_refuses_outputs_it_does_not_write() {
         refused_writing_nothing(d, extra, &format!("{flag}: series "));
     }
 }
+
+/// `--only K-L` keeps the shard manifest's records of the frames it does not render (same
+/// parameters): they were dropped, so a dataset rendered in two `--only` runs never verified, and one
+/// frame of a complete dataset rendered again (with or without `--resume`) made it "incomplete". A
+/// manifest of other parameters is still replaced (and refused with `--resume`).
+#[test]
+fn only_keeps_the_records_of_the_other_frames() {
+    let args = rotation_args();
+    let whole = tempfile::tempdir().unwrap();
+    series(whole.path(), &args, &[]);
+    let parts = tempfile::tempdir().unwrap();
+    series(parts.path(), &args, &["--only", "1-2"]);
+    let o = series(parts.path(), &args, &["--only", "3-6"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("--only: the manifest keeps its records of 2 other frames"));
+    let v = verify(parts.path());
+    assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stderr));
+    assert_eq!(image_hashes(parts.path()), image_hashes(whole.path()));
+    // the manifest but the folder (in simulate_args)
+    let records = |p: &Path| {
+        let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+        v.as_object_mut().unwrap().remove("simulate_args");
+        v
+    };
+    let m = whole.path().join("series.shard-0-of-1.json");
+    let text = std::fs::read_to_string(&m).unwrap();
+    assert_eq!(records(&parts.path().join("series.shard-0-of-1.json")), records(&m), "two --only runs made another manifest");
+    // one frame of a complete dataset, resumed or rendered again: still complete, the same manifest
+    let o = series(whole.path(), &args, &["--only", "4", "--resume"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("1 frames already complete, 0 to render"));
+    assert!(verify(whole.path()).status.success());
+    series(whole.path(), &args, &["--only", "2"]);
+    assert!(verify(whole.path()).status.success());
+    assert_eq!(std::fs::read_to_string(&m).unwrap(), text);
+    // shards: each keeps the records of its own frames
+    let sharded = tempfile::tempdir().unwrap();
+    series(sharded.path(), &args, &["--shard", "0/2"]);
+    series(sharded.path(), &args, &["--shard", "1/2", "--only", "4"]);
+    series(sharded.path(), &args, &["--shard", "1/2", "--only", "5-6"]);
+    assert!(verify(sharded.path()).status.success());
+    // other parameters: the manifest is replaced by this run's frames, as without --only
+    let mut other = args.clone();
+    other.extend(strs(&["-N", "5"]));
+    series(whole.path(), &other, &["--only", "1"]);
+    assert_eq!(manifest_frames(&m).iter().map(|f| f["frame"].as_u64().unwrap()).collect::<Vec<_>>(), [1]);
+    assert_eq!(verify(whole.path()).status.code(), Some(9));
+}
