@@ -19,7 +19,8 @@ pub const SERIES_USAGE: &str = "usage: nanobragg-rs series [simulate flags] --fr
   --only K|K-L     only these frames, counted from 1
   --resume         skip frames already written and verified
   --verify         check a finished dataset against its manifest and write nothing
-Every simulate flag applies to each frame (`nanobragg-rs simulate --help` lists them).
+Every simulate flag applies to each frame (`nanobragg-rs simulate --help` lists them); those asking for
+an output series does not write (--expt-out, --save-params, --gradients, --observed, -printout, ...) are refused.
 ";
 
 fn parse_count(flag: &str, v: Option<&String>) -> Result<usize> {
