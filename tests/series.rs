@@ -638,3 +638,139 @@ fn quiet_series_keeps_the_c_warnings() {
     assert!(text.starts_with("WARNING: maximum dimension of sample is") && text.contains("recommend -oversample"), "{text}");
     assert!(!text.contains("Unit Cell"), "{text}");
 }
+
+// ------------------------------------------------------------------------------------------ audit fixes
+
+/// A DIALS experiment list of two 16×16 panels side by side, 200 mm from the sample, and a scan of
+/// two images of 0.5° (no dxtbx needed).
+fn two_panel_expt() -> String {
+    let panel = |name: &str, x0: f64| {
+        serde_json::json!({"name": name, "type": "SENSOR_PAD", "fast_axis": [1.0, 0.0, 0.0], "slow_axis": [0.0, -1.0, 0.0],
+            "origin": [x0, 0.8, -200.0], "raw_image_offset": [0, 0], "image_size": [16, 16], "pixel_size": [0.1, 0.1],
+            "trusted_range": [0.0, 1e6], "thickness": 0.0, "material": "Si", "mu": 0.0, "identifier": "", "mask": [],
+            "gain": 1.0, "pedestal": 0.0, "px_mm_strategy": {"type": "SimplePxMmStrategy"}})
+    };
+    serde_json::json!({"__id__": "ExperimentList",
+        "experiment": [{"__id__": "Experiment", "identifier": "", "beam": 0, "detector": 0, "goniometer": 0, "scan": 0, "crystal": 0}],
+        "imageset": [],
+        "beam": [{"direction": [0.0, 0.0, 1.0], "wavelength": 1.0, "divergence": 0.0, "sigma_divergence": 0.0,
+                  "polarization_normal": [0.0, 1.0, 0.0], "polarization_fraction": 0.999, "flux": 0.0, "transmission": 1.0}],
+        "detector": [{"panels": [panel("a", -1.6), panel("b", 0.1)]}],
+        "goniometer": [{"rotation_axis": [1.0, 0.0, 0.0], "fixed_rotation": [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0],
+                        "setting_rotation": [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]}],
+        "scan": [{"image_range": [1, 2], "batch_offset": 0, "oscillation": [0.0, 0.5]}],
+        "crystal": [{"__id__": "crystal", "real_space_a": [50.0, 0.0, 0.0], "real_space_b": [0.0, 60.0, 0.0],
+                     "real_space_c": [0.0, 0.0, 70.0], "space_group_hall_symbol": " P 1"}],
+        "profile": [], "scaling_model": []})
+    .to_string()
+}
+
+/// `series --expt` of several panels creates `--out-dir` as `series` without `--expt` and `simulate
+/// --expt` do: it said "cannot write q/floatimage.bin: directory q does not exist" (a name it never
+/// writes), because the one-panel formats were left out by planning the outputs in the missing folder.
+#[test]
+fn a_multi_panel_expt_series_creates_the_out_dir() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::write(d.join("two.expt"), two_panel_expt()).unwrap();
+    for extra in [&["--outputs", "float"][..], &[][..]] {
+        let _ = std::fs::remove_dir_all(d.join("q"));
+        let o = bin().args(["series", "--expt", "two.expt", "-default_F", "100", "-N", "4", "--out-dir", "q/r"]).args(extra).current_dir(d).output().unwrap();
+        assert!(o.status.success(), "{extra:?}: {}", String::from_utf8_lossy(&o.stderr));
+        for k in 1..=2 {
+            assert!(d.join(format!("q/r/floatimage_{k:05}.bin")).is_file(), "{extra:?}: frame {k}");
+        }
+        let v = bin().args(["series", "--verify", "--out-dir", "q/r"]).current_dir(d).output().unwrap();
+        assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stderr));
+    }
+}
+
+/// Run `series` with CRYSTAL and `extra` in `dir`; assert it is refused (exit 9, one line containing
+/// `needle`) and that nothing was written.
+fn refused_writing_nothing(dir: &Path, extra: &[&str], needle: &str) {
+    let o = bin().arg("series").args(CRYSTAL).args(["-osc", "0.1", "--frames", "2", "--out-dir", "w"]).args(extra).current_dir(dir).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(9), "{extra:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{extra:?}: {err}");
+    assert!(err.contains(needle), "{extra:?}: {err}");
+    let left: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name()).filter(|n| n != "obs.bin").collect();
+    assert!(left.is_empty(), "{extra:?}: a refused series wrote {left:?}");
+}
+
+/// `--expt-out` wrote a one-image experiment of whichever frame finished last (another file on each
+/// run, not in the manifest, the same name from every shard): refused, saying what to use instead.
+#[test]
+fn series_refuses_expt_out() {
+    let tmp = tempfile::tempdir().unwrap();
+    refused_writing_nothing(tmp.path(), &["--expt-out", "t.expt"], "--expt-out: series writes no experiment list: run simulate --expt-out");
+    refused_writing_nothing(tmp.path(), &["--outputs", "float,nexus", "--expt-out", "t.expt"], "dials.import");
+}
+
+/// Every `simulate` flag that asks for an output `series` does not write is refused naming it, before
+/// anything is written: `--gradients a` and `--save-params p.json` were accepted, exit 0, and wrote
+/// nothing.
+#[test]
+fn series_refuses_outputs_it_does_not_write() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::write(d.join("obs.bin"), vec![0u8; 4 * 16 * 16]).unwrap();
+    for (extra, flag) in [
+        (&["--gradients", "a"][..], "--gradients"),
+        (&["--gradient-prefix", "g_"][..], "--gradient-prefix"),
+        (&["--save-params", "p.json"][..], "--save-params"),
+        (&["--observed", "obs.bin"][..], "--observed"),
+        (&["--observed", "obs.bin", "--loss", "lsq"][..], "--loss"),
+        (&["--observed", "obs.bin", "--loss-out", "l.json"][..], "--loss-out"),
+        (&["--observed", "obs.bin", "--dfhkl-out", "g.hkl"][..], "--dfhkl-out"),
+        (&["-printout"][..], "-printout"),
+        (&["-printout_pixel", "1", "2"][..], "-printout_pixel"),
+    ] {
+        refused_writing_nothing(d, extra, &format!("{flag}: series "));
+    }
+}
+
+/// `--only K-L` keeps the shard manifest's records of the frames it does not render (same
+/// parameters): they were dropped, so a dataset rendered in two `--only` runs never verified, and one
+/// frame of a complete dataset rendered again (with or without `--resume`) made it "incomplete". A
+/// manifest of other parameters is still replaced (and refused with `--resume`).
+#[test]
+fn only_keeps_the_records_of_the_other_frames() {
+    let args = rotation_args();
+    let whole = tempfile::tempdir().unwrap();
+    series(whole.path(), &args, &[]);
+    let parts = tempfile::tempdir().unwrap();
+    series(parts.path(), &args, &["--only", "1-2"]);
+    let o = series(parts.path(), &args, &["--only", "3-6"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("--only: the manifest keeps its records of 2 other frames"));
+    let v = verify(parts.path());
+    assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stderr));
+    assert_eq!(image_hashes(parts.path()), image_hashes(whole.path()));
+    // the manifest but the folder (in simulate_args)
+    let records = |p: &Path| {
+        let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+        v.as_object_mut().unwrap().remove("simulate_args");
+        v
+    };
+    let m = whole.path().join("series.shard-0-of-1.json");
+    let text = std::fs::read_to_string(&m).unwrap();
+    assert_eq!(records(&parts.path().join("series.shard-0-of-1.json")), records(&m), "two --only runs made another manifest");
+    // one frame of a complete dataset, resumed or rendered again: still complete, the same manifest
+    let o = series(whole.path(), &args, &["--only", "4", "--resume"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("1 frames already complete, 0 to render"));
+    assert!(verify(whole.path()).status.success());
+    series(whole.path(), &args, &["--only", "2"]);
+    assert!(verify(whole.path()).status.success());
+    assert_eq!(std::fs::read_to_string(&m).unwrap(), text);
+    // shards: each keeps the records of its own frames
+    let sharded = tempfile::tempdir().unwrap();
+    series(sharded.path(), &args, &["--shard", "0/2"]);
+    series(sharded.path(), &args, &["--shard", "1/2", "--only", "4"]);
+    series(sharded.path(), &args, &["--shard", "1/2", "--only", "5-6"]);
+    assert!(verify(sharded.path()).status.success());
+    // other parameters: the manifest is replaced by this run's frames, as without --only
+    let mut other = args.clone();
+    other.extend(strs(&["-N", "5"]));
+    series(whole.path(), &other, &["--only", "1"]);
+    assert_eq!(manifest_frames(&m).iter().map(|f| f["frame"].as_u64().unwrap()).collect::<Vec<_>>(), [1]);
+    assert_eq!(verify(whole.path()).status.code(), Some(9));
+}

@@ -489,7 +489,8 @@ fn one_panel_outputs_off(c: &mut Config, listed: Option<&[String]>, panels: usiz
     if let Some(k) = listed.into_iter().flatten().find(|k| matches!(k.as_str(), "int" | "pgm" | "png" | "noise" | "cbf")) {
         return Err(Error::flag("--outputs", format!("{k} holds one panel and the detector has {panels}: list float and nexus, or render one panel with --panel N")));
     }
-    let (_, notes) = crate::run::outputs::for_panels(crate::run::outputs::plan(c)?, c, panels)?;
+    // the names as asked for: the folder is created, and each frame's names checked, before rendering
+    let (_, notes) = crate::run::outputs::for_panels(crate::run::outputs::requested(c), c, panels)?;
     let o = &mut c.output;
     (o.write_int, o.write_pgm, o.write_noise, o.pngfile, o.cbffile) = (false, false, false, None, None);
     Ok(notes)
@@ -855,8 +856,38 @@ fn kill_hook(done: usize) {
     }
 }
 
+/// The `simulate` flags that ask for an output `series` does not write, each with what to do
+/// instead: refused (exit 9, before anything is written) rather than accepted with nothing written
+/// (`--gradients a` and `--save-params p.json` wrote nothing, exit 0). `--expt-out` wrote a
+/// one-image experiment of whichever frame finished last: another file on each run, not in the
+/// manifest, under one name for every shard. Read from the parsed flags (a `--params` file may set
+/// them too), and from the words for the two whose value can be the default. (A library caller of
+/// [`Plan`], such as the Python `Series`, renders frames itself and is not refused.)
+fn refuse_unwritten_outputs(sa: &SeriesArgs) -> Result<()> {
+    let c = &sa.config;
+    let typed = |flag: &str| sa.simulate.iter().any(|w| w == flag || w.strip_prefix(flag).is_some_and(|r| r.starts_with('=')));
+    let one_frame = "run simulate with a frame's simulate_flags (from the manifest)";
+    let asked = [
+        ("--expt-out", c.output.expt_out.is_some(), "series writes no experiment list: run simulate --expt-out with a frame's simulate_flags (from the manifest) for one frame, or dials.import the series' NeXus or CBF files for the scan".to_string()),
+        ("--save-params", c.run.save_params.is_some(), "series saves no parameter file: its manifest records the flags and each frame's simulate_flags; run simulate --save-params with them for one frame".to_string()),
+        ("--gradients", !c.output.gradients.is_empty(), format!("series writes no derivative images: {one_frame} and --gradients")),
+        ("--gradient-prefix", typed("--gradient-prefix"), format!("series writes no derivative images: {one_frame} and --gradients")),
+        ("--loss", typed("--loss"), format!("series computes no loss against a measured image: {one_frame} and --observed")),
+        ("--loss-out", c.output.loss.loss_out.is_some(), format!("series writes no loss file: {one_frame} and --observed")),
+        ("--dfhkl-out", c.output.loss.dfhkl_out.is_some(), format!("series writes no dL/dF file: {one_frame} and --observed")),
+        ("--observed", c.output.loss.observed.is_some(), format!("series computes no loss against a measured image: {one_frame} and --observed")),
+        ("-printout_pixel", c.run.printout_pixel.is_some(), format!("series prints no pixel values: {one_frame} and -printout_pixel")),
+        ("-printout", c.run.printout, format!("series prints no pixel values: {one_frame} and -printout")),
+    ];
+    match asked.iter().find(|(_, on, _)| *on) {
+        Some((flag, _, why)) => Err(Error::flag(*flag, why.clone())),
+        None => Ok(()),
+    }
+}
+
 /// Run `nanobragg-rs series` (without `--verify`).
 pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut dyn std::io::Write) -> Result<SeriesSummary> {
+    refuse_unwritten_outputs(sa)?;
     let plan = Plan::new(sa)?;
     let shard = resolve_shard(sa.shard.as_deref(), env)?;
     let name = sa.name.clone().unwrap_or_else(|| "series".to_string());
@@ -884,7 +915,7 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
         }
     }
     let params = plan.params_sha256();
-    let (done, sweep_done, legacy) = resumed_frames(sa, &plan, &frames, &mpath, nexus_name.as_deref(), quiet_user, log_out)?;
+    let Earlier { done, kept, planned, sweep: sweep_done, legacy } = resumed_frames(sa, &plan, &shard, &frames, &mpath, nexus_name.as_deref(), quiet_user, log_out)?;
     let skipped = done.len();
     let todo: Vec<usize> = frames.iter().copied().filter(|k| !done.contains_key(k)).collect();
     // every check before the first file is written: a refused run changes nothing
@@ -895,6 +926,14 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
     if !quiet_user && skipped > 0 {
         let _ = writeln!(log_out, "series: --resume: {skipped} frames already complete, {} to render", todo.len());
     }
+    if !quiet_user && !kept.is_empty() {
+        let _ = writeln!(log_out, "series: --only: the manifest keeps its records of {} other frames of the shard", kept.len());
+    }
+    let mut frames_planned = planned;
+    frames_planned.extend(&frames);
+    frames_planned.sort_unstable();
+    let mut records: Vec<FrameRecord> = done.into_values().chain(kept).collect();
+    records.sort_by_key(|r| r.frame);
 
     let mut manifest = Manifest {
         format: MANIFEST_FORMAT.to_string(),
@@ -910,8 +949,8 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
         seed: plan.seed,
         mosaic_seed: plan.mosaic_seed,
         misset_seed: plan.misset_seed,
-        frames_planned: frames.clone(),
-        frames: done.values().cloned().collect(),
+        frames_planned,
+        frames: records,
         sweep_files: sweep_done,
     };
     write_manifest(&mpath, &manifest)?;
@@ -1000,56 +1039,105 @@ fn shard_frames_to_render(sa: &SeriesArgs, plan: &Plan, shard: &Shard) -> Result
     Ok(frames)
 }
 
-/// With `--resume`: the records of the frames whose files all match, and the sweep files (NeXus)
-/// still complete. A NeXus file holds every frame of the shard and is renamed into place only when
-/// all are written: unless the manifest records it complete and unchanged, every frame is rendered
-/// again (the per-frame files are then rewritten with the same bytes).
+/// What the shard's existing manifest gives this run ([`resumed_frames`]).
+#[derive(Default)]
+struct Earlier {
+    /// With `--resume`: the records of this run's frames whose files all match (not rendered again).
+    done: BTreeMap<usize, FrameRecord>,
+    /// With `--only`: the records of the shard's frames outside K-L, kept as they were.
+    kept: Vec<FrameRecord>,
+    /// With `--only`: the frames outside K-L that the manifest planned.
+    planned: Vec<usize>,
+    /// The sweep files (NeXus) still complete.
+    sweep: Vec<SweepFile>,
+    /// The parameter hash to keep: the manifest predates input checks.
+    legacy: Option<String>,
+}
+
+/// The shard's manifest when this run builds on it, with the parameter hash to keep when it predates
+/// input checks: with `--resume` (refused when made by other parameters), and with `--only`, which
+/// keeps the records of the frames it does not render (a dataset rendered in several `--only` runs,
+/// or one frame of it rendered again, stays complete; they were dropped). Without `--resume` a
+/// manifest of other parameters, or one that cannot be read, is replaced, as by a run without `--only`.
+fn earlier_manifest(sa: &SeriesArgs, plan: &Plan, mpath: &Path, quiet_user: bool, log_out: &mut dyn std::io::Write) -> Result<Option<(Manifest, Option<String>)>> {
+    if !(sa.resume || sa.only.is_some()) || !mpath.is_file() {
+        return Ok(None);
+    }
+    let old = match read_manifest(mpath, "--resume") {
+        Ok(m) => m,
+        Err(e) if sa.resume => return Err(e),
+        Err(_) => return Ok(None),
+    };
+    if !plan.made_this(&old) {
+        if sa.resume {
+            return Err(Error::file(mpath, format!("{}; use another --name or remove it", plan.differs_because(&old))));
+        }
+        return Ok(None);
+    }
+    let mut legacy = None;
+    if old.params_sha256 != plan.params_sha256() {
+        // made before inputs were recorded: the shard keeps that form, so that its dataset's other
+        // shards still verify with it; its inputs' contents could not be compared
+        if !quiet_user {
+            let flag = if sa.resume { "--resume" } else { "--only" };
+            let _ = writeln!(log_out, "series: {flag}: the manifest predates input checks; the frames kept were made from input files not compared with today's");
+        }
+        legacy = Some(old.params_sha256.clone());
+    }
+    Ok(Some((old, legacy)))
+}
+
+/// From the shard's manifest ([`earlier_manifest`]): with `--resume` the records of this run's
+/// `frames` whose files all match; with `--only` the records of the shard's other frames; the sweep
+/// files (NeXus) still complete. A record is taken only with the values and file names this run gives
+/// its frame. A NeXus file holds every frame of the shard and is renamed into place only when all are
+/// written: unless the manifest records it complete and unchanged, every frame is rendered again (the
+/// per-frame files are then rewritten with the same bytes).
 #[allow(clippy::too_many_arguments)]
 fn resumed_frames(
     sa: &SeriesArgs,
     plan: &Plan,
+    shard: &Shard,
     frames: &[usize],
     mpath: &Path,
     nexus_name: Option<&Path>,
     quiet_user: bool,
     log_out: &mut dyn std::io::Write,
-) -> Result<(BTreeMap<usize, FrameRecord>, Vec<SweepFile>, Option<String>)> {
-    let mut done: BTreeMap<usize, FrameRecord> = BTreeMap::new();
-    let mut sweep_done: Vec<SweepFile> = Vec::new();
-    let mut legacy = None;
-    if sa.resume && mpath.is_file() {
-        let old = read_manifest(mpath, "--resume")?;
-        sweep_done = old.sweep_files.iter().filter(|f| sweep_file_matches(&plan.base, f)).cloned().collect();
-        if !plan.made_this(&old) {
-            return Err(Error::file(mpath, format!("{}; use another --name or remove it", plan.differs_because(&old))));
-        }
-        if old.params_sha256 != plan.params_sha256() {
-            // made before inputs were recorded: the shard keeps that form, so that its dataset's other
-            // shards still verify with it; its inputs' contents could not be compared
-            if !quiet_user {
-                let _ = writeln!(log_out, "series: --resume: the manifest predates input checks; the frames kept were made from input files not compared with today's");
-            }
-            legacy = Some(old.params_sha256.clone());
-        }
+) -> Result<Earlier> {
+    let mut e = Earlier::default();
+    if let Some((old, legacy)) = earlier_manifest(sa, plan, mpath, quiet_user, log_out)? {
+        e.legacy = legacy;
+        e.sweep = old.sweep_files.iter().filter(|f| sweep_file_matches(&plan.base, f)).cloned().collect();
+        let whole = shard_frames(plan.total, shard);
+        let outside = |k: &usize| whole.contains(k) && frames.binary_search(k).is_err();
+        e.planned = old.frames_planned.iter().copied().filter(outside).collect();
         for rec in old.frames {
-            // a frame whose only file is the NeXus sweep (`--outputs nexus`) is kept with that file
-            let kept_files = files_match(&plan.base, &rec) || (rec.files.is_empty() && in_sweep(&sweep_done, rec.frame));
-            if frames.binary_search(&rec.frame).is_ok() && kept_files && Some(&rec) == plan.frame(rec.frame).ok().map(|mut r| {
+            let same_values = plan.frame(rec.frame).ok().map(|mut r| {
                 r.files = rec.files.clone();
                 r
-            }).as_ref() {
-                done.insert(rec.frame, rec);
+            });
+            if same_values.as_ref() != Some(&rec) {
+                continue;
+            }
+            if outside(&rec.frame) {
+                e.kept.push(rec);
+                continue;
+            }
+            // a frame whose only file is the NeXus sweep (`--outputs nexus`) is kept with that file
+            let kept_files = files_match(&plan.base, &rec) || (rec.files.is_empty() && in_sweep(&e.sweep, rec.frame));
+            if sa.resume && frames.binary_search(&rec.frame).is_ok() && kept_files {
+                e.done.insert(rec.frame, rec);
             }
         }
     }
     if let Some(nx) = nexus_name {
-        let complete = sweep_done.iter().any(|f| {
+        let complete = e.sweep.iter().any(|f| {
             f.role == "NeXus" && f.path == nx && Some(&f.first_frame) == frames.first() && Some(&f.last_frame) == frames.last()
         });
         // the NeXus file is written whole: unless it and every frame are kept, all are rendered again
         // (a second sweep entry for the same file made the manifest grow on every --resume)
-        if !complete || !frames.iter().all(|f| done.contains_key(f)) {
-            if !done.is_empty() && !quiet_user {
+        if !complete || !frames.iter().all(|f| e.done.contains_key(f)) {
+            if !e.done.is_empty() && !quiet_user {
                 let _ = writeln!(
                     log_out,
                     "series: --resume: the NeXus file {} is not complete: all {} frames of the shard are rendered again for it",
@@ -1057,11 +1145,11 @@ fn resumed_frames(
                     frames.len()
                 );
             }
-            done.clear();
-            sweep_done.clear();
+            e.done.clear();
+            e.sweep.clear();
         }
     }
-    Ok((done, sweep_done, legacy))
+    Ok(e)
 }
 
 /// The inputs read and the first frame's experiment built, before any file is written.

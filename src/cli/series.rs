@@ -7,18 +7,20 @@ use crate::{Error, Result};
 
 /// `series --help`.
 pub const SERIES_USAGE: &str = "usage: nanobragg-rs series [simulate flags] --frames N | --stills N --orientation random \
-[--outputs LIST] [--max-output SIZE] [--name PATTERN] [--shard I/N] [--only K|K-L] [--resume] [--verify]
+[--outputs LIST] [--max-output SIZE] [--name NAME] [--shard I/N] [--only K|K-L] [--resume] [--verify]
   --frames N       a rotation sweep: frame k starts at -phi + (k-1)*-osc
   --stills N       N stills (with --orientation random: a random crystal orientation each)
   --outputs LIST   write only these: float,int,pgm,noise,png,cbf,nexus (default: what simulate writes)
   --max-output SIZE  refuse a run whose files would take more (k, M, G, T; env NANOBRAGG_MAX_OUTPUT);
                    it is always refused when they would not fit in the output folder's free space
-  --name PATTERN   file names per frame (see docs/datasets.md)
+  --name NAME      the manifests' name: NAME.shard-I-of-N.json (default series; frame files keep
+                   their own names, see docs/datasets.md)
   --shard I/N      this job's share of the frames (Slurm and MPI set it themselves)
   --only K|K-L     only these frames, counted from 1
   --resume         skip frames already written and verified
   --verify         check a finished dataset against its manifest and write nothing
-Every simulate flag applies to each frame (`nanobragg-rs simulate --help` lists them).
+Every simulate flag applies to each frame (`nanobragg-rs simulate --help` lists them); those asking for
+an output series does not write (--expt-out, --save-params, --gradients, --observed, -printout, ...) are refused.
 ";
 
 fn parse_count(flag: &str, v: Option<&String>) -> Result<usize> {
@@ -27,6 +29,19 @@ fn parse_count(flag: &str, v: Option<&String>) -> Result<usize> {
         Ok(n) if n > 0 => Ok(n),
         _ => Err(Error::flag(flag, format!("expects a positive whole number of frames (got '{w}')"))),
     }
+}
+
+/// The value after `flag`: refused when the command line ends, or when the next word is a flag
+/// (simulate's or series's own), which would otherwise be taken as the value and the error then name
+/// the word after it (`--outputs --out-dir o1` said "o1: unexpected word"), as simulate's parser
+/// refuses `--geom -cell`.
+fn value_of<'a>(flag: &str, next: Option<&'a String>, expects: &str) -> Result<&'a String> {
+    let w = next.ok_or_else(|| Error::flag(flag, format!("missing value: expects {expects}")))?;
+    let key = if w.starts_with("--") { w.split_once('=').map_or(w.as_str(), |(k, _)| k) } else { w.as_str() };
+    if crate::cli::parse::lookup(key).is_some() || SERIES_FLAGS.contains(&key) {
+        return Err(Error::flag(flag, format!("missing value: expects {expects} but is followed by {w}")));
+    }
+    Ok(w)
 }
 
 /// Split the series options from the `simulate` flags.
@@ -75,7 +90,7 @@ pub fn split_args(args: &[String]) -> Result<SeriesArgs> {
                 take = 2;
             }
             "--name" => {
-                let w = next.ok_or_else(|| Error::flag(a, "missing value: expects a dataset name"))?;
+                let w = value_of(a, next, "a dataset name")?;
                 if w.is_empty() || w.contains('/') {
                     return Err(Error::flag(a, format!("'{w}' is not a plain file name")));
                 }
@@ -83,7 +98,7 @@ pub fn split_args(args: &[String]) -> Result<SeriesArgs> {
                 take = 2;
             }
             "--outputs" => {
-                let w = next.ok_or_else(|| Error::flag(a, "missing value: expects a list such as float,noise,cbf"))?;
+                let w = value_of(a, next, "a list such as float,noise,cbf")?;
                 s.outputs = Some(w.split(',').map(|k| k.trim().to_ascii_lowercase()).filter(|k| !k.is_empty()).collect());
                 take = 2;
             }
@@ -150,5 +165,25 @@ mod tests {
             assert!(e.contains(&format!("did you mean {want}?")), "{typo}: {e}");
         }
         assert!(split_args(&["--only".into(), "3-2".into()]).is_err());
+    }
+
+    /// `--outputs`/`--name` followed by a flag: the error names them, not the word after the flag
+    /// they took as their value.
+    #[test]
+    fn a_flag_after_outputs_or_name_is_a_missing_value() {
+        for (flag, next) in [("--outputs", "--out-dir"), ("--name", "--out-dir"), ("--outputs", "-floatfile"), ("--name", "--resume"), ("--outputs", "--out-dir=o1")] {
+            let a: Vec<String> = ["--frames", "2", "-osc", "1", flag, next, "o1"].iter().map(|s| s.to_string()).collect();
+            let e = split_args(&a).unwrap_err().to_string();
+            assert!(e.starts_with(&format!("{flag}: missing value: expects")) && e.ends_with(&format!("but is followed by {next}")), "{flag} {next}: {e}");
+        }
+        let a: Vec<String> = "--frames 2 -osc 1 --name -odd --outputs float".split(' ').map(String::from).collect();
+        assert_eq!(split_args(&a).unwrap().name.as_deref(), Some("-odd"), "a word that is no flag is a name");
+    }
+
+    /// The help says what `--name` does: it names the manifests, not the frame files.
+    #[test]
+    fn help_says_name_is_the_manifests() {
+        let line = SERIES_USAGE.lines().find(|l| l.trim_start().starts_with("--name")).unwrap();
+        assert!(line.contains("NAME.shard-I-of-N.json") && !line.contains("per frame"), "{line}");
     }
 }

@@ -587,6 +587,21 @@ pub fn check_inputs(cfg: &Config) -> Result<()> {
     Ok(())
 }
 
+/// The outputs `cfg` asks for, as given and resolved against `--out-dir`, without looking at the file
+/// system: what is decided before the output folder exists (`series` leaves out a multi-panel
+/// detector's one-panel formats when it reads its flags, but creates `--out-dir` and checks every
+/// frame's names with [`plan`] only once the run is checked; [`plan`] here refused a new folder).
+pub fn requested(cfg: &Config) -> Vec<Planned> {
+    WRITERS
+        .iter()
+        .filter_map(|&w| {
+            let given = w.requested(cfg)?;
+            let path = resolve_out(cfg, &given);
+            Some(Planned { writer: w, given, kind: TargetKind::Regular(path.clone()), path })
+        })
+        .collect()
+}
+
 /// The outputs of a run and how each will be written; refuses, before any work, a target that is a
 /// directory, lies in a missing directory, has an empty or over-long name, or names an input or
 /// another output. `--out-dir` must exist already (see [`create_out_dir`]).
