@@ -214,11 +214,16 @@ fn slurm_array_variables_pick_the_shard() {
             .args(["--out-dir", tasks.path().to_str().unwrap()])
             .env("SLURM_PROCID", r.to_string())
             .env("SLURM_NTASKS", "2")
+            .env("SLURM_STEP_ID", "0")
             .output()
             .unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("shard {r}/2 (SLURM_PROCID={r} SLURM_NTASKS=2)")));
     }
+    // an sbatch --ntasks=2 script's own shell (no srun step): shard 0 of 2, with a warning
+    let out = bin().arg("series").args(stills_args()).args(["--out-dir", tasks.path().to_str().unwrap()]).env("SLURM_PROCID", "0").env("SLURM_NTASKS", "2").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("warning: series: SLURM_NTASKS=2 but no srun job step"), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(image_hashes(whole.path()), image_hashes(parts.path()));
     assert_eq!(image_hashes(whole.path()), image_hashes(tasks.path()));
     assert!(verify(parts.path()).status.success());
