@@ -279,3 +279,67 @@ ATOM      4  S   MET A   2       2.000   7.000   8.000  1.00 10.00           S\n
     let log = run(&["-pdb", "placeholder.pdb", "-cell", "8", "9", "10", "90", "90", "90", "-floatfile", "p.bin", "-detpixels", "32"]);
     assert!(log.contains("cell 8 9 10 90 90 90"), "{log}");
 }
+
+/// Models the program cannot compute right are refused (exit 9, one line naming the flag or the file's
+/// line), and no -hklout is written: a space group the cell cannot have (cctbx: "Space group is
+/// incompatible with unit cell parameters"), a B that makes F blow up, an oversized -k_sol, an mmCIF
+/// naming its space group only by a Hall symbol (it was read as P 1).
+#[test]
+fn models_that_would_give_wrong_f_are_refused() {
+    let exe = env!("CARGO_BIN_EXE_nanobragg-rs");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let atom = "ATOM      1  C   ALA A   1       1.000   2.000   3.000  1.00 10.00           C\n";
+    let mono = "CRYST1   34.292   20.318   33.482  90.00 112.00  90.00 C 1 2 1\n";
+    std::fs::write(d.join("mono.pdb"), format!("{mono}{atom}")).unwrap();
+    std::fs::write(d.join("p61.pdb"), format!("CRYST1    8.000    9.000   10.000  90.00  90.00  90.00 P 61\n{atom}")).unwrap();
+    std::fs::write(
+        d.join("negb.pdb"),
+        "CRYST1    8.000    9.000   10.000  90.00  90.00  90.00 P 1\n\
+ATOM      1  C   ALA A   1       1.000   2.000   3.000  1.00 10.00           C\n\
+ATOM      2  O   ALA A   1       4.000   2.000   3.000  1.00-999.9           O\n",
+    )
+    .unwrap();
+    let cif = |sym: &str| {
+        format!(
+            "data_x\n_cell.length_a 20\n_cell.length_b 22\n_cell.length_c 24\n_cell.angle_alpha 90\n_cell.angle_beta 90\n\
+_cell.angle_gamma 90\n{sym}\nloop_\n_atom_site.group_PDB\n_atom_site.id\n_atom_site.type_symbol\n_atom_site.label_atom_id\n\
+_atom_site.Cartn_x\n_atom_site.Cartn_y\n_atom_site.Cartn_z\nATOM 1 C C 1 2 3\nATOM 2 O O 4 2 3\n"
+        )
+    };
+    std::fs::write(d.join("hall.cif"), cif("_symmetry.space_group_name_Hall '-P 2ac 2n'")).unwrap();
+    std::fs::write(d.join("it.cif"), cif("_space_group.IT_number 19")).unwrap();
+    std::fs::write(d.join("hm.cif"), cif("_symmetry.space_group_name_H-M 'P 21 21 21'")).unwrap();
+    let run = |model: &str, extra: &[&str]| {
+        let flag = if model.ends_with(".cif") { "-cif" } else { "-pdb" };
+        Command::new(exe)
+            .current_dir(d)
+            .args(["simulate", flag, model, "-detpixels", "16", "-distance", "20", "-floatfile", "f.bin", "-nonoise", "-nopgm", "-hklout", "out.hkl"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    for (model, extra, needles) in [
+        ("mono.pdb", &["-spacegroup", "96", "-dmin", "3"][..], &["-spacegroup", "'96'", "34.292 20.318 33.482 90 112 90"][..]),
+        ("p61.pdb", &["-dmin", "3"], &["p61.pdb line 1", "P61", "8 9 10 90 90 90"]),
+        ("negb.pdb", &["-dmin", "1"], &["negb.pdb line 3", "B-factor -999.9"]),
+        ("negb.pdb", &["-dmin", "0.5"], &["negb.pdb line 3", "B-factor -999.9"]),
+        ("mono.pdb", &["-dmin", "3", "-k_sol", "1e300"], &["-k_sol", "1e300"]),
+        ("hall.cif", &["-dmin", "3"], &["hall.cif line 8", "Hall symbol '-P 2ac 2n'", "-spacegroup"]),
+    ] {
+        let out = run(model, extra);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(9), "{model} {extra:?}: {err}");
+        assert!(err.trim_end().lines().count() == 1 && needles.iter().all(|n| err.contains(n)), "{model} {extra:?}: {err}");
+        assert!(!d.join("out.hkl").exists() && !d.join("f.bin").exists(), "{model} {extra:?}");
+    }
+    // the Hall-only file with -spacegroup, the IT-number-only file and the H-M file: the same P 21 21 21 list
+    let mut lists = Vec::new();
+    for (model, extra) in [("hm.cif", &["-dmin", "3"][..]), ("it.cif", &["-dmin", "3"]), ("hall.cif", &["-dmin", "3", "-spacegroup", "19"])] {
+        let out = run(model, extra);
+        assert!(out.status.success(), "{model}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stdout).contains("4 symmetry operators of P212121"), "{model}");
+        lists.push(std::fs::read_to_string(d.join("out.hkl")).unwrap());
+    }
+    assert!(lists[0] == lists[1] && lists[0] == lists[2]);
+}

@@ -359,3 +359,33 @@ fn header_geometry_that_overrides_the_flags_is_named() {
     let err = run(&["-close_distance", "120", "-Ybeam", "3"]);
     assert!(!err.contains("warning"), "{err}");
 }
+
+/// `-hklout` belongs to the outputs renamed together: a run whose image cannot be written (here a
+/// file-size limit) leaves the old `-hklout` untouched, as it leaves the old images (it was replaced).
+#[test]
+fn a_failed_image_write_leaves_the_old_hklout() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::write(
+        d.join("m.pdb"),
+        "CRYST1   20.000   25.000   30.000  90.00  90.00  90.00 P 21 21 21\n\
+ATOM      1  C   ALA A   1       1.000   2.000   3.000  1.00 10.00           C\n",
+    )
+    .unwrap();
+    std::fs::write(d.join("h.hkl"), "1 2 3 4\n").unwrap();
+    let exe = env!("CARGO_BIN_EXE_nanobragg-rs");
+    let out = Command::new("sh")
+        .current_dir(d)
+        .arg("-c")
+        .arg(format!("ulimit -f 300; exec {exe} simulate -pdb m.pdb -dmin 4 -detpixels 512 -hklout h.hkl -floatfile f.bin -nonoise -nopgm -intfile i.img"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(9), "{err}");
+    assert_eq!(std::fs::read_to_string(d.join("h.hkl")).unwrap(), "1 2 3 4\n", "{err}");
+    assert!(!d.join("f.bin").exists());
+    // without the limit the same run writes it
+    let out = run_in(d, &["-pdb", "m.pdb", "-dmin", "4", "-detpixels", "64", "-hklout", "h.hkl", "-floatfile", "f.bin", "-nonoise", "-nopgm", "-intfile", "i.img"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(std::fs::read_to_string(d.join("h.hkl")).unwrap().lines().count() > 10);
+}

@@ -444,8 +444,15 @@ pub static FLAGS: &[Flag] = &[
         category: StructureFactors, help: "With -pdb/-cif: add Henke f' and f'' at the central wavelength (|F(h)| != |F(-h)|).",
         set: |c, _| { c.params.model.anomalous = true; Ok(()) } },
     Flag { name: "-k_sol", aliases: &[], arity: Numbers(1), values: "K", units: "e/Å³", default: "0 (no bulk solvent)",
-        category: StructureFactors, help: "With -pdb/-cif: flat bulk-solvent level (Babinet approximation; 0.35 is typical).",
-        set: |c, v| { c.params.model.k_sol = v.nonneg(0)?; Ok(()) } },
+        category: StructureFactors, help: "With -pdb/-cif: flat bulk-solvent level (Babinet approximation; 0.35 is typical). At most 10 (protein is 0.43): larger values only scale F towards the 1e100 limit every F list must keep.",
+        set: |c, v| {
+            let k = v.nonneg(0)?;
+            if k > 10.0 {
+                return Err(Error::flag("-k_sol", format!("{} e/A^3 is more than 10 (typical 0.35; protein is 0.43)", v.words[0])));
+            }
+            c.params.model.k_sol = k;
+            Ok(())
+        } },
     Flag { name: "-b_sol", aliases: &[], arity: Numbers(1), values: "B", units: "Å²", default: "0",
         category: StructureFactors, help: "With -pdb/-cif: bulk-solvent B factor (46 is typical).",
         set: |c, v| { c.params.model.b_sol = v.nonneg(0)?; Ok(()) } },

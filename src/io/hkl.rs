@@ -68,13 +68,18 @@ pub fn read_hkl_entries(path: &Path) -> Result<Vec<(i32, i32, i32, f64)>> {
     Ok(entries)
 }
 
-/// Write `h k l |F|` lines (the format `-hkl` reads).
-pub fn write_hkl(path: &Path, entries: &[(i32, i32, i32, f64)]) -> Result<()> {
+/// `h k l |F|` lines (the format `-hkl` reads).
+pub fn hkl_text(entries: &[(i32, i32, i32, f64)]) -> String {
     let mut s = String::with_capacity(entries.len() * 24);
     for (h, k, l, f) in entries {
         s.push_str(&format!("{h} {k} {l} {f}\n")); // shortest round-trip form: reads back exactly
     }
-    super::atomic::write_atomic(path, s.as_bytes()).map_err(|e| Error::file(path, format!("cannot write -hklout file: {e}")))
+    s
+}
+
+/// Write `h k l |F|` lines (the format `-hkl` reads).
+pub fn write_hkl(path: &Path, entries: &[(i32, i32, i32, f64)]) -> Result<()> {
+    super::atomic::write_atomic(path, hkl_text(entries).as_bytes()).map_err(|e| Error::file(path, format!("cannot write -hklout file: {e}")))
 }
 
 #[cfg(test)]

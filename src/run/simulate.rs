@@ -6,7 +6,7 @@ use crate::run::config::Config;
 use crate::base::consts::RTD;
 use crate::experiment::Experiment;
 use crate::run::config::resolve_out;
-use crate::run::setup::write_setup_outputs;
+use crate::run::setup::add_setup_outputs;
 use crate::run::outputs::{self, OutputCtx, Planned};
 use crate::io::smv::SmvHeader;
 use crate::kernel::{self, RenderOptions, RenderOutput, Trace};
@@ -503,8 +503,9 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
         g(100.0 * r.omega_sum / steps / 4.0 / std::f64::consts::PI)
     );
     let t2 = Instant::now();
-    // -hklout, once every check has passed: just before the images
-    write_setup_outputs(cfg, &exp)?;
+    // -hklout, once every check has passed, under a temporary name: renamed with the images
+    let mut extra = derived.files;
+    add_setup_outputs(cfg, &exp, &mut extra)?;
     for l in &derived.lines {
         let _ = writeln!(out, "{l}");
     }
@@ -521,7 +522,7 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
         prewritten.push(outputs::Prewritten { role: "float", outcome: Ok((file, outputs::float_lines(cfg, r.float.pixels().len()))) });
     }
     let image = Rendered { float: r.float.pixels(), rows: r.rows.take(), prewritten };
-    let (stats, files) = write_planned(&planned, cfg, &exp, image, out, derived.files)?;
+    let (stats, files) = write_planned(&planned, cfg, &exp, image, out, extra)?;
     crate::base::log::warn_nonfinite(bad, r.float.pixels().len());
     let io_s = t2.elapsed().as_secs_f64();
     Ok(RunSummary {

@@ -109,6 +109,10 @@ pub fn compute(model: &Model, path: &Path, opts: &SfOptions) -> Result<ModelF> {
     if !(opts.d_min > 0.0) {
         return Err(Error::flag("-dmin", "must be greater than 0"));
     }
+    if !spacegroup::fits_cell(&sg, cellp) {
+        return Err(Error::file(path, format!("space group {} does not fit the cell {cellp:?}", sg.name)));
+    }
+    check_b_factors(model, path, opts.d_min)?;
     let mut notes = Vec::new();
     let mut labels: Vec<String> = Vec::new();
     let mut atoms = Vec::with_capacity(model.atoms.len());
@@ -170,6 +174,7 @@ pub fn compute(model: &Model, path: &Path, opts: &SfOptions) -> Result<ModelF> {
             f[1] *= k;
         }
     }
+    check_f_limit(&r, path, opts.d_min, opts.bulk)?;
     Ok(ModelF { cell: cellp, space_group: sg.name, n_ops: sg.ops.len(), hkl: r.hkl, f: r.f, notes })
 }
 
@@ -203,7 +208,10 @@ pub fn load(cfg: &ModelConfig, cell: Option<[f64; 6]>, log: &mut Log) -> Result<
         let gamma = model.cell.map(|c| c[5]).unwrap_or(90.0);
         let found = spacegroup::lookup(sg, gamma).map_err(|e| Error::flag("-spacegroup", e.to_string()))?;
         model.space_group = Some(found.name);
+    } else if let Some((line, what)) = &model.space_group_unread {
+        return Err(Error::file_line(path, *line, format!("the space group is given only as {what}: give -spacegroup NAME|NUMBER")));
     }
+    check_space_group_fits_cell(cfg, path, &model)?;
     log.line(format!(
         "read {} atoms from {} (space group {}, cell {})",
         model.atoms.len(),
@@ -215,6 +223,89 @@ pub fn load(cfg: &ModelConfig, cell: Option<[f64; 6]>, log: &mut Log) -> Result<
         return Err(Error::file(path, "the model has no unit cell (CRYST1, _cell or a CNS 'REMARK sg= a= ...' line): give -cell a b c alpha beta gamma"));
     }
     Ok(Some(LoadedModel { path: path.to_path_buf(), model }))
+}
+
+/// Refuse a space group the cell cannot have ([`spacegroup::fits_cell`]), naming where the group came
+/// from (`-spacegroup`, or the file's CRYST1 / CIF line) and the cell: its operators would map atoms
+/// to positions that are not symmetry-equivalent, and every F would be wrong (cctbx refuses the same
+/// pairs: "Space group is incompatible with unit cell parameters").
+fn check_space_group_fits_cell(cfg: &ModelConfig, path: &Path, model: &Model) -> Result<()> {
+    let (Some(cell), Some(name)) = (model.cell, &model.space_group) else { return Ok(()) };
+    // an unknown symbol is refused later, by compute, with the list of what is known
+    let Ok(sg) = spacegroup::lookup(name, cell[5]) else { return Ok(()) };
+    if spacegroup::fits_cell(&sg, cell) {
+        return Ok(());
+    }
+    let cell_s = cell.iter().map(|v| g(*v)).collect::<Vec<_>>().join(" ");
+    let why = format!("space group {} (number {}) does not fit the cell {cell_s}: its symmetry operators change the cell's metric", sg.name, sg.number);
+    Err(match (&cfg.space_group, model.space_group_line) {
+        (Some(given), _) => Error::flag("-spacegroup", format!("'{given}': {why} (the cell of {})", path.display())),
+        (None, 0) => Error::file(path, format!("{why}: give -spacegroup")),
+        (None, line) => Error::file_line(path, line, format!("{why}: give -spacegroup")),
+    })
+}
+
+/// The largest |F| a computed list may hold: the limit the `-hkl` reader and the Fdump reader apply
+/// (its square must not overflow), so that `-hklout` and the cache can always be read back.
+pub const F_MAX: f64 = 1e100;
+
+/// How many times an atom's scattering at resolution `d_min` (Å) exceeds its scattering at zero angle
+/// through its Debye–Waller factor, as a natural logarithm: positive only for a negative B or an
+/// ANISOU that is not positive definite (the factor then grows with angle instead of falling).
+fn dw_growth_ln(a: &Atom, d_min: f64) -> f64 {
+    let s_sq = 1.0 / (d_min * d_min); // |s|² = 1/d², exp(-B |s|²/4) = exp(-2π² sᵀUs)
+    match a.u_aniso {
+        None => -a.b_iso * s_sq / 4.0,
+        Some(u) => -2.0 * std::f64::consts::PI.powi(2) * min_eigenvalue(u) * s_sq,
+    }
+}
+
+/// Smallest eigenvalue of a symmetric 3×3 matrix given as U11 U22 U33 U12 U13 U23 (trigonometric
+/// closed form).
+fn min_eigenvalue(u: [f64; 6]) -> f64 {
+    let [a, b, c, d, e, f] = u;
+    let p1 = d * d + e * e + f * f;
+    let q = (a + b + c) / 3.0;
+    let p2 = (a - q).powi(2) + (b - q).powi(2) + (c - q).powi(2) + 2.0 * p1;
+    let p = (p2 / 6.0).sqrt();
+    if p == 0.0 {
+        return q;
+    }
+    let (ba, bb, bc) = ((a - q) / p, (b - q) / p, (c - q) / p);
+    let (bd, be, bf) = (d / p, e / p, f / p);
+    let det = ba * (bb * bc - bf * bf) - bd * (bd * bc - bf * be) + be * (bd * bf - bb * be);
+    let phi = (det / 2.0).clamp(-1.0, 1.0).acos() / 3.0;
+    q + 2.0 * p * (phi + 2.0 * std::f64::consts::PI / 3.0).cos()
+}
+
+/// Refuse an atom whose B makes its scattering grow a millionfold by `d_min` (a B of -55 Å² at 1 Å,
+/// -999.9 gives 1e108 at 1 Å and overflows at 0.5 Å): such an atom outweighs the whole model and the
+/// image becomes noise or NaN. Slightly negative B, as refinement leaves them, pass.
+fn check_b_factors(model: &Model, path: &Path, d_min: f64) -> Result<()> {
+    let worst = model.atoms.iter().map(|a| (a, dw_growth_ln(a, d_min))).max_by(|x, y| x.1.total_cmp(&y.1));
+    if let Some((a, ln)) = worst.filter(|(_, ln)| *ln > 1e6f64.ln() || ln.is_nan()) {
+        let what = if a.u_aniso.is_some() { "its ANISOU is not positive definite".to_string() } else { format!("its B-factor {} is negative", g(a.b_iso)) };
+        return Err(Error::file_line(
+            path,
+            a.line,
+            format!("{what}: its scattering would grow 1e{:.0}-fold by {} A (-dmin or the detector's reach); refused", ln / std::f64::consts::LN_10, g(d_min)),
+        ));
+    }
+    Ok(())
+}
+
+/// Refuse a computed list with an |F| above [`F_MAX`] (or not finite): the image would overflow and the
+/// `-hklout` file and Fdump cache could not be read back.
+fn check_f_limit(r: &SfResult, path: &Path, d_min: f64, bulk: Option<BulkSolvent>) -> Result<()> {
+    let worst = r.f.iter().map(|c| c[0].hypot(c[1])).fold(0.0f64, |m, v| if v.is_nan() || m.is_nan() { f64::NAN } else { m.max(v) });
+    if worst.is_finite() && worst <= F_MAX {
+        return Ok(());
+    }
+    let cause = match bulk {
+        Some(b) if b.k_sol > 1.0 => format!("-k_sol {}", g(b.k_sol)),
+        _ => format!("the model to {} A (-dmin)", g(d_min)),
+    };
+    Err(Error::file(path, format!("a computed |F| is {} (above {}, the limit of -hkl files): from {cause}", g(worst), g(F_MAX))))
 }
 
 /// Compute the structure factors for a simulation, log the setup summary (with the time) and return

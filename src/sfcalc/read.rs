@@ -7,7 +7,8 @@ use std::collections::HashMap;
 use std::path::Path;
 
 /// One atom as read: Cartesian position (Å), occupancy, isotropic B (Å²), optional Cartesian U (Å²:
-/// U11 U22 U33 U12 U13 U23), element symbol and formal charge.
+/// U11 U22 U33 U12 U13 U23), element symbol and formal charge, and the file's line that gave it (so
+/// that a refusal of its B can name it; 0 when unknown).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Atom {
     pub xyz: [f64; 3],
@@ -16,6 +17,7 @@ pub struct Atom {
     pub u_aniso: Option<[f64; 6]>,
     pub element: String,
     pub charge: i32,
+    pub line: usize,
 }
 
 /// The model: cell (a b c in Å, angles in degrees), space-group symbol as written, atoms.
@@ -24,6 +26,13 @@ pub struct Model {
     pub cell: Option<[f64; 6]>,
     pub space_group: Option<String>,
     pub atoms: Vec<Atom>,
+    /// The line that gave the space group (CRYST1, a CIF item or loop), 0 when none: a space group that
+    /// does not fit the cell is refused naming it.
+    pub space_group_line: usize,
+    /// A space group the file names in a form this reader does not understand (a Hall symbol only, or
+    /// operators matching no tabulated setting), with its line: the model is refused unless
+    /// `-spacegroup` says which group it is, never read as P 1 while the file names another group.
+    pub space_group_unread: Option<(usize, String)>,
 }
 
 fn num(path: &Path, lineno: usize, field: &str, s: &str) -> Result<f64> {
@@ -47,22 +56,107 @@ fn cols(line: &str, a: usize, b: usize) -> &str {
     &line[a..b]
 }
 
-/// Element symbol from a PDB atom name (columns 13-16) when columns 77-78 are blank.
-fn element_from_name(name: &str) -> String {
-    // Two-letter element names are right-justified into columns 13-14; a one-letter one sits in column 14.
+/// Element symbols as cctbx knows them (`eltbx.chemical_elements.proper_and_isotopes_upper_set`), upper case.
+const ELEMENTS: [&str; 113] = [
+    "AC", "AG", "AL", "AM", "AR", "AS", "AT", "AU", "B", "BA", "BE", "BH", "BI", "BK", "BR", "C", "CA", "CD", "CE", "CF", "CL",
+    "CM", "CO", "CR", "CS", "CU", "D", "DB", "DS", "DY", "ER", "ES", "EU", "F", "FE", "FM", "FR", "GA", "GD", "GE", "H", "HE",
+    "HF", "HG", "HO", "HS", "I", "IN", "IR", "K", "KR", "LA", "LI", "LR", "LU", "MD", "MG", "MN", "MO", "MT", "N", "NA", "NB",
+    "ND", "NE", "NI", "NO", "NP", "O", "OS", "P", "PA", "PB", "PD", "PM", "PO", "PR", "PT", "PU", "RA", "RB", "RE", "RF", "RG",
+    "RH", "RN", "RU", "S", "SB", "SC", "SE", "SG", "SI", "SM", "SN", "SR", "T", "TA", "TB", "TC", "TE", "TH", "TI", "TL", "TM",
+    "U", "V", "W", "XE", "Y", "YB", "ZN", "ZR",
+];
+
+fn is_element(upper: &str) -> bool {
+    ELEMENTS.contains(&upper)
+}
+
+/// Element symbol from a PDB atom name (columns 13-16) when columns 77-78 are blank, normalised as
+/// columns 77-78 are ("ZN" -> "Zn"); `None` when the name does not say.
+///
+/// The PDB convention, as cctbx's `determine_chemical_element_simple` applies it: a two-letter element
+/// is right-justified into columns 13-14 ("ZN  ", "CA  " = calcium, "FE  "), a one-letter one sits in
+/// column 14 with column 13 blank or a digit (" CA " = alpha carbon, "1HB "). Where cctbx finds no
+/// element, one reading is still certain and taken: a letter in column 13 followed by no letter
+/// ("C1  ", "H   ") is that one-letter element, and a lower-case name ("Zn  ") is read as upper case.
+fn element_from_name(name: &str) -> Option<String> {
     // by characters: a non-ASCII name (not PDB, but seen) must not split a character
-    let raw: String = name.chars().take(2).collect();
-    let raw = raw.as_str();
-    let letters: String = raw.chars().filter(|c| c.is_ascii_alphabetic()).collect();
-    if raw.starts_with(' ') || raw.chars().next().map(|c| c.is_ascii_digit()).unwrap_or(false) || letters.len() < 2 {
-        letters.chars().take(1).collect()
+    let mut ch = name.chars().chain(std::iter::repeat(' '));
+    let (c0, c1) = (ch.next()?.to_ascii_uppercase(), ch.next()?.to_ascii_uppercase());
+    let one = |c: char| c.is_ascii_alphabetic().then(|| c.to_string()).filter(|e| is_element(e));
+    let e = if c0 == ' ' || c0.is_ascii_digit() {
+        one(c1)?
+    } else if c0.is_ascii_alphabetic() && c1.is_ascii_alphabetic() {
+        Some(format!("{c0}{c1}")).filter(|e| is_element(e))?
     } else {
-        letters
+        one(c0)?
+    };
+    Some(normalize_element(&e))
+}
+
+/// Residues whose atom names all start with their one-letter element (amino acids, nucleotides, water):
+/// their "CA", "CD1", "NE2", "HG" are carbon, nitrogen and hydrogen, never calcium, cadmium, neon or
+/// mercury.
+const ORGANIC_RESIDUES: [&str; 35] = [
+    "ALA", "ARG", "ASN", "ASP", "CYS", "GLN", "GLU", "GLY", "HIS", "ILE", "LEU", "LYS", "MET", "PHE", "PRO", "SER", "THR", "TRP",
+    "TYR", "VAL", "UNK", "A", "C", "G", "U", "I", "DA", "DC", "DG", "DT", "DI", "DU", "HOH", "WAT", "DOD",
+];
+
+/// Element of an mmCIF atom without `_atom_site.type_symbol`, from its name and residue, only where it
+/// is certain; otherwise why not. mmCIF names are not column-justified, so "CA" may be an alpha carbon
+/// or calcium and "SE" sulphur-something or selenium: one letter of a two-letter element must never be
+/// guessed (cctbx refuses such a file outright). Certain: a name in a residue of [`ORGANIC_RESIDUES`]
+/// (its first letter); a name whose first two letters are not an element ("CB", "OD1": the first
+/// letter) or whose first letter alone is not ("ZN", "MG1": the two); a single-atom residue named as
+/// its atom ("CA" in CA, "CL" in CL: the two letters).
+fn element_from_cif_name(name: &str, comp: Option<&str>) -> std::result::Result<String, String> {
+    let letters: String = name.trim_start_matches(|c: char| c.is_ascii_digit()).chars().take_while(|c| c.is_ascii_alphabetic()).collect();
+    let up = letters.to_ascii_uppercase();
+    let one = up.get(..1).filter(|e| is_element(e));
+    let two = up.get(..2).filter(|e| is_element(e));
+    let comp = comp.map(|c| c.trim().to_ascii_uppercase()).filter(|c| !c.is_empty() && c != "?" && c != ".");
+    let e = match (one, two) {
+        (Some(o), _) if comp.as_deref().is_some_and(|c| ORGANIC_RESIDUES.contains(&c)) => o,
+        (Some(o), None) => o,
+        (None, Some(t)) => t,
+        (Some(o), Some(t)) => {
+            if comp.as_deref() == Some(up.as_str()) && up.len() == 2 {
+                t
+            } else {
+                return Err(format!(
+                    "atom '{name}'{}: no _atom_site.type_symbol, and the name may mean {} or {}: add the type_symbol column",
+                    comp.map(|c| format!(" of residue {c}")).unwrap_or_default(),
+                    normalize_element(o),
+                    normalize_element(t)
+                ));
+            }
+        }
+        (None, None) => return Err(format!("atom '{name}': no _atom_site.type_symbol, and the name is no element")),
+    };
+    Ok(normalize_element(e))
+}
+
+/// Formal charge from PDB columns 79-80, read as cctbx's `charge_tidy` does: "2+", "+2", "1-", "-1",
+/// a lone sign ("+ ", " -": 1), "++"; anything else is no charge. Old-format files hold the entry's ID
+/// and a serial in columns 73-80: their digits ("86") are not a charge (each would be an "ion N86+").
+fn pdb_charge(s: &str) -> i32 {
+    let mut c = s.chars().chain(std::iter::repeat(' '));
+    let (a, b) = (c.next().unwrap_or(' '), c.next().unwrap_or(' '));
+    let sign = |c: char| match c {
+        '+' => Some(1),
+        '-' => Some(-1),
+        _ => None,
+    };
+    let digit = |c: char| c.to_digit(10).map(|d| d as i32);
+    match (a, b) {
+        (d, s) | (s, d) if digit(d).is_some() && sign(s).is_some() => digit(d).unwrap_or(0) * sign(s).unwrap_or(0),
+        (s, ' ') | (' ', s) if sign(s).is_some() => sign(s).unwrap_or(0),
+        (s, t) if s == t && sign(s).is_some() => 2 * sign(s).unwrap_or(0),
+        _ => 0,
     }
 }
 
+/// Formal charge of an mmCIF `_atom_site.pdbx_formal_charge` ("2", "-1", "+1", "2+", "?" = 0).
 fn parse_charge(s: &str) -> i32 {
-    // "2+", "1-", "+2", "-1", "2", "" (blank = 0)
     let t = s.trim();
     if t.is_empty() || t == "?" || t == "." {
         return 0;
@@ -115,8 +209,9 @@ pub fn read_pdb(path: &Path) -> Result<Model> {
     // serial+name+altloc+resseq+chain key of the last ATOM, to attach the ANISOU that follows it
     let mut last_key: Option<String> = None;
     let mut models_seen = 0;
+    let mut sg_line = 0;
     // a CNS `REMARK sg= … a= …` line, used when there is no CRYST1 (as cctbx's iotbx.pdb does)
-    let mut cns: Option<(String, [f64; 6])> = None;
+    let mut cns: Option<(String, [f64; 6], usize)> = None;
     for (i, line) in text.lines().enumerate() {
         let lineno = i + 1;
         let rec = cols(line, 0, 6);
@@ -130,11 +225,13 @@ pub fn read_pdb(path: &Path) -> Result<Model> {
                 let s = cols(line, 55, 66).trim().to_string();
                 if !s.is_empty() {
                     sg = Some(s);
+                    sg_line = lineno;
                 }
                 cell = Some(c);
             }
-            "REMARK" if cns.is_none() => cns = cns_symmetry(line),
-            "MODEL " => {
+            "REMARK" if cns.is_none() => cns = cns_symmetry(line).map(|(s, c)| (s, c, lineno)),
+            // the record name is columns 1-6: a bare "MODEL" (no serial, trailing blanks stripped) counts
+            _ if rec.trim_end() == "MODEL" => {
                 models_seen += 1;
             }
             "ENDMDL" => {
@@ -152,13 +249,13 @@ pub fn read_pdb(path: &Path) -> Result<Model> {
                 let b_iso = if b_s.trim().is_empty() { 0.0 } else { num(path, lineno, "B-factor", b_s)? };
                 let mut element = normalize_element(cols(line, 76, 78));
                 if element.is_empty() {
-                    element = element_from_name(cols(line, 12, 16));
+                    let name = cols(line, 12, 16);
+                    element = element_from_name(name).ok_or_else(|| {
+                        Error::file_line(path, lineno, format!("cannot tell the element of atom '{name}': columns 77-78 are blank and the name (columns 13-16) gives none"))
+                    })?;
                 }
-                if element.is_empty() {
-                    return Err(Error::file_line(path, lineno, "cannot tell the element of this atom"));
-                }
-                let charge = parse_charge(cols(line, 78, 80));
-                atoms.push(Atom { xyz: [x, y, z], occ, b_iso, u_aniso: None, element, charge });
+                let charge = pdb_charge(cols(line, 78, 80));
+                atoms.push(Atom { xyz: [x, y, z], occ, b_iso, u_aniso: None, element, charge, line: lineno });
                 last_key = Some(cols(line, 6, 27).to_string());
             }
             "ANISOU" => {
@@ -183,11 +280,12 @@ pub fn read_pdb(path: &Path) -> Result<Model> {
     if atoms.is_empty() {
         return Err(Error::file(path, "no ATOM or HETATM records"));
     }
-    if let (None, Some((s, c))) = (cell, cns) {
+    if let (None, Some((s, c, l))) = (cell, cns) {
         cell = Some(c);
         sg = Some(s);
+        sg_line = l;
     }
-    Ok(Model { cell, space_group: sg, atoms })
+    Ok(Model { cell, space_group: sg, atoms, space_group_line: sg_line, space_group_unread: None })
 }
 
 // ------------------------------------------------------------------ mmCIF
@@ -273,7 +371,15 @@ pub fn read_mmcif(path: &Path) -> Result<Model> {
     let (cell, sg) = cif_cell_and_space_group(path, &items)?;
     let (mut atoms, id_index) = cif_atoms(path, &loops)?;
     cif_anisou(path, &loops, &id_index, &mut atoms)?;
-    Ok(Model { cell, space_group: sg, atoms })
+    let mut model = Model { cell, space_group: None, atoms, space_group_line: 0, space_group_unread: None };
+    match sg {
+        Some((name, line)) => {
+            model.space_group = Some(name);
+            model.space_group_line = line;
+        }
+        None => cif_space_group_otherwise(path, &items, &loops, cell.map_or(90.0, |c| c[5]), &mut model)?,
+    }
+    Ok(model)
 }
 
 /// The first data block's items and loops (a single-row loop's values are items too).
@@ -337,8 +443,9 @@ fn cif_first_block(path: &Path, toks: &[Tok<'_>]) -> Result<(CifItems, Vec<CifLo
     Ok((items, loops))
 }
 
-/// `_cell` lengths and angles (all six, or none) and the space group's Hermann–Mauguin symbol.
-fn cif_cell_and_space_group(path: &Path, items: &CifItems) -> Result<(Option<[f64; 6]>, Option<String>)> {
+/// `_cell` lengths and angles (all six, or none) and the space group's Hermann–Mauguin symbol with
+/// its line.
+fn cif_cell_and_space_group(path: &Path, items: &CifItems) -> Result<(Option<[f64; 6]>, Option<(String, usize)>)> {
     let get_num = |tag: &str| -> Result<Option<f64>> {
         match items.get(tag) {
             None => Ok(None),
@@ -357,14 +464,58 @@ fn cif_cell_and_space_group(path: &Path, items: &CifItems) -> Result<(Option<[f6
     }
     let mut sg = None;
     for tag in ["_symmetry.space_group_name_h-m", "_space_group.name_h-m_alt", "_space_group.name_h-m_full"] {
-        if let Some((v, _)) = items.get(tag) {
+        if let Some((v, line)) = items.get(tag) {
             if v != "?" && v != "." && !v.trim().is_empty() {
-                sg = Some(v.trim().to_string());
+                sg = Some((v.trim().to_string(), *line));
                 break;
             }
         }
     }
     Ok((if have_cell { Some(cell) } else { None }, sg))
+}
+
+/// The space group of a CIF without a Hermann–Mauguin name: from its symmetry-operator loop
+/// (`_space_group_symop.operation_xyz`, `_symmetry_equiv.pos_as_xyz`), matched to a tabulated setting,
+/// else from its number (`_space_group.IT_number`, `_symmetry.Int_Tables_number`: the standard
+/// setting, as `-spacegroup N`). A group named only in a form not read here (a Hall symbol, operators
+/// of no tabulated setting) is recorded in `space_group_unread`: [`crate::sfcalc::load`] refuses it
+/// unless `-spacegroup` is given. Nothing at all: P 1, as before. (cctbx reads these files' groups.)
+fn cif_space_group_otherwise(path: &Path, items: &CifItems, loops: &[CifLoop], gamma: f64, model: &mut Model) -> Result<()> {
+    let given = |tags: &[&str]| {
+        tags.iter().find_map(|t| items.get(*t)).filter(|(v, _)| v != "?" && v != "." && !v.trim().is_empty()).map(|(v, l)| (v.trim().to_string(), *l))
+    };
+    let number = given(&["_space_group.it_number", "_symmetry.int_tables_number", "_space_group_it_number", "_symmetry_int_tables_number"]);
+    let hall = given(&["_space_group.name_hall", "_symmetry.space_group_name_hall", "_space_group_name_hall", "_symmetry_space_group_name_hall"]);
+    let op_tags = ["_space_group_symop.operation_xyz", "_symmetry_equiv.pos_as_xyz", "_space_group_symop_operation_xyz", "_symmetry_equiv_pos_as_xyz"];
+    let op_loop = loops.iter().find_map(|(tags, rows)| tags.iter().position(|t| op_tags.contains(&t.as_str())).map(|c| rows.iter().map(move |r| &r[c])));
+    if let Some(rows) = op_loop {
+        let rows: Vec<&(String, usize)> = rows.collect();
+        let line = rows.first().map_or(0, |r| r.1);
+        let mut ops = Vec::with_capacity(rows.len());
+        for (v, l) in &rows {
+            let op = super::spacegroup::parse_op(v).ok_or_else(|| Error::file_line(path, *l, format!("symmetry operator '{v}' is not of the form x,y,z")))?;
+            ops.push(op);
+        }
+        match super::spacegroup::from_ops(&ops) {
+            Some(sg) => {
+                if let Some((n, l)) = &number {
+                    if n.parse::<u32>().ok() != Some(sg.number) {
+                        return Err(Error::file_line(path, *l, format!("space group number {n} contradicts the symmetry operators (those of {}, number {})", sg.name, sg.number)));
+                    }
+                }
+                model.space_group = Some(sg.name);
+                model.space_group_line = line;
+            }
+            None => model.space_group_unread = Some((line, format!("{} symmetry operators that form no space-group setting this program knows", ops.len()))),
+        }
+    } else if let Some((n, l)) = number {
+        let sg = super::spacegroup::lookup(&n, gamma).map_err(|e| Error::file_line(path, l, e.to_string()))?;
+        model.space_group = Some(sg.name);
+        model.space_group_line = l;
+    } else if let Some((h, l)) = hall {
+        model.space_group_unread = Some((l, format!("the Hall symbol '{h}' (only Hermann-Mauguin names, numbers and operators are read)")));
+    }
+    Ok(())
 }
 
 /// The atoms of the `_atom_site` loop (first model only), and each atom's index by its `id`.
@@ -380,6 +531,7 @@ fn cif_atoms(path: &Path, loops: &[CifLoop]) -> Result<(Vec<Atom>, HashMap<Strin
     };
     let c_type = col("type_symbol");
     let c_label = col("label_atom_id").or(col("auth_atom_id"));
+    let c_comp = col("label_comp_id").or(col("auth_comp_id"));
     let c_occ = col("occupancy");
     let c_b = col("b_iso_or_equiv");
     let c_charge = col("pdbx_formal_charge");
@@ -411,18 +563,17 @@ fn cif_atoms(path: &Path, loops: &[CifLoop]) -> Result<(Vec<Atom>, HashMap<Strin
         let b_iso = opt(c_b, "B_iso_or_equiv", 0.0)?;
         let mut element = c_type.map(|c| normalize_element(&row[c].0)).unwrap_or_default();
         if element.is_empty() {
-            if let Some(c) = c_label {
-                element = normalize_element(&row[c].0.chars().take(1).collect::<String>());
-            }
-        }
-        if element.is_empty() {
-            return Err(Error::file_line(path, line, "cannot tell the element of this atom (no type_symbol)"));
+            let Some(c) = c_label else {
+                return Err(Error::file_line(path, line, "cannot tell the element of this atom: no _atom_site.type_symbol and no atom name"));
+            };
+            let comp = c_comp.map(|k| row[k].0.as_str());
+            element = element_from_cif_name(&row[c].0, comp).map_err(|e| Error::file_line(path, line, e))?;
         }
         let charge = c_charge.map(|c| parse_charge(&row[c].0)).unwrap_or(0);
         if let Some(c) = c_id {
             id_index.insert(row[c].0.clone(), atoms.len());
         }
-        atoms.push(Atom { xyz: [x, y, z], occ, b_iso, u_aniso: None, element, charge });
+        atoms.push(Atom { xyz: [x, y, z], occ, b_iso, u_aniso: None, element, charge, line });
     }
     if atoms.is_empty() {
         return Err(Error::file(path, "the _atom_site loop has no atoms"));
@@ -458,10 +609,138 @@ mod tests {
     #[test]
     fn a_non_ascii_atom_name_is_no_panic() {
         // " é " in columns 13-16: the element rule takes characters, not bytes
-        assert_eq!(element_from_name(" \u{e9} "), "");
-        assert_eq!(element_from_name("\u{e9}N"), "N");
-        assert_eq!(element_from_name(" N  "), "N");
-        assert_eq!(element_from_name("FE  "), "FE");
+        assert_eq!(element_from_name(" \u{e9} "), None);
+        assert_eq!(element_from_name("\u{e9}N"), None);
+        assert_eq!(element_from_name(" N  ").as_deref(), Some("N"));
+    }
+
+    #[test]
+    fn element_from_pdb_name_as_cctbx_types_it() {
+        // iotbx.pdb atom.determine_chemical_element_simple() with columns 77-78 blank, for these names
+        let cctbx = [
+            ("ZN  ", Some("Zn")), ("CA  ", Some("Ca")), (" CA ", Some("C")), ("FE  ", Some("Fe")), ("MG  ", Some("Mg")),
+            ("CL  ", Some("Cl")), ("1HB ", Some("H")), (" HG1", Some("H")), ("HG11", Some("Hg")), ("NA+ ", Some("Na")),
+            ("SE  ", Some("Se")), (" D1 ", Some("D")), (" ZN ", None), ("XX  ", None), ("'C1 ", None), ("*C1 ", None), ("   1", None),
+        ];
+        for (name, e) in cctbx {
+            assert_eq!(element_from_name(name).as_deref(), e, "{name:?}");
+        }
+        // where cctbx finds none but the name can only mean one element
+        assert_eq!(element_from_name("C1  ").as_deref(), Some("C"));
+        assert_eq!(element_from_name("H   ").as_deref(), Some("H"));
+        assert_eq!(element_from_name("Zn  ").as_deref(), Some("Zn"));
+    }
+
+    #[test]
+    fn pdb_charge_as_cctbx_reads_it() {
+        // iotbx.pdb hierarchy atom.charge_tidy() of columns 79-80 (None: no charge)
+        let cctbx = [
+            ("2+", 2), ("+2", 2), ("1-", -1), ("-1", -1), (" 2", 0), ("2 ", 0), ("86", 0), ("+ ", 1), ("- ", -1), (" +", 1),
+            (" -", -1), ("  ", 0), ("0+", 0), ("3+", 3), ("A1", 0), ("++", 2), ("9+", 9), ("2-", -2), ("", 0),
+        ];
+        for (c, q) in cctbx {
+            assert_eq!(pdb_charge(c), q, "{c:?}");
+        }
+    }
+
+    #[test]
+    fn blank_element_columns_and_old_format_serials() {
+        // cctbx's xray_structure_simple types these Zn, Ca, C, Fe, Mg, Cl with no charge (columns 73-80
+        // of an old-format file hold the ID code and a serial)
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("m.pdb");
+        std::fs::write(
+            &p,
+            "CRYST1   20.000   22.000   24.000  90.00  90.00  90.00 P 1\n\
+HETATM    4 ZN    ZN A 101       5.000   6.000   7.000  1.00 15.00      1HPV 86\n\
+HETATM    5 CA    CA A 102       5.000   6.000   7.000  1.00 15.00      1HPV 87\n\
+ATOM      6  CA  ALA A 103       5.000   6.000   7.000  1.00 15.00      1HPV 88\n\
+HETATM    7 FE   HEM A 104       5.000   6.000   7.000  1.00 15.00\n\
+HETATM    8 MG    MG A 105       5.000   6.000   7.000  1.00 15.00\n\
+HETATM    9 CL    CL A 106       5.000   6.000   7.000  1.00 15.00\n\
+HETATM   10 *C1   XX A 107       5.000   6.000   7.000  1.00 15.00\n",
+        )
+        .unwrap();
+        let e = read_pdb(&p).unwrap_err().to_string();
+        assert!(e.contains("line 8") && e.contains("'*C1 '"), "{e}");
+        let text = std::fs::read_to_string(&p).unwrap();
+        std::fs::write(&p, text.lines().take(7).collect::<Vec<_>>().join("\n")).unwrap();
+        let m = read_pdb(&p).unwrap();
+        let el: Vec<(&str, i32)> = m.atoms.iter().map(|a| (a.element.as_str(), a.charge)).collect();
+        assert_eq!(el, [("Zn", 0), ("Ca", 0), ("C", 0), ("Fe", 0), ("Mg", 0), ("Cl", 0)]);
+        assert_eq!(m.atoms[0].line, 2);
+        assert_eq!(m.space_group_line, 1);
+    }
+
+    #[test]
+    fn only_the_first_model_even_with_bare_model_records() {
+        // "MODEL" with no serial (trailing blanks stripped): cctbx finds 2 models here
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("m.pdb");
+        let atom = |i: usize| format!("ATOM  {i:5}  CA  ALA A   1       1.000   2.000   3.000  1.00 10.00           C\n");
+        let text = format!("CRYST1   20.000   22.000   24.000  90.00  90.00  90.00 P 1\nMODEL\n{}{}ENDMDL\nMODEL\n{}ENDMDL\n", atom(1), atom(2), atom(3));
+        std::fs::write(&p, text).unwrap();
+        assert_eq!(read_pdb(&p).unwrap().atoms.len(), 2);
+    }
+
+    fn cif_with(atom_rows: &str, type_col: bool, symmetry: &str) -> String {
+        format!(
+            "data_x\n_cell.length_a 20\n_cell.length_b 22\n_cell.length_c 24\n_cell.angle_alpha 90\n_cell.angle_beta 90\n\
+_cell.angle_gamma 90\n{symmetry}\nloop_\n_atom_site.group_PDB\n_atom_site.id\n{}_atom_site.label_atom_id\n\
+_atom_site.label_comp_id\n_atom_site.Cartn_x\n_atom_site.Cartn_y\n_atom_site.Cartn_z\n{atom_rows}",
+            if type_col { "_atom_site.type_symbol\n" } else { "" }
+        )
+    }
+
+    #[test]
+    fn cif_without_type_symbol_never_guesses_one_letter_of_two() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("m.cif");
+        // the elements of ions3.pdb's atoms as cctbx types them (columns 77-78 given there)
+        let rows = "ATOM 1 N ALA 1 2 3\nATOM 2 CA ALA 2 2.5 3.5\nATOM 3 D ALA 2.5 1.5 3.9\nHETATM 5 CL CL 8 3 9\n\
+HETATM 6 CA CA 3 9 2\nHETATM 8 O HOH 9 9 9\nHETATM 10 NA NA 14 13 1\nHETATM 12 O1 SO4 15 16 17\nHETATM 13 ZN1 ZNX 1 1 1\n\
+ATOM 14 CD1 LEU 1 1 1\nATOM 15 HG SER 1 1 1\nHETATM 16 C1' LIG 1 1 1\n";
+        std::fs::write(&p, cif_with(rows, false, "")).unwrap();
+        let m = read_mmcif(&p).unwrap();
+        let el: Vec<&str> = m.atoms.iter().map(|a| a.element.as_str()).collect();
+        assert_eq!(el, ["N", "C", "D", "Cl", "Ca", "O", "Na", "O", "Zn", "C", "H", "C"]);
+        assert_eq!(m.atoms[3].line, 20);
+        // Se or S, Fe or F: refused with the line, not read as S and F
+        for (row, line, pair) in [("HETATM 7 SE MSE 6 4 11\n", 17, "S or Se"), ("HETATM 11 FE HEM 11 10 8\n", 17, "F or Fe")] {
+            std::fs::write(&p, cif_with(row, false, "")).unwrap();
+            let e = read_mmcif(&p).unwrap_err().to_string();
+            assert!(e.contains(&format!("line {line}")) && e.contains(pair) && e.contains("type_symbol"), "{e}");
+        }
+        // with type_symbol, the column decides
+        std::fs::write(&p, cif_with("HETATM 7 Se SE MSE 6 4 11\n", true, "")).unwrap();
+        assert_eq!(read_mmcif(&p).unwrap().atoms[0].element, "Se");
+    }
+
+    #[test]
+    fn cif_space_group_by_number_operators_or_refused() {
+        // cctbx reads each of these as the group asserted (iotbx.pdb.input(...).crystal_symmetry())
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("m.cif");
+        let row = "ATOM 1 C C ALA 1 2 3\n";
+        let cases = [
+            ("_space_group.IT_number 2", Some("P-1")),
+            ("_symmetry.Int_Tables_number 19", Some("P212121")),
+            ("loop_\n_space_group_symop.id\n_space_group_symop.operation_xyz\n1 x,y,z\n2 -x,-y,z+1/2", Some("P1121")),
+            ("_symmetry.space_group_name_Hall '-P 1'\nloop_\n_symmetry_equiv.id\n_symmetry_equiv.pos_as_xyz\n1 x,y,z\n2 -x,-y,-z", Some("P-1")),
+            ("_space_group.IT_number 4\nloop_\n_space_group_symop.id\n_space_group_symop.operation_xyz\n1 x,y,z\n2 -x,-y,z+1/2", Some("P1121")),
+            ("", None),
+        ];
+        for (sym, want) in cases {
+            std::fs::write(&p, cif_with(row, true, sym)).unwrap();
+            let m = read_mmcif(&p).unwrap();
+            assert_eq!(m.space_group.as_deref(), want, "{sym}");
+            assert!(m.space_group_unread.is_none());
+        }
+        std::fs::write(&p, cif_with(row, true, "_symmetry.space_group_name_Hall '-P 2ac 2n'")).unwrap();
+        let m = read_mmcif(&p).unwrap();
+        assert_eq!((m.space_group.as_deref(), m.space_group_unread.map(|u| u.0)), (None, Some(8)));
+        std::fs::write(&p, cif_with(row, true, "_space_group.IT_number 19\nloop_\n_space_group_symop.id\n_space_group_symop.operation_xyz\n1 x,y,z\n2 -x,-y,-z")).unwrap();
+        assert!(read_mmcif(&p).unwrap_err().to_string().contains("contradicts"));
     }
 
     #[test]

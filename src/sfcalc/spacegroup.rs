@@ -128,6 +128,64 @@ pub fn lookup(symbol: &str, gamma: f64) -> Result<SpaceGroup> {
     )))
 }
 
+/// Whether two operators are the same up to a lattice translation (translations compared modulo 1).
+fn same_op(a: &SymOp, b: &SymOp) -> bool {
+    let t_same = (0..3).all(|i| {
+        let d = a.t[i] - b.t[i];
+        (d - d.round()).abs() < 1e-6
+    });
+    a.r == b.r && t_same
+}
+
+/// The tabulated setting whose operators are exactly `ops` (any order, translations modulo 1), as a
+/// CIF's symmetry-operator loop lists them (centring included).
+pub fn from_ops(ops: &[SymOp]) -> Option<SpaceGroup> {
+    for line in TABLE.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
+        let mut f = line.split('|');
+        let (Some(num), Some(names), Some(tops)) = (f.next(), f.next(), f.next()) else { continue };
+        if tops.split(';').count() != ops.len() {
+            continue;
+        }
+        let Some(table_ops) = tops.split(';').map(parse_op).collect::<Option<Vec<SymOp>>>() else { continue };
+        if ops.iter().all(|o| table_ops.iter().any(|t| same_op(o, t))) && table_ops.iter().all(|t| ops.iter().any(|o| same_op(o, t))) {
+            let name = names.split(',').next().unwrap_or("").to_string();
+            return Some(SpaceGroup { number: num.parse().unwrap_or(0), name, ops: table_ops });
+        }
+    }
+    None
+}
+
+/// Whether the cell (a b c in Å, angles in degrees) has the symmetry of the group: its metric tensor G
+/// must be invariant under every operator's rotation R (RᵀGR = G). Judged as cctbx's
+/// `space_group.is_compatible_unit_cell` does: G is compared with its average over the group,
+/// (1/n) Σ RᵀGR, through the cells they describe — lengths within 1 % (min/max), angles within 1°.
+/// PDB cells are rounded, and a small slip between a and b of a tetragonal cell is still that cell; a
+/// group the cell cannot have (P 43 21 2 on a monoclinic cell) maps atoms to positions that are not
+/// equivalent, and every F would be wrong.
+pub fn fits_cell(sg: &SpaceGroup, cell: [f64; 6]) -> bool {
+    let [a, b, c, al, be, ga] = cell;
+    let (ca, cb, cg) = (al.to_radians().cos(), be.to_radians().cos(), ga.to_radians().cos());
+    let g = [[a * a, a * b * cg, a * c * cb], [a * b * cg, b * b, b * c * ca], [a * c * cb, b * c * ca, c * c]];
+    let params = |m: &[[f64; 3]; 3]| {
+        let l = [m[0][0].sqrt(), m[1][1].sqrt(), m[2][2].sqrt()];
+        let ang = |i: usize, j: usize| (m[i][j] / (l[i] * l[j])).clamp(-1.0, 1.0).acos().to_degrees();
+        [l[0], l[1], l[2], ang(1, 2), ang(0, 2), ang(0, 1)]
+    };
+    let mut avg = [[0.0; 3]; 3];
+    for op in &sg.ops {
+        let r = op.r;
+        for (i, row) in avg.iter_mut().enumerate() {
+            for (j, v) in row.iter_mut().enumerate() {
+                // (RᵀGR)ij
+                let rgr: f64 = (0..3).flat_map(|k| (0..3).map(move |l| (k, l))).map(|(k, l)| r[k][i] * g[k][l] * r[l][j]).sum();
+                *v += rgr / sg.ops.len() as f64;
+            }
+        }
+    }
+    let (p0, p) = (params(&g), params(&avg));
+    (0..3).all(|i| 1.0 - p[i].min(p0[i]) / p[i].max(p0[i]) <= 0.01) && (3..6).all(|i| (p[i] - p0[i]).abs() <= 1.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,5 +220,48 @@ mod tests {
         assert_eq!(lookup("146", 120.0).unwrap().name, "R3:H");
         assert_eq!(lookup("146", 80.0).unwrap().name, "R3:R");
         assert!(lookup("231", 90.0).is_err() && lookup("0", 90.0).is_err());
+    }
+
+    #[test]
+    fn cell_compatibility_as_cctbx_judges_it() {
+        // cctbx.crystal.symmetry(cell, sg) accepts (true) or raises "Space group is incompatible with unit
+        // cell parameters" (false), for each of these
+        let cases: [([f64; 6], &str, bool); 16] = [
+            ([10.0, 10.09, 12.0, 90.0, 90.0, 90.0], "P 4", true),
+            ([10.0, 10.0, 12.0, 90.0, 90.9, 90.0], "P 4", true),
+            ([10.0, 10.0, 12.0, 90.0, 91.1, 90.0], "P 4", false),
+            ([10.0, 10.5, 12.0, 90.0, 90.0, 90.0], "P 4", false),
+            ([34.292, 20.318, 33.482, 90.0, 112.0, 90.0], "P 43 21 2", false),
+            ([34.292, 20.318, 33.482, 90.0, 112.0, 90.0], "C 1 2 1", true),
+            ([34.292, 20.318, 33.482, 90.0, 112.0, 90.0], "I 41 2 2", false),
+            ([8.0, 9.0, 10.0, 90.0, 90.0, 90.0], "P 61", false),
+            ([8.0, 9.0, 10.0, 90.0, 90.0, 90.0], "P 21 21 21", true),
+            ([8.0, 8.0, 8.0, 80.0, 80.0, 80.0], "R 3", true),
+            ([8.0, 8.0, 10.0, 90.0, 90.0, 120.0], "P 61", true),
+            ([8.0, 8.0, 10.0, 90.0, 90.0, 120.0], "R 3", true),
+            ([10.0, 10.0, 10.05, 90.0, 90.0, 90.0], "F 2 3", true),
+            ([10.0, 10.0, 10.3, 90.0, 90.0, 90.0], "F 2 3", false),
+            ([8.0, 9.0, 10.0, 90.0, 95.0, 90.0], "P 1 1 21", false),
+            ([8.0, 9.0, 10.0, 90.0, 90.0, 95.0], "P 1 1 21", true),
+        ];
+        for (cell, sg, ok) in cases {
+            assert_eq!(fits_cell(&lookup(sg, cell[5]).unwrap(), cell), ok, "{sg} on {cell:?}");
+        }
+        // "R 3" on an orthorhombic cell: the rhombohedral setting (gamma 90), and still refused
+        assert!(!fits_cell(&lookup("R 3", 90.0).unwrap(), [8.0, 9.0, 10.0, 90.0, 90.0, 90.0]));
+    }
+
+    #[test]
+    fn operators_name_their_setting() {
+        let ops: Vec<SymOp> = ["x,y,z", "-x,-y,-z"].iter().map(|o| parse_op(o).unwrap()).collect();
+        assert_eq!(from_ops(&ops).unwrap().number, 2);
+        // P 21 21 21 as an mmCIF lists it, in another order and with translations written differently
+        let ops: Vec<SymOp> = ["x,y,z", "-x,y+1/2,-z+1/2", "x+1/2,-y+1/2,-z", "-x+1/2,-y,z+1/2"].iter().map(|o| parse_op(o).unwrap()).collect();
+        assert_eq!(from_ops(&ops).unwrap().name, "P212121");
+        // P 1 1 21 is not P 1 21 1
+        let ops: Vec<SymOp> = ["x,y,z", "-x,-y,z+1/2"].iter().map(|o| parse_op(o).unwrap()).collect();
+        assert_eq!(from_ops(&ops).unwrap().name, "P1121");
+        let ops: Vec<SymOp> = ["x,y,z", "-x,y+1/3,-z"].iter().map(|o| parse_op(o).unwrap()).collect();
+        assert!(from_ops(&ops).is_none());
     }
 }
