@@ -657,7 +657,7 @@ pub static FLAGS: &[Flag] = &[
         default: "whole detector", category: Sampling, help: "Render only this region (x = fast axis).",
         set: set_roi },
     Flag { name: "-dmin", aliases: &[], arity: Numbers(1), values: "D", units: "Å", default: "0 (off)",
-        category: Sampling, help: "Skip scattering at resolution finer than D. With -pdb/-cif the F are computed past it by what a pixel's F look-up reaches (|a*|+|b*|+|c*| for the nearest reflection, 2.5 times that for the interpolation), so that every reflection a pixel reads exists; -hklout writes them too (without -dmin: past what the detector's corners reach from every source).",
+        category: Sampling, help: "Skip scattering at resolution finer than D. With -pdb/-cif the F are computed past it by what a pixel's F look-up reaches (|a*|+|b*|+|c*| for the nearest reflection, three times that for the interpolation), so that every reflection a pixel reads exists; -hklout writes them too (without -dmin: past what the detector's corners reach from every source).",
         set: |c, v| { c.params.dmin_angstrom(v.num(0)?); Ok(()) } },
     Flag { name: "-mosaic", aliases: &["-mosaicity", "-mosaici", "-mosaic_spread", "-mosaic_spr"], arity: Numbers(1),
         values: "SPREAD", units: "deg", default: "0", category: Sampling,

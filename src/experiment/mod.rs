@@ -38,7 +38,7 @@ use crate::experiment::sampling::{resolve_mosaic, resolve_phi, resolve_sweep, re
 use crate::experiment::structure_factors::HklGrid;
 pub use crate::experiment::structure_factors::HklList;
 pub use crate::experiment::crystal::Orientation;
-use crate::base::vec3::{dot, rotate_axis, rotate_umat, unitize, V3};
+use crate::base::vec3::{cross, dot, rotate_axis, rotate_umat, unitize, V3};
 use crate::{Error, Result};
 use std::path::Path;
 use std::sync::Arc;
@@ -642,14 +642,15 @@ pub fn resolve_structure_factors(params: &Params, inputs: &Inputs, reach: &Reach
 /// interpolation off for the rest of the image, L2940-L2950): the largest |S| = |d̂ − î|/λ over the
 /// panels' corners and every source (its direction and wavelength: `-dispersion`, `-sourcefile`),
 /// or 1/`-dmin`; plus the reach of the F look-up past it in the simulated lattice, |a*|+|b*|+|c*|
-/// times one step for the nearest point or 2.5 for the tricubic stencil (h0−1 to h0+2 about
-/// h − ½); widened where the model's own cell, in which the F are computed, is not the simulated
-/// one (`-cell`/`-mat`).
+/// times one step for the nearest point (within ½ per axis) or three for the interpolation (the C
+/// tests h − 2 and h + 2 against the grid on the fractional h, L2937-L2942, so up to ceil(h + 2));
+/// widened where the model's own cell, in which the F are computed, is not the simulated one
+/// (`-cell`/`-mat`).
 fn model_resolution(p: &Params, reach: &Reach, m: &crate::sfcalc::LoadedModel, interpolate: bool) -> f64 {
     let q_pixels = if p.dmin > 0.0 { 1.0 / (p.dmin * 1e10) } else { pixel_reach(reach) };
     let l = reach.lattice;
     let step: f64 = [l.a_star, l.b_star, l.c_star].iter().map(|v| dot(v, v).sqrt()).sum();
-    let q = q_pixels + if interpolate { 2.5 } else { 1.0 } * step;
+    let q = q_pixels + if interpolate { 3.0 } else { 1.0 } * step;
     let widen = m.model.cell.and_then(crate::sfcalc::Cell::new).map_or(1.0, |c| metric_ratio(&c.g_star, &reciprocal_metric(l)).sqrt());
     1.0 / (q * widen.max(1.0))
 }
@@ -690,20 +691,53 @@ fn check_model_memory(m: &crate::sfcalc::LoadedModel, d: f64) -> Result<()> {
     )
 }
 
-/// The largest |S| (1/Å) any panel's corner reaches from any source (curved panels as rendered).
+/// The largest |S| = |d̂ − î|/λ (1/Å) any pixel reaches from any source.
 fn pixel_reach(reach: &Reach) -> f64 {
     let mut q: f64 = 0.0;
     for panel in reach.panels {
-        for c in panel.corner_positions(&reach.beam_vector) {
-            let d = unitize(&c).0;
-            for s in reach.sources {
-                // the incident direction is −dir (the source lies upstream)
-                let k = [d[0] + s.dir[0], d[1] + s.dir[1], d[2] + s.dir[2]];
-                q = q.max(dot(&k, &k).sqrt() / (s.lambda * 1e10));
-            }
+        for s in reach.sources {
+            // the incident direction is −dir (the source lies upstream)
+            let inc = [-s.dir[0], -s.dir[1], -s.dir[2]];
+            let c = min_cos_to(panel, &reach.beam_vector, &inc);
+            q = q.max((2.0 - 2.0 * c).max(0.0).sqrt() / (s.lambda * 1e10));
         }
     }
     q
+}
+
+/// The smallest cos(2θ) = d̂·î over a panel's pixels. A curved panel's angle grows towards its
+/// corners (cos 2θ = cos α·cos β of the two swing angles). On a flat one the angle from î is
+/// largest at a corner while below 90°, but past 90° it can peak inside an edge (where the edge's
+/// great circle comes nearest −î) or inside the panel (where −î meets it: 180°).
+fn min_cos_to(panel: &Panel, beam: &V3, inc: &V3) -> f64 {
+    let corners = panel.corner_positions(beam);
+    let mut c = corners.iter().map(|p| dot(&unitize(p).0, inc)).fold(1.0, f64::min);
+    if panel.curved {
+        return c;
+    }
+    for (i, j) in [(0, 1), (1, 3), (3, 2), (2, 0)] {
+        let (p, q) = (corners[i], corners[j]);
+        let n = unitize(&cross(&p, &q)).0;
+        // the edge's great circle comes nearest −î at −(î less its part along n)
+        let w = [0, 1, 2].map(|k| inc[k] - dot(inc, &n) * n[k]);
+        let (w, len) = unitize(&w);
+        let far = w.map(|v| -v);
+        if len > 0.0 && dot(&cross(&p, &far), &n) >= 0.0 && dot(&cross(&far, &q), &n) >= 0.0 {
+            c = c.min(-len);
+        }
+    }
+    // −î through the panel's rectangle
+    let m = cross(&panel.fdet_vector, &panel.sdet_vector);
+    let t = dot(&panel.pix0_vector, &m) / -dot(inc, &m);
+    if t > 0.0 && t.is_finite() {
+        let x = [0, 1, 2].map(|k| -t * inc[k] - panel.pix0_vector[k]);
+        let (f, s) = (dot(&x, &panel.fdet_vector), dot(&x, &panel.sdet_vector));
+        let (size_f, size_s) = (panel.fpixels as f64 * panel.pixel_size, panel.spixels as f64 * panel.pixel_size);
+        if (0.0..=size_f).contains(&f) && (0.0..=size_s).contains(&s) {
+            c = -1.0;
+        }
+    }
+    c
 }
 
 /// G* = (a*·a*, a*·b*, ...) of the simulated lattice (1/Å²).
@@ -741,6 +775,42 @@ fn invert3(a: &[[f64; 3]; 3]) -> Option<[[f64; 3]; 3]> {
 #[cfg(test)]
 mod tests {
     use super::{invert3, metric_ratio};
+    use crate::base::vec3::{cross, V3};
+
+    /// Past 90° a flat panel's widest angle can lie inside an edge, or inside the panel.
+    #[test]
+    fn the_widest_angle_of_a_flat_panel_is_found_off_its_corners() {
+        let panel = |pix0: V3, f: V3, s: V3, nf: usize, ns: usize| super::Panel {
+            fpixels: nf,
+            spixels: ns,
+            pixel_size: 1e-3,
+            fdet_vector: f,
+            sdet_vector: s,
+            odet_vector: cross(&f, &s),
+            pix0_vector: pix0,
+            distance: 0.1,
+            close_distance: 0.1,
+            curved: false,
+            point_pixel: false,
+            sensor: super::Sensor { thick: 0.0, mu: 0.0, thicksteps: 1, thickstep: 0.0 },
+            roi: crate::base::image::Roi::from_c_bounds([0, nf as i64 - 1, 0, ns as i64 - 1], nf, ns),
+            mask: None,
+            mask_path: None,
+        };
+        let inc = [0.0, 0.0, 1.0];
+        // a strip upstream of the sample at x = 0.05, z = −0.05 … −0.051, y = −0.2 … 0.2: seen
+        // from a beam along +z its widest point is the middle of its far edge (134.4°), its
+        // corners only about 104°
+        let p = panel([0.05, -0.2, -0.05], [0.0, 1.0, 0.0], [0.0, 0.0, -1.0], 400, 1);
+        let c = super::min_cos_to(&p, &[0.0, 0.0, 1.0], &inc);
+        let want = -0.051 / (0.05f64 * 0.05 + 0.051 * 0.051).sqrt();
+        assert!((c - want).abs() < 1e-9, "{c} vs {want}");
+        let corner = -0.05 / (0.05f64 * 0.05 + 0.05 * 0.05 + 0.2 * 0.2).sqrt();
+        assert!(c < corner - 0.1);
+        // a panel across the backward beam: 180°
+        let back = panel([-0.1, -0.1, -0.1], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], 200, 200);
+        assert_eq!(super::min_cos_to(&back, &[0.0, 0.0, 1.0], &inc), -1.0);
+    }
 
     #[test]
     fn metric_ratio_is_the_largest_stretch_of_one_metric_over_another() {

@@ -358,8 +358,9 @@ fn read_detector(d: &DetectorJson, jp: &str) -> JResult<Vec<ExptPanel>> {
             origin: o,
             image_size: [size[0] as usize, size[1] as usize],
             pixel_size: px,
-            // the placeholder of an NXmx file simulated without a sensor thickness: none
-            thickness: if p.thickness <= crate::base::consts::NXMX_NO_SENSOR_THICKNESS_MM { 0.0 } else { p.thickness },
+            // the placeholder of an NXmx file simulated without a sensor thickness (give or take a
+            // unit conversion's rounding): none
+            thickness: if p.thickness <= crate::base::consts::NXMX_NO_SENSOR_THICKNESS_MM * 1.001 { 0.0 } else { p.thickness },
             mu: p.mu,
             material: p.material.clone(),
         });

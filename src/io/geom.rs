@@ -70,7 +70,8 @@ pub fn read_geom(path: &Path) -> Result<GeomModel> {
             return Err(Error::file_line(path, n, format!("expected 'key = value', found '{line}'")));
         };
         let (key, value) = (key.trim(), value.trim().to_string());
-        if key.starts_with("rigid_group") {
+        // the detector hierarchy (rigid groups; CrystFEL 0.11's group_NAME): no effect on the image
+        if key.starts_with("rigid_group") || key.starts_with("group_") {
             continue;
         }
         check_key(path, n, key, &value)?;
@@ -107,16 +108,20 @@ pub fn read_geom(path: &Path) -> Result<GeomModel> {
 
 /// A panel's keys as CrystFEL reads them (datatemplate.c `parse_field_for_panel`), also valid as
 /// global defaults; `mask…` and `dim…` are families.
+/// (with CrystFEL 0.6–0.9's `rail_direction`, `clen_for_centering` and a panel's `rigid_group`).
 const PANEL_KEYS: &[&str] = &[
-    "min_fs", "max_fs", "min_ss", "max_ss", "corner_x", "corner_y", "adu_bias", "adu_per_eV", "adu_per_photon", "clen", "data", "mask_edge_pixels", "mask_bad", "mask_good", "mask",
+    "min_fs", "max_fs", "min_ss", "max_ss", "corner_x", "corner_y", "rail_direction", "clen_for_centering", "rigid_group", "adu_bias", "adu_per_eV", "adu_per_photon", "clen", "data", "mask_edge_pixels", "mask_bad", "mask_good", "mask",
     "mask_file", "saturation_map", "saturation_map_file", "coffset", "res", "max_adu", "flag_equal", "flag_lessthan", "flag_morethan", "badrow_direction", "no_index", "fs", "ss",
 ];
-/// Global-only keys (`parse_toplevel`; the last two from CrystFEL before 0.10).
-const GLOBAL_KEYS: &[&str] = &["photon_energy", "wavelength", "electron_voltage", "peak_list", "peak_list_type", "bandwidth", "detector_shift_x", "detector_shift_y", "photon_energy_bandwidth", "photon_energy_scale"];
+/// Global-only keys (`parse_toplevel`; the last four from CrystFEL before 0.10).
+const GLOBAL_KEYS: &[&str] = &[
+    "photon_energy", "wavelength", "electron_voltage", "peak_list", "peak_list_type", "bandwidth", "detector_shift_x", "detector_shift_y",
+    "photon_energy_bandwidth", "photon_energy_scale", "peak_info_location", "peak_sep",
+];
 /// A bad region's keys (`parse_field_bad`).
 const BAD_KEYS: &[&str] = &["min_x", "max_x", "min_y", "max_y", "min_fs", "max_fs", "min_ss", "max_ss", "panel"];
 
-/// Refuse a key CrystFEL does not know (it stops with "Unrecognised field"; ignored, a misspelt
+/// Refuse a key CrystFEL does not know (0.10 and later stop with "Unrecognised field"; ignored, a misspelt
 /// `photon_enrgy` or `coffest` gave an image at the default wavelength or distance), and the keys it
 /// knows that would change the image but are not simulated: an electron beam, a detector shift.
 fn check_key(path: &Path, n: usize, key: &str, value: &str) -> Result<()> {
@@ -129,7 +134,7 @@ fn check_key(path: &Path, n: usize, key: &str, value: &str) -> Result<()> {
     if !(known.contains(&field) || family("mask") || family("dim")) {
         let near = known.iter().map(|k| (strsim::levenshtein(k, field), *k)).filter(|(d, _)| *d <= 2).min();
         let hint = near.map_or(String::new(), |(_, k)| format!(": did you mean '{k}'?"));
-        return Err(Error::file_line(path, n, format!("'{key}' is not a CrystFEL geometry key (CrystFEL stops at it as an unrecognised field){hint}")));
+        return Err(Error::file_line(path, n, format!("'{key}' is not a CrystFEL geometry key (CrystFEL 0.10 and later stop at it as an unrecognised field){hint}")));
     }
     match field {
         "electron_voltage" => Err(Error::file_line(path, n, "electron_voltage: an electron beam; this program simulates X-rays (give photon_energy or wavelength)")),
@@ -338,13 +343,13 @@ mod tests {
     #[test]
     fn keys_crystfel_does_not_know_are_refused_with_their_line() {
         let panel = "p0/min_fs = 0\np0/max_fs = 9\np0/min_ss = 0\np0/max_ss = 9\np0/fs = x\np0/ss = y\np0/corner_x = 0\np0/corner_y = 0\np0/res = 10000\np0/clen = 0.1\n";
-        refused(&format!("photon_enrgy = 12000\n{panel}"), "t.geom line 1: 'photon_enrgy' is not a CrystFEL geometry key (CrystFEL stops at it as an unrecognised field): did you mean 'photon_energy'?");
+        refused(&format!("photon_enrgy = 12000\n{panel}"), "t.geom line 1: 'photon_enrgy' is not a CrystFEL geometry key (CrystFEL 0.10 and later stop at it as an unrecognised field): did you mean 'photon_energy'?");
         refused(&format!("{panel}p0/coffest = 0.05\n"), "t.geom line 11: 'p0/coffest' is not a CrystFEL geometry key");
         refused(&format!("{panel}bad_a/maxy = 100\n"), "did you mean 'max_y'?");
         refused(&format!("electron_voltage = 300 kV\n{panel}"), "electron_voltage: an electron beam");
         refused(&format!("detector_shift_x = /shift_x\n{panel}"), "a detector shift is not simulated");
         // CrystFEL's own keys, families and the defaults a panel inherits are taken
-        let m = read(&format!("photon_energy = 9000\nmask0_file = m.h5\ndim0 = %\nadu_per_eV = 1\np0/no_index = 0\nrigid_group_q0 = p0\n{panel}bad_b/min_x = 0\nbad_b/max_x = 1\nbad_b/min_y = 0\nbad_b/max_y = 1\n")).unwrap();
+        let m = read(&format!("photon_energy = 9000\nmask0_file = m.h5\ndim0 = %\nadu_per_eV = 1\np0/no_index = 0\nrigid_group_q0 = p0\ngroup_all = p0\npeak_info_location = /p\np0/rigid_group = q0\n{panel}bad_b/min_x = 0\nbad_b/max_x = 1\nbad_b/min_y = 0\nbad_b/max_y = 1\n")).unwrap();
         assert_eq!(m.panels.len(), 1);
     }
 
