@@ -508,10 +508,9 @@ impl Core {
         let cfg = &self.cfg;
         py.detach(|| {
             simulate::check_outputs(cfg)?;
-            // -hklout (a model's reflection list) with the images, as the command line writes it
-            nbcore::run::setup::write_setup_outputs(cfg, &exp)?;
+            // -hklout (a model's reflection list) renamed with the images, as the command line does
             let mut sink = std::io::sink();
-            simulate::write_outputs(cfg, &mut exp, &r, &mut sink).map(|(_, files)| files)
+            simulate::write_outputs_and_hklout(cfg, &mut exp, &r, &mut sink).map(|(_, files)| files)
         })
         .map_err(to_py)
     }

@@ -83,7 +83,7 @@ pub struct RunSummary {
 
 /// The setup phase: read the inputs ([`Inputs::load`]), build the experiment from them without I/O
 /// ([`Experiment::build`]) and return the experiment with the C's setup messages
-/// ([`crate::run::summary::setup_summary`]). `-hklout` is written with the images ([`write_outputs`]).
+/// ([`crate::run::summary::setup_summary`]). `-hklout` is written with the images ([`write_outputs_and_hklout`]).
 pub fn setup(cfg: &Config) -> Result<(Experiment, Log)> {
     setup_with_inputs(cfg).map(|(e, l, _)| (e, l))
 }
@@ -278,11 +278,23 @@ pub fn check_outputs(cfg: &Config) -> Result<Vec<Planned>> {
 
 /// Write every output file the C writes (Fdump, float, int, PGM, noise) plus the PNG preview, printing
 /// the C's closing lines. Every file is written under a temporary name and renamed at the end, all
-/// together: a failed run leaves no new file.
+/// together: a failed run leaves no new file. `-hklout` is not among them (a series writes it once,
+/// [`crate::run::setup::write_setup_outputs`]; [`write_outputs_and_hklout`] adds it).
 pub fn write_outputs(cfg: &Config, exp: &mut Experiment, r: &RenderOutput, out: &mut dyn Write) -> Result<(ImageStats, Vec<PathBuf>)> {
+    write_outputs_with(cfg, exp, r, out, Default::default())
+}
+
+/// [`write_outputs`] with `-hklout` renamed together with the images, as `simulate` writes them.
+pub fn write_outputs_and_hklout(cfg: &Config, exp: &mut Experiment, r: &RenderOutput, out: &mut dyn Write) -> Result<(ImageStats, Vec<PathBuf>)> {
+    let mut extra = crate::io::atomic::OutputSet::default();
+    add_setup_outputs(cfg, exp, &mut extra)?;
+    write_outputs_with(cfg, exp, r, out, extra)
+}
+
+fn write_outputs_with(cfg: &Config, exp: &mut Experiment, r: &RenderOutput, out: &mut dyn Write, extra: crate::io::atomic::OutputSet) -> Result<(ImageStats, Vec<PathBuf>)> {
     // a multi-panel detector: only the formats that hold every panel (float, NeXus)
     let (planned, _) = outputs::for_panels(outputs::plan(cfg)?, cfg, exp.det.panels.len())?;
-    write_planned(&planned, cfg, exp, Rendered { float: &r.float, rows: None, prewritten: Vec::new() }, out, Default::default())
+    write_planned(&planned, cfg, exp, Rendered { float: &r.float, rows: None, prewritten: Vec::new() }, out, extra)
 }
 
 /// The rendered image as the writers get it: its pixels, the first statistics pass if the render
