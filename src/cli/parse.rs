@@ -140,12 +140,14 @@ pub fn built_in_crystal_note() -> String {
 /// cache) parse them again over [`BUILT_IN_CRYSTAL`] (the user's flags still apply on top) and say so
 /// (`true`). With an Fdump.bin in the folder, setup says a cell is missing and names that file.
 pub fn parse_with_built_in_crystal(args: &[String]) -> Result<(Config, bool)> {
-    let cfg = parse_simulate_args(args)?;
+    let (cfg, warnings) = parse_with_warnings(args)?;
     let p = &cfg.params;
     let no_crystal = p.cell.is_none() && p.mat_file.is_none() && p.hkl_file.is_none() && p.model.path().is_none() && p.default_f == 0.0;
     if !no_crystal || crate::run::config::resolve_out(&cfg, &p.dump_file).is_file() {
+        warnings.into_iter().for_each(crate::base::log::warn);
         return Ok((cfg, false));
     }
+    // parsed again with the crystal in front: its warnings are the same, said once
     let with_default: Vec<String> = BUILT_IN_CRYSTAL.iter().map(|s| s.to_string()).chain(args.iter().cloned()).collect();
     Ok((parse_simulate_args(&with_default)?, true))
 }
@@ -295,8 +297,18 @@ fn load_smv(flag: &str, path: &str) -> Result<SmvImage> {
     read_smv(&os_path(path)).map_err(|e| Error::flag(flag, format!("cannot read {path}: {e}")))
 }
 
-/// Parse the words after `simulate` (C-style flags and long options) into a Config.
+/// Parse the words after `simulate` (C-style flags and long options) into a Config; what a
+/// `-mask`/`-img` header decided over the flags is said as a warning ([`HeaderGeometry`]).
 pub fn parse_simulate_args(args: &[String]) -> Result<Config> {
+    let (c, warnings) = parse_with_warnings(args)?;
+    for w in warnings {
+        crate::base::log::warn(w);
+    }
+    Ok(c)
+}
+
+/// [`parse_simulate_args`], the warnings returned (a caller that parses twice says them once).
+fn parse_with_warnings(args: &[String]) -> Result<(Config, Vec<String>)> {
     let occurrences = tokenize(args)?;
     let mut c = Config::default();
     let last = |name: &str| occurrences.iter().rev().find(|o| o.flag.name == name);
@@ -366,8 +378,8 @@ pub fn parse_simulate_args(args: &[String]) -> Result<Config> {
     if let Some(o) = last("--loss").filter(|_| c.output.loss.observed.is_none()) {
         return Err(Error::flag(&o.typed, "needs --observed IMAGE (the measured image the loss compares with)"));
     }
-    header_geometry.warn(&c, |name| last(name).is_some());
-    Ok(c)
+    let warnings = header_geometry.warnings(&c, |name| last(name).is_some());
+    Ok((c, warnings))
 }
 
 /// What a `-mask`/`-img` header decided of the geometry that the flags may seem to decide, for a
@@ -396,11 +408,12 @@ impl HeaderGeometry {
         }
     }
 
-    /// Warn where the flags (`given`) did not take back what a header decided.
-    fn warn(&self, c: &Config, given: impl Fn(&str) -> bool) {
+    /// The warnings where the flags (`given`) did not take back what a header decided.
+    fn warnings(&self, c: &Config, given: impl Fn(&str) -> bool) -> Vec<String> {
+        let mut out = Vec::new();
         if let Some((from, d)) = &self.close_distance {
             if given("-distance") && !given("-close_distance") && c.params.close_distance == Some(*d) {
-                crate::base::log::warn(format!(
+                out.push(format!(
                     "nanobragg-rs: warning: {from}: its header's CLOSE_DISTANCE={} sets the detector distance, not -distance (as in nanoBragg.c): give -close_distance to move the detector",
                     crate::base::c::printf::g(d * 1000.0)
                 ));
@@ -408,12 +421,13 @@ impl HeaderGeometry {
         }
         if let Some((from, v, y)) = &self.mask_ybeam {
             if !given("-Ybeam") && c.params.ybeam == Some(*y) {
-                crate::base::log::warn(format!(
+                out.push(format!(
                     "nanobragg-rs: warning: {from}: its header's BEAM_CENTER_Y={v} places the beam at Ybeam = detector size − {v} = {} mm, as nanoBragg.c reads a mask (an -img header's value is taken as it is, and nanoBragg writes Ybeam itself): give -Ybeam to place the beam",
                     crate::base::c::printf::g(y * 1000.0)
                 ));
             }
         }
+        out
     }
 }
 
