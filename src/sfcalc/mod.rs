@@ -278,7 +278,7 @@ fn min_eigenvalue(u: [f64; 6]) -> f64 {
     q + 2.0 * p * (phi + 2.0 * std::f64::consts::PI / 3.0).cos()
 }
 
-/// Refuse an atom whose B makes its scattering grow a millionfold by `d_min` (a B of -55 Å² at 1 Å,
+/// Refuse an atom whose B makes its scattering grow a millionfold by `d_min` (a B below -55.3 Å² at 1 Å;
 /// -999.9 gives 1e108 at 1 Å and overflows at 0.5 Å): such an atom outweighs the whole model and the
 /// image becomes noise or NaN. Slightly negative B, as refinement leaves them, pass.
 fn check_b_factors(model: &Model, path: &Path, d_min: f64) -> Result<()> {
@@ -309,7 +309,7 @@ fn check_f_limit(r: &SfResult, path: &Path, d_min: f64, bulk: Option<BulkSolvent
 }
 
 /// Compute the structure factors for a simulation, log the setup summary (with the time) and return
-/// the `-hkl`-style entries (`-hklout` is written from them by [`write_hklout`]).
+/// the `-hkl`-style entries (`-hklout` is written from them by `run::setup`).
 /// `d_min` (Å): every reflection a rendered pixel reads (`experiment::model_resolution`).
 pub fn entries_for_simulation(cfg: &ModelConfig, lm: &LoadedModel, d_min: f64, lambda_angstrom: f64, log: &mut Log) -> Result<Vec<(i32, i32, i32, f64)>> {
     let opts = SfOptions {
@@ -338,7 +338,7 @@ pub fn entries_for_simulation(cfg: &ModelConfig, lm: &LoadedModel, d_min: f64, l
     ));
     let entries = mf.entries();
     if let Some(out) = &cfg.hklout {
-        // written by [`write_hklout`] once the experiment is built
+        // written by `run::setup` with the outputs
         log.line(format!("wrote {} reflections to {}", entries.len(), out.display()));
     }
     Ok(entries)

@@ -478,7 +478,7 @@ fn cif_cell_and_space_group(path: &Path, items: &CifItems) -> Result<(Option<[f6
 /// (`_space_group_symop.operation_xyz`, `_symmetry_equiv.pos_as_xyz`), matched to a tabulated setting,
 /// else from its number (`_space_group.IT_number`, `_symmetry.Int_Tables_number`: the standard
 /// setting, as `-spacegroup N`). A group named only in a form not read here (a Hall symbol, operators
-/// of no tabulated setting) is recorded in `space_group_unread`: [`crate::sfcalc::load`] refuses it
+/// of no tabulated setting) is recorded in `space_group_unread`, which the model loader (`load`, one level up) refuses
 /// unless `-spacegroup` is given. Nothing at all: P 1, as before. (cctbx reads these files' groups.)
 fn cif_space_group_otherwise(path: &Path, items: &CifItems, loops: &[CifLoop], gamma: f64, model: &mut Model) -> Result<()> {
     let given = |tags: &[&str]| {
