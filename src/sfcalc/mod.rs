@@ -195,11 +195,14 @@ pub fn load(cfg: &ModelConfig, cell: Option<[f64; 6]>, log: &mut Log) -> Result<
     let mut model = read_model(path, cfg.cif.is_some())?;
     // no cell: a CRYST1 of zeros, or the PDB's 1 1 1 placeholder of cryo-EM and NMR models (cctbx
     // reads it as no crystal symmetry), which `-cell` then gives; it stopped with "unusable unit cell"
-    if model.cell.is_some_and(|c| Cell::new(c).is_none() || c == [1.0, 1.0, 1.0, 90.0, 90.0, 90.0]) {
-        if let Some(c) = model.cell.filter(|_| cell.is_none()) {
-            return Err(Error::file(path, format!("the model's cell {} is no crystal's (a placeholder): give -cell a b c alpha beta gamma", c.map(g).join(" "))));
+    let placeholder = model.cell == Some([1.0, 1.0, 1.0, 90.0, 90.0, 90.0]);
+    if placeholder || model.cell.is_some_and(|c| Cell::new(c).is_none()) {
+        match cell {
+            Some(_) => model.cell = None,
+            None if placeholder => return Err(Error::file(path, "the model's cell 1 1 1 90 90 90 is the PDB's placeholder, no crystal's: give -cell a b c alpha beta gamma")),
+            // the cell's own error, naming the model's file, comes with the lattice
+            None => {}
         }
-        model.cell = None;
     }
     if model.cell.is_none() {
         model.cell = cell;
@@ -231,6 +234,10 @@ pub fn load(cfg: &ModelConfig, cell: Option<[f64; 6]>, log: &mut Log) -> Result<
 /// pairs: "Space group is incompatible with unit cell parameters").
 fn check_space_group_fits_cell(cfg: &ModelConfig, path: &Path, model: &Model) -> Result<()> {
     let (Some(cell), Some(name)) = (model.cell, &model.space_group) else { return Ok(()) };
+    // a cell that is no cell has its own error, naming the file, with the lattice
+    if Cell::new(cell).is_none() {
+        return Ok(());
+    }
     // an unknown symbol is refused later, by compute, with the list of what is known
     let Ok(sg) = spacegroup::lookup(name, cell[5]) else { return Ok(()) };
     if spacegroup::fits_cell(&sg, cell) {
