@@ -421,3 +421,72 @@ fn the_planner_keeps_cpu_requests_within_the_cpu() {
     assert_eq!(cpu_kernel_for(&exp, Backend::Simd(top)), Backend::Reference);
     assert_eq!(with_cpu_backend(&exp, Backend::Simd(top), Precision::Single, |b| b.name()), Backend::Reference.name());
 }
+
+/// A dataset's frames read each pixel's geometry from one `PixelGeometry` (series): on random
+/// geometries reduced to the sampling it applies to, a frame turned by another phi renders the
+/// same bits, and the same omega sum, as when it computes its geometry itself, at every level and
+/// precision; on a two-panel detector, with an ROI and a mask too. A geometry of another detector
+/// is not used (the image stays right).
+#[test]
+fn kept_pixel_geometry_renders_the_same_bits() {
+    use kernel::pixel_geometry::{applies, PixelGeometry};
+    let tmp = tempfile::tempdir().unwrap();
+    let hkl = small_hkl(tmp.path());
+    let mut rng = Lcg(0x6e0_7731);
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let same = |first: &nanobragg::experiment::Experiment, other: &nanobragg::experiment::Experiment, what: &str| {
+        let g = PixelGeometry::build(first).unwrap_or_else(|| panic!("{what}: no geometry kept"));
+        for precision in [Precision::Double, Precision::Single] {
+            for level in levels() {
+                let opts = RenderOptions { backend: level, precision };
+                let (want, got) = (kernel::render(other, &opts, &no_progress), kernel::render_reusing(other, &opts, Some(&g), &no_progress));
+                assert_eq!(bits(&got.float), bits(&want.float), "{what} {precision:?} {}", level.name());
+                assert_eq!(got.omega_sum.to_bits(), want.omega_sum.to_bits(), "{what} {precision:?} {}: omega sum", level.name());
+            }
+        }
+    };
+    let mut applied = 0;
+    for trial in 0..20 {
+        let mut args = random_args(&mut rng, &hkl);
+        // the sampling it applies to: one source, one sub-pixel, no layers, no -dmin
+        args.extend(["-oversample", "1", "-divergence", "0", "-divsteps", "1", "-dispersion", "0", "-dispsteps", "1", "-detector_thick", "0", "-thicksteps", "1", "-dmin", "0"].map(String::from));
+        let first = experiment(&args, tmp.path());
+        if !applies(&first) {
+            assert!(PixelGeometry::build(&first).is_none());
+            continue;
+        }
+        args.extend(["-phi", "0.7"].map(String::from));
+        let turned = experiment(&args, tmp.path());
+        same(&first, &turned, &format!("trial {trial}: {}", args.join(" ")));
+        applied += 1;
+    }
+    assert!(applied >= 12, "only {applied} random geometries kept their geometry");
+
+    // two panels, an ROI and a mask on the lower one
+    let args: Vec<String> = "-cell 70 80 90 85 95 105 -misset 10 20 30 -lambda 1 -distance 100 -pixel 0.1 -detpixels 61 -N 7 -polar 0.6 -roi 3 57 5 55 -oversample 1"
+        .split_whitespace()
+        .map(String::from)
+        .chain(["-hkl".into(), hkl.display().to_string()])
+        .collect();
+    let mut whole = experiment(&args, tmp.path());
+    let p = whole.det.panel().clone();
+    let (mut top, mut bottom) = (p.clone(), p.clone());
+    top.spixels = 25;
+    top.roi.slow = p.roi.slow.start..25;
+    bottom.spixels = 36;
+    bottom.pix0_vector = std::array::from_fn(|i| p.pix0_vector[i] + 25.0 * p.pixel_size * p.sdet_vector[i]);
+    bottom.roi.slow = 0..p.roi.slow.end - 25;
+    bottom.mask = Some((0..61 * 36).map(|i| u16::from(i % 7 != 3)).collect());
+    whole.det.panels = vec![top, bottom];
+    let mut turned = whole.clone();
+    turned.crystal.orientations.iter_mut().for_each(|o| (o.a, o.b) = (o.b, o.a));
+    same(&whole, &turned, "two panels");
+
+    // another detector distance: the kept geometry is not this experiment's, and is not read
+    let far = experiment(&args.iter().map(|a| if a == "100" { "120".into() } else { a.clone() }).collect::<Vec<_>>(), tmp.path());
+    let g = PixelGeometry::build(&far).unwrap();
+    let near = experiment(&args, tmp.path());
+    assert!(!g.fits(&near));
+    let opts = RenderOptions::default();
+    assert_eq!(bits(&kernel::render_reusing(&near, &opts, Some(&g), &no_progress).float), bits(&kernel::render(&near, &opts, &no_progress).float));
+}

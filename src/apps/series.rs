@@ -1463,8 +1463,21 @@ fn render_and_write(plan: &Plan, todo: &[usize], workers: usize, inputs: &Inputs
     let state: ManifestState = std::sync::Mutex::new((manifest, Instant::now(), 0usize));
     let side_by_side = if workers >= 1 { todo.len() - todo.len() % workers } else { 0 };
     let (whole, rest) = todo.split_at(side_by_side);
-    frames_side_by_side(plan, whole, workers, inputs, sink, &state)?;
-    render_then_write(plan, rest, inputs, sink, &state)
+    let geometry = kept_geometry(plan, todo, inputs)?;
+    let geometry = geometry.as_ref();
+    frames_side_by_side(plan, whole, workers, inputs, geometry, sink, &state)?;
+    render_then_write(plan, rest, inputs, geometry, sink, &state)
+}
+
+/// The pixels' geometry, computed once for every frame to render where the CPU renders two or more
+/// (`kernel::PixelGeometry`: where it applies and fits; every frame whose detector, beam and sampling
+/// are the first one's reads it, any other computes its own).
+fn kept_geometry(plan: &Plan, todo: &[usize], inputs: &Inputs) -> Result<Option<crate::kernel::PixelGeometry>> {
+    let cpu = plan.base.run.backend == crate::run::config::BackendChoice::Cpu;
+    let Some(&first) = todo.first().filter(|_| cpu && todo.len() >= 2) else { return Ok(None) };
+    let cfg = plan.frame_config(&plan.frame(first)?);
+    let exp = crate::run::setup::build_experiment(&cfg, inputs)?;
+    Ok(crate::kernel::PixelGeometry::build(&exp))
 }
 
 /// Frames rendered side by side: one per thread asked for (`--threads`, else rayon's default), at
@@ -1496,7 +1509,7 @@ fn workers_that_fit(asked: usize, cores: usize, frame_bytes: u64, budget: u64) -
 /// of one, so the render's and the writers' parallel loops run in place): no hand-over between
 /// threads within a frame, both cores busy to the end when `frames` is a multiple of `threads`.
 /// Frames finish out of order; the manifest is sorted when it is saved.
-fn frames_side_by_side(plan: &Plan, frames: &[usize], threads: usize, inputs: &Inputs, sink: &FrameSink, state: &ManifestState) -> Result<()> {
+fn frames_side_by_side(plan: &Plan, frames: &[usize], threads: usize, inputs: &Inputs, geometry: Option<&crate::kernel::PixelGeometry>, sink: &FrameSink, state: &ManifestState) -> Result<()> {
     if frames.is_empty() {
         return Ok(());
     }
@@ -1512,7 +1525,7 @@ fn frames_side_by_side(plan: &Plan, frames: &[usize], threads: usize, inputs: &I
                 return Ok(());
             }
             let Some(&k) = frames.get(next.fetch_add(1, std::sync::atomic::Ordering::SeqCst)) else { return Ok(()) };
-            let done = render_frame(plan, k, inputs, None).and_then(|job| sink.write(job, state));
+            let done = render_frame(plan, k, inputs, geometry, None).and_then(|job| sink.write(job, state));
             if done.is_err() {
                 failed.store(true, std::sync::atomic::Ordering::SeqCst);
                 return done;
@@ -1540,7 +1553,7 @@ fn join_first_error(handles: Vec<std::thread::ScopedJoinHandle<'_, Result<()>>>,
 /// Render the frames in order while up to two writer threads write the previous ones (the noise
 /// image is one serial random stream per frame, so two writers keep two noise streams going at once).
 /// The first error, a renderer's or a writer's, is returned after every thread has stopped.
-fn render_then_write(plan: &Plan, todo: &[usize], inputs: &Inputs, sink: &FrameSink, state: &ManifestState) -> Result<()> {
+fn render_then_write(plan: &Plan, todo: &[usize], inputs: &Inputs, geometry: Option<&crate::kernel::PixelGeometry>, sink: &FrameSink, state: &ManifestState) -> Result<()> {
     if todo.is_empty() {
         return Ok(());
     }
@@ -1568,7 +1581,7 @@ fn render_then_write(plan: &Plan, todo: &[usize], inputs: &Inputs, sink: &FrameS
         let mut render_err = Ok(());
         let render_threads = Some(threads.unwrap_or_else(rayon::current_num_threads));
         for &k in todo {
-            match render_frame(plan, k, inputs, render_threads) {
+            match render_frame(plan, k, inputs, geometry, render_threads) {
                 Ok(job) => {
                     if !send_when_free(&tx, job, failed) {
                         break;
@@ -1589,11 +1602,11 @@ fn render_then_write(plan: &Plan, todo: &[usize], inputs: &Inputs, sink: &FrameS
 /// with `-add_float` added as in a single-image run. The writers' parallel loops (statistics, noise
 /// blocks, conversions) run on the global pool: were the render on it too, every one of them would
 /// queue behind the frame being rendered, and the writers would mostly wait.
-fn render_frame(plan: &Plan, k: usize, inputs: &Inputs, render_threads: Option<usize>) -> Result<Rendered> {
+fn render_frame(plan: &Plan, k: usize, inputs: &Inputs, geometry: Option<&crate::kernel::PixelGeometry>, render_threads: Option<usize>) -> Result<Rendered> {
     let rec = plan.frame(k)?;
     let cfg = plan.frame_config(&rec);
     let exp = crate::run::setup::build_experiment(&cfg, inputs)?;
-    let mut out = crate::run::simulate::render(&exp, &cfg.run.render_options(), render_threads, &|_| {})?;
+    let mut out = crate::run::simulate::render_reusing(&exp, &cfg.run.render_options(), render_threads, geometry, &|_| {})?;
     // -add_float as in a single-image run (the same image under every frame)
     for p in &cfg.params.add_float {
         crate::run::simulate::add_into(&mut out.float, p)?;

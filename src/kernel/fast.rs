@@ -35,6 +35,7 @@ use crate::experiment::detector::Panel;
 use crate::experiment::structure_factors::{interpolate_f, Lookup, NearestF};
 use crate::base::vec3::{cross, rotate_axis, unitize, V3};
 use super::backend::{RowEnd, RowResult};
+use super::pixel_geometry::PixelGeometry;
 
 /// Whether the fast kernel reproduces this experiment (otherwise the reference kernel runs).
 pub fn supports(exp: &Experiment) -> bool {
@@ -69,6 +70,9 @@ pub struct Prepared<'a, T: HandKernel> {
     /// What the hand-written AVX2 sample loop needs, where it applies and the level runs it (AVX2,
     /// AVX-512; `None`: the generic loop).
     pub(super) hand: Option<HandLattice<T>>,
+    /// The dataset's per-pixel geometry computed once, where it is this experiment's
+    /// ([`Prepared::reusing`]).
+    geometry: Option<&'a PixelGeometry>,
 }
 
 /// The nearest-neighbour F grid's bounds as floats and strides as i32: the SIMD kernel tests the
@@ -149,16 +153,7 @@ impl<'a, T: HandKernel> Prepared<'a, T> {
             .map(|o| [o.a.map(T::from_f64), o.b.map(T::from_f64), o.c.map(T::from_f64)])
             .collect();
         let sources: Vec<(V3, f64)> = exp.beam.sources.iter().map(|s| ([-s.dir[0], -s.dir[1], -s.dir[2]], s.lambda)).collect();
-        let pol = sources
-            .iter()
-            .map(|(inc, _)| {
-                let inc = unitize(inc).0;
-                let axis = unitize(&exp.beam.polar_vector).0;
-                let b_in = unitize(&cross(&axis, &inc)).0;
-                let e_in = unitize(&cross(&inc, &b_in)).0;
-                (b_in, e_in)
-            })
-            .collect();
+        let pol = sources.iter().map(|(inc, _)| polarization_axes(exp, inc)).collect();
         let n_cheb = [exp.crystal.na, exp.crystal.nb, exp.crystal.nc].map(|n| if n <= CHEB_MAX_N as f64 { n as usize } else { 0 });
         let square = exp.crystal.shape == CrystalShape::Square;
         let mut prep = Prepared {
@@ -174,6 +169,7 @@ impl<'a, T: HandKernel> Prepared<'a, T> {
             nc: T::from_f64(exp.crystal.nc),
             grid32: Grid32::new(&f),
             hand: None,
+            geometry: None,
             f,
         };
         if hand {
@@ -183,6 +179,13 @@ impl<'a, T: HandKernel> Prepared<'a, T> {
             });
         }
         prep
+    }
+
+    /// Take each pixel's geometry from `geometry` instead of computing it, where it is this
+    /// experiment's ([`PixelGeometry::fits`]; else it is ignored).
+    pub fn reusing(mut self, geometry: Option<&'a PixelGeometry>, exp: &Experiment) -> Self {
+        self.geometry = geometry.filter(|g| g.fits(exp));
+        self
     }
 
     /// Whether the hand-written sample loop was prepared (it then runs wherever a row function
@@ -200,6 +203,8 @@ impl<'a, T: HandKernel> Prepared<'a, T> {
 /// registers where it has that form (set only by the AVX-512 row function; the same bits).
 #[inline(always)]
 pub fn render_row<T: HandKernel, const L: usize, const C: usize, const HAND: bool, const W512: bool>(exp: &Experiment, prep: &Prepared<T>, s: usize, interpolate: bool, out: &mut [f32]) -> RowResult {
+    // the row's first pixel in the image (and in a kept geometry)
+    let row_at = s * exp.det.fpixels();
     let (panel, s) = exp.det.locate(s);
     let fpixels = panel.fpixels;
     let mut omega_row = 0.0;
@@ -210,6 +215,8 @@ pub fn render_row<T: HandKernel, const L: usize, const C: usize, const HAND: boo
     // the hand loop's hoisted Miller indices (several sources): one sub-pixel's A at a time
     let hoist = if HAND && !interpolate { prep.hand.as_ref().and_then(|h| h.hoist.as_ref()) } else { None };
     let mut hoist_a = vec![T::ZERO; if hoist.is_some() { prep.orient.len() * 3 * L } else { 0 }];
+    // the geometry computed once for the dataset, where the hoisted loop does not take its own
+    let kept = prep.geometry.filter(|_| hoist.is_none());
     let mut f0 = 0;
     while f0 < fpixels {
         // a group inside the ROI's columns (most of them) without building the lanes' booleans one
@@ -230,7 +237,11 @@ pub fn render_row<T: HandKernel, const L: usize, const C: usize, const HAND: boo
         let any = active.iter().any(|&a| a);
         let mut vals = [0.0f64; L];
         if any {
-            match render_group::<T, L, C, HAND, W512>(exp, panel, prep, f0, s, &active, interpolate, hoist.map(|h| (h, &mut hoist_a[..])), &mut vals, omega_row) {
+            let group = match kept {
+                Some(g) => kept_group::<T, L, C, HAND, W512>(exp, prep, g, row_at + f0, L.min(fpixels - f0), &active, interpolate, &mut vals, omega_row),
+                None => render_group::<T, L, C, HAND, W512>(exp, panel, prep, f0, s, &active, interpolate, hoist.map(|h| (h, &mut hoist_a[..])), &mut vals, omega_row),
+            };
+            match group {
                 Some(om) => omega_row = om,
                 None => return RowResult { omega: omega_row, end: RowEnd::HandOver { from: f0 } },
             }
@@ -295,7 +306,7 @@ fn render_group<T: HandKernel, const L: usize, const C: usize, const HAND: bool,
                     hoist_miller::<T, L>(&exp.crystal.orientations, &h.inc0, [&dx, &dy, &dz], a);
                 }
                 let weight_of = |polar: &[f64; L]| sample_weight::<T, L>(exp, &capture, polar, &omega);
-                let update_polar = |polar: &mut [f64; L], si: usize, live: &[bool; L]| update_polarization(exp, prep, si, [&dx, &dy, &dz], polar, live);
+                let update_polar = |polar: &mut [f64; L], si: usize, live: &[bool; L]| update_polarization(exp, &prep.sources[si].0, &prep.pol[si], [&dx, &dy, &dz], polar, live);
                 // hoisted indices without -dmin or -oversample_polar: every source has the same
                 // live lanes and weight, and the hand loop takes them all in one call
                 if let (true, Some((_, a))) = (dmin <= 0.0 && !exp.sampling.oversample_polar, hoist.as_ref()) {
@@ -344,16 +355,7 @@ fn render_group<T: HandKernel, const L: usize, const C: usize, const HAND: bool,
                         scat[1][l] = T::from_f64(sv[1][l]);
                         scat[2][l] = T::from_f64(sv[2][l]);
                     }
-                    let in_range = if interpolate {
-                        interpolated_sample_loop::<T, L>(exp, prep, &scat, &live, &weight, &mut i_sum)
-                    } else if prep.f.has_grid() {
-                        sample_loop::<T, L, C, true, HAND, W512>(exp, prep, &scat, &live, &weight, &mut i_sum);
-                        true
-                    } else {
-                        sample_loop::<T, L, C, false, HAND, W512>(exp, prep, &scat, &live, &weight, &mut i_sum);
-                        true
-                    };
-                    if !in_range {
+                    if !samples::<T, L, C, HAND, W512>(exp, prep, &scat, &live, &weight, interpolate, &mut i_sum) {
                         return None;
                     }
                 }
@@ -367,6 +369,111 @@ fn render_group<T: HandKernel, const L: usize, const C: usize, const HAND: bool,
         omega_total += om;
     }
     Some(omega_total)
+}
+
+/// Every sample of one sub-pixel and source added to `i_sum` (interpolated F, the grid's or
+/// default_F); false where interpolation left its range.
+#[inline(always)]
+fn samples<T: HandKernel, const L: usize, const C: usize, const HAND: bool, const W512: bool>(
+    exp: &Experiment,
+    prep: &Prepared<T>,
+    scat: &[[T; L]; 3],
+    live: &[bool; L],
+    weight: &[T; L],
+    interpolate: bool,
+    i_sum: &mut [T; L],
+) -> bool {
+    if interpolate {
+        interpolated_sample_loop::<T, L>(exp, prep, scat, live, weight, i_sum)
+    } else if prep.f.has_grid() {
+        sample_loop::<T, L, C, true, HAND, W512>(exp, prep, scat, live, weight, i_sum);
+        true
+    } else {
+        sample_loop::<T, L, C, false, HAND, W512>(exp, prep, scat, live, weight, i_sum);
+        true
+    }
+}
+
+/// [`render_group`] with the pixels' geometry read from `g` (from image pixel `at`, `n` pixels
+/// before the row ends): where it applies ([`super::pixel_geometry::applies`]: one source, one
+/// sub-pixel, no sensor layers, no `-dmin`, no `-oversample_*` weight) the same samples, factors and
+/// omega sum, bit for bit.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn kept_group<T: HandKernel, const L: usize, const C: usize, const HAND: bool, const W512: bool>(
+    exp: &Experiment,
+    prep: &Prepared<T>,
+    g: &PixelGeometry,
+    at: usize,
+    n: usize,
+    active: &[bool; L],
+    interpolate: bool,
+    vals: &mut [f64; L],
+    omega_row: f64,
+) -> Option<f64> {
+    let mut i_sum = [T::from_f64(exp.background.i_bg); L];
+    let mut polar = [if exp.beam.nopolar { 1.0 } else { 0.0 }; L];
+    let mut omega = [0.0f64; L];
+    let mut scat = [[T::ZERO; L]; 3];
+    for l in 0..n {
+        let sv = g.scattering[at + l];
+        for ax in 0..3 {
+            scat[ax][l] = T::from_f64(sv[ax]);
+        }
+        // (render_group leaves an inactive lane's factor unset; its value is never used)
+        polar[l] = if active[l] { g.polar[at + l] } else { polar[l] };
+        omega[l] = g.omega[at + l];
+    }
+    if !samples::<T, L, C, HAND, W512>(exp, prep, &scat, active, &[T::ONE; L], interpolate, &mut i_sum) {
+        return None;
+    }
+    *vals = pixel_values(exp, &i_sum, &[1.0; L], &polar, &omega);
+    // the omega sum as render_group adds it: lane by lane, 0 for an inactive lane
+    let mut omega_total = omega_row;
+    for l in 0..L {
+        omega_total += if active[l] { 0.0 + omega[l] } else { 0.0 };
+    }
+    Some(omega_total)
+}
+
+/// One image row of a [`PixelGeometry`] (image row `s`): each pixel's scattering vector,
+/// polarization factor and solid angle as [`render_group`] computes them for its one source and
+/// sub-pixel, in the same operations (the plain divisions; the fused ones give the same bits).
+pub(super) fn geometry_row(exp: &Experiment, s: usize, scattering: &mut [[f64; 3]], polar_out: &mut [f64], omega_out: &mut [f64]) {
+    const L: usize = 16;
+    let (panel, s) = exp.det.locate(s);
+    let sub = exp.sampling.subpixel_size;
+    let source = &exp.beam.sources[0];
+    let (inc, lambda) = ([-source.dir[0], -source.dir[1], -source.dir[2]], source.lambda);
+    let pol = polarization_axes(exp, &inc);
+    // render_group's first layer and sub-pixel: odet = 0·thickstep, sdet at the row's centre
+    let odet = 0_i32 as f64 * panel.sensor.thickstep;
+    let sdet = sub * (s as f64) + sub / 2.0;
+    let all = [true; L];
+    for f0 in (0..panel.fpixels).step_by(L) {
+        let [mut dx, mut dy, mut dz, mut airpath, mut inv_r] = [[0.0f64; L]; 5];
+        let by_inv_r = subpixel_directions::<L, false>(exp, panel, f0, sdet, 0, odet, [&mut dx, &mut dy, &mut dz], &mut airpath, &mut inv_r);
+        let (mut omega, mut omega_sum) = ([0.0f64; L], [0.0f64; L]);
+        update_omega(exp, panel, &airpath, by_inv_r.then_some(&inv_r), &all, &mut omega, &mut omega_sum);
+        let sv = scattering_vectors::<L, false>([&dx, &dy, &dz], &inc, lambda);
+        let mut polar = [if exp.beam.nopolar { 1.0 } else { 0.0 }; L];
+        update_polarization(exp, &inc, &pol, [&dx, &dy, &dz], &mut polar, &all);
+        for l in 0..L.min(panel.fpixels - f0) {
+            scattering[f0 + l] = [sv[0][l], sv[1][l], sv[2][l]];
+            polar_out[f0 + l] = polar[l];
+            omega_out[f0 + l] = omega[l];
+        }
+    }
+}
+
+/// Unit B_in and E_in of the incident direction `inc` (towards the sample) for the algebraic Kahn
+/// factor ([`update_polarization`]).
+fn polarization_axes(exp: &Experiment, inc: &V3) -> (V3, V3) {
+    let inc = unitize(inc).0;
+    let axis = unitize(&exp.beam.polar_vector).0;
+    let b_in = unitize(&cross(&axis, &inc)).0;
+    let e_in = unitize(&cross(&inc, &b_in)).0;
+    (b_in, e_in)
 }
 
 /// The unit vector from the sample to sub-pixel (`sub_f`, the row's sub-pixel at `sdet`) of each
@@ -548,14 +655,13 @@ fn sample_weight<T: HandKernel, const L: usize>(exp: &Experiment, capture: &[f64
     weight
 }
 
-/// The Kahn polarization factor of source `si` where it is still unset (the C's last-value rule) or
+/// The Kahn polarization factor of the source along `inc` (B_in, E_in: `pol`) where it is still unset (the C's last-value rule) or
 /// oversampled; once every live lane has its value (after the first sample) nothing to do.
 #[inline(always)]
-fn update_polarization<T: HandKernel, const L: usize>(exp: &Experiment, prep: &Prepared<T>, si: usize, d: [&[f64; L]; 3], polar: &mut [f64; L], live: &[bool; L]) {
+fn update_polarization<const L: usize>(exp: &Experiment, inc: &V3, pol: &(V3, V3), d: [&[f64; L]; 3], polar: &mut [f64; L], live: &[bool; L]) {
     let kahn = exp.beam.polarization;
     let [dx, dy, dz] = d;
-    let (b_in, e_in) = prep.pol[si];
-    let inc = prep.sources[si].0;
+    let (b_in, e_in) = *pol;
     let mut new = [0.0f64; L];
     let needed = exp.sampling.oversample_polar || (0..L).any(|l| live[l] & (polar[l] == 0.0));
     if needed && kahn != 0.0 {

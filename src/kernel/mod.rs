@@ -13,6 +13,7 @@ pub mod fast;
 pub mod gpu;
 pub mod hand;
 pub mod lanes;
+pub mod pixel_geometry;
 pub mod plan;
 pub mod reference;
 pub mod simd;
@@ -26,6 +27,7 @@ pub use backend::{no_row_hook, render_with_backend, render_with_backend_into, Re
 pub use plan::{active_backend, active_level, simd_level_name, Backend, RenderOptions};
 pub use reference::{pixel_active, render_row, render_row_from, InterpState, OutOfRange, Trace};
 pub use simd::SimdBackend;
+pub use pixel_geometry::PixelGeometry;
 
 /// The planner: which backend renders this experiment when `requested` is asked for. The SIMD
 /// kernel needs integer N (always true from the flags) and runs at most at the CPU's level;
@@ -42,24 +44,32 @@ pub fn kernel_for(exp: &Experiment, requested: Backend) -> Backend {
 
 /// Run `f` with the backend the planner picks for `opts` (a GPU whose tables cannot be uploaded
 /// falls back to the CPU's best, with one warning).
-fn with_backend<R>(exp: &Experiment, opts: &RenderOptions, f: impl FnOnce(&dyn RenderBackend) -> R) -> R {
+/// `geometry`: the pixels' geometry computed once for a dataset, which the SIMD kernel reads where
+/// it is this experiment's.
+fn with_backend<R>(exp: &Experiment, opts: &RenderOptions, geometry: Option<&PixelGeometry>, f: impl FnOnce(&dyn RenderBackend) -> R) -> R {
     match kernel_for(exp, opts.backend) {
         Backend::Gpu => match gpu::GpuBackend::new(exp, opts.precision) {
             Ok(b) => f(&b),
             Err(e) => {
                 eprintln!("warning: GPU backend: {e}; rendering on the CPU instead");
-                simd::with_cpu_backend(exp, Backend::Gpu, opts.precision, f)
+                simd::with_cpu_backend_reusing(exp, Backend::Gpu, opts.precision, geometry, f)
             }
         },
-        cpu => simd::with_cpu_backend(exp, cpu, opts.precision, f),
+        cpu => simd::with_cpu_backend_reusing(exp, cpu, opts.precision, geometry, f),
     }
 }
 
 /// Render the whole image with the backend the planner picks for `opts.backend`, in `opts.precision`.
 /// `progress` is called with rows finished (any thread).
 pub fn render(exp: &Experiment, opts: &RenderOptions, progress: &(dyn Fn(usize) + Sync)) -> RenderOutput {
+    render_reusing(exp, opts, None, progress)
+}
+
+/// [`render`], each pixel's geometry read from `geometry` where it is this experiment's (one of a
+/// dataset's frames, [`PixelGeometry::build`] from another): the same image.
+pub fn render_reusing(exp: &Experiment, opts: &RenderOptions, geometry: Option<&PixelGeometry>, progress: &(dyn Fn(usize) + Sync)) -> RenderOutput {
     let mut float = vec![0.0f32; exp.det.fpixels() * exp.det.rows()];
-    let (omega_sum, interp_oob) = render_into(exp, opts, &mut float, progress, &no_row_hook);
+    let (omega_sum, interp_oob) = with_backend(exp, opts, geometry, |b| render_with_backend_into(b, &mut float, progress, &no_row_hook));
     RenderOutput { float, omega_sum, interp_oob }
 }
 
@@ -67,13 +77,13 @@ pub fn render(exp: &Experiment, opts: &RenderOptions, progress: &(dyn Fn(usize) 
 /// output, say), calling `on_row` with each finished row while it is in cache. Returns the omega sum
 /// and the first out-of-range interpolation, as [`RenderOutput`] holds them.
 pub fn render_into(exp: &Experiment, opts: &RenderOptions, float: &mut [f32], progress: &(dyn Fn(usize) + Sync), on_row: RowHook) -> (f64, Option<OutOfRange>) {
-    with_backend(exp, opts, |b| render_with_backend_into(b, float, progress, on_row))
+    with_backend(exp, opts, None, |b| render_with_backend_into(b, float, progress, on_row))
 }
 
 /// [`render`], stopping early when `stop` is set (from any thread): rows not yet begun are left empty,
 /// so the render ends within about one row per thread. `None` when it was stopped.
 pub fn render_until(exp: &Experiment, opts: &RenderOptions, progress: &(dyn Fn(usize) + Sync), stop: &AtomicBool) -> Option<RenderOutput> {
-    let out = with_backend(exp, opts, |inner| render_with_backend(&Stoppable { inner, stop }, progress));
+    let out = with_backend(exp, opts, None, |inner| render_with_backend(&Stoppable { inner, stop }, progress));
     (!stop.load(Ordering::Relaxed)).then_some(out)
 }
 

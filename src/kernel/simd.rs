@@ -6,6 +6,7 @@
 use super::backend::{ReferenceBackend, RenderBackend, RowResult};
 use super::fast::{render_row, Prepared};
 use super::hand::HandKernel;
+use super::pixel_geometry::PixelGeometry;
 use super::plan::{active_backend, Backend};
 pub use crate::base::cpu::{detected_level, SimdLevel};
 use crate::experiment::params::Precision;
@@ -25,9 +26,15 @@ pub fn cpu_kernel_for(exp: &Experiment, requested: Backend) -> Backend {
 
 /// Run `f` with the CPU backend [`cpu_kernel_for`] picks for `requested`, in `precision`.
 pub fn with_cpu_backend<R>(exp: &Experiment, requested: Backend, precision: Precision, f: impl FnOnce(&dyn RenderBackend) -> R) -> R {
+    with_cpu_backend_reusing(exp, requested, precision, None, f)
+}
+
+/// [`with_cpu_backend`], the SIMD kernel reading each pixel's geometry from `geometry` where it is
+/// this experiment's (a dataset's frames: `PixelGeometry`).
+pub fn with_cpu_backend_reusing<R>(exp: &Experiment, requested: Backend, precision: Precision, geometry: Option<&PixelGeometry>, f: impl FnOnce(&dyn RenderBackend) -> R) -> R {
     match (cpu_kernel_for(exp, requested), precision) {
-        (Backend::Simd(level), Precision::Double) => f(&SimdBackend::<f64>::new(exp, level)),
-        (Backend::Simd(level), Precision::Single) => f(&SimdBackend::<f32>::new(exp, level)),
+        (Backend::Simd(level), Precision::Double) => f(&SimdBackend::<f64>::new(exp, level).reusing(geometry)),
+        (Backend::Simd(level), Precision::Single) => f(&SimdBackend::<f32>::new(exp, level).reusing(geometry)),
         _ => f(&ReferenceBackend::new(exp)),
     }
 }
@@ -46,6 +53,12 @@ impl<'a, T: HandKernel> SimdBackend<'a, T> {
     pub fn new(exp: &'a Experiment, level: SimdLevel) -> Self {
         let level = level.min(detected_level());
         SimdBackend { exp, prep: Prepared::new(exp, level >= SimdLevel::Avx2 && super::plan::hand_loop_enabled()), level }
+    }
+
+    /// Read each pixel's geometry from `geometry` where it is this experiment's ([`Prepared::reusing`]).
+    pub fn reusing(self, geometry: Option<&'a PixelGeometry>) -> Self {
+        let SimdBackend { exp, prep, level } = self;
+        SimdBackend { exp, prep: prep.reusing(geometry, exp), level }
     }
 }
 

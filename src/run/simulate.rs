@@ -119,9 +119,15 @@ fn thread_pool(n: usize) -> Result<std::sync::Arc<rayon::ThreadPool>> {
 /// Render with `opts` on the requested thread count (None: rayon's default, which honours
 /// RAYON_NUM_THREADS).
 pub fn render(exp: &Experiment, opts: &RenderOptions, threads: Option<usize>, progress: &(dyn Fn(usize) + Sync)) -> Result<RenderOutput> {
+    render_reusing(exp, opts, threads, None, progress)
+}
+
+/// [`render`], each pixel's geometry read from `geometry` where it is this experiment's (a dataset's
+/// frames: [`kernel::PixelGeometry`]).
+pub fn render_reusing(exp: &Experiment, opts: &RenderOptions, threads: Option<usize>, geometry: Option<&kernel::PixelGeometry>, progress: &(dyn Fn(usize) + Sync)) -> Result<RenderOutput> {
     match threads {
-        Some(n) => Ok(thread_pool(n)?.install(|| kernel::render(exp, opts, progress))),
-        None => Ok(kernel::render(exp, opts, progress)),
+        Some(n) => Ok(thread_pool(n)?.install(|| kernel::render_reusing(exp, opts, geometry, progress))),
+        None => Ok(kernel::render_reusing(exp, opts, geometry, progress)),
     }
 }
 
