@@ -620,8 +620,8 @@ pub fn resolve_structure_factors(params: &Params, inputs: &Inputs, reach: &Reach
             // elsewhere, nanoBragg.c L2101-L2258)
             if entries.is_empty() {
                 return Err(Error::setup(format!(
-                    "the model gave no reflections to {} A, the resolution the detector reaches (F000 is left out unless -F000): give -dmin D or a detector reaching further",
-                    crate::base::c::printf::g(d)
+                    "the model gave no reflections to {} (F000 is left out unless -F000): give -dmin D or a detector reaching further",
+                    crate::sfcalc::resolution_reached(d)
                 )));
             }
             let grid = HklGrid::from_entries(&entries, p.default_f)?;

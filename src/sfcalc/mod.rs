@@ -294,10 +294,16 @@ fn check_b_factors(model: &Model, path: &Path, d_min: f64) -> Result<()> {
         return Err(Error::file_line(
             path,
             a.line,
-            format!("{what}: its scattering would grow 1e{:.0}-fold by {} A (-dmin or the detector's reach); refused", ln / std::f64::consts::LN_10, g(d_min)),
+            format!("{what}: its scattering would grow 1e{:.0}-fold by {}; refused", ln / std::f64::consts::LN_10, resolution_reached(d_min)),
         ));
     }
     Ok(())
+}
+
+/// `d_min` as the refusals name it: a simulation computes F past `-dmin`, or past the detector's edge
+/// without it, by the F look-up's reach ([`entries_for_simulation`]), so neither alone is the cause.
+pub fn resolution_reached(d_min: f64) -> String {
+    format!("{} A (the resolution the structure factors are computed to: -dmin or the detector's edge, widened for the F look-up)", g(d_min))
 }
 
 /// Refuse a computed list with an |F| above [`F_MAX`] (or not finite): the image would overflow and the
@@ -309,7 +315,7 @@ fn check_f_limit(r: &SfResult, path: &Path, d_min: f64, bulk: Option<BulkSolvent
     }
     let cause = match bulk {
         Some(b) if b.k_sol > 1.0 => format!("-k_sol {}", g(b.k_sol)),
-        _ => format!("the model to {} A (-dmin)", g(d_min)),
+        _ => format!("the model to {}", resolution_reached(d_min)),
     };
     Err(Error::file(path, format!("a computed |F| is {} (above {}, the limit of -hkl files): from {cause}", g(worst), g(F_MAX))))
 }
@@ -368,6 +374,16 @@ mod tests {
 
     fn opts(d_min: f64) -> SfOptions {
         SfOptions { d_min, anomalous_lambda: None, bulk: None, f000: false }
+    }
+
+    #[test]
+    fn refusals_name_the_resolution_reached_not_dmin_alone() {
+        let (_dir, path, model) = pdb(&format!("CRYST1    8.000    9.000   10.000  90.00  90.00  90.00 P 1\n{}", ATOM.replace(" 10.00 ", "-999.9 ")));
+        let e = compute(&model, &path, &opts(0.93)).err().unwrap().to_string();
+        assert!(e.contains("B-factor -999.9") && e.contains("by 0.93 A (the resolution the structure factors are computed to: -dmin or the detector's edge"), "{e}");
+        let r = SfResult { hkl: vec![[1, 0, 0]], f: vec![[1e120, 0.0]] };
+        let e = check_f_limit(&r, &path, 0.93, None).unwrap_err().to_string();
+        assert!(e.contains("from the model to 0.93 A (the resolution the structure factors are computed to: -dmin or the detector's edge"), "{e}");
     }
 
     #[test]
