@@ -350,8 +350,8 @@ pub fn entries_for_simulation(cfg: &ModelConfig, lm: &LoadedModel, d_min: f64, l
     ));
     let entries = mf.entries();
     if let Some(out) = &cfg.hklout {
-        // written by `run::setup` with the outputs
-        log.line(format!("wrote {} reflections to {}", entries.len(), out.display()));
+        // written later by `run::setup`, with the outputs: not yet
+        log.line(format!("will write {} reflections to {}", entries.len(), out.display()));
     }
     Ok(entries)
 }
