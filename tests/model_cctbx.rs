@@ -167,6 +167,8 @@ HETATM    2 ZN    ZN A   2       5.000   6.000   7.000  1.00 15.00          ZN2+
     let log = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{log}");
     assert!(log.contains("computed") && log.contains("structure factors"), "{log}");
+    // the setup log comes before -hklout is written (with the images): it must not say it was
+    assert!(log.contains("will write ") && log.contains(" reflections to P1.hkl") && !log.contains("wrote "), "{log}");
     assert_eq!(std::fs::metadata(d.join("img.bin")).unwrap().len(), 64 * 64 * 4);
     let hkl = std::fs::read_to_string(d.join("P1.hkl")).unwrap();
     assert!(!hkl.lines().any(|l| l.starts_with("0 0 0 ")), "F000 is left out by default");

@@ -60,7 +60,6 @@ pub enum Observed {
 /// Refine `opts.names` of `cfg` against `cfg.output.loss.observed`; progress lines go to `out`.
 pub fn refine(cfg: &Config, opts: &RefineOptions, out: &mut dyn Write) -> Result<RefineReport> {
     let obs_path = cfg.output.loss.observed.clone().ok_or_else(|| Error::flag("--observed", "refine needs the measured image: --observed IMAGE"))?;
-    check_names(&opts.names)?;
     check_outputs(cfg, opts)?;
     let inputs = crate::run::load::load_inputs(cfg)?;
     let exp0 = Experiment::build(&cfg.params, &inputs)?;

@@ -82,6 +82,9 @@ pub struct Shard {
     pub index: usize,
     pub count: usize,
     pub reason: String,
+    /// A warning for the user about the launch (Slurm tasks outside any srun job step): `run` says
+    /// it, so that resolving the shard stays pure.
+    pub warning: Option<String>,
 }
 
 fn env_usize(env: &dyn Fn(&str) -> Option<String>, name: &str) -> Result<Option<usize>> {
@@ -110,7 +113,7 @@ pub fn parse_shard(w: &str) -> Result<Shard> {
     if n == 0 || i >= n {
         return Err(bad());
     }
-    Ok(Shard { index: i, count: n, reason: format!("--shard {w}") })
+    Ok(Shard { index: i, count: n, reason: format!("--shard {w}"), warning: None })
 }
 
 /// The shard from `--shard`, else from the launcher's environment: a Slurm job array
@@ -118,7 +121,8 @@ pub fn parse_shard(w: &str) -> Result<Shard> {
 /// and one rank level inside it, the first present of Open MPI (`OMPI_COMM_WORLD_RANK/SIZE`),
 /// MPICH/Hydra (`PMI_RANK/SIZE`) and Slurm tasks (`SLURM_PROCID/SLURM_NTASKS`). MPI comes before the
 /// Slurm task variables because `mpirun` inside a Slurm allocation inherits the batch step's
-/// `SLURM_PROCID`. Shard = array index × ranks + rank.
+/// `SLURM_PROCID`. Shard = array index × ranks + rank. Pure: a launch warning is
+/// returned in [`Shard::warning`], not said.
 pub fn resolve_shard(explicit: Option<&str>, env: &dyn Fn(&str) -> Option<String>) -> Result<Shard> {
     if let Some(w) = explicit {
         return parse_shard(w);
@@ -126,6 +130,7 @@ pub fn resolve_shard(explicit: Option<&str>, env: &dyn Fn(&str) -> Option<String
     let mut index = 0;
     let mut count = 1;
     let mut why = Vec::new();
+    let mut warning = None;
     if let (Some(id), Some(n)) = (env_usize(env, "SLURM_ARRAY_TASK_ID")?, env_usize(env, "SLURM_ARRAY_TASK_COUNT")?) {
         let min = env_usize(env, "SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
         if id < min || id - min >= n || n == 0 {
@@ -153,7 +158,7 @@ pub fn resolve_shard(explicit: Option<&str>, env: &dyn Fn(&str) -> Option<String
             let mut note = format!("{rank_var}={r} {size_var}={n}");
             if rank_var == "SLURM_PROCID" && n > 1 && outside_job_step(env) {
                 note.push_str(", outside any srun job step");
-                crate::base::log::warn(format!(
+                warning = Some(format!(
                     "nanobragg-rs: warning: series: SLURM_NTASKS={n} but no srun job step (SLURM_STEP_ID): run from an sbatch script's own shell, this renders only shard {r} of {n}; start series with srun (one task per shard), or give --shard 0/1 for the whole dataset"
                 ));
             }
@@ -162,7 +167,7 @@ pub fn resolve_shard(explicit: Option<&str>, env: &dyn Fn(&str) -> Option<String
         }
     }
     let reason = if why.is_empty() { "no --shard and no Slurm or MPI variables: the whole dataset".to_string() } else { why.join(", ") };
-    Ok(Shard { index, count, reason })
+    Ok(Shard { index, count, reason, warning })
 }
 
 /// Whether the Slurm task variables come from no `srun` job step: sbatch exports `SLURM_PROCID=0` and
@@ -890,6 +895,9 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
     refuse_unwritten_outputs(sa)?;
     let plan = Plan::new(sa)?;
     let shard = resolve_shard(sa.shard.as_deref(), env)?;
+    if let Some(w) = &shard.warning {
+        crate::base::log::warn(w.clone());
+    }
     let name = sa.name.clone().unwrap_or_else(|| "series".to_string());
     let quiet_user = sa.simulate.iter().any(|a| a == "--quiet" || a == "-quiet");
     let frames: Vec<usize> = shard_frames_to_render(sa, &plan, &shard)?.collect();
@@ -1717,7 +1725,7 @@ pub fn verify(sa: &SeriesArgs) -> Result<VerifyReport> {
         if m.shard_index >= n || !seen_shards.insert(m.shard_index) {
             return Err(Error::file(p, format!("shard {} twice or out of range", m.shard_index)));
         }
-        let expect = shard_frames(m.total_frames, &Shard { index: m.shard_index, count: n, reason: String::new() });
+        let expect = shard_frames(m.total_frames, &Shard { index: m.shard_index, count: n, reason: String::new(), warning: None });
         for f in &m.sweep_files {
             let full = resolve_out(&cfg, &f.path);
             if f.first_frame > f.last_frame || !expect.contains(&f.first_frame) || !expect.contains(&f.last_frame) {
@@ -1813,7 +1821,7 @@ mod tests {
             for n in 1..6 {
                 let mut all = Vec::new();
                 for i in 0..n {
-                    all.extend(shard_frames(total, &Shard { index: i, count: n, reason: String::new() }));
+                    all.extend(shard_frames(total, &Shard { index: i, count: n, reason: String::new(), warning: None }));
                 }
                 assert_eq!(all, (1..=total).collect::<Vec<_>>());
             }
@@ -1829,14 +1837,15 @@ mod tests {
         assert!(s.reason.contains("SLURM_ARRAY_TASK_ID=5"));
         let s = resolve_shard(None, &env_of(&[("SLURM_PROCID", "1"), ("SLURM_NTASKS", "3"), ("SLURM_STEP_ID", "0")])).unwrap();
         assert_eq!((s.index, s.count), (1, 3));
-        assert!(!s.reason.contains("outside"), "{}", s.reason);
-        // an sbatch --ntasks=3 script's own shell (no srun): shard 0 of 3, said so (and warned)
+        assert!(!s.reason.contains("outside") && s.warning.is_none(), "{s:?}");
+        // an sbatch --ntasks=3 script's own shell (no srun): shard 0 of 3, said so, with the warning run says
         for step in [None, Some("4294967291"), Some("4294967294")] {
             let mut vars = vec![("SLURM_PROCID", "0"), ("SLURM_NTASKS", "3")];
             vars.extend(step.map(|v| ("SLURM_STEP_ID", v)));
             let s = resolve_shard(None, &env_of(&vars)).unwrap();
             assert_eq!((s.index, s.count), (0, 3));
             assert!(s.reason.contains("outside any srun job step"), "{}", s.reason);
+            assert!(s.warning.as_deref().is_some_and(|w| w.contains("SLURM_NTASKS=3 but no srun job step")), "{s:?}");
         }
         let s = resolve_shard(None, &env_of(&[("PMI_RANK", "2"), ("PMI_SIZE", "3")])).unwrap();
         assert_eq!((s.index, s.count), (2, 3));
@@ -1859,11 +1868,11 @@ mod tests {
     #[test]
     fn shard_arithmetic_never_overflows() {
         let m = usize::MAX;
-        let s = |index, count| shard_frames(3, &Shard { index, count, reason: String::new() });
+        let s = |index, count| shard_frames(3, &Shard { index, count, reason: String::new(), warning: None });
         assert_eq!(s(m - 1, m), 3..=3);
         assert_eq!(s(m / 3 * 2 - 1, m), 2..=2);
         assert!(s(0, m).is_empty());
-        let big = shard_frames(m, &Shard { index: 1, count: 2, reason: String::new() });
+        let big = shard_frames(m, &Shard { index: 1, count: 2, reason: String::new(), warning: None });
         assert_eq!((*big.start(), *big.end()), (m / 2 + 1, m));
         // 2^32 × 2^32 shards do not fit: refused, not wrapped to 0 (a division by zero)
         let e = resolve_shard(None, &env_of(&[("SLURM_ARRAY_TASK_ID", "0"), ("SLURM_ARRAY_TASK_COUNT", "4294967296"), ("PMI_RANK", "0"), ("PMI_SIZE", "4294967296")]));

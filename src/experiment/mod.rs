@@ -620,8 +620,8 @@ pub fn resolve_structure_factors(params: &Params, inputs: &Inputs, reach: &Reach
             // elsewhere, nanoBragg.c L2101-L2258)
             if entries.is_empty() {
                 return Err(Error::setup(format!(
-                    "the model gave no reflections to {} A, the resolution the detector reaches (F000 is left out unless -F000): give -dmin D or a detector reaching further",
-                    crate::base::c::printf::g(d)
+                    "the model gave no reflections to {} (F000 is left out unless -F000): give -dmin D or a detector reaching further",
+                    crate::sfcalc::resolution_reached(d)
                 )));
             }
             let grid = HklGrid::from_entries(&entries, p.default_f)?;
@@ -661,9 +661,10 @@ fn model_resolution(p: &Params, reach: &Reach, m: &crate::sfcalc::LoadedModel, i
 /// thread (`sfcalc::structure_factors`), then both Friedel mates' lists (indices, F, entries) and the
 /// dense grid of their index box. (A 400 Å cell to 2.84 Å: 0.85 GiB estimated, 0.87 GiB measured.)
 fn check_model_memory(m: &crate::sfcalc::LoadedModel, d: f64) -> Result<()> {
-    let Some(c) = m.model.cell else { return Ok(()) };
-    let (a, b, cc, al, be, ga) = (c[0], c[1], c[2], c[3].to_radians(), c[4].to_radians(), c[5].to_radians());
-    let volume = a * b * cc * (1.0 - al.cos().powi(2) - be.cos().powi(2) - ga.cos().powi(2) + 2.0 * al.cos() * be.cos() * ga.cos()).max(0.0).sqrt();
+    // a cell that is no cell is refused by `sfcalc::compute`, naming the file
+    let Some(cell) = m.model.cell.and_then(crate::sfcalc::Cell::new) else { return Ok(()) };
+    let [a, b, cc, ..] = cell.params;
+    let volume = cell.volume();
     let reflections = 4.0 / 3.0 * std::f64::consts::PI * volume / (d * d * d) * 1.1 + 1000.0;
     let types = m.model.atoms.iter().map(|x| (&x.element, x.charge)).collect::<std::collections::HashSet<_>>().len().max(1) as f64;
     let threads = rayon::current_num_threads().min(m.model.atoms.len().max(1)) as f64;

@@ -57,9 +57,16 @@ fn geometry(m: &GeomModel, p: &GeomPanel) -> Result<PanelSpec> {
     let pix0 = lab(&[p.corner_x * px, p.corner_y * px, p.z]);
     let distance = dot(&pix0, &o);
     if distance < 0.0 && p.z > 0.0 {
-        // in front of the sample, but fs × ss (the normal the pixels' solid angle takes) points at it
+        // in front of the sample, but fs × ss (the normal the pixels' solid angle takes) points at it:
+        // a mirrored readout only where fs × ss also points back up the beam (CrystFEL's +z); a
+        // panel tilted far enough has the sample on its fs × ss side with a right-handed readout
+        let why = if cross(&p.fs, &p.ss)[2] < 0.0 {
+            "a mirrored readout"
+        } else {
+            "not a mirrored readout: the panel is tilted so far that the sample lies on its fs × ss side"
+        };
         return Err(bad(format!(
-            "fs {:?} × ss {:?} points towards the sample (a mirrored readout); the simulator needs fs × ss pointing away from it: reverse ss (or fs) and put corner_y (or corner_x) at the panel's other edge",
+            "fs {:?} × ss {:?} points towards the sample ({why}); the simulator needs fs × ss pointing away from it: reverse ss (or fs) and put corner_y (or corner_x) at the panel's other edge",
             p.fs, p.ss
         )));
     }
@@ -165,6 +172,11 @@ q1/min_fs = 0\nq1/max_fs = 63\nq1/min_ss = 48\nq1/max_ss = 87\nq1/fs = +1.0x\nq1
         let m = model(&PANELS.replace("q0/fs = +1.0x", "q0/fs = -1.0x")).unwrap();
         let e = panel_specs(&m, None).unwrap_err().to_string();
         assert!(e.contains("panel q0: fs") && e.contains("points towards the sample (a mirrored readout)") && !e.contains("distance -"), "{e}");
+        // tilted, not mirrored: fs × ss = (0, 0.8, 0.6) keeps the beam's direction, but the panel at
+        // y ≈ -0.1 m, z = 0.06 m has the sample on that side (distance 0.8 y + 0.6 z < 0)
+        let tilted = PANELS.replace("q0/ss = +1.0y", "q0/ss = +0.6y -0.8z").replace("q0/corner_y = -24", "q0/corner_y = -1000");
+        let e = panel_specs(&model(&tilted).unwrap(), None).unwrap_err().to_string();
+        assert!(e.contains("panel q0: fs") && e.contains("points towards the sample (not a mirrored readout: the panel is tilted") && !e.contains("(a mirrored"), "{e}");
         // behind the sample it is the distance that is wrong
         let e = panel_specs(&model(&PANELS.replace("clen = 0.06", "clen = -0.06")).unwrap(), None).unwrap_err().to_string();
         assert!(e.contains("at distance -60 mm from the sample"), "{e}");

@@ -109,9 +109,8 @@ pub fn compute(model: &Model, path: &Path, opts: &SfOptions) -> Result<ModelF> {
     if !(opts.d_min > 0.0) {
         return Err(Error::flag("-dmin", "must be greater than 0"));
     }
-    if !spacegroup::fits_cell(&sg, cellp) {
-        return Err(Error::file(path, format!("space group {} does not fit the cell {cellp:?}", sg.name)));
-    }
+    // the refusal `load` gives, for callers that did not load through it
+    check_space_group_fits_cell(None, path, model)?;
     check_b_factors(model, path, opts.d_min)?;
     let mut notes = Vec::new();
     let mut labels: Vec<String> = Vec::new();
@@ -214,7 +213,7 @@ pub fn load(cfg: &ModelConfig, cell: Option<[f64; 6]>, log: &mut Log) -> Result<
     } else if let Some((line, what)) = &model.space_group_unread {
         return Err(Error::file_line(path, *line, format!("the space group is given only as {what}: give -spacegroup NAME|NUMBER")));
     }
-    check_space_group_fits_cell(cfg, path, &model)?;
+    check_space_group_fits_cell(cfg.space_group.as_deref(), path, &model)?;
     log.line(format!(
         "read {} atoms from {} (space group {}, cell {})",
         model.atoms.len(),
@@ -229,10 +228,10 @@ pub fn load(cfg: &ModelConfig, cell: Option<[f64; 6]>, log: &mut Log) -> Result<
 }
 
 /// Refuse a space group the cell cannot have ([`spacegroup::fits_cell`]), naming where the group came
-/// from (`-spacegroup`, or the file's CRYST1 / CIF line) and the cell: its operators would map atoms
-/// to positions that are not symmetry-equivalent, and every F would be wrong (cctbx refuses the same
-/// pairs: "Space group is incompatible with unit cell parameters").
-fn check_space_group_fits_cell(cfg: &ModelConfig, path: &Path, model: &Model) -> Result<()> {
+/// from (`given`: the `-spacegroup` word, else the file's CRYST1 / CIF line) and the cell: its
+/// operators would map atoms to positions that are not symmetry-equivalent, and every F would be
+/// wrong (cctbx refuses the same pairs: "Space group is incompatible with unit cell parameters").
+fn check_space_group_fits_cell(given: Option<&str>, path: &Path, model: &Model) -> Result<()> {
     let (Some(cell), Some(name)) = (model.cell, &model.space_group) else { return Ok(()) };
     // a cell that is no cell has its own error, naming the file, with the lattice
     if Cell::new(cell).is_none() {
@@ -245,7 +244,7 @@ fn check_space_group_fits_cell(cfg: &ModelConfig, path: &Path, model: &Model) ->
     }
     let cell_s = cell.iter().map(|v| g(*v)).collect::<Vec<_>>().join(" ");
     let why = format!("space group {} (number {}) does not fit the cell {cell_s}: its symmetry operators change the cell's metric", sg.name, sg.number);
-    Err(match (&cfg.space_group, model.space_group_line) {
+    Err(match (given, model.space_group_line) {
         (Some(given), _) => Error::flag("-spacegroup", format!("'{given}': {why} (the cell of {})", path.display())),
         (None, 0) => Error::file(path, format!("{why}: give -spacegroup")),
         (None, line) => Error::file_line(path, line, format!("{why}: give -spacegroup")),
@@ -295,10 +294,16 @@ fn check_b_factors(model: &Model, path: &Path, d_min: f64) -> Result<()> {
         return Err(Error::file_line(
             path,
             a.line,
-            format!("{what}: its scattering would grow 1e{:.0}-fold by {} A (-dmin or the detector's reach); refused", ln / std::f64::consts::LN_10, g(d_min)),
+            format!("{what}: its scattering would grow 1e{:.0}-fold by {}; refused", ln / std::f64::consts::LN_10, resolution_reached(d_min)),
         ));
     }
     Ok(())
+}
+
+/// `d_min` as the refusals name it: a simulation computes F past `-dmin`, or past the detector's edge
+/// without it, by the F look-up's reach ([`entries_for_simulation`]), so neither alone is the cause.
+pub fn resolution_reached(d_min: f64) -> String {
+    format!("{} A (the resolution the structure factors are computed to: -dmin or the detector's edge, widened for the F look-up)", g(d_min))
 }
 
 /// Refuse a computed list with an |F| above [`F_MAX`] (or not finite): the image would overflow and the
@@ -310,7 +315,7 @@ fn check_f_limit(r: &SfResult, path: &Path, d_min: f64, bulk: Option<BulkSolvent
     }
     let cause = match bulk {
         Some(b) if b.k_sol > 1.0 => format!("-k_sol {}", g(b.k_sol)),
-        _ => format!("the model to {} A (-dmin)", g(d_min)),
+        _ => format!("the model to {}", resolution_reached(d_min)),
     };
     Err(Error::file(path, format!("a computed |F| is {} (above {}, the limit of -hkl files): from {cause}", g(worst), g(F_MAX))))
 }
@@ -345,9 +350,49 @@ pub fn entries_for_simulation(cfg: &ModelConfig, lm: &LoadedModel, d_min: f64, l
     ));
     let entries = mf.entries();
     if let Some(out) = &cfg.hklout {
-        // written by `run::setup` with the outputs
-        log.line(format!("wrote {} reflections to {}", entries.len(), out.display()));
+        // written later by `run::setup`, with the outputs: not yet
+        log.line(format!("will write {} reflections to {}", entries.len(), out.display()));
     }
     Ok(entries)
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ATOM: &str = "ATOM      1  C   ALA A   1       1.000   2.000   3.000  1.00 10.00           C\n";
+
+    /// A PDB file of `text` in a temporary folder, read (the folder is kept for the file's path).
+    fn pdb(text: &str) -> (tempfile::TempDir, PathBuf, Model) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.pdb");
+        std::fs::write(&path, text).unwrap();
+        let model = read_pdb(&path).unwrap();
+        (dir, path, model)
+    }
+
+    fn opts(d_min: f64) -> SfOptions {
+        SfOptions { d_min, anomalous_lambda: None, bulk: None, f000: false }
+    }
+
+    #[test]
+    fn refusals_name_the_resolution_reached_not_dmin_alone() {
+        let (_dir, path, model) = pdb(&format!("CRYST1    8.000    9.000   10.000  90.00  90.00  90.00 P 1\n{}", ATOM.replace(" 10.00 ", "-999.9 ")));
+        let e = compute(&model, &path, &opts(0.93)).err().unwrap().to_string();
+        assert!(e.contains("B-factor -999.9") && e.contains("by 0.93 A (the resolution the structure factors are computed to: -dmin or the detector's edge"), "{e}");
+        let r = SfResult { hkl: vec![[1, 0, 0]], f: vec![[1e120, 0.0]] };
+        let e = check_f_limit(&r, &path, 0.93, None).unwrap_err().to_string();
+        assert!(e.contains("from the model to 0.93 A (the resolution the structure factors are computed to: -dmin or the detector's edge"), "{e}");
+    }
+
+    #[test]
+    fn compute_refuses_a_misfit_space_group_as_load_does() {
+        let (_dir, path, model) = pdb(&format!("CRYST1    8.000    9.000   10.000  90.00  90.00  90.00 P 61\n{ATOM}"));
+        let from_compute = compute(&model, &path, &opts(3.0)).err().unwrap().to_string();
+        let cfg = ModelConfig { pdb: Some(path.clone()), ..Default::default() };
+        let from_load = load(&cfg, None, &mut Log::default()).err().unwrap().to_string();
+        assert_eq!(from_compute, from_load);
+        assert!(from_compute.contains("m.pdb line 1") && from_compute.contains("8 9 10 90 90 90"), "{from_compute}");
+    }
+}

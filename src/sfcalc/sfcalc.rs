@@ -74,6 +74,11 @@ impl Cell {
         Some(Cell { params: p, a: am, a_inv: inv, g_star })
     }
 
+    /// Volume (Å³): the determinant of the upper-triangular A.
+    pub fn volume(&self) -> f64 {
+        self.a[0][0] * self.a[1][1] * self.a[2][2]
+    }
+
     pub fn frac(&self, x: [f64; 3]) -> [f64; 3] {
         let m = &self.a_inv;
         [0, 1, 2].map(|i| m[i][0] * x[0] + m[i][1] * x[1] + m[i][2] * x[2])
@@ -291,6 +296,14 @@ pub fn structure_factors(
 mod tests {
     use super::*;
     use crate::sfcalc::spacegroup::parse_op;
+
+    #[test]
+    fn volume_is_the_triclinic_formula() {
+        let [a, b, c, al, be, ga] = [10.0f64, 12.0, 15.0, 80.0, 95.0, 105.0];
+        let (ca, cb, cg) = (al.to_radians().cos(), be.to_radians().cos(), ga.to_radians().cos());
+        let v = a * b * c * (1.0 - ca * ca - cb * cb - cg * cg + 2.0 * ca * cb * cg).sqrt();
+        assert!((Cell::new([a, b, c, al, be, ga]).unwrap().volume() / v - 1.0).abs() < 1e-12);
+    }
 
     /// Brute-force sum for a tiny anisotropic, anomalous model in a triclinic cell.
     #[test]
