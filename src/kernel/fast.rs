@@ -436,10 +436,29 @@ fn kept_group<T: HandKernel, const L: usize, const C: usize, const HAND: bool, c
     Some(omega_total)
 }
 
+impl PixelGeometry {
+    /// The geometry of `exp`'s pixels, where the SIMD kernel renders it and a kept geometry applies
+    /// ([`super::pixel_geometry::applies`]) and fits the memory allowed; `None` otherwise (the kernel
+    /// then computes it in place, as always).
+    pub fn build(exp: &Experiment) -> Option<PixelGeometry> {
+        use rayon::prelude::*;
+        let mut g = PixelGeometry::allocate(exp).filter(|_| supports(exp))?;
+        let fp = exp.det.fpixels();
+        let PixelGeometry { scattering, polar, omega, .. } = &mut g;
+        scattering
+            .par_chunks_mut(fp)
+            .zip(polar.par_chunks_mut(fp))
+            .zip(omega.par_chunks_mut(fp))
+            .enumerate()
+            .for_each(|(s, ((scattering, polar), omega))| geometry_row(exp, s, scattering, polar, omega));
+        Some(g)
+    }
+}
+
 /// One image row of a [`PixelGeometry`] (image row `s`): each pixel's scattering vector,
 /// polarization factor and solid angle as [`render_group`] computes them for its one source and
 /// sub-pixel, in the same operations (the plain divisions; the fused ones give the same bits).
-pub(super) fn geometry_row(exp: &Experiment, s: usize, scattering: &mut [[f64; 3]], polar_out: &mut [f64], omega_out: &mut [f64]) {
+fn geometry_row(exp: &Experiment, s: usize, scattering: &mut [[f64; 3]], polar_out: &mut [f64], omega_out: &mut [f64]) {
     const L: usize = 16;
     let (panel, s) = exp.det.locate(s);
     let sub = exp.sampling.subpixel_size;

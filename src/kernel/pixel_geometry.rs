@@ -7,10 +7,9 @@
 //!
 //! Kept only for the light, common sampling (one source, one sub-pixel, no sensor layers, no
 //! `-dmin`, no `-oversample_*` factor): there the geometry is most of the SIMD kernel's work per pixel,
-//! and one value per pixel is all it needs.
+//! and one value per pixel is all it needs. Built by the kernel that reads it (`fast`).
 
 use crate::experiment::Experiment;
-use rayon::prelude::*;
 
 /// Bytes kept per pixel: the scattering vector, the polarization factor, the solid angle (f64 each).
 pub const BYTES_PER_PIXEL: u64 = 5 * 8;
@@ -31,23 +30,15 @@ pub struct PixelGeometry {
 }
 
 impl PixelGeometry {
-    /// The geometry of `exp`'s pixels, where it applies ([`applies`]) and fits the memory allowed;
-    /// `None` otherwise (the kernel then computes it in place, as always).
-    pub fn build(exp: &Experiment) -> Option<PixelGeometry> {
+    /// Room for `exp`'s geometry where it applies ([`applies`]) and fits the memory allowed, to be
+    /// filled row by row (`fast`'s `PixelGeometry::build`); `None` otherwise.
+    pub(super) fn allocate(exp: &Experiment) -> Option<PixelGeometry> {
         let pixels = exp.det.fpixels() * exp.det.rows();
         let allowed = MAX_BYTES.min(crate::base::memory::memory_budget() / 8);
         if !applies(exp) || pixels == 0 || pixels as u64 * BYTES_PER_PIXEL > allowed {
             return None;
         }
-        let fp = exp.det.fpixels();
-        let mut g = PixelGeometry { key: key(exp), scattering: vec![[0.0; 3]; pixels], polar: vec![0.0; pixels], omega: vec![0.0; pixels] };
-        g.scattering
-            .par_chunks_mut(fp)
-            .zip(g.polar.par_chunks_mut(fp))
-            .zip(g.omega.par_chunks_mut(fp))
-            .enumerate()
-            .for_each(|(s, ((scattering, polar), omega))| super::fast::geometry_row(exp, s, scattering, polar, omega));
-        Some(g)
+        Some(PixelGeometry { key: key(exp), scattering: vec![[0.0; 3]; pixels], polar: vec![0.0; pixels], omega: vec![0.0; pixels] })
     }
 
     /// Whether this is `exp`'s geometry (the same detector, beam and sampling, bit for bit).
@@ -56,20 +47,19 @@ impl PixelGeometry {
     }
 }
 
-/// Whether the kernel can take `exp`'s per-pixel geometry from a [`PixelGeometry`]: the SIMD kernel
-/// renders it, with one source and one sub-pixel, no sensor layers (capture fraction 1), no `-dmin`
-/// (which skips per pixel and source) and no `-oversample_*` weight.
+/// Whether the SIMD kernel can take `exp`'s per-pixel geometry from a [`PixelGeometry`]: one source
+/// and one sub-pixel, no sensor layers (capture fraction 1), no `-dmin` (which skips per pixel and
+/// source) and no `-oversample_*` weight.
 pub fn applies(exp: &Experiment) -> bool {
     let s = &exp.sampling;
-    super::fast::supports(exp)
-        && s.oversample == 1
+    s.oversample == 1
         && !(s.oversample_thick || s.oversample_polar || s.oversample_omega)
         && exp.beam.sources.len() == 1
         && exp.structure_factors.dmin <= 0.0
         && exp.det.panels.iter().all(|p| p.sensor.thick == 0.0 && p.sensor.thicksteps == 1)
 }
 
-/// Every value the geometry is computed from (`fast::geometry_row`), as bits.
+/// Every value the geometry is computed from (`fast`'s `geometry_row`), as bits.
 fn key(exp: &Experiment) -> Vec<u64> {
     let mut k = Vec::with_capacity(32 + 24 * exp.det.panels.len());
     let f = |k: &mut Vec<u64>, xs: &[f64]| k.extend(xs.iter().map(|x| x.to_bits()));
