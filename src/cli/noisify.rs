@@ -91,6 +91,19 @@ pub(crate) struct StrstrLine<C: 'static> {
     pub claim: fn(&mut C, &str) -> bool,
 }
 
+/// `args` without a last `-curved_det` (any argument containing it): nearBragg.c (line 293) and
+/// nonBragg.c test `-curved_det` only with an argument after it, so given last it is ignored; said
+/// on stderr, as simulate says it.
+pub(crate) fn drop_trailing_curved_det<'a>(args: &'a [String], program: &str) -> &'a [String] {
+    match args.split_last() {
+        Some((last, rest)) if last.starts_with('-') && last.contains("-curved_det") => {
+            crate::base::log::warn(format!("WARNING: {last} is ignored as the last word of the command line (as {program} does)"));
+            rest
+        }
+        _ => args,
+    }
+}
+
 /// Apply `args` to `c` as the C's `main` does: every flag of the table whose test the argument
 /// passes takes effect, in the table's order; the arguments after a flag are its values (a value
 /// that starts with `-` is tested as a flag too, as the C does, but may match nothing). A word that
