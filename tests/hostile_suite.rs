@@ -243,6 +243,10 @@ fn matrix_refuses_what_it_cannot_print() {
         ("-cell 1e300 50 50 90 90 90", "cell edges must be positive and below"),
         ("-cell 1e-300 50 50 90 90 90", "more than the file's columns can hold"),
         ("-cell 50 50 50 90 90 90 -lambda 1e300", "more than the file's columns can hold"),
+        // -15 and -12 fill their 12-character fields: `0.00000000-15.00000000` (written, exit 0, then
+        // refused by simulate -mat)
+        ("-cell 10 10 10 90 90 90 -lambda 150 -misset 0 0 90", "would hold -15 (with -lambda 150), printed '-15.00000000'"),
+        ("-cell 1 1 1 90 90 90 -lambda 12 -misset 0 0 90", "more than the file's columns can hold"),
     ] {
         let mut a = vec!["matrix".to_string()];
         a.extend(cell(args));

@@ -107,9 +107,6 @@ pub fn format_matrix(a: &M3, u: &M3, cell: [f64; 6], lambda: f64) -> String {
     s
 }
 
-/// Largest matrix element printed: `%12.8f` keeps the columns apart below 100.
-const MAX_PRINTED: f64 = 100.0;
-
 /// `nanobragg-rs matrix`'s flags.
 pub const MATRIX_USAGE: &str = "usage: matrix -cell a b c alpha beta gamma [-lambda A] [-misset x y z | -misset random [-seed N] [-spread deg]] [-umat 9 numbers] [-o A.mat] | matrix -mat A.mat [-lambda A] [-misset ..] [-umat ..] [-o new.mat]";
 
@@ -172,14 +169,7 @@ pub fn run(c: &MatrixConfig, out: &mut dyn Write) -> Result<()> {
         };
     }
     let a = matmul(&u, &b);
-    // the file's columns are 12 wide: a value that is not finite or too wide to keep them apart
-    // would run the numbers together (or print nan)
-    if let Some(v) = a.iter().flatten().map(|v| v * lambda).find(|v| !(v.abs() < MAX_PRINTED)) {
-        return Err(Error::flag(
-            if a0.is_some() { "-mat" } else { "-cell" },
-            format!("the matrix would hold {v:e} (with -lambda {}): more than the file's columns can hold; check the cell, -lambda and -mat", crate::base::c::printf::g(lambda)),
-        ));
-    }
+    check_columns(&a, lambda, if a0.is_some() { "-mat" } else { "-cell" })?;
     let text = format_matrix(&a, &u, cell, lambda);
     if let (Some(m), Some(o)) = (&mat_file, &outfile) {
         crate::io::atomic::check_no_clobber(&[("-mat", m.clone())], &[("-o", crate::base::os_text::os_path(o))])?;
@@ -188,6 +178,23 @@ pub fn run(c: &MatrixConfig, out: &mut dyn Write) -> Result<()> {
         Some(p) => crate::io::atomic::write_atomic(&crate::base::os_text::os_path(&p), text.as_bytes()),
         None => out.write_all(text.as_bytes()).map_err(|e| Error::setup(format!("writing stdout: {e}"))),
     }
+}
+
+/// The A matrix's `%12.8f` fields (λ-scaled, as [`format_matrix`] prints them) must each keep a
+/// leading blank, or the numbers run together (`-15.00000000`, `100.00000000`: 12 characters) and no
+/// reader, `simulate -mat` included, can split them; a value that is not finite would print `nan`.
+fn check_columns(a: &M3, lambda: f64, flag: &str) -> Result<()> {
+    for v in a.iter().flatten().map(|v| v * lambda) {
+        let field = cf("%12.8f", v + 1e-9);
+        if !v.is_finite() || !field.starts_with(' ') {
+            let g = crate::base::c::printf::g;
+            return Err(Error::flag(
+                flag,
+                format!("the A matrix would hold {} (with -lambda {}), printed '{}': more than the file's columns can hold (%12.8f keeps a blank before a value only above -10 and below 100); check the cell, -lambda and -mat", g(v), g(lambda), field.trim()),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The starting matrix of `-mat` (UBtoA.awk's `MATRIX AX BX CX AY BY CY AZ BZ CZ`), checked finite.
@@ -216,6 +223,21 @@ mod tests {
         for (g, w) in got.iter().zip(cctbx) {
             assert!((g - w).abs() < 1e-12 * w.abs().max(1e-3), "{got:?} vs cctbx {cctbx:?}");
         }
+    }
+
+    /// A value of -10 or less, or one that rounds to 100, fills its 12-character field: refused (it
+    /// ran into the column before it, `0.00000000-15.00000000`); -9.99 and 99.99 keep their blank.
+    #[test]
+    fn values_that_fill_their_column_are_refused() {
+        let m = |v: f64| [[v, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]];
+        for v in [-15.0, -10.0, 99.999999996, 100.0, f64::NAN, f64::INFINITY] {
+            let e = check_columns(&m(v), 1.0, "-cell").unwrap_err().to_string();
+            assert!(e.starts_with("-cell: the A matrix would hold") && e.contains("more than the file's columns can hold"), "{v}: {e}");
+        }
+        for v in [-9.99, 99.99, 0.0, -1e-12] {
+            assert!(check_columns(&m(v), 1.0, "-cell").is_ok(), "{v}");
+        }
+        assert!(check_columns(&m(-1.5), 10.0, "-mat").unwrap_err().to_string().contains("printed '-15.00000000'"));
     }
 
     /// Independent check: for an orthorhombic cell B is diag(1/a, 1/b, 1/c), and a 90° misset about
