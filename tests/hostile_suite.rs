@@ -230,8 +230,9 @@ fn a_dangling_symlink_output_is_written_through() {
     }
 }
 
-/// `matrix` never prints nan or numbers that run together: an impossible cell, or a cell or
-/// wavelength that gives values wider than the file's columns, is refused.
+/// `matrix` never prints nan, numbers that run together or a matrix that has lost its cell: an
+/// impossible cell, or a cell or wavelength that gives values wider than the file's columns or too
+/// small for its decimals, is refused.
 #[test]
 fn matrix_refuses_what_it_cannot_print() {
     let tmp = tempfile::tempdir().unwrap();
@@ -247,6 +248,9 @@ fn matrix_refuses_what_it_cannot_print() {
         // refused by simulate -mat)
         ("-cell 10 10 10 90 90 90 -lambda 150 -misset 0 0 90", "would hold -15 (with -lambda 150), printed '-15.00000000'"),
         ("-cell 1 1 1 90 90 90 -lambda 12 -misset 0 0 90", "more than the file's columns can hold"),
+        // entries below the 8 decimals: 70 80 90 read back as 50 100 100, or nine zeros (singular)
+        ("-cell 70 80 90 90 90 90 -lambda 1e-6", "is too small for the file's 8 decimals (%12.8f): the cell read back would be off by"),
+        ("-cell 100 100 100 90 90 90 -lambda 1e-7", "it would read back as a singular matrix"),
     ] {
         let mut a = vec!["matrix".to_string()];
         a.extend(cell(args));

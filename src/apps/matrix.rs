@@ -24,7 +24,7 @@ use std::io::Write;
 const RTD_UBTOA: f64 = 180.0 / std::f64::consts::PI;
 
 pub use crate::base::vec3::M3;
-use crate::base::vec3::mat3_mul as matmul;
+use crate::base::vec3::{cross, dot, magnitude, mat3_mul as matmul};
 
 /// The B matrix (columns a*, b*, c*) for a cell in Å and degrees, as UBtoA.awk lays it out (a* along
 /// x, b* in the xy plane), with the textbook third row 1/c: UBtoA.awk's B_CZ = c*·V/(abc·sin γ*) is
@@ -169,7 +169,9 @@ pub fn run(c: &MatrixConfig, out: &mut dyn Write) -> Result<()> {
         };
     }
     let a = matmul(&u, &b);
-    check_columns(&a, lambda, if a0.is_some() { "-mat" } else { "-cell" })?;
+    let flag = if a0.is_some() { "-mat" } else { "-cell" };
+    check_columns(&a, lambda, flag)?;
+    check_precision(&a, lambda, flag)?;
     let text = format_matrix(&a, &u, cell, lambda);
     if let (Some(m), Some(o)) = (&mat_file, &outfile) {
         crate::io::atomic::check_no_clobber(&[("-mat", m.clone())], &[("-o", crate::base::os_text::os_path(o))])?;
@@ -195,6 +197,44 @@ fn check_columns(a: &M3, lambda: f64, flag: &str) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Most relative error of a real-space cell vector read back from the printed matrix.
+const CELL_PRECISION: f64 = 1e-3;
+
+/// The real-space vectors a, b, c of an A matrix (columns a*, b*, c*), or `None` when it is singular.
+fn real_vectors(m: &M3) -> Option<[[f64; 3]; 3]> {
+    let col = |j: usize| [m[0][j], m[1][j], m[2][j]];
+    let (s0, s1, s2) = (col(0), col(1), col(2));
+    let v = dot(&s0, &cross(&s1, &s2));
+    if !(v.abs() > 0.0 && v.is_finite()) {
+        return None;
+    }
+    Some([cross(&s1, &s2), cross(&s2, &s0), cross(&s0, &s1)].map(|x| x.map(|e| e / v)))
+}
+
+/// The printed matrix (8 decimals) must give back the cell: entries so small that their digits are
+/// lost (`-lambda 1e-6`: 70 80 90 read back as 50 100 100; `-lambda 1e-7`: all zeros, singular) are
+/// refused. Each real-space vector from the printed values is within [`CELL_PRECISION`] of the exact one.
+fn check_precision(a: &M3, lambda: f64, flag: &str) -> Result<()> {
+    let exact = a.map(|row| row.map(|v| v * lambda));
+    let printed = exact.map(|row| row.map(|v| cf("%12.8f", v + 1e-9).trim().parse::<f64>().unwrap_or(f64::NAN)));
+    let g = crate::base::c::printf::g;
+    let largest = exact.iter().flatten().fold(0.0f64, |m, v| m.max(v.abs()));
+    let why = match (real_vectors(&printed), real_vectors(&exact)) {
+        (Some(p), Some(e)) => {
+            let err = (0..3).map(|k| magnitude(&[0, 1, 2].map(|i| p[k][i] - e[k][i])) / magnitude(&e[k])).fold(0.0f64, |m, r| if r.is_nan() { f64::NAN } else { m.max(r) });
+            if err <= CELL_PRECISION {
+                return Ok(());
+            }
+            format!("the cell read back would be off by {} (more than {})", g(err), g(CELL_PRECISION))
+        }
+        _ => "it would read back as a singular matrix (no cell)".to_string(),
+    };
+    Err(Error::flag(
+        flag,
+        format!("the A matrix (with -lambda {}, largest value {}) is too small for the file's 8 decimals (%12.8f): {why}; give a larger -lambda, or check the cell and -mat", g(lambda), g(largest)),
+    ))
 }
 
 /// The starting matrix of `-mat` (UBtoA.awk's `MATRIX AX BX CX AY BY CY AZ BZ CZ`), checked finite.
@@ -238,6 +278,21 @@ mod tests {
             assert!(check_columns(&m(v), 1.0, "-cell").is_ok(), "{v}");
         }
         assert!(check_columns(&m(-1.5), 10.0, "-mat").unwrap_err().to_string().contains("printed '-15.00000000'"));
+    }
+
+    /// A matrix whose 8 printed decimals lose the cell is refused: λ = 1e-6 Å read 70 80 90 back as
+    /// 50 100 100, λ = 1e-7 Å printed nine zeros. Ordinary and extreme-but-printable cells pass.
+    #[test]
+    fn values_too_small_for_the_decimals_are_refused() {
+        let a = |cell: [f64; 6]| b_matrix(cell);
+        let e = check_precision(&a([70.0, 80.0, 90.0, 90.0, 90.0, 90.0]), 1e-6, "-cell").unwrap_err().to_string();
+        assert!(e.starts_with("-cell: the A matrix (with -lambda 1e-06, largest value 1.42857e-08) is too small") && e.contains("off by"), "{e}");
+        let e = check_precision(&a([100.0, 100.0, 100.0, 90.0, 90.0, 90.0]), 1e-7, "-cell").unwrap_err().to_string();
+        assert!(e.contains("singular"), "{e}");
+        for (cell, lambda) in [([30.0, 40.0, 50.0, 100.0, 110.0, 120.0], 1.0), ([2000.0, 3000.0, 1000.0, 90.0, 90.0, 120.0], 1.5), ([70.0, 80.0, 90.0, 85.0, 95.0, 100.0], 0.01)] {
+            assert!(check_precision(&a(cell), lambda, "-cell").is_ok(), "{cell:?} at {lambda}");
+        }
+        assert!(check_precision(&a([70.0, 80.0, 90.0, 85.0, 95.0, 100.0]), 1e-4, "-cell").is_err());
     }
 
     /// Independent check: for an orthorhombic cell B is diag(1/a, 1/b, 1/c), and a 90° misset about
