@@ -11,6 +11,7 @@
 
 use crate::apps::noisify::{NoisifyConfig, PsfType};
 use crate::{Error, Result};
+use crate::base::c::rng::c_negated_seed;
 
 /// C `atoi` of a string (leading blanks, sign, digits; nothing gives 0; overflow as glibc's `strtol`
 /// cast to int).
@@ -225,8 +226,8 @@ static NOISIFY_FLAGS: &[StrstrFlag<N>] = &[
     one(&["-flicker"], |c, _, v| { c.flicker_noise = f(&v[0])?; Ok(()) }),
     one(&["-calibration"], |c, _, v| { c.calibration_noise = f(&v[0])?; Ok(()) }),
     one(&["-scale"], |c, _, v| { c.photon_scale = f(&v[0])?; Ok(()) }),
-    one(&["-seed"], |c, _, v| { c.seed = Some(-(integer(&v[0])? as i64)); Ok(()) }),
-    one(&["-calib_seed"], |c, _, v| { c.calib_seed = -(integer(&v[0])? as i64); Ok(()) }),
+    one(&["-seed"], |c, _, v| { c.seed = Some(c_negated_seed(integer(&v[0])? as i64)); Ok(()) }),
+    one(&["-calib_seed"], |c, _, v| { c.calib_seed = c_negated_seed(integer(&v[0])? as i64); Ok(()) }),
     // read and unused by noisify.c
     one(&["-badpix_seed", "-hotpix_seed"], |_, _, _| Ok(())),
     one(&["-adc"], |c, _, v| { c.adc_offset = f(&v[0])?; Ok(()) }),
@@ -278,6 +279,9 @@ mod tests {
         assert_eq!(c.seed, Some(-5));
         assert_eq!(c.calib_seed, -7);
         assert_eq!(c.adc_offset, -5.0);
+        // the C's -atoi in int: -2147483648 stays negative
+        let c = p("-bin x.bin -seed -2147483648 -calib_seed -2147483648").unwrap();
+        assert_eq!((c.seed, c.calib_seed), (Some(-2147483648), -2147483648));
     }
 
     #[test]

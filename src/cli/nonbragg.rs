@@ -190,7 +190,7 @@ static NONBRAGG_FLAGS: &[StrstrFlag<B>] = &[
     has(&["-noprogress"], 0, |c, _, _| { c.progress = false; Ok(()) }),
     has(&["-progress"], 0, |c, _, _| { c.progress = true; Ok(()) }),
     has(&["-printout_pixel"], 2, |_, _, _| Ok(())),
-    has(&["-seed"], 1, |c, _, v| { c.seed = Some(-(integer(&v[0])? as i64)); Ok(()) }),
+    has(&["-seed"], 1, |c, _, v| { c.seed = Some(crate::base::c::rng::c_negated_seed(integer(&v[0])? as i64)); Ok(()) }),
 ];
 
 static NONBRAGG_LINE: StrstrLine<B> = StrstrLine {
@@ -232,6 +232,7 @@ mod tests {
         assert_eq!(c.roi, [1, 2, 3, 4]);
         assert_eq!((c.hdivstep, c.hdivsteps), (0.5e-3, -1));
         assert_eq!(c.seed, Some(-9));
+        assert_eq!(p("-stol w.stol -seed -2147483648").unwrap().seed, Some(-2147483648));
         assert!(!c.progress);
         // a value that starts with '-' is not refused
         assert_eq!(p("-stol w.stol -adc -5").unwrap().adc, -5.0);
