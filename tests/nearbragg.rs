@@ -269,6 +269,16 @@ fn hostile_input_is_refused_in_one_line_with_nothing_written() {
     assert_eq!(out.status.code(), Some(9));
     assert_eq!(std::fs::read(d.join("short.bin")).unwrap().len(), 40);
     assert_eq!(outputs(d), vec!["short.bin".to_string()]);
+    // and one larger than the image (another detector's): its first rows were taken as the image and
+    // the rest of the file dropped (exit 0); refused naming the flag and both sizes, the file kept
+    std::fs::write(d.join("long.bin"), [0u8; 4 * 100 * 37]).unwrap();
+    for (args, flag) in [(&["-floatfile", "long.bin"][..], "-floatfile"), (&["-coherent", "-sinfile", "long.bin", "-cosfile", "none.bin"][..], "-sinfile")] {
+        let out = bin().current_dir(d).args(["nearbragg", "-file", "ok.txt", "-detpixels", "8", "-accumulate"]).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(9), "{args:?}: {err}");
+        assert!(err.contains(&format!("long.bin: {flag}: holds 14800 bytes (3700 floats), the 8x8 image (-detpixels/-detsize/-pixel) is 64 floats")), "{args:?}: {err}");
+        assert_eq!(std::fs::read(d.join("long.bin")).unwrap().len(), 14800);
+    }
 }
 
 #[test]
