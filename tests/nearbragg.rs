@@ -279,6 +279,18 @@ fn hostile_input_is_refused_in_one_line_with_nothing_written() {
         assert!(err.contains(&format!("long.bin: {flag}: holds 14800 bytes (3700 floats), the 8x8 image (-detpixels/-detsize/-pixel) is 64 floats")), "{args:?}: {err}");
         assert_eq!(std::fs::read(d.join("long.bin")).unwrap().len(), 14800);
     }
+    // a NaN or infinite pixel: refused naming it (it was accepted, written back, and blamed in a
+    // warning on "some input value too large")
+    for (name, bad) in [("nan.bin", f32::NAN), ("inf.bin", f32::NEG_INFINITY)] {
+        let mut v = vec![1.0f32; 64];
+        v[15] = bad;
+        std::fs::write(d.join(name), v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
+        let out = bin().current_dir(d).args(["nearbragg", "-file", "ok.txt", "-detpixels", "8", "-accumulate", "-floatfile", name]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(9), "{name}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{name}: {err}");
+        assert!(err.contains(&format!("{name}: -floatfile: pixel 15 (fast 7, slow 1) is {bad}: the image must hold finite values")), "{name}: {err}");
+    }
 }
 
 #[test]

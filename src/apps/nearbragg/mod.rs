@@ -17,7 +17,7 @@
 //!   value that is not a finite number, with its line number), zero or negative wavelength, pixel or
 //!   distance, a detector, step count or amount of work that cannot fit ([`MAX_WORK`]), a
 //!   `-accumulate` input that is not exactly the image's size; the C reads garbage, divides by zero
-//!   or overflows, or takes a larger file's first rows as the image;
+//!   or overflows, or takes a larger file's first rows as the image; one with a NaN or infinite pixel;
 //! * refused as simulate refuses them, with its checks and messages: a `-lambda` or `-dispersion`
 //!   step outside simulate's wavelength range (200 % reached 0: NaN pixels), an inverted `-roi` (an
 //!   all-zero image), zero or parallel detector axes, a negative `-fluence`;
@@ -88,7 +88,10 @@ fn read_floats(path: &str, (xpixels, ypixels): (i32, i32), flag: &str) -> Result
             format!("{flag}: holds {} bytes ({} floats), the {xpixels}x{ypixels} image (-detpixels/-detsize/-pixel) is {n} floats (-accumulate)", bytes.len(), bytes.len() / 4),
         ));
     }
-    Ok(bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
+    let pixels: Vec<f32> = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+    // a NaN or infinite pixel would stay so whatever is added (refused as noisify's -floatfile is)
+    crate::io::float::require_finite(&pixels, os_path(path).as_path(), flag, Some(xpixels as usize))?;
+    Ok(pixels)
 }
 
 /// No output over the atom list or another output (with `-accumulate` the images are read and then
