@@ -522,6 +522,36 @@ fn smv_header_numbers_are_strict() {
     refused(d, &["simulate", "-mask", "mask.img", "-cell", "50", "50", "50", "90", "90", "90", "-floatfile", "f.bin"], &[], "mask.img: header SIZE2=3 2x is not a number");
 }
 
+/// noisify `-header`: the header copied over the images says what is written under it, as noisify's
+/// own header does for the same `-bits` (TYPE=unsigned_short over `-bits 32` data, or long_integer
+/// over 2-byte pixels, was copied verbatim, as noisify.c does).
+#[test]
+fn noisify_header_type_says_what_is_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    image_with(d, "ok.bin", 5.0);
+    let type_line = |f: &str| {
+        let b = std::fs::read(d.join(f)).unwrap();
+        let h = String::from_utf8_lossy(&b[..512]).into_owned();
+        (b.len(), h.lines().filter(|l| l.starts_with("TYPE=") || l.starts_with("BYTE_ORDER=")).map(String::from).collect::<Vec<_>>())
+    };
+    for (ty, bits, bytes) in [("unsigned_short", "32", 4), ("long_integer", "16", 2)] {
+        let mut h = format!("{{\nHEADER_BYTES=512;\nDIM=2;\nBYTE_ORDER=big_endian;\nTYPE={ty};\nSIZE1=32;\nSIZE2=32;\nPIXEL_SIZE=0.1;\n}}\x0c").into_bytes();
+        h.resize(512, b' ');
+        std::fs::write(d.join("h.img"), h).unwrap();
+        let r = run_in(d, &["noisify", "-floatfile", "ok.bin", "-header", "h.img", "-bits", bits, "-seed", "1", "-nopgm", "-noisefile", "n.img", "-intfile", "i.img"], &[], 60);
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        // noisify's own header at the same -bits
+        let r = run_in(d, &["noisify", "-floatfile", "ok.bin", "-detpixels", "32", "-bits", bits, "-seed", "1", "-nopgm", "-noisefile", "own.img", "-intfile", "own_i.img"], &[], 60);
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        let own = type_line("own.img");
+        assert_eq!(own.0, 512 + bytes * 32 * 32);
+        for f in ["n.img", "i.img"] {
+            assert_eq!(type_line(f), own, "{f} with TYPE={ty} and -bits {bits}");
+        }
+    }
+}
+
 /// nonbragg's sources as simulate's: a dispersion of 200 % reaches a wavelength of 0 (the C divides
 /// by it), and a source file's wavelength of 1 m is no X-ray (the column is in metres).
 #[test]
