@@ -434,7 +434,11 @@ fn nonbragg_tables_samples_and_sizes_are_checked() {
     refused(d, &["nonbragg", "-stol", "w.stol", "-detpixels", "1000000"], &[], "-detpixels: 1000000x1000000 pixels is not a detector");
     // a fluence beyond what a float pixel holds: refused, not an infinite image (beyond 1e100 by name,
     // as simulate)
-    refused(d, &nb(&["-fluence", "1e60"]), &[], "more than a 4-byte float holds");
+    refused(d, &nb(&["-fluence", "1e60"]), &[], "more than a 4-byte float holds; lower the stol table's F, -fluence/-flux");
+    // a pixel far larger than its distance: the geometry is named (it was blamed on F, fluence, sample)
+    let e = refused(d, &nb(&["-pixel", "1e100"]), &[], "of the image is inf: more than a 4-byte float holds: the pixel's solid angle is ");
+    assert!(e.contains("nanobragg-rs: error: -pixel: ") && e.contains("(a sphere is 4π): a 1e+100 mm pixel at 100 mm from the sample (-distance) cannot be; lower -pixel"), "{e}");
+    refused(d, &nb(&["-pixel", "1e200"]), &[], "is NaN: more than a 4-byte float holds: the pixel's solid angle is NaN sr");
     refused(d, &nb(&["-fluence", "1e300"]), &[], "-fluence: 1e+300 photons/m^2 must be between 0 and 1e100");
     std::fs::write(d.join("abc.src"), "-10 0 0 1 1e-10\n-10 abc 0 1 1e-10\n").unwrap();
     for cmd in [&nb(&["-sourcefile", "abc.src"])[..], &["simulate", "-cell", "70", "80", "90", "85", "95", "105", "-N", "5", "-detpixels", "64", "-default_F", "10", "-sourcefile", "abc.src"]] {
