@@ -230,6 +230,7 @@ fn hostile_input_is_refused_in_one_line_with_nothing_written() {
     // the C rendered a blank image from an empty file and read a missing Z as 0
     std::fs::write(d.join("empty.txt"), "").unwrap();
     std::fs::write(d.join("xy.txt"), "1 2 3\n4 5\n").unwrap();
+    std::fs::write(d.join("comment.txt"), "# two words\n1 2 3\n").unwrap();
     let cases: &[(&[&str], &str)] = &[
         (&["-file", "missing.txt"], "missing.txt"),
         (&["-file", "bad.txt"], "line 2"),
@@ -238,6 +239,7 @@ fn hostile_input_is_refused_in_one_line_with_nothing_written() {
         (&["-file", "long.txt"], "line 1"),
         (&["-file", "empty.txt"], "empty.txt: no atoms in the file"),
         (&["-file", "xy.txt"], "xy.txt line 2: 2 value(s); an atom is X Y Z"),
+        (&["-file", "comment.txt"], "comment.txt line 1: '#' is not a number (an atom list has no comments"),
         (&["-file", "ok.txt", "-source_distance", "farx"], "-source_distance: 'farx' is not a number"),
         (&["-file", "ok.txt", "-lambda", "0"], "-lambda"),
         (&["-file", "ok.txt", "-energy", "0"], "wavelength"),
