@@ -120,6 +120,10 @@ fn runs_too_large_for_the_memory_are_refused_before_they_allocate() {
     std::fs::write(d.join("w.stol"), "0.0 1.0\n0.5 2.0\n").unwrap();
     let small = [("NANOBRAGG_MAX_MEMORY", "1G")];
     refused(d, &["nonbragg", "-stol", "w.stol", "-detpixels", "30000"], &small, "-detpixels: 30000x30000 pixels need about");
+    // nearbragg names the flags too (it said "nearbragg: 30000x30000 pixels need ...")
+    std::fs::write(d.join("a.txt"), "0 0 0\n").unwrap();
+    refused(d, &["nearbragg", "-file", "a.txt", "-detpixels", "30000"], &small, "-detpixels: 30000x30000 pixels need about");
+    refused(d, &["nearbragg", "-file", "a.txt", "-detsize", "3000", "-pixel", "0.1"], &small, "-detsize/-pixel: 30000x30000 pixels need about");
     refused(d, &["nonbragg", "-stol", "w.stol", "-detpixels", "16", "-dispersion", "10", "-dispsteps", "1000000000"], &small, "-dispsteps: 1000000000 sources");
     // a count beyond an int is no count
     refused(d, &["nonbragg", "-stol", "w.stol", "-detpixels", "16", "-dispsteps", "1e9"], &small, "-dispsteps: 1e9: not an integer");

@@ -131,11 +131,14 @@ fn start_images(c: &NearBraggConfig, det: &Detector, log: &mut String) -> Result
     Ok(img)
 }
 
-/// Refuse a run whose images or amount of work cannot fit.
-fn check_size(det: &Detector, atoms: usize, steps: f64) -> Result<()> {
+/// Refuse a run whose images or amount of work cannot fit; the memory refusal names the flags that
+/// sized the detector (`-detpixels`, else `-detsize` over `-pixel`), as nonbragg's does.
+fn check_size(c: &NearBraggConfig, det: &Detector, atoms: usize, steps: f64) -> Result<()> {
+    use crate::base::memory::{human, memory_budget};
     let bytes = det.pixels() as u64 * 14 + 512;
+    let flag = if c.xpixels != 0 || c.ypixels != 0 { "-detpixels" } else { "-detsize/-pixel" };
     crate::base::memory::check_alloc(
-        || Error::setup(format!("nearbragg: {}x{} pixels need {} of memory, more than is available", det.xpixels, det.ypixels, crate::base::memory::human(bytes))),
+        || Error::flag(flag, format!("{}x{} pixels need about {} of memory; {} is available", det.xpixels, det.ypixels, human(bytes), human(memory_budget()))),
         Some(bytes),
     )?;
     if steps > i32::MAX as f64 {
@@ -174,7 +177,7 @@ pub(crate) fn prepare(c: &NearBraggConfig, log: &mut String) -> Result<Prepared>
     let oversample = setup::oversample(c, atoms.size_max, log)?;
     let div = steps.divergence();
     let nsteps_f = div.len() as f64 * steps.disp.steps as f64 * steps.depth.steps as f64 * oversample as f64 * oversample as f64;
-    check_size(&det, atoms.len(), nsteps_f)?;
+    check_size(c, &det, atoms.len(), nsteps_f)?;
     let images = start_images(c, &det, log)?;
     let nsteps = nsteps_f as i32;
     Ok(Prepared { det, atoms, steps, div, oversample, nsteps, images })
