@@ -120,6 +120,10 @@ fn runs_too_large_for_the_memory_are_refused_before_they_allocate() {
     std::fs::write(d.join("w.stol"), "0.0 1.0\n0.5 2.0\n").unwrap();
     let small = [("NANOBRAGG_MAX_MEMORY", "1G")];
     refused(d, &["nonbragg", "-stol", "w.stol", "-detpixels", "30000"], &small, "-detpixels: 30000x30000 pixels need about");
+    // nearbragg names the flags too (it said "nearbragg: 30000x30000 pixels need ...")
+    std::fs::write(d.join("a.txt"), "0 0 0\n").unwrap();
+    refused(d, &["nearbragg", "-file", "a.txt", "-detpixels", "30000"], &small, "-detpixels: 30000x30000 pixels need about");
+    refused(d, &["nearbragg", "-file", "a.txt", "-detsize", "3000", "-pixel", "0.1"], &small, "-detsize/-pixel: 30000x30000 pixels need about");
     refused(d, &["nonbragg", "-stol", "w.stol", "-detpixels", "16", "-dispersion", "10", "-dispsteps", "1000000000"], &small, "-dispsteps: 1000000000 sources");
     // a count beyond an int is no count
     refused(d, &["nonbragg", "-stol", "w.stol", "-detpixels", "16", "-dispsteps", "1e9"], &small, "-dispsteps: 1e9: not an integer");
@@ -230,8 +234,9 @@ fn a_dangling_symlink_output_is_written_through() {
     }
 }
 
-/// `matrix` never prints nan or numbers that run together: an impossible cell, or a cell or
-/// wavelength that gives values wider than the file's columns, is refused.
+/// `matrix` never prints nan, numbers that run together or a matrix that has lost its cell: an
+/// impossible cell, or a cell or wavelength that gives values wider than the file's columns or too
+/// small for its decimals, is refused.
 #[test]
 fn matrix_refuses_what_it_cannot_print() {
     let tmp = tempfile::tempdir().unwrap();
@@ -243,6 +248,13 @@ fn matrix_refuses_what_it_cannot_print() {
         ("-cell 1e300 50 50 90 90 90", "cell edges must be positive and below"),
         ("-cell 1e-300 50 50 90 90 90", "more than the file's columns can hold"),
         ("-cell 50 50 50 90 90 90 -lambda 1e300", "more than the file's columns can hold"),
+        // -15 and -12 fill their 12-character fields: `0.00000000-15.00000000` (written, exit 0, then
+        // refused by simulate -mat)
+        ("-cell 10 10 10 90 90 90 -lambda 150 -misset 0 0 90", "would hold -15 (with -lambda 150), printed '-15.00000000'"),
+        ("-cell 1 1 1 90 90 90 -lambda 12 -misset 0 0 90", "more than the file's columns can hold"),
+        // entries below the 8 decimals: 70 80 90 read back as 50 100 100, or nine zeros (singular)
+        ("-cell 70 80 90 90 90 90 -lambda 1e-6", "is too small for the file's 8 decimals (%12.8f): the cell read back would be off by"),
+        ("-cell 100 100 100 90 90 90 -lambda 1e-7", "it would read back as a singular matrix"),
     ] {
         let mut a = vec!["matrix".to_string()];
         a.extend(cell(args));
@@ -426,7 +438,11 @@ fn nonbragg_tables_samples_and_sizes_are_checked() {
     refused(d, &["nonbragg", "-stol", "w.stol", "-detpixels", "1000000"], &[], "-detpixels: 1000000x1000000 pixels is not a detector");
     // a fluence beyond what a float pixel holds: refused, not an infinite image (beyond 1e100 by name,
     // as simulate)
-    refused(d, &nb(&["-fluence", "1e60"]), &[], "more than a 4-byte float holds");
+    refused(d, &nb(&["-fluence", "1e60"]), &[], "more than a 4-byte float holds; lower the stol table's F, -fluence/-flux");
+    // a pixel far larger than its distance: the geometry is named (it was blamed on F, fluence, sample)
+    let e = refused(d, &nb(&["-pixel", "1e100"]), &[], "of the image is inf: more than a 4-byte float holds: the pixel's solid angle is ");
+    assert!(e.contains("nanobragg-rs: error: -pixel: ") && e.contains("(a sphere is 4π): a 1e+100 mm pixel at 100 mm from the sample (-distance) cannot be; lower -pixel"), "{e}");
+    refused(d, &nb(&["-pixel", "1e200"]), &[], "is NaN: more than a 4-byte float holds: the pixel's solid angle is NaN sr");
     refused(d, &nb(&["-fluence", "1e300"]), &[], "-fluence: 1e+300 photons/m^2 must be between 0 and 1e100");
     std::fs::write(d.join("abc.src"), "-10 0 0 1 1e-10\n-10 abc 0 1 1e-10\n").unwrap();
     for cmd in [&nb(&["-sourcefile", "abc.src"])[..], &["simulate", "-cell", "70", "80", "90", "85", "95", "105", "-N", "5", "-detpixels", "64", "-default_F", "10", "-sourcefile", "abc.src"]] {
@@ -512,6 +528,36 @@ fn smv_header_numbers_are_strict() {
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     header("mask.img", "SIZE1=32;\nSIZE2=3 2x;\n");
     refused(d, &["simulate", "-mask", "mask.img", "-cell", "50", "50", "50", "90", "90", "90", "-floatfile", "f.bin"], &[], "mask.img: header SIZE2=3 2x is not a number");
+}
+
+/// noisify `-header`: the header copied over the images says what is written under it, as noisify's
+/// own header does for the same `-bits` (TYPE=unsigned_short over `-bits 32` data, or long_integer
+/// over 2-byte pixels, was copied verbatim, as noisify.c does).
+#[test]
+fn noisify_header_type_says_what_is_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    image_with(d, "ok.bin", 5.0);
+    let type_line = |f: &str| {
+        let b = std::fs::read(d.join(f)).unwrap();
+        let h = String::from_utf8_lossy(&b[..512]).into_owned();
+        (b.len(), h.lines().filter(|l| l.starts_with("TYPE=") || l.starts_with("BYTE_ORDER=")).map(String::from).collect::<Vec<_>>())
+    };
+    for (ty, bits, bytes) in [("unsigned_short", "32", 4), ("long_integer", "16", 2)] {
+        let mut h = format!("{{\nHEADER_BYTES=512;\nDIM=2;\nBYTE_ORDER=big_endian;\nTYPE={ty};\nSIZE1=32;\nSIZE2=32;\nPIXEL_SIZE=0.1;\n}}\x0c").into_bytes();
+        h.resize(512, b' ');
+        std::fs::write(d.join("h.img"), h).unwrap();
+        let r = run_in(d, &["noisify", "-floatfile", "ok.bin", "-header", "h.img", "-bits", bits, "-seed", "1", "-nopgm", "-noisefile", "n.img", "-intfile", "i.img"], &[], 60);
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        // noisify's own header at the same -bits
+        let r = run_in(d, &["noisify", "-floatfile", "ok.bin", "-detpixels", "32", "-bits", bits, "-seed", "1", "-nopgm", "-noisefile", "own.img", "-intfile", "own_i.img"], &[], 60);
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        let own = type_line("own.img");
+        assert_eq!(own.0, 512 + bytes * 32 * 32);
+        for f in ["n.img", "i.img"] {
+            assert_eq!(type_line(f), own, "{f} with TYPE={ty} and -bits {bits}");
+        }
+    }
 }
 
 /// nonbragg's sources as simulate's: a dispersion of 200 % reaches a wavelength of 0 (the C divides

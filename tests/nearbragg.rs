@@ -230,6 +230,7 @@ fn hostile_input_is_refused_in_one_line_with_nothing_written() {
     // the C rendered a blank image from an empty file and read a missing Z as 0
     std::fs::write(d.join("empty.txt"), "").unwrap();
     std::fs::write(d.join("xy.txt"), "1 2 3\n4 5\n").unwrap();
+    std::fs::write(d.join("comment.txt"), "# two words\n1 2 3\n").unwrap();
     let cases: &[(&[&str], &str)] = &[
         (&["-file", "missing.txt"], "missing.txt"),
         (&["-file", "bad.txt"], "line 2"),
@@ -238,6 +239,7 @@ fn hostile_input_is_refused_in_one_line_with_nothing_written() {
         (&["-file", "long.txt"], "line 1"),
         (&["-file", "empty.txt"], "empty.txt: no atoms in the file"),
         (&["-file", "xy.txt"], "xy.txt line 2: 2 value(s); an atom is X Y Z"),
+        (&["-file", "comment.txt"], "comment.txt line 1: '#' is not a number (an atom list has no comments"),
         (&["-file", "ok.txt", "-source_distance", "farx"], "-source_distance: 'farx' is not a number"),
         (&["-file", "ok.txt", "-lambda", "0"], "-lambda"),
         (&["-file", "ok.txt", "-energy", "0"], "wavelength"),
@@ -269,6 +271,28 @@ fn hostile_input_is_refused_in_one_line_with_nothing_written() {
     assert_eq!(out.status.code(), Some(9));
     assert_eq!(std::fs::read(d.join("short.bin")).unwrap().len(), 40);
     assert_eq!(outputs(d), vec!["short.bin".to_string()]);
+    // and one larger than the image (another detector's): its first rows were taken as the image and
+    // the rest of the file dropped (exit 0); refused naming the flag and both sizes, the file kept
+    std::fs::write(d.join("long.bin"), [0u8; 4 * 100 * 37]).unwrap();
+    for (args, flag) in [(&["-floatfile", "long.bin"][..], "-floatfile"), (&["-coherent", "-sinfile", "long.bin", "-cosfile", "none.bin"][..], "-sinfile")] {
+        let out = bin().current_dir(d).args(["nearbragg", "-file", "ok.txt", "-detpixels", "8", "-accumulate"]).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(9), "{args:?}: {err}");
+        assert!(err.contains(&format!("long.bin: {flag}: holds 14800 bytes (3700 floats), the 8x8 image (-detpixels/-detsize/-pixel) is 64 floats")), "{args:?}: {err}");
+        assert_eq!(std::fs::read(d.join("long.bin")).unwrap().len(), 14800);
+    }
+    // a NaN or infinite pixel: refused naming it (it was accepted, written back, and blamed in a
+    // warning on "some input value too large")
+    for (name, bad) in [("nan.bin", f32::NAN), ("inf.bin", f32::NEG_INFINITY)] {
+        let mut v = vec![1.0f32; 64];
+        v[15] = bad;
+        std::fs::write(d.join(name), v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
+        let out = bin().current_dir(d).args(["nearbragg", "-file", "ok.txt", "-detpixels", "8", "-accumulate", "-floatfile", name]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(9), "{name}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{name}: {err}");
+        assert!(err.contains(&format!("{name}: -floatfile: pixel 15 (fast 7, slow 1) is {bad}: the image must hold finite values")), "{name}: {err}");
+    }
 }
 
 #[test]

@@ -24,7 +24,7 @@ use std::io::Write;
 const RTD_UBTOA: f64 = 180.0 / std::f64::consts::PI;
 
 pub use crate::base::vec3::M3;
-use crate::base::vec3::mat3_mul as matmul;
+use crate::base::vec3::{cross, dot, magnitude, mat3_mul as matmul};
 
 /// The B matrix (columns a*, b*, c*) for a cell in Å and degrees, as UBtoA.awk lays it out (a* along
 /// x, b* in the xy plane), with the textbook third row 1/c: UBtoA.awk's B_CZ = c*·V/(abc·sin γ*) is
@@ -107,9 +107,6 @@ pub fn format_matrix(a: &M3, u: &M3, cell: [f64; 6], lambda: f64) -> String {
     s
 }
 
-/// Largest matrix element printed: `%12.8f` keeps the columns apart below 100.
-const MAX_PRINTED: f64 = 100.0;
-
 /// `nanobragg-rs matrix`'s flags.
 pub const MATRIX_USAGE: &str = "usage: matrix -cell a b c alpha beta gamma [-lambda A] [-misset x y z | -misset random [-seed N] [-spread deg]] [-umat 9 numbers] [-o A.mat] | matrix -mat A.mat [-lambda A] [-misset ..] [-umat ..] [-o new.mat]";
 
@@ -172,14 +169,9 @@ pub fn run(c: &MatrixConfig, out: &mut dyn Write) -> Result<()> {
         };
     }
     let a = matmul(&u, &b);
-    // the file's columns are 12 wide: a value that is not finite or too wide to keep them apart
-    // would run the numbers together (or print nan)
-    if let Some(v) = a.iter().flatten().map(|v| v * lambda).find(|v| !(v.abs() < MAX_PRINTED)) {
-        return Err(Error::flag(
-            if a0.is_some() { "-mat" } else { "-cell" },
-            format!("the matrix would hold {v:e} (with -lambda {}): more than the file's columns can hold; check the cell, -lambda and -mat", crate::base::c::printf::g(lambda)),
-        ));
-    }
+    let flag = if a0.is_some() { "-mat" } else { "-cell" };
+    check_columns(&a, lambda, flag)?;
+    check_precision(&a, lambda, flag)?;
     let text = format_matrix(&a, &u, cell, lambda);
     if let (Some(m), Some(o)) = (&mat_file, &outfile) {
         crate::io::atomic::check_no_clobber(&[("-mat", m.clone())], &[("-o", crate::base::os_text::os_path(o))])?;
@@ -188,6 +180,61 @@ pub fn run(c: &MatrixConfig, out: &mut dyn Write) -> Result<()> {
         Some(p) => crate::io::atomic::write_atomic(&crate::base::os_text::os_path(&p), text.as_bytes()),
         None => out.write_all(text.as_bytes()).map_err(|e| Error::setup(format!("writing stdout: {e}"))),
     }
+}
+
+/// The A matrix's `%12.8f` fields (λ-scaled, as [`format_matrix`] prints them) must each keep a
+/// leading blank, or the numbers run together (`-15.00000000`, `100.00000000`: 12 characters) and no
+/// reader, `simulate -mat` included, can split them; a value that is not finite would print `nan`.
+fn check_columns(a: &M3, lambda: f64, flag: &str) -> Result<()> {
+    for v in a.iter().flatten().map(|v| v * lambda) {
+        let field = cf("%12.8f", v + 1e-9);
+        if !v.is_finite() || !field.starts_with(' ') {
+            let g = crate::base::c::printf::g;
+            return Err(Error::flag(
+                flag,
+                format!("the A matrix would hold {} (with -lambda {}), printed '{}': more than the file's columns can hold (%12.8f keeps a blank before a value only above -10 and below 100); check the cell, -lambda and -mat", g(v), g(lambda), field.trim()),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Most relative error of a real-space cell vector read back from the printed matrix.
+const CELL_PRECISION: f64 = 1e-3;
+
+/// The real-space vectors a, b, c of an A matrix (columns a*, b*, c*), or `None` when it is singular.
+fn real_vectors(m: &M3) -> Option<[[f64; 3]; 3]> {
+    let col = |j: usize| [m[0][j], m[1][j], m[2][j]];
+    let (s0, s1, s2) = (col(0), col(1), col(2));
+    let v = dot(&s0, &cross(&s1, &s2));
+    if !(v.abs() > 0.0 && v.is_finite()) {
+        return None;
+    }
+    Some([cross(&s1, &s2), cross(&s2, &s0), cross(&s0, &s1)].map(|x| x.map(|e| e / v)))
+}
+
+/// The printed matrix (8 decimals) must give back the cell: entries so small that their digits are
+/// lost (`-lambda 1e-6`: 70 80 90 read back as 50 100 100; `-lambda 1e-7`: all zeros, singular) are
+/// refused. Each real-space vector from the printed values is within [`CELL_PRECISION`] of the exact one.
+fn check_precision(a: &M3, lambda: f64, flag: &str) -> Result<()> {
+    let exact = a.map(|row| row.map(|v| v * lambda));
+    let printed = exact.map(|row| row.map(|v| cf("%12.8f", v + 1e-9).trim().parse::<f64>().unwrap_or(f64::NAN)));
+    let g = crate::base::c::printf::g;
+    let largest = exact.iter().flatten().fold(0.0f64, |m, v| m.max(v.abs()));
+    let why = match (real_vectors(&printed), real_vectors(&exact)) {
+        (Some(p), Some(e)) => {
+            let err = (0..3).map(|k| magnitude(&[0, 1, 2].map(|i| p[k][i] - e[k][i])) / magnitude(&e[k])).fold(0.0f64, |m, r| if r.is_nan() { f64::NAN } else { m.max(r) });
+            if err <= CELL_PRECISION {
+                return Ok(());
+            }
+            format!("the cell read back would be off by {} (more than {})", g(err), g(CELL_PRECISION))
+        }
+        _ => "it would read back as a singular matrix (no cell)".to_string(),
+    };
+    Err(Error::flag(
+        flag,
+        format!("the A matrix (with -lambda {}, largest value {}) is too small for the file's 8 decimals (%12.8f): {why}; give a larger -lambda, or check the cell and -mat", g(lambda), g(largest)),
+    ))
 }
 
 /// The starting matrix of `-mat` (UBtoA.awk's `MATRIX AX BX CX AY BY CY AZ BZ CZ`), checked finite.
@@ -216,6 +263,36 @@ mod tests {
         for (g, w) in got.iter().zip(cctbx) {
             assert!((g - w).abs() < 1e-12 * w.abs().max(1e-3), "{got:?} vs cctbx {cctbx:?}");
         }
+    }
+
+    /// A value of -10 or less, or one that rounds to 100, fills its 12-character field: refused (it
+    /// ran into the column before it, `0.00000000-15.00000000`); -9.99 and 99.99 keep their blank.
+    #[test]
+    fn values_that_fill_their_column_are_refused() {
+        let m = |v: f64| [[v, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]];
+        for v in [-15.0, -10.0, 99.999999996, 100.0, f64::NAN, f64::INFINITY] {
+            let e = check_columns(&m(v), 1.0, "-cell").unwrap_err().to_string();
+            assert!(e.starts_with("-cell: the A matrix would hold") && e.contains("more than the file's columns can hold"), "{v}: {e}");
+        }
+        for v in [-9.99, 99.99, 0.0, -1e-12] {
+            assert!(check_columns(&m(v), 1.0, "-cell").is_ok(), "{v}");
+        }
+        assert!(check_columns(&m(-1.5), 10.0, "-mat").unwrap_err().to_string().contains("printed '-15.00000000'"));
+    }
+
+    /// A matrix whose 8 printed decimals lose the cell is refused: λ = 1e-6 Å read 70 80 90 back as
+    /// 50 100 100, λ = 1e-7 Å printed nine zeros. Ordinary and extreme-but-printable cells pass.
+    #[test]
+    fn values_too_small_for_the_decimals_are_refused() {
+        let a = |cell: [f64; 6]| b_matrix(cell);
+        let e = check_precision(&a([70.0, 80.0, 90.0, 90.0, 90.0, 90.0]), 1e-6, "-cell").unwrap_err().to_string();
+        assert!(e.starts_with("-cell: the A matrix (with -lambda 1e-06, largest value 1.42857e-08) is too small") && e.contains("off by"), "{e}");
+        let e = check_precision(&a([100.0, 100.0, 100.0, 90.0, 90.0, 90.0]), 1e-7, "-cell").unwrap_err().to_string();
+        assert!(e.contains("singular"), "{e}");
+        for (cell, lambda) in [([30.0, 40.0, 50.0, 100.0, 110.0, 120.0], 1.0), ([2000.0, 3000.0, 1000.0, 90.0, 90.0, 120.0], 1.5), ([70.0, 80.0, 90.0, 85.0, 95.0, 100.0], 0.01)] {
+            assert!(check_precision(&a(cell), lambda, "-cell").is_ok(), "{cell:?} at {lambda}");
+        }
+        assert!(check_precision(&a([70.0, 80.0, 90.0, 85.0, 95.0, 100.0]), 1e-4, "-cell").is_err());
     }
 
     /// Independent check: for an orthorhombic cell B is diag(1/a, 1/b, 1/c), and a 90° misset about

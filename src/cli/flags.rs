@@ -9,6 +9,7 @@
 use crate::run::config::Config;
 use crate::experiment::params::{CellInput, Convention, CrystalShape, Misset, Pivot, Precision};
 use crate::{Error, Result};
+use crate::base::c::rng::c_negated_seed;
 use std::path::PathBuf;
 
 pub use crate::experiment::params::units;
@@ -668,7 +669,7 @@ pub static FLAGS: &[Flag] = &[
         set: |c, v| { c.params.mosaic_domains = auto_if_zero(v)?; Ok(()) } },
     Flag { name: "-mosaic_seed", aliases: &[], arity: Ints(1), values: "SEED", units: "integer", default: "12345678",
         category: Sampling, help: "Random seed of the mosaic domain orientations.",
-        set: |c, v| { c.params.mosaic_seed = -v.int(0)?; Ok(()) } },
+        set: |c, v| { c.params.mosaic_seed = c_negated_seed(v.int(0)?); Ok(()) } },
     Flag { name: "-phi", aliases: &[], arity: Numbers(1), values: "ANGLE", units: "deg", default: "0",
         category: Sampling, help: "Starting spindle rotation.", set: |c, v| { c.params.phi_deg(v.num(0)?); Ok(()) } },
     Flag { name: "-osc", aliases: &[], arity: Numbers(1), values: "RANGE", units: "deg", default: "0 (1 with a lone -phisteps; the step with -phistep)",
@@ -745,7 +746,7 @@ pub static FLAGS: &[Flag] = &[
     Flag { name: "-misset_seed", aliases: &[], arity: Ints(1), values: "SEED", units: "integer",
         default: "time based (not -seed)", category: Output,
         help: "Random seed of -misset random (does not read misset angles).",
-        set: |c, v| { c.params.misset_seed = Some(-v.int(0)?); Ok(()) } },
+        set: |c, v| { c.params.misset_seed = Some(c_negated_seed(v.int(0)?)); Ok(()) } },
     Flag { name: "-printout", aliases: &[], arity: Switch, values: "", units: "", default: "off", category: Output,
         help: "Print per-pixel values.", set: |c, _| { c.run.printout = true; Ok(()) } },
     Flag { name: "-printout_pixel", aliases: &[], arity: Ints(2), values: "f s", units: "pixel index",

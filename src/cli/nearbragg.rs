@@ -149,11 +149,7 @@ static NEARBRAGG_LINE: StrstrLine<C> = StrstrLine {
 /// Parse nearBragg.c's arguments; an atom list (`-file`) is required.
 pub fn parse_nearbragg_args(args: &[String]) -> Result<NearBraggConfig> {
     let mut c = NearBraggConfig::default();
-    // `-curved_det` counts only when an argument follows it (line 293): the C ignores it last
-    let args = match args.split_last() {
-        Some((last, rest)) if last.starts_with('-') && last.contains("-curved_det") => rest,
-        _ => args,
-    };
+    let args = crate::cli::noisify::drop_trailing_curved_det(args, "nearBragg.c");
     parse_strstr(&NEARBRAGG_LINE, args, &mut c)?;
     if c.file.is_none() {
         return Err(Error::flag("-file", format!("no atom list given ({NEARBRAGG_USAGE})")));

@@ -11,6 +11,7 @@
 
 use crate::apps::noisify::{NoisifyConfig, PsfType};
 use crate::{Error, Result};
+use crate::base::c::rng::c_negated_seed;
 
 /// C `atoi` of a string (leading blanks, sign, digits; nothing gives 0; overflow as glibc's `strtol`
 /// cast to int).
@@ -89,6 +90,19 @@ pub(crate) struct StrstrLine<C: 'static> {
     pub needs: fn(usize) -> String,
     /// An argument taken whole, before any flag test (noisify.c: one that names `floatimage.bin`).
     pub claim: fn(&mut C, &str) -> bool,
+}
+
+/// `args` without a last `-curved_det` (any argument containing it): nearBragg.c (line 293) and
+/// nonBragg.c test `-curved_det` only with an argument after it, so given last it is ignored; said
+/// on stderr, as simulate says it.
+pub(crate) fn drop_trailing_curved_det<'a>(args: &'a [String], program: &str) -> &'a [String] {
+    match args.split_last() {
+        Some((last, rest)) if last.starts_with('-') && last.contains("-curved_det") => {
+            crate::base::log::warn(format!("WARNING: {last} is ignored as the last word of the command line (as {program} does)"));
+            rest
+        }
+        _ => args,
+    }
 }
 
 /// Apply `args` to `c` as the C's `main` does: every flag of the table whose test the argument
@@ -212,8 +226,8 @@ static NOISIFY_FLAGS: &[StrstrFlag<N>] = &[
     one(&["-flicker"], |c, _, v| { c.flicker_noise = f(&v[0])?; Ok(()) }),
     one(&["-calibration"], |c, _, v| { c.calibration_noise = f(&v[0])?; Ok(()) }),
     one(&["-scale"], |c, _, v| { c.photon_scale = f(&v[0])?; Ok(()) }),
-    one(&["-seed"], |c, _, v| { c.seed = Some(-(integer(&v[0])? as i64)); Ok(()) }),
-    one(&["-calib_seed"], |c, _, v| { c.calib_seed = -(integer(&v[0])? as i64); Ok(()) }),
+    one(&["-seed"], |c, _, v| { c.seed = Some(c_negated_seed(integer(&v[0])? as i64)); Ok(()) }),
+    one(&["-calib_seed"], |c, _, v| { c.calib_seed = c_negated_seed(integer(&v[0])? as i64); Ok(()) }),
     // read and unused by noisify.c
     one(&["-badpix_seed", "-hotpix_seed"], |_, _, _| Ok(())),
     one(&["-adc"], |c, _, v| { c.adc_offset = f(&v[0])?; Ok(()) }),
@@ -265,6 +279,9 @@ mod tests {
         assert_eq!(c.seed, Some(-5));
         assert_eq!(c.calib_seed, -7);
         assert_eq!(c.adc_offset, -5.0);
+        // the C's -atoi in int: -2147483648 stays negative
+        let c = p("-bin x.bin -seed -2147483648 -calib_seed -2147483648").unwrap();
+        assert_eq!((c.seed, c.calib_seed), (Some(-2147483648), -2147483648));
     }
 
     #[test]

@@ -129,8 +129,9 @@ static NONBRAGG_FLAGS: &[StrstrFlag<B>] = &[
     is(&["-detpixels"], |c, a, v| { c.fpixels = integer(&v[0])?; c.spixels = c.fpixels; sized(c, a) }),
     has(&["-detpixels_f", "-detpixels_x"], 1, |c, a, v| { c.fpixels = integer(&v[0])?; sized(c, a) }),
     has(&["-detpixels_s", "-detpixels_y"], 1, |c, a, v| { c.spixels = integer(&v[0])?; sized(c, a) }),
-    // the C requires a following argument but does not read it
-    has(&["-curved_det"], 0, |c, _, _| { c.curved = true; Ok(()) }),
+    // the C requires a following argument but does not read it: that argument is taken as its value
+    // (a following flag still counts as a flag); as the last argument it is ignored, as in the C
+    has(&["-curved_det"], 1, |c, _, _| { c.curved = true; Ok(()) }),
     has(&["-pixel"], 1, |c, a, v| { c.pixel = mm(v, 0)?; sized(c, a) }),
     has(&["-point_pixel"], 0, |c, _, _| { c.point_pixel = true; Ok(()) }),
     has(&["-Fmap"], 0, |c, _, _| { c.fmap = true; Ok(()) }),
@@ -189,7 +190,7 @@ static NONBRAGG_FLAGS: &[StrstrFlag<B>] = &[
     has(&["-noprogress"], 0, |c, _, _| { c.progress = false; Ok(()) }),
     has(&["-progress"], 0, |c, _, _| { c.progress = true; Ok(()) }),
     has(&["-printout_pixel"], 2, |_, _, _| Ok(())),
-    has(&["-seed"], 1, |c, _, v| { c.seed = Some(-(integer(&v[0])? as i64)); Ok(()) }),
+    has(&["-seed"], 1, |c, _, v| { c.seed = Some(crate::base::c::rng::c_negated_seed(integer(&v[0])? as i64)); Ok(()) }),
 ];
 
 static NONBRAGG_LINE: StrstrLine<B> = StrstrLine {
@@ -203,6 +204,7 @@ static NONBRAGG_LINE: StrstrLine<B> = StrstrLine {
 /// Parse nonBragg.c's arguments; a stol table (`-stol`, `-4stol` or `-Q`) is required.
 pub fn parse_nonbragg_args(args: &[String]) -> Result<NonBraggConfig> {
     let mut c = NonBraggConfig::default();
+    let args = crate::cli::noisify::drop_trailing_curved_det(args, "nonBragg.c");
     parse_strstr(&NONBRAGG_LINE, args, &mut c)?;
     if c.stolfile.is_none() {
         return Err(Error::flag("-stol", format!("no stol table given ({NONBRAGG_USAGE})")));
@@ -230,10 +232,21 @@ mod tests {
         assert_eq!(c.roi, [1, 2, 3, 4]);
         assert_eq!((c.hdivstep, c.hdivsteps), (0.5e-3, -1));
         assert_eq!(c.seed, Some(-9));
+        assert_eq!(p("-stol w.stol -seed -2147483648").unwrap().seed, Some(-2147483648));
         assert!(!c.progress);
         // a value that starts with '-' is not refused
         assert_eq!(p("-stol w.stol -adc -5").unwrap().adc, -5.0);
         assert_eq!(p("-Q q.dat").unwrap().stol_file_mult, 1e10 / std::f64::consts::PI / 4.0);
+    }
+
+    /// `-curved_det` counts only with an argument after it (a value or a flag), as nonBragg.c tests
+    /// it; given last it is ignored (it was applied, and `-curved_det 1` was refused).
+    #[test]
+    fn curved_det_needs_a_following_argument() {
+        assert!(!p("-stol w.stol -noprogress -curved_det").unwrap().curved);
+        assert!(p("-stol w.stol -curved_det 1").unwrap().curved);
+        let c = p("-stol w.stol -curved_det -noprogress").unwrap();
+        assert!(c.curved && !c.progress);
     }
 
     #[test]

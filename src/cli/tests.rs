@@ -383,6 +383,9 @@ fn seeds_are_stored_negated() {
     assert!(parse_err("-misset_seed 42 10 20 30").starts_with("10: unexpected word"));
     assert_eq!(parse("-misset randomize").params.misset, Some(Misset::Random));
     assert_eq!(parse("--seed 9").params.seed, Some(-9));
+    // the C negates in int: -2147483648 wraps to itself (it was +2147483648, another noise stream)
+    let c = parse("-seed -2147483648 -mosaic_seed -2147483648 -misset_seed -2147483648");
+    assert_eq!((c.params.seed, c.params.mosaic_seed, c.params.misset_seed), (Some(-2147483648), -2147483648, Some(-2147483648)));
 }
 
 #[test]

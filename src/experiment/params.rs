@@ -565,9 +565,9 @@ impl Params {
         self.water_size = units::um_div(size);
         self
     }
-    /// `-seed`: the noise seed as typed (stored negated, as the C does).
+    /// `-seed`: the noise seed as typed (stored negated in `int`, as the C does).
     pub fn noise_seed(&mut self, seed: i64) -> &mut Self {
-        self.seed = Some(-seed);
+        self.seed = Some(crate::base::c::rng::c_negated_seed(seed));
         self
     }
     /// `-default_F` in electrons.

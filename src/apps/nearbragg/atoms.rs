@@ -68,6 +68,7 @@ fn value(s: &[u8]) -> std::result::Result<f64, String> {
     match text.parse::<f64>() {
         Ok(v) if v.is_finite() => Ok(v),
         Ok(_) => Err(format!("'{text}' is not a finite number")),
+        Err(_) if text.starts_with('#') => Err(format!("'{text}' is not a number (an atom list has no comments; nearBragg.c read the line as an atom)")),
         Err(_) => Err(format!("'{text}' is not a number")),
     }
 }
@@ -81,9 +82,13 @@ fn parse_line(line: &[u8]) -> std::result::Result<Option<[f64; 6]>, String> {
     // an atom needs X Y Z: the C read a missing Z as 0 (a 2-column line was an atom at z = 0). A last
     // chunk of only blanks without a newline (editors leave them) stays the C's atom of occupancy 0
     // at the origin, which adds nothing.
-    let values = t.split(|c| DELIMITERS.contains(c) || *c == b'\n').filter(|w| !w.is_empty()).count();
-    if values < 3 && !t.is_empty() {
-        return Err(format!("{values} value(s); an atom is X Y Z [occupancy B phase]"));
+    let words: Vec<&[u8]> = t.split(|c| DELIMITERS.contains(c) || *c == b'\n').filter(|w| !w.is_empty()).collect();
+    if words.len() < 3 && !t.is_empty() {
+        // a word that is no number is the cause (`# comment` was "2 value(s)")
+        for w in &words {
+            value(w)?;
+        }
+        return Err(format!("{} value(s); an atom is X Y Z [occupancy B phase]", words.len()));
     }
     let mut v = [0.0, 0.0, 0.0, 1.0, 0.0, -90.0];
     for (k, slot) in v.iter_mut().enumerate() {
@@ -212,6 +217,12 @@ mod tests {
         assert!(p(&format!("{}\n", "1 ".repeat(600))).is_err());
         // X Y Z are needed (a missing Z was 0), and at least one atom (the C rendered a blank image)
         assert_eq!(p("1 2 3\n1 2\n").unwrap_err().to_string(), "t.txt line 2: 2 value(s); an atom is X Y Z [occupancy B phase]");
+        // a comment line is named as such, not counted as "2 value(s)"
+        for text in ["# comment\n1 2 3\n", "#\n1 2 3\n", "1 2 3\n0 0 0 # c\n"] {
+            let e = p(text).unwrap_err().to_string();
+            assert!(e.contains("is not a number (an atom list has no comments"), "{text:?}: {e}");
+        }
+        assert!(p("# comment\n").unwrap_err().to_string().starts_with("t.txt line 1: '#' is not a number"));
         assert!(p("1 2 3\n4\r\n").unwrap_err().to_string().starts_with("t.txt line 2: 1 value(s)"));
         for empty in ["", "\n\n", "  \t\n"] {
             assert!(p(empty).unwrap_err().to_string().contains("no atoms in the file"), "{empty:?}");

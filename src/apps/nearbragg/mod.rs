@@ -16,7 +16,8 @@
 //! * refused with a one-line error (exit 9), nothing written: a missing or malformed atom list (a
 //!   value that is not a finite number, with its line number), zero or negative wavelength, pixel or
 //!   distance, a detector, step count or amount of work that cannot fit ([`MAX_WORK`]), a
-//!   `-accumulate` input shorter than the image; the C reads garbage, divides by zero or overflows;
+//!   `-accumulate` input that is not exactly the image's size; the C reads garbage, divides by zero
+//!   or overflows, or takes a larger file's first rows as the image; one with a NaN or infinite pixel;
 //! * refused as simulate refuses them, with its checks and messages: a `-lambda` or `-dispersion`
 //!   step outside simulate's wavelength range (200 % reached 0: NaN pixels), an inverted `-roi` (an
 //!   all-zero image), zero or parallel detector axes, a negative `-fluence`;
@@ -75,13 +76,22 @@ pub(crate) struct Prepared {
     pub(crate) images: Images,
 }
 
-/// Read `path` as native floats (`fread`, lines 872-899): the first `n`; a shorter file is refused.
-fn read_floats(path: &str, n: usize, flag: &str) -> Result<Vec<f32>> {
+/// Read `path` as native floats (`fread`, lines 872-899), refused unless it holds exactly the image:
+/// the C read garbage past a shorter file's end and took the first rows of a larger one (another
+/// detector size) as this image, then wrote back only those (as noisify's `-floatfile`).
+fn read_floats(path: &str, (xpixels, ypixels): (i32, i32), flag: &str) -> Result<Vec<f32>> {
+    let n = xpixels as usize * ypixels as usize;
     let bytes = std::fs::read(os_path(path)).map_err(|e| Error::file(path, format!("{flag}: cannot read: {e}")))?;
-    if bytes.len() < 4 * n {
-        return Err(Error::file(path, format!("{flag}: {} bytes, fewer than the image's {} 4-byte floats (-accumulate)", bytes.len(), n)));
+    if bytes.len() != 4 * n {
+        return Err(Error::file(
+            path,
+            format!("{flag}: holds {} bytes ({} floats), the {xpixels}x{ypixels} image (-detpixels/-detsize/-pixel) is {n} floats (-accumulate)", bytes.len(), bytes.len() / 4),
+        ));
     }
-    Ok(bytes[..4 * n].chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
+    let pixels: Vec<f32> = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+    // a NaN or infinite pixel would stay so whatever is added (refused as noisify's -floatfile is)
+    crate::io::float::require_finite(&pixels, os_path(path).as_path(), flag, Some(xpixels as usize))?;
+    Ok(pixels)
 }
 
 /// No output over the atom list or another output (with `-accumulate` the images are read and then
@@ -97,7 +107,8 @@ fn check_files(c: &NearBraggConfig) -> Result<()> {
 }
 
 /// The starting images (lines 860-902): zeros, or the earlier run's files with `-accumulate`.
-fn start_images(c: &NearBraggConfig, n: usize, log: &mut String) -> Result<Images> {
+fn start_images(c: &NearBraggConfig, det: &Detector, log: &mut String) -> Result<Images> {
+    let n = det.pixels();
     let mut img = Images { float: vec![0.0; n], sin: vec![0.0; n], cos: vec![0.0; n] };
     if !c.accumulate {
         return Ok(img);
@@ -108,7 +119,7 @@ fn start_images(c: &NearBraggConfig, n: usize, log: &mut String) -> Result<Image
             return Ok(());
         }
         let _ = writeln!(log, "importing {}: {name}", if what == "float" { "intensity" } else { what });
-        *dst = read_floats(name, n, flag)?;
+        *dst = read_floats(name, (det.xpixels, det.ypixels), flag)?;
         Ok(())
     };
     if c.coherent {
@@ -120,11 +131,14 @@ fn start_images(c: &NearBraggConfig, n: usize, log: &mut String) -> Result<Image
     Ok(img)
 }
 
-/// Refuse a run whose images or amount of work cannot fit.
-fn check_size(det: &Detector, atoms: usize, steps: f64) -> Result<()> {
+/// Refuse a run whose images or amount of work cannot fit; the memory refusal names the flags that
+/// sized the detector (`-detpixels`, else `-detsize` over `-pixel`), as nonbragg's does.
+fn check_size(c: &NearBraggConfig, det: &Detector, atoms: usize, steps: f64) -> Result<()> {
+    use crate::base::memory::{human, memory_budget};
     let bytes = det.pixels() as u64 * 14 + 512;
+    let flag = if c.xpixels != 0 || c.ypixels != 0 { "-detpixels" } else { "-detsize/-pixel" };
     crate::base::memory::check_alloc(
-        || Error::setup(format!("nearbragg: {}x{} pixels need {} of memory, more than is available", det.xpixels, det.ypixels, crate::base::memory::human(bytes))),
+        || Error::flag(flag, format!("{}x{} pixels need about {} of memory; {} is available", det.xpixels, det.ypixels, human(bytes), human(memory_budget()))),
         Some(bytes),
     )?;
     if steps > i32::MAX as f64 {
@@ -163,8 +177,8 @@ pub(crate) fn prepare(c: &NearBraggConfig, log: &mut String) -> Result<Prepared>
     let oversample = setup::oversample(c, atoms.size_max, log)?;
     let div = steps.divergence();
     let nsteps_f = div.len() as f64 * steps.disp.steps as f64 * steps.depth.steps as f64 * oversample as f64 * oversample as f64;
-    check_size(&det, atoms.len(), nsteps_f)?;
-    let images = start_images(c, det.pixels(), log)?;
+    check_size(c, &det, atoms.len(), nsteps_f)?;
+    let images = start_images(c, &det, log)?;
     let nsteps = nsteps_f as i32;
     Ok(Prepared { det, atoms, steps, div, oversample, nsteps, images })
 }

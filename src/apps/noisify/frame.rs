@@ -52,6 +52,48 @@ pub(super) fn header_number(header: &[u8], path: &str, key: &str) -> Result<Opti
     header_number_present(header, key).map_err(|e| Error::file(path, format!("-header: {e}")))
 }
 
+/// The `-header` file's header with TYPE and BYTE_ORDER saying what is written under it: the integer
+/// type of `-bits` (as [`c_header`] names it) and little-endian. noisify.c copied them verbatim, so a
+/// 16-bit header over `-bits 32` data (or `long_integer` over 2-byte pixels) misdescribed the file.
+pub(super) fn describe_data(header: &[u8], bits: i32) -> std::result::Result<Vec<u8>, String> {
+    let ty = if bits == 16 { "unsigned_short" } else { "long_integer" };
+    let h = set_key(header, "BYTE_ORDER", "little_endian")?;
+    set_key(&h, "TYPE", ty)
+}
+
+/// `header` with the value of every `KEY=` line before the closing `}` set to `value` (a line added
+/// after HEADER_BYTES when there is none), its length kept: the blank padding after the `}` gives
+/// or takes the difference (refused when there is not enough of it).
+fn set_key(header: &[u8], key: &str, value: &str) -> std::result::Result<Vec<u8>, String> {
+    let field = format!("{key}=");
+    let body_end = header.iter().position(|&c| c == b'}').unwrap_or(header.len());
+    let mut out = Vec::with_capacity(header.len() + 32);
+    let (mut i, mut found) = (0, false);
+    while i < body_end {
+        if header[..i].ends_with(b"\n") && header[i..body_end].starts_with(field.as_bytes()) {
+            let len = header[i..body_end].iter().position(|&c| c == b';' || c == b'\n').unwrap_or(body_end - i);
+            out.extend_from_slice(field.as_bytes());
+            out.extend_from_slice(value.as_bytes());
+            (i, found) = (i + len, true);
+        } else {
+            out.push(header[i]);
+            i += 1;
+        }
+    }
+    out.extend_from_slice(&header[body_end..]);
+    if !found {
+        // after the HEADER_BYTES line, which get_frame checked comes first
+        let at = out.iter().skip(2).position(|&c| c == b'\n').map_or(out.len(), |p| p + 3);
+        out.splice(at..at, format!("{field}{value};\n").into_bytes());
+    }
+    let pad = if header.last() == Some(&0) { 0 } else { b' ' };
+    if out.len() > header.len() && !out[header.len()..].iter().all(|&c| c == b' ' || c == 0) {
+        return Err(format!("no room in its {} header bytes to say {key}={value} (the data written)", header.len()));
+    }
+    out.resize(header.len(), pad);
+    Ok(out)
+}
+
 pub(super) fn c_header(c: &NoisifyConfig, xp: i32, yp: i32, detsize_y: f64, xbeam: f64, ybeam: f64) -> Vec<u8> {
     let mut s = String::new();
     if c.intimage_bits == 16 {
@@ -101,4 +143,34 @@ pub(super) fn to_u32(adu: f64) -> u32 {
 }
 pub(super) fn to_u16(adu: f64) -> u16 {
     (adu as i32) as u16
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(fields: &str, pad: u8) -> Vec<u8> {
+        let mut b = format!("{{\nHEADER_BYTES=512;\n{fields}}}\x0c").into_bytes();
+        b.resize(512, pad);
+        b
+    }
+
+    /// TYPE and BYTE_ORDER are set to what is written (they were copied verbatim), the length kept.
+    #[test]
+    fn the_header_says_what_is_written() {
+        let h = header("DIM=2;\nBYTE_ORDER=big_endian;\nTYPE=unsigned_short;\nSIZE1=4;\n", b' ');
+        let got = describe_data(&h, 32).unwrap();
+        assert_eq!(got, header("DIM=2;\nBYTE_ORDER=little_endian;\nTYPE=long_integer;\nSIZE1=4;\n", b' '));
+        assert_eq!(describe_data(&got, 16).unwrap(), header("DIM=2;\nBYTE_ORDER=little_endian;\nTYPE=unsigned_short;\nSIZE1=4;\n", b' '));
+        // already right: the same bytes (the golden headers)
+        let right = header("BYTE_ORDER=little_endian;\nTYPE=unsigned_short;\n", 0);
+        assert_eq!(describe_data(&right, 16).unwrap(), right);
+        // absent: added after the brace; DATA_TYPE= is another key
+        let got = describe_data(&header("DATA_TYPE=x;\n", 0), 32).unwrap();
+        assert_eq!(got, header("TYPE=long_integer;\nBYTE_ORDER=little_endian;\nDATA_TYPE=x;\n", 0));
+        // no padding left for a longer value: refused
+        let mut full = b"{\nHEADER_BYTES=32;\nTYPE=long;\n}".to_vec();
+        full.resize(32, b' ');
+        assert!(describe_data(&full, 16).unwrap_err().starts_with("no room in its 32 header bytes"));
+    }
 }

@@ -160,7 +160,8 @@ fn header_frame(c: &NoisifyConfig, out: &mut dyn Write) -> Result<(Frame, Option
     };
     let Some(h) = &c.headerfile else { return Ok((frame, None)) };
     writeln!(out, "taking header from {h}").map_err(io)?;
-    let hf = get_frame(h)?;
+    let mut hf = get_frame(h)?;
+    hf.header = frame::describe_data(&hf.header, c.intimage_bits).map_err(|e| Error::file(h, format!("-header: {e}")))?;
     writeln!(out, "reading {h}").map_err(io)?;
     frame.xpixels = hf.width as i64;
     frame.ypixels = hf.height as i64;

@@ -72,7 +72,7 @@ pub fn run(c: &NonBraggConfig, out: &mut dyn Write) -> Result<()> {
     // render: rows in parallel, each pixel's sum in the C's order
     let scene = Scene { c, g: &g, grid: &grid, src: &src, table: &table, scale: R_E_SQR * sample.fluence * sample.molecules };
     let (floatimage, last_pos) = render::render(&scene);
-    check_finite(&floatimage, &grid)?;
+    check_finite(&floatimage, c, &g, &grid)?;
     let omega_sum = render::omega_sum(c, &g, &grid);
     // statistics in raster order
     let stats = render::statistics(c, &grid, &floatimage, &last_pos, &mut s);
@@ -204,18 +204,29 @@ fn write_images(
     Ok(())
 }
 
-/// A pixel beyond a 4-byte float (F² × r_e² × fluence × molecules too large) is refused before
-/// anything is written: the C wrote an infinite image.
-fn check_finite(floatimage: &[f32], grid: &Grid) -> Result<()> {
-    match floatimage.iter().position(|v| !v.is_finite()) {
-        None => Ok(()),
-        Some(i) => Err(Error::setup(format!(
-            "pixel {i} (fast {}, slow {}) of the image is {}: more than a 4-byte float holds; lower the stol table's F, -fluence/-flux or the sample (-thickness, -density, -molecules, -MW)",
-            i % grid.fpixels as usize,
-            i / grid.fpixels as usize,
-            floatimage[i]
-        ))),
+/// A pixel beyond a 4-byte float (F² × r_e² × fluence × molecules × solid angle too large) is
+/// refused before anything is written: the C wrote an infinite image. A solid angle beyond a sphere's
+/// (or not finite) names the geometry (`-pixel 1e100` was blamed on F, fluence and sample).
+fn check_finite(floatimage: &[f32], c: &NonBraggConfig, g: &Geometry, grid: &Grid) -> Result<()> {
+    let Some(i) = floatimage.iter().position(|v| !v.is_finite()) else { return Ok(()) };
+    let (f, s) = (i % grid.fpixels as usize, i / grid.fpixels as usize);
+    let at = format!("pixel {i} (fast {f}, slow {s}) of the image is {}: more than a 4-byte float holds", floatimage[i]);
+    let omega = render::pixel_solid_angle(c, g, grid, f as i64, s as i64);
+    // a point pixel's "solid angle" is 1/r² (m⁻²): no sphere bound, but NaN still means no geometry
+    let impossible = omega.is_nan() || (!c.point_pixel && omega > 4.0 * std::f64::consts::PI);
+    if !impossible {
+        return Err(Error::setup(format!("{at}; lower the stol table's F, -fluence/-flux or the sample (-thickness, -density, -molecules, -MW)")));
     }
+    let mm = |m: f64| cf("%g", m * 1000.0);
+    Err(Error::flag(
+        "-pixel",
+        format!(
+            "{at}: the pixel's solid angle is {} sr (a sphere is 4π): a {} mm pixel at {} mm from the sample (-distance) cannot be; lower -pixel",
+            if omega.is_nan() { "NaN".to_string() } else { cf("%g", omega) },
+            mm(c.pixel),
+            mm(g.close_distance)
+        ),
+    ))
 }
 
 /// No output over the stol table, the source file or another output.

@@ -141,6 +141,23 @@ fn render_pixel(sc: &Scene, fpixel: i64, spixel: i64, nearest: &mut usize) -> (f
     (v, (fdet_mm, sdet_mm))
 }
 
+/// The largest solid angle of the sub-pixels of pixel (fpixel, spixel), NaN if one is: what the
+/// geometry alone gives the pixel (for the refusal of a pixel beyond a float).
+pub(super) fn pixel_solid_angle(c: &NonBraggConfig, g: &Geometry, grid: &Grid, fpixel: i64, spixel: i64) -> f64 {
+    let mut most = 0.0f64;
+    for sub_s in 0..grid.oversample {
+        for sub_f in 0..grid.oversample {
+            let (_, _, pos) = grid.subpixel(c, g, fpixel, spixel, sub_f, sub_s);
+            let omega = solid_angle(c, g, magnitude(&pos));
+            if omega.is_nan() {
+                return omega;
+            }
+            most = most.max(omega);
+        }
+    }
+    most
+}
+
 /// The solid angle the region of interest subtends, summed in the C's order (re-evaluated serially:
 /// cheap compared with the render).
 pub(super) fn omega_sum(c: &NonBraggConfig, g: &Geometry, grid: &Grid) -> f64 {

@@ -102,6 +102,17 @@ fn floor_count(em: f32) -> (f32, usize) {
     }
 }
 
+/// A seed flag's value as the C programs store it: `seed = -atoi(argv[i+1])` (nanoBragg.c,
+/// noisify.c, nonBragg.c) negates in `int`, so −2147483648 wraps to itself before it is widened to
+/// `long` (ran1 then starts from it as from any negative seed); plain negation gave +2147483648, a
+/// positive seed, and another stream. Seeds beyond an `int` (the library's) are negated as they are.
+pub fn c_negated_seed(seed: i64) -> i64 {
+    match i32::try_from(seed) {
+        Ok(s) => s.wrapping_neg() as i64,
+        Err(_) => -seed,
+    }
+}
+
 /// The process-wide state the C keeps in `static` variables: ran1's shuffle table (shared by every
 /// stream: misset, mosaic, noise) and the cached values of poidev and gaussdev.
 ///
@@ -889,6 +900,15 @@ mod tests {
     //! Expected values come from the C functions themselves (copied out of nanoBragg.c into a throwaway
     //! program outside the repository, built with gcc -O2 against glibc 2.36), printed as bit patterns.
     use super::*;
+
+    /// `-atoi` in int: −2147483648 stays negative, as the C's `seed:` line prints it.
+    #[test]
+    fn seeds_are_negated_as_an_int() {
+        assert_eq!(c_negated_seed(5), -5);
+        assert_eq!(c_negated_seed(-2147483647), 2147483647);
+        assert_eq!(c_negated_seed(-2147483648), -2147483648);
+        assert_eq!(c_negated_seed(1 << 40), -(1 << 40));
+    }
 
     /// An infinite mean (a photon scale beyond a float) is a saturated pixel, not NaN (which became 0
     /// in the noise image), and takes the same draws as any mean above 1e6.
