@@ -348,6 +348,12 @@ fn resume_refuses_changed_inputs_and_accepts_the_out_dir_respelled() {
     let o = bin().args(&args).args(["--verify", "--out-dir", "h1"]).current_dir(d).output().unwrap();
     assert_eq!(o.status.code(), Some(9));
     assert!(String::from_utf8_lossy(&o.stderr).contains("f.hkl changed"));
+    // a fresh run over another dataset's manifest says that it replaces it; the same flags again do not
+    let o = run(&["--out-dir", "h1"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success() && err.contains("holds another dataset") && err.contains("f.hkl changed"), "{err}");
+    let o = run(&["--out-dir", "h1"]);
+    assert!(o.status.success() && !String::from_utf8_lossy(&o.stderr).contains("another dataset"), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
 /// Output lists that leave nothing to write, or frame files named like the manifests, are refused

@@ -922,6 +922,7 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
             let _ = writeln!(log_out, "series: {n}");
         }
     }
+    warn_if_replacing(sa, &plan, &mpath);
     let params = plan.params_sha256();
     let Earlier { done, kept, planned, sweep: sweep_done, legacy } = resumed_frames(sa, &plan, &shard, &frames, &mpath, nexus_name.as_deref(), quiet_user, log_out)?;
     let skipped = done.len();
@@ -1001,6 +1002,24 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
 
 /// Bytes of bookkeeping per frame of the shard (its number in the manifest, in memory and as JSON).
 const PLANNED_FRAME_BYTES: u64 = 64;
+/// A fresh run (neither `--resume` nor `--only`) whose manifest path holds another dataset's
+/// manifest replaces that dataset's frames: said on stderr (not refused: rendering again with changed
+/// flags is what a user does), so that a dataset lost by a reused `--name` or `--out-dir` is named.
+fn warn_if_replacing(sa: &SeriesArgs, plan: &Plan, mpath: &Path) {
+    if sa.resume || sa.only.is_some() || !mpath.is_file() {
+        return;
+    }
+    if let Ok(old) = read_manifest(mpath, "--resume") {
+        if !plan.made_this(&old) {
+            crate::base::log::warn(format!(
+                "nanobragg-rs: warning: series: {} holds another dataset ({}): its frames are overwritten by this run's; give another --name or --out-dir to keep it",
+                mpath.display(),
+                plan.differs_because(&old)
+            ));
+        }
+    }
+}
+
 /// Bytes of bookkeeping per frame to render: its record (values, flags, files) in memory and as JSON
 /// text, and its file names in the check that no two outputs collide.
 const RENDERED_FRAME_BYTES: u64 = 4096;
