@@ -922,7 +922,6 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
             let _ = writeln!(log_out, "series: {n}");
         }
     }
-    warn_if_replacing(sa, &plan, &mpath);
     let params = plan.params_sha256();
     let Earlier { done, kept, planned, sweep: sweep_done, legacy } = resumed_frames(sa, &plan, &shard, &frames, &mpath, nexus_name.as_deref(), quiet_user, log_out)?;
     let skipped = done.len();
@@ -932,6 +931,7 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
     let workers = prepared.workers;
     check_output_size(sa, &plan, &prepared, todo.len(), nexus_name.is_some(), env, quiet_user, log_out)?;
     check_outputs_before_rendering(&plan, &todo, nexus_name.as_deref(), &mpath)?;
+    warn_if_replacing(sa, &plan, &mpath);
     if !quiet_user && skipped > 0 {
         let _ = writeln!(log_out, "series: --resume: {skipped} frames already complete, {} to render", todo.len());
     }
@@ -1002,11 +1002,12 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
 
 /// Bytes of bookkeeping per frame of the shard (its number in the manifest, in memory and as JSON).
 const PLANNED_FRAME_BYTES: u64 = 64;
-/// A fresh run (neither `--resume` nor `--only`) whose manifest path holds another dataset's
-/// manifest replaces that dataset's frames: said on stderr (not refused: rendering again with changed
-/// flags is what a user does), so that a dataset lost by a reused `--name` or `--out-dir` is named.
+/// A run (not `--resume`, which refuses it) whose manifest path holds another dataset's manifest
+/// replaces that dataset's frames and manifest: said on stderr once every check has passed (not
+/// refused: rendering again with changed flags is what a user does), so that a dataset lost by a
+/// reused `--name` or `--out-dir` is named.
 fn warn_if_replacing(sa: &SeriesArgs, plan: &Plan, mpath: &Path) {
-    if sa.resume || sa.only.is_some() || !mpath.is_file() {
+    if sa.resume || !mpath.is_file() {
         return;
     }
     if let Ok(old) = read_manifest(mpath, "--resume") {
