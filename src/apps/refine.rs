@@ -60,6 +60,9 @@ pub enum Observed {
 /// Refine `opts.names` of `cfg` against `cfg.output.loss.observed`; progress lines go to `out`.
 pub fn refine(cfg: &Config, opts: &RefineOptions, out: &mut dyn Write) -> Result<RefineReport> {
     let obs_path = cfg.output.loss.observed.clone().ok_or_else(|| Error::flag("--observed", "refine needs the measured image: --observed IMAGE"))?;
+    // before the inputs are read (a large model takes a while): a mistyped name is said at once;
+    // `refine_loaded` checks again for the library callers that start there
+    check_names(&opts.names)?;
     check_outputs(cfg, opts)?;
     let inputs = crate::run::load::load_inputs(cfg)?;
     let exp0 = Experiment::build(&cfg.params, &inputs)?;
