@@ -1013,7 +1013,7 @@ fn warn_if_replacing(sa: &SeriesArgs, plan: &Plan, mpath: &Path) {
     if let Ok(old) = read_manifest(mpath, "--resume") {
         if !plan.made_this(&old) {
             crate::base::log::warn(format!(
-                "nanobragg-rs: warning: series: {} holds another dataset ({}): its frames are overwritten by this run's; give another --name or --out-dir to keep it",
+                "nanobragg-rs: warning: series: {} holds another dataset ({}): this run replaces its manifest and overwrites its frame files where the names coincide; give another --name or --out-dir to keep it",
                 mpath.display(),
                 plan.differs_because(&old)
             ));
