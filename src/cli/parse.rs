@@ -378,8 +378,33 @@ fn parse_with_warnings(args: &[String]) -> Result<(Config, Vec<String>)> {
     if let Some(o) = last("--loss").filter(|_| c.output.loss.observed.is_none()) {
         return Err(Error::flag(&o.typed, "needs --observed IMAGE (the measured image the loss compares with)"));
     }
-    let warnings = header_geometry.warnings(&c, |name| last(name).is_some());
+    let mut warnings = header_geometry.warnings(&c, |name| last(name).is_some());
+    warnings.extend(unused_geometry(&c, |name| last(name).map(|o| o.typed.clone())));
     Ok((c, warnings))
+}
+
+/// Geometry flags accepted (as the C) that place nothing: said, since they change the convention or
+/// look as if they moved the beam.
+fn unused_geometry(c: &Config, given: impl Fn(&str) -> Option<String>) -> Vec<String> {
+    use crate::experiment::params::Convention;
+    let mut out = Vec::new();
+    let from_file = c.params.expt.is_some() || c.params.geom.is_some();
+    if let Some(typed) = given("-pix0_vector").filter(|_| !from_file) {
+        // nanoBragg.c L721 reads it (and -pix0_vector_mm, by prefix) but L1719/L1740 recompute pix0
+        out.push(format!(
+            "nanobragg-rs: warning: {typed} is not applied (as in nanoBragg.c): the detector is placed by -distance/-close_distance, the beam centre (-Xbeam/-Ybeam, -Xclose/-Yclose, -ORGX/-ORGY) and the detector vectors; it only switches to the CUSTOM convention"
+        ));
+    }
+    if matches!(c.params.convention, Convention::Xds | Convention::Dials) && !from_file {
+        let beam: Vec<String> = ["-Xbeam", "-Ybeam"].iter().filter_map(|n| given(n)).collect();
+        if !beam.is_empty() {
+            out.push(format!(
+                "nanobragg-rs: warning: {} under -xds/-dials only fill the header's BEAM_CENTER_X/Y (as in nanoBragg.c): the beam spot follows -ORGX/-ORGY",
+                beam.join("/")
+            ));
+        }
+    }
+    out
 }
 
 /// What a `-mask`/`-img` header decided of the geometry that the flags may seem to decide, for a
