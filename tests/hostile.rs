@@ -614,3 +614,15 @@ fn unused_geometry_flags_warn() {
         }
     }
 }
+
+/// The built-in crystal's note names the flags that replace its values (it listed -N 5 while the
+/// run rendered -N 10), and adds nothing when none is given.
+#[test]
+fn builtin_crystal_note_names_overrides() {
+    let d = tmp();
+    let o = run(d.path(), &["--detector", "16", "-N", "10", "-lambda", "1", "-nonoise", "-nopgm"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("-lambda 6.2; your -N, -lambda replace these)"), "{}", text(&o));
+    let o = run(d.path(), &["--detector", "16", "-nonoise", "-nopgm"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("-lambda 6.2)"), "{}", text(&o));
+}

@@ -131,9 +131,18 @@ fn value_count(typed: &str, f: &Flag, rest: &[String]) -> Result<usize> {
 /// The crystal `simulate` (and `refine`) use when the command line gives none: the benchmark crystal.
 pub const BUILT_IN_CRYSTAL: &[&str] = &["-cell", "100", "100", "100", "90", "90", "90", "-N", "5", "-default_F", "100", "-lambda", "6.2"];
 
-/// The line `simulate` and `refine` print when they use [`BUILT_IN_CRYSTAL`].
-pub fn built_in_crystal_note() -> String {
-    format!("no crystal given: using the built-in benchmark crystal ({})", BUILT_IN_CRYSTAL.join(" "))
+/// The line `simulate` and `refine` print when they use [`BUILT_IN_CRYSTAL`], naming the flags of
+/// `args` that replace its values (it listed -N 5 while rendering the user's -N 10).
+pub fn built_in_crystal_note(args: &[String]) -> String {
+    const OVERRIDES: &[&str] = &["-N", "-Na", "-Nb", "-Nc", "-lambda", "-energy"];
+    let mut given: Vec<String> = Vec::new();
+    for o in tokenize(args).unwrap_or_default() {
+        if OVERRIDES.contains(&o.flag.name) && !given.contains(&o.typed) {
+            given.push(o.typed.clone());
+        }
+    }
+    let over = if given.is_empty() { String::new() } else { format!("; your {} replace these", given.join(", ")) };
+    format!("no crystal given: using the built-in benchmark crystal ({}{over})", BUILT_IN_CRYSTAL.join(" "))
 }
 
 /// Parse simulate's flags; with no crystal at all (no cell, matrix, structure factors or Fdump.bin
