@@ -591,3 +591,38 @@ fn detector_parameters_of_a_file_detector_are_refused() {
     refused(&o, "--refine: 'Xbeam' moves the detector", "refine Xbeam");
     assert!(!p.join("fit.json").exists());
 }
+
+/// Flags accepted (as the C) that place nothing say so on stderr: -pix0_vector(_mm), which only
+/// switches to the CUSTOM convention, and -Xbeam/-Ybeam under -xds/-dials; a beam centre that
+/// does act says nothing.
+#[test]
+fn unused_geometry_flags_warn() {
+    let d = tmp();
+    for (flags, want) in [
+        (&["-pix0_vector", "0.1", "0.02", "-0.02"][..], Some("-pix0_vector is not applied")),
+        (&["-pix0_vector_mm", "100", "20", "-20"][..], Some("-pix0_vector_mm is not applied")),
+        (&["-xds", "-Xbeam", "3", "-Ybeam", "2"][..], Some("-Xbeam/-Ybeam under -xds/-dials only fill the header")),
+        (&["-dials", "-Ybeam", "2"][..], Some("-Ybeam under -xds/-dials")),
+        (&["-mosflm", "-Xbeam", "3", "-Ybeam", "2"][..], None),
+    ] {
+        let o = run_small(d.path(), flags);
+        assert!(o.status.success(), "{flags:?}: {}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        match want {
+            Some(w) => assert_eq!(err.matches(w).count(), 1, "{flags:?}: {err}"),
+            None => assert!(!err.contains("warning"), "{flags:?}: {err}"),
+        }
+    }
+}
+
+/// The built-in crystal's note names the flags that replace its values (it listed -N 5 while the
+/// run rendered -N 10), and adds nothing when none is given.
+#[test]
+fn builtin_crystal_note_names_overrides() {
+    let d = tmp();
+    let o = run(d.path(), &["--detector", "16", "-N", "10", "-lambda", "1", "-nonoise", "-nopgm"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("-lambda 6.2; your -N, -lambda replace these)"), "{}", text(&o));
+    let o = run(d.path(), &["--detector", "16", "-nonoise", "-nopgm"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("-lambda 6.2)"), "{}", text(&o));
+}

@@ -1166,12 +1166,14 @@ fn resumed_frames(
         // (a second sweep entry for the same file made the manifest grow on every --resume)
         if !complete || !frames.iter().all(|f| e.done.contains_key(f)) {
             if !e.done.is_empty() && !quiet_user {
-                let _ = writeln!(
-                    log_out,
-                    "series: --resume: the NeXus file {} is not complete: all {} frames of the shard are rendered again for it",
-                    nx.display(),
-                    frames.len()
-                );
+                // name the real cause: the NeXus file may be complete while another frame's file changed
+                let redo: Vec<String> = frames.iter().filter(|f| !e.done.contains_key(f)).map(|f| f.to_string()).collect();
+                let why = if complete {
+                    format!("frame {} must be rendered again (a file of it is missing or changed) and the NeXus file {} is written whole", redo.join(", "), nx.display())
+                } else {
+                    format!("the NeXus file {} is not complete", nx.display())
+                };
+                let _ = writeln!(log_out, "series: --resume: {why}: all {} frames of the shard are rendered again for it", frames.len());
             }
             e.done.clear();
             e.sweep.clear();

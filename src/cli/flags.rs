@@ -604,7 +604,7 @@ pub static FLAGS: &[Flag] = &[
         set: |c, v| { c.params.twotheta_axis = v.vec3()?; c.params.convention = Convention::Custom; Ok(()) } },
     Flag { name: "-pix0_vector", aliases: &["-pix0_vector_mm"], arity: Numbers(3), values: "x y z", units: "m",
         default: "computed", category: Geometry,
-        help: "Accepted and recorded, but (as in the C) only selects custom vectors: pix0 is always recomputed.",
+        help: "Not applied (as in the C, which recomputes pix0 at L1719/L1740; a warning says so): only selects custom vectors. -pix0_vector_mm is the same flag (the C matches it by prefix), its values unused too.",
         set: |c, v| { c.params.pix0_vector = Some(v.vec3()?); c.params.convention = Convention::Custom; Ok(()) } },
     Flag { name: "-twotheta", aliases: &[], arity: Numbers(1), values: "ANGLE", units: "deg", default: "0",
         category: Geometry, help: "Detector swing about the two-theta axis. Pivot: the convention's (MOSFLM, DENZO, ADXV: the beam spot; XDS, DIALS: the sample); in CUSTOM it sets pivot SAMPLE (as in the C).",

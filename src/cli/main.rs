@@ -87,7 +87,7 @@ fn simulate(args: &[String]) -> Result<(), Failure> {
     let (cfg, built_in) = parse::parse_with_built_in_crystal(args)?;
     let mut out = Stdout { inner: std::io::stdout().lock(), error: None };
     if built_in && !cfg.run.quiet {
-        let _ = writeln!(out, "{}", parse::built_in_crystal_note());
+        let _ = writeln!(out, "{}", parse::built_in_crystal_note(args));
     }
     // $NANOBRAGG_TIMINGS_JSON (set by bench-detailed): checked before the run, written after it
     let timings_json = std::env::var_os(crate::run::simulate::TIMINGS_JSON_ENV).filter(|p| !p.is_empty()).map(std::path::PathBuf::from);

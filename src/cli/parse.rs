@@ -131,9 +131,18 @@ fn value_count(typed: &str, f: &Flag, rest: &[String]) -> Result<usize> {
 /// The crystal `simulate` (and `refine`) use when the command line gives none: the benchmark crystal.
 pub const BUILT_IN_CRYSTAL: &[&str] = &["-cell", "100", "100", "100", "90", "90", "90", "-N", "5", "-default_F", "100", "-lambda", "6.2"];
 
-/// The line `simulate` and `refine` print when they use [`BUILT_IN_CRYSTAL`].
-pub fn built_in_crystal_note() -> String {
-    format!("no crystal given: using the built-in benchmark crystal ({})", BUILT_IN_CRYSTAL.join(" "))
+/// The line `simulate` and `refine` print when they use [`BUILT_IN_CRYSTAL`], naming the flags of
+/// `args` that replace its values (it listed -N 5 while rendering the user's -N 10).
+pub fn built_in_crystal_note(args: &[String]) -> String {
+    const OVERRIDES: &[&str] = &["-N", "-Na", "-Nb", "-Nc", "-lambda", "-energy"];
+    let mut given: Vec<String> = Vec::new();
+    for o in tokenize(args).unwrap_or_default() {
+        if OVERRIDES.contains(&o.flag.name) && !given.contains(&o.typed) {
+            given.push(o.typed.clone());
+        }
+    }
+    let over = if given.is_empty() { String::new() } else { format!("; your {} replace these", given.join(", ")) };
+    format!("no crystal given: using the built-in benchmark crystal ({}{over})", BUILT_IN_CRYSTAL.join(" "))
 }
 
 /// Parse simulate's flags; with no crystal at all (no cell, matrix, structure factors or Fdump.bin
@@ -378,8 +387,33 @@ fn parse_with_warnings(args: &[String]) -> Result<(Config, Vec<String>)> {
     if let Some(o) = last("--loss").filter(|_| c.output.loss.observed.is_none()) {
         return Err(Error::flag(&o.typed, "needs --observed IMAGE (the measured image the loss compares with)"));
     }
-    let warnings = header_geometry.warnings(&c, |name| last(name).is_some());
+    let mut warnings = header_geometry.warnings(&c, |name| last(name).is_some());
+    warnings.extend(unused_geometry(&c, |name| last(name).map(|o| o.typed.clone())));
     Ok((c, warnings))
+}
+
+/// Geometry flags accepted (as the C) that place nothing: said, since they change the convention or
+/// look as if they moved the beam.
+fn unused_geometry(c: &Config, given: impl Fn(&str) -> Option<String>) -> Vec<String> {
+    use crate::experiment::params::Convention;
+    let mut out = Vec::new();
+    let from_file = c.params.expt.is_some() || c.params.geom.is_some();
+    if let Some(typed) = given("-pix0_vector").filter(|_| !from_file) {
+        // nanoBragg.c L721 reads it (and -pix0_vector_mm, by prefix) but L1719/L1740 recompute pix0
+        out.push(format!(
+            "nanobragg-rs: warning: {typed} is not applied (as in nanoBragg.c): the detector is placed by -distance/-close_distance, the beam centre (-Xbeam/-Ybeam, -Xclose/-Yclose, -ORGX/-ORGY) and the detector vectors; it only switches to the CUSTOM convention"
+        ));
+    }
+    if matches!(c.params.convention, Convention::Xds | Convention::Dials) && !from_file {
+        let beam: Vec<String> = ["-Xbeam", "-Ybeam"].iter().filter_map(|n| given(n)).collect();
+        if !beam.is_empty() {
+            out.push(format!(
+                "nanobragg-rs: warning: {} under -xds/-dials only fill the header's BEAM_CENTER_X/Y (as in nanoBragg.c): the beam spot follows -ORGX/-ORGY",
+                beam.join("/")
+            ));
+        }
+    }
+    out
 }
 
 /// What a `-mask`/`-img` header decided of the geometry that the flags may seem to decide, for a

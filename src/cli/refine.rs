@@ -51,7 +51,7 @@ pub fn main(args: &[String], out: &mut dyn Write) -> Result<(bool, String)> {
     // with no crystal, the built-in one (as simulate renders it: a demo fits what it renders)
     let (mut cfg, built_in) = crate::cli::parse::parse_with_built_in_crystal(&rest)?;
     if built_in && !cfg.run.quiet {
-        let _ = writeln!(out, "{}", crate::cli::parse::built_in_crystal_note());
+        let _ = writeln!(out, "{}", crate::cli::parse::built_in_crystal_note(&rest));
     }
     if cfg.output.loss.observed.is_none() {
         return Err(Error::flag("--observed", "refine needs the measured image: --observed IMAGE"));

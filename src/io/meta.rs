@@ -50,6 +50,34 @@ pub struct ImageMeta {
     pub frame: Option<[V3; 3]>,
 }
 
+/// `f` (three rows) followed by the smallest rotation taking `f·beam` onto +z (Rodrigues), so that
+/// a beam already on z (an untilted experiment list) keeps `f` exactly.
+fn beam_on_z(f: [V3; 3], beam: &V3) -> [V3; 3] {
+    let b = unitize(beam).0;
+    let a = [dot(&f[0], &b), dot(&f[1], &b), dot(&f[2], &b)];
+    let v = cross(&a, &[0.0, 0.0, 1.0]);
+    let c = a[2];
+    if dot(&v, &v) < 1e-30 && c > 0.0 {
+        return f;
+    }
+    let r: [V3; 3] = if c < -1.0 + 1e-12 {
+        // beam against z: half a turn about x
+        [[1.0, 0.0, 0.0], [0.0, -1.0, 0.0], [0.0, 0.0, -1.0]]
+    } else {
+        let k = 1.0 / (1.0 + c);
+        let vx = [[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]];
+        let mut r = [[0.0; 3]; 3];
+        for i in 0..3 {
+            for j in 0..3 {
+                let vx2: f64 = (0..3).map(|m| vx[i][m] * vx[m][j]).sum();
+                r[i][j] = if i == j { 1.0 } else { 0.0 } + vx[i][j] + k * vx2;
+            }
+        }
+        r
+    };
+    [0, 1, 2].map(|i| [0, 1, 2].map(|j| (0..3).map(|m| r[i][m] * f[m][j]).sum()))
+}
+
 /// One module (panel) of a multi-panel image, in the lab frame of [`ImageMeta`].
 #[derive(Clone, Debug)]
 pub struct ModuleMeta {
@@ -68,9 +96,12 @@ pub struct ModuleMeta {
 impl ImageMeta {
     /// The rotation from the simulation's lab frame to the NeXus (McStas) frame, as three rows:
     /// z along the beam, x along the part of the spindle normal to the beam, y = z × x.
+    /// A known lab frame is turned so that the beam still lies on McStas z: NXmx readers (dxtbx)
+    /// take the beam along z whatever the file says, so a tilted beam or a rotated lab frame would
+    /// otherwise move the beam centre they read.
     pub fn to_mcstas(&self) -> [V3; 3] {
         if let Some(f) = self.frame {
-            return f;
+            return beam_on_z(f, &self.beam);
         }
         let z = unitize(&self.beam).0;
         let along = dot(&self.spindle, &z);
