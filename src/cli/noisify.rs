@@ -156,7 +156,7 @@ pub(crate) fn parse_strstr<C>(line: &StrstrLine<C>, args: &[String], c: &mut C) 
 }
 
 /// Flag list for the usage message and the error for a stray argument.
-pub const NOISIFY_USAGE: &str = "usage: noisify -floatfile floatimage.bin [-scale -gain -readout_noise -flicker -calibration -calib_seed -seed -adc -bits 16|32 -psf gauss|fiber -psf_fwhm um -psf_radius px -header file.img -Xbeam mm -Ybeam mm -distance mm -detsize mm -detpixels n -pixel mm -lambda A -fluence -intfile -noisefile -pgmfile -nonoise -nopgm -phi -osc] [--png preview.png]";
+pub const NOISIFY_USAGE: &str = "usage: noisify -floatfile floatimage.bin [-scale -gain -readout_noise -flicker -calibration -calib_seed -seed -adc -bits 16|32 -psf gauss|fiber -psf_fwhm um -psf_radius px -header file.img -Xbeam mm -Ybeam mm -distance mm -detsize mm -detpixels n -detpixels_x n -detpixels_y n -pixel mm -lambda A -fluence -intfile -noisefile -pgmfile -nonoise -nopgm -phi -osc] [--png preview.png]";
 
 type N = NoisifyConfig;
 

@@ -9,7 +9,7 @@ use crate::{Error, Result};
 pub const SERIES_USAGE: &str = "usage: nanobragg-rs series [simulate flags] --frames N | --stills N --orientation random \
 [--outputs LIST] [--max-output SIZE] [--name NAME] [--shard I/N] [--only K|K-L] [--resume] [--verify]
   --frames N       a rotation sweep: frame k starts at -phi + (k-1)*-osc
-  --stills N       N stills (with --orientation random: a random crystal orientation each)
+  --stills N       N stills, each at its own random crystal orientation (--orientation random, the only one, may be given to say so)
   --outputs LIST   write only these: float,int,pgm,noise,png,cbf,nexus (default: what simulate writes)
   --max-output SIZE  refuse a run whose files would take more (k, M, G, T; env NANOBRAGG_MAX_OUTPUT);
                    it is always refused when they would not fit in the output folder's free space
