@@ -26,6 +26,7 @@ use crate::run::config::resolve_out;
 use crate::run::setup::write_setup_outputs;
 use crate::experiment::inputs::Inputs;
 use crate::base::log::Log;
+use crate::base::c::rng::c_negated_seed;
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -624,10 +625,11 @@ impl Plan {
         if mode == Mode::Stills && base.params.misset.is_some() {
             return Err(Error::flag("-misset", "stills draw their own orientation (--orientation random); drop -misset"));
         }
-        // C stores seeds negated (flags.rs); the user-facing value is the negation.
-        let seed = base.params.seed.map(|s| -s).unwrap_or(1);
-        let misset_seed = base.params.misset_seed.map(|s| -s).unwrap_or(1);
-        let mosaic_seed = -base.params.mosaic_seed;
+        // C stores seeds negated in `int` (flags.rs); that negation undoes itself, so it gives back
+        // the typed value (plain `-s` turned -2147483648 into +2147483648).
+        let seed = base.params.seed.map(c_negated_seed).unwrap_or(1);
+        let misset_seed = base.params.misset_seed.map(c_negated_seed).unwrap_or(1);
+        let mosaic_seed = c_negated_seed(base.params.mosaic_seed);
         base.run.quiet = true;
         base.run.progress = false;
         if let Some(kinds) = &sa.outputs {
@@ -713,8 +715,8 @@ impl Plan {
     /// The configuration `simulate` would parse from the series flags plus the frame's flags.
     pub fn frame_config(&self, rec: &FrameRecord) -> Config {
         let mut c = self.base.clone();
-        c.params.seed = Some(-rec.seed);
-        c.params.mosaic_seed = -rec.mosaic_seed;
+        c.params.seed = Some(c_negated_seed(rec.seed));
+        c.params.mosaic_seed = c_negated_seed(rec.mosaic_seed);
         if let Some(phi) = rec.phi_deg {
             c.params.phi0 = phi / RTD;
         }
