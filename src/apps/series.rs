@@ -1507,7 +1507,8 @@ fn kept_geometry(plan: &Plan, todo: &[usize], inputs: &Inputs) -> Result<Option<
     let Some(&first) = todo.first().filter(|_| cpu && todo.len() >= 2) else { return Ok(None) };
     let cfg = plan.frame_config(&plan.frame(first)?);
     let exp = crate::run::setup::build_experiment(&cfg, inputs)?;
-    Ok(crate::kernel::PixelGeometry::build(&exp))
+    // on the frames' pool: rayon's global one would start a thread per core under --threads 1
+    crate::run::simulate::in_pool(plan.base.run.threads, || crate::kernel::PixelGeometry::build(&exp))
 }
 
 /// Frames rendered side by side: one per thread asked for (`--threads`, else rayon's default), at
