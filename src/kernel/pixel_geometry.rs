@@ -47,6 +47,13 @@ impl PixelGeometry {
     }
 }
 
+/// The bytes [`PixelGeometry::allocate`] takes for `exp` at most (0 where the geometry does not
+/// apply or exceeds [`MAX_BYTES`]), for a run that counts it in its memory check.
+pub fn bytes(exp: &Experiment) -> u64 {
+    let b = (exp.det.fpixels() * exp.det.rows()) as u64 * BYTES_PER_PIXEL;
+    if applies(exp) && b <= MAX_BYTES { b } else { 0 }
+}
+
 /// Whether the SIMD kernel can take `exp`'s per-pixel geometry from a [`PixelGeometry`]: one source
 /// and one sub-pixel, no sensor layers (capture fraction 1), no `-dmin` (which skips per pixel and
 /// source) and no `-oversample_*` weight.
