@@ -1228,7 +1228,7 @@ fn prepare(plan: &Plan, todo: &[usize]) -> Result<Prepared> {
     // the geometry is kept only beside the frames in flight within the memory limit (it is an
     // optimisation: without it every frame computes its own)
     let geometry = crate::kernel::pixel_geometry::bytes(&exp);
-    let keep_geometry = keeps_geometry(plan, todo) && geometry > 0 && bytes.saturating_add(geometry) <= crate::base::memory::memory_budget();
+    let keep_geometry = keeps_geometry(plan, todo, &exp) && geometry > 0 && bytes.saturating_add(geometry) <= crate::base::memory::memory_budget();
     // a curved detector in a flat-panel file, named as the series asks for it (--outputs cbf/nexus)
     if crate::run::simulate::is_curved(&exp) {
         if let Some(kind) = [("cbf", cfg.output.cbffile.is_some()), ("nexus", plan.nexus.is_some())].iter().find(|(_, on)| *on).map(|(k, _)| k) {
@@ -1518,9 +1518,9 @@ fn kept_geometry(plan: &Plan, todo: &[usize], inputs: &Inputs) -> Result<Option<
 }
 
 /// Whether the series keeps the first frame's pixel geometry for the others: two or more frames
-/// rendered on the CPU.
-fn keeps_geometry(plan: &Plan, todo: &[usize]) -> bool {
-    plan.base.run.backend == crate::run::config::BackendChoice::Cpu && todo.len() >= 2
+/// the planner renders on the CPU (`--backend cpu`, or `auto` without a device that takes `exp`).
+fn keeps_geometry(plan: &Plan, todo: &[usize], exp: &Experiment) -> bool {
+    todo.len() >= 2 && crate::kernel::kernel_for(exp, plan.base.run.render_options().backend) != crate::kernel::Backend::Gpu
 }
 
 /// Frames rendered side by side: one per thread asked for (`--threads`, else rayon's default), at
