@@ -441,8 +441,12 @@ fn nonbragg_tables_samples_and_sizes_are_checked() {
     refused(d, &nb(&["-fluence", "1e60"]), &[], "more than a 4-byte float holds; lower the stol table's F, -fluence/-flux");
     // a pixel far larger than its distance: the geometry is named (it was blamed on F, fluence, sample)
     let e = refused(d, &nb(&["-pixel", "1e100"]), &[], "of the image is inf: more than a 4-byte float holds: the pixel's solid angle is ");
-    assert!(e.contains("nanobragg-rs: error: -pixel: ") && e.contains("(a sphere is 4π): a 1e+100 mm pixel at 100 mm from the sample (-distance) cannot be; lower -pixel"), "{e}");
+    assert!(e.contains("nanobragg-rs: error: -pixel: ") && e.contains("(a sphere is 4π): a 1e+100 mm pixel with the detector plane 100 mm from the sample cannot be; lower -pixel or raise -distance"), "{e}");
     refused(d, &nb(&["-pixel", "1e200"]), &[], "is NaN: more than a 4-byte float holds: the pixel's solid angle is NaN sr");
+    // a sample all but on the detector: the distance is named, not -pixel
+    let e = refused(d, &nb(&["-distance", "1e-100"]), &[], "sr (a sphere is 4π): a 0.1 mm pixel with the detector plane 1e-100 mm from the sample cannot be; lower -pixel or raise -distance");
+    assert!(e.contains("nanobragg-rs: error: -distance: "), "{e}");
+    refused(d, &nb(&["-close_distance", "1e-100"]), &[], "error: -close_distance: ");
     refused(d, &nb(&["-fluence", "1e300"]), &[], "-fluence: 1e+300 photons/m^2 must be between 0 and 1e100");
     std::fs::write(d.join("abc.src"), "-10 0 0 1 1e-10\n-10 abc 0 1 1e-10\n").unwrap();
     for cmd in [&nb(&["-sourcefile", "abc.src"])[..], &["simulate", "-cell", "70", "80", "90", "85", "95", "105", "-N", "5", "-detpixels", "64", "-default_F", "10", "-sourcefile", "abc.src"]] {

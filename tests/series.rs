@@ -141,6 +141,29 @@ fn stills_equal_single_image_runs() {
     assert_eq!(std::fs::read(tmp.path().join("noiseimage_00002.img")).unwrap(), std::fs::read(single.path().join("noiseimage.img")).unwrap());
 }
 
+/// The most negative int seed is negated in `int` as simulate does (a 64-bit negation made it
+/// +2147483648 and refused it): frame 1 of stills seeded so is simulate's run with those seeds.
+#[test]
+fn stills_with_the_most_negative_seeds_equal_simulate() {
+    const MIN: &str = "-2147483648";
+    let tmp = tempfile::tempdir().unwrap();
+    let mut args = strs(CRYSTAL);
+    args.extend(strs(&["--stills", "2", "--orientation", "random", "-floatfile", "still_#####.bin", "-seed", MIN, "-mosaic_seed", MIN, "-misset_seed", MIN]));
+    series(tmp.path(), &args, &[]);
+    let frames = manifest_frames(&tmp.path().join("series.shard-0-of-1.json"));
+    let f1 = &frames[0];
+    assert_eq!(f1["seed"], -2147483648i64);
+    assert_eq!(f1["mosaic_seed"], -2147483648i64);
+    let m: Vec<String> = f1["misset_deg"].as_array().unwrap().iter().map(|x| format!("{}", x.as_f64().unwrap())).collect();
+    let single = tempfile::tempdir().unwrap();
+    let mut a = strs(CRYSTAL);
+    a.extend(strs(&["-misset", &m[0], &m[1], &m[2], "-seed", MIN, "-mosaic_seed", MIN]));
+    let o = bin().arg("simulate").args(&a).current_dir(single.path()).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(std::fs::read(tmp.path().join("still_00001.bin")).unwrap(), std::fs::read(single.path().join("floatimage.bin")).unwrap());
+    assert_eq!(std::fs::read(tmp.path().join("noiseimage_00001.img")).unwrap(), std::fs::read(single.path().join("noiseimage.img")).unwrap());
+}
+
 /// Frames rendered side by side (one per thread: 4 of the 5 here on two threads, the fifth on both)
 /// are the files of frames rendered one after another on one thread (the NeXus file apart: HDF5
 /// stamps its objects with the time; its frames are compared by value in the NeXus tests below).

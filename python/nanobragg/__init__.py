@@ -678,7 +678,8 @@ def _int(name: str, v: Any) -> int:
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
         raise ValueError(f"{name}: must be an integer, not {v!r}")
     v = int(v)
-    if abs(v) >= 2**31:
+    # a C int, as the flags take it (-2147483648 included)
+    if not -2**31 <= v < 2**31:
         raise ValueError(f"{name}: {v} is out of range")
     return v
 

@@ -280,7 +280,7 @@ impl Core {
         let mut rng = e.rng.clone();
         // without `seed=` or the flags' -seed, every call draws new noise
         let mut seed = match (seed, self.cfg.params.seed) {
-            (Some(s), _) => -s,
+            (Some(s), _) => nbcore::base::c::rng::c_negated_seed(s),
             (None, Some(_)) => e.seed,
             (None, None) => fresh_seed(),
         };

@@ -77,6 +77,13 @@ def test_noise_seed(sim, image):
     assert (flat == 0).all()
 
 
+def test_noise_seed_is_negated_as_an_int(image):
+    # the flags' -seed -2147483648 is negated in C int (to itself); seed= must give the same noise
+    m = "-2147483648"
+    s = nanobragg.from_args(SMALL[:SMALL.index("-seed")] + ["-seed", m])
+    assert (s.noise(image, seed=int(m)) == s.noise(image)).all()
+
+
 def test_noise_without_a_seed_is_new_each_call(image):
     # no -seed in the flags and no seed=: every call draws new noise; seed= still reproduces
     s = nanobragg.from_args(nanobragg.BENCHMARK_CRYSTAL + ["-detpixels", "64"])

@@ -26,6 +26,7 @@ use crate::run::config::resolve_out;
 use crate::run::setup::write_setup_outputs;
 use crate::experiment::inputs::Inputs;
 use crate::base::log::Log;
+use crate::base::c::rng::c_negated_seed;
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -624,10 +625,11 @@ impl Plan {
         if mode == Mode::Stills && base.params.misset.is_some() {
             return Err(Error::flag("-misset", "stills draw their own orientation (--orientation random); drop -misset"));
         }
-        // C stores seeds negated (flags.rs); the user-facing value is the negation.
-        let seed = base.params.seed.map(|s| -s).unwrap_or(1);
-        let misset_seed = base.params.misset_seed.map(|s| -s).unwrap_or(1);
-        let mosaic_seed = -base.params.mosaic_seed;
+        // C stores seeds negated in `int` (flags.rs); that negation undoes itself, so it gives back
+        // the typed value (plain `-s` turned -2147483648 into +2147483648).
+        let seed = base.params.seed.map(c_negated_seed).unwrap_or(1);
+        let misset_seed = base.params.misset_seed.map(c_negated_seed).unwrap_or(1);
+        let mosaic_seed = c_negated_seed(base.params.mosaic_seed);
         base.run.quiet = true;
         base.run.progress = false;
         if let Some(kinds) = &sa.outputs {
@@ -713,8 +715,8 @@ impl Plan {
     /// The configuration `simulate` would parse from the series flags plus the frame's flags.
     pub fn frame_config(&self, rec: &FrameRecord) -> Config {
         let mut c = self.base.clone();
-        c.params.seed = Some(-rec.seed);
-        c.params.mosaic_seed = -rec.mosaic_seed;
+        c.params.seed = Some(c_negated_seed(rec.seed));
+        c.params.mosaic_seed = c_negated_seed(rec.mosaic_seed);
         if let Some(phi) = rec.phi_deg {
             c.params.phi0 = phi / RTD;
         }
@@ -928,7 +930,7 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
     let todo: Vec<usize> = frames.iter().copied().filter(|k| !done.contains_key(k)).collect();
     // every check before the first file is written: a refused run changes nothing
     let prepared = prepare(&plan, &todo)?;
-    let workers = prepared.workers;
+    let (workers, keep_geometry) = (prepared.workers, prepared.keep_geometry);
     check_output_size(sa, &plan, &prepared, todo.len(), nexus_name.is_some(), env, quiet_user, log_out)?;
     check_outputs_before_rendering(&plan, &todo, nexus_name.as_deref(), &mpath)?;
     warn_if_replacing(sa, &plan, &mpath);
@@ -972,7 +974,7 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
     let digests = crate::io::atomic::record_digests();
     let mut result = {
         let sink = FrameSink { plan: &plan, mpath: &mpath, bar: &bar, first_frame, nexus: std::sync::Mutex::new(nexus.as_mut().map(|(w, _)| NexusInOrder { w, order: InOrder::default() })) };
-        render_and_write(&plan, &todo, workers, &inputs, &sink, &mut manifest)
+        render_and_write(&plan, &todo, (workers, keep_geometry), &inputs, &sink, &mut manifest)
     };
     drop(digests);
     if let (Ok(()), Some((w, nx))) = (&result, nexus.take()) {
@@ -1189,6 +1191,8 @@ pub struct Prepared {
     cfg: Config,
     /// Frames rendered side by side ([`frame_workers`]).
     workers: usize,
+    /// Whether the first frame's pixel geometry is kept for the others ([`kept_geometry`]).
+    keep_geometry: bool,
 }
 
 /// Before anything is written: the values and memory of a frame checked as `simulate` checks them
@@ -1223,6 +1227,10 @@ fn prepare(plan: &Plan, todo: &[usize]) -> Result<Prepared> {
     )?;
     let inputs = crate::run::load::load_inputs(&cfg)?;
     let exp = crate::run::setup::build_experiment(&cfg, &inputs)?;
+    // the geometry is kept only beside the frames in flight within the memory limit (it is an
+    // optimisation: without it every frame computes its own)
+    let geometry = crate::kernel::pixel_geometry::bytes(&exp);
+    let keep_geometry = keeps_geometry(plan, todo, &exp) && geometry > 0 && bytes.saturating_add(geometry) <= crate::base::memory::memory_budget();
     // a curved detector in a flat-panel file, named as the series asks for it (--outputs cbf/nexus)
     if crate::run::simulate::is_curved(&exp) {
         if let Some(kind) = [("cbf", cfg.output.cbffile.is_some()), ("nexus", plan.nexus.is_some())].iter().find(|(_, on)| *on).map(|(k, _)| k) {
@@ -1234,7 +1242,7 @@ fn prepare(plan: &Plan, todo: &[usize]) -> Result<Prepared> {
         crate::run::simulate::nexus_one_sensor(&exp)?;
     }
     cfg.run.check_backend(&exp, &cfg.output)?;
-    Ok(Prepared { inputs, exp, cfg, workers })
+    Ok(Prepared { inputs, exp, cfg, workers, keep_geometry })
 }
 
 /// The bytes the frames to render will write (every output of every frame, the shard's NeXus file),
@@ -1489,11 +1497,12 @@ impl FrameSink<'_, '_> {
 /// worker: the GPU, or memory for fewer than two frames on a machine of several cores) one after the
 /// other on every thread ([`render_then_write`]). Every frame's files are the same bytes either way
 /// (a frame's render and noise depend on nothing but the frame).
-fn render_and_write(plan: &Plan, todo: &[usize], workers: usize, inputs: &Inputs, sink: &FrameSink, manifest: &mut Manifest) -> Result<()> {
+/// `keep_geometry`: whether [`prepare`] counted the kept pixel geometry in the memory (and kept it).
+fn render_and_write(plan: &Plan, todo: &[usize], (workers, keep_geometry): (usize, bool), inputs: &Inputs, sink: &FrameSink, manifest: &mut Manifest) -> Result<()> {
     let state: ManifestState = std::sync::Mutex::new((manifest, Instant::now(), 0usize));
     let side_by_side = if workers >= 1 { todo.len() - todo.len() % workers } else { 0 };
     let (whole, rest) = todo.split_at(side_by_side);
-    let geometry = kept_geometry(plan, todo, inputs)?;
+    let geometry = if keep_geometry { kept_geometry(plan, todo, inputs)? } else { None };
     let geometry = geometry.as_ref();
     frames_side_by_side(plan, whole, workers, inputs, geometry, sink, &state)?;
     render_then_write(plan, rest, inputs, geometry, sink, &state)
@@ -1503,11 +1512,17 @@ fn render_and_write(plan: &Plan, todo: &[usize], workers: usize, inputs: &Inputs
 /// (`kernel::PixelGeometry`: where it applies and fits; every frame whose detector, beam and sampling
 /// are the first one's reads it, any other computes its own).
 fn kept_geometry(plan: &Plan, todo: &[usize], inputs: &Inputs) -> Result<Option<crate::kernel::PixelGeometry>> {
-    let cpu = plan.base.run.backend == crate::run::config::BackendChoice::Cpu;
-    let Some(&first) = todo.first().filter(|_| cpu && todo.len() >= 2) else { return Ok(None) };
+    let Some(&first) = todo.first() else { return Ok(None) };
     let cfg = plan.frame_config(&plan.frame(first)?);
     let exp = crate::run::setup::build_experiment(&cfg, inputs)?;
-    Ok(crate::kernel::PixelGeometry::build(&exp))
+    // on the frames' pool: rayon's global one would start a thread per core under --threads 1
+    crate::run::simulate::in_pool(plan.base.run.threads, || crate::kernel::PixelGeometry::build(&exp))
+}
+
+/// Whether the series keeps the first frame's pixel geometry for the others: two or more frames
+/// the planner renders on the CPU (`--backend cpu`, or `auto` without a device that takes `exp`).
+fn keeps_geometry(plan: &Plan, todo: &[usize], exp: &Experiment) -> bool {
+    todo.len() >= 2 && crate::kernel::kernel_for(exp, plan.base.run.render_options().backend) != crate::kernel::Backend::Gpu
 }
 
 /// Frames rendered side by side: one per thread asked for (`--threads`, else rayon's default), at

@@ -620,7 +620,7 @@ pub fn resolve_structure_factors(params: &Params, inputs: &Inputs, reach: &Reach
             // elsewhere, nanoBragg.c L2101-L2258)
             if entries.is_empty() {
                 return Err(Error::setup(format!(
-                    "the model gave no reflections to {} (F000 is left out unless -F000): give -dmin D or a detector reaching further",
+                    "the model gave no reflections to {}; F000 is left out unless -F000; give -dmin D or a detector reaching further",
                     crate::sfcalc::resolution_reached(d)
                 )));
             }

@@ -674,8 +674,9 @@ fn sample_weight<T: HandKernel, const L: usize>(exp: &Experiment, capture: &[f64
     weight
 }
 
-/// The Kahn polarization factor of the source along `inc` (B_in, E_in: `pol`) where it is still unset (the C's last-value rule) or
-/// oversampled; once every live lane has its value (after the first sample) nothing to do.
+/// The Kahn polarization factor of the source along `inc` (B_in, E_in: `pol`) where it is still
+/// unset (the C's last-value rule) or oversampled; once every live lane has its value (after the
+/// first sample) nothing to do.
 #[inline(always)]
 fn update_polarization<const L: usize>(exp: &Experiment, inc: &V3, pol: &(V3, V3), d: [&[f64; L]; 3], polar: &mut [f64; L], live: &[bool; L]) {
     let kahn = exp.beam.polarization;

@@ -14,8 +14,8 @@ use crate::experiment::Experiment;
 /// Bytes kept per pixel: the scattering vector, the polarization factor, the solid angle (f64 each).
 pub const BYTES_PER_PIXEL: u64 = 5 * 8;
 
-/// At most this much memory (and an eighth of what the process may still allocate): at 1024² the
-/// geometry is 40 MiB; a larger detector renders without it.
+/// At most this much memory (and an eighth of what the process may still allocate): 40 bytes a
+/// pixel, so a detector above about 1.68 M pixels (1296² and up) renders without it.
 const MAX_BYTES: u64 = 64 << 20;
 
 /// One value per image pixel (row-major over every panel's rows, as the float image).
@@ -45,6 +45,13 @@ impl PixelGeometry {
     pub fn fits(&self, exp: &Experiment) -> bool {
         applies(exp) && self.omega.len() == exp.det.fpixels() * exp.det.rows() && self.key == key(exp)
     }
+}
+
+/// The bytes [`PixelGeometry::allocate`] takes for `exp` at most (0 where the geometry does not
+/// apply or exceeds [`MAX_BYTES`]), for a run that counts it in its memory check.
+pub fn bytes(exp: &Experiment) -> u64 {
+    let b = (exp.det.fpixels() * exp.det.rows()) as u64 * BYTES_PER_PIXEL;
+    if applies(exp) && b <= MAX_BYTES { b } else { 0 }
 }
 
 /// Whether the SIMD kernel can take `exp`'s per-pixel geometry from a [`PixelGeometry`]: one source

@@ -58,8 +58,9 @@ fn geometry(m: &GeomModel, p: &GeomPanel) -> Result<PanelSpec> {
     let distance = dot(&pix0, &o);
     if distance < 0.0 && p.z > 0.0 {
         // in front of the sample, but fs × ss (the normal the pixels' solid angle takes) points at it:
-        // a mirrored readout only where fs × ss also points back up the beam (CrystFEL's +z); a
-        // panel tilted far enough has the sample on its fs × ss side with a right-handed readout
+        // a mirrored readout only where fs × ss also points back towards the source (−z; the beam
+        // is CrystFEL's +z); a panel tilted far enough has the sample on its fs × ss side with a
+        // right-handed readout
         let why = if cross(&p.fs, &p.ss)[2] < 0.0 {
             "a mirrored readout"
         } else {

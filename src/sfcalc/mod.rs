@@ -100,7 +100,7 @@ pub fn read_model(path: &Path, cif: bool) -> Result<Model> {
     }
 }
 
-/// Library entry point: model → P1 (h, k, l, F). `cell_override` replaces the model's cell.
+/// Library entry point: model → P1 (h, k, l, F), in the model's own cell.
 pub fn compute(model: &Model, path: &Path, opts: &SfOptions) -> Result<ModelF> {
     let cellp = model.cell.ok_or_else(|| Error::file(path, "the model has no unit cell (CRYST1 or _cell)"))?;
     let cell = Cell::new(cellp).ok_or_else(|| Error::file(path, format!("unusable unit cell {cellp:?}")))?;

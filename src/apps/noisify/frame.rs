@@ -165,7 +165,7 @@ mod tests {
         // already right: the same bytes (the golden headers)
         let right = header("BYTE_ORDER=little_endian;\nTYPE=unsigned_short;\n", 0);
         assert_eq!(describe_data(&right, 16).unwrap(), right);
-        // absent: added after the brace; DATA_TYPE= is another key
+        // absent: added after the HEADER_BYTES line; DATA_TYPE= is another key
         let got = describe_data(&header("DATA_TYPE=x;\n", 0), 32).unwrap();
         assert_eq!(got, header("TYPE=long_integer;\nBYTE_ORDER=little_endian;\nDATA_TYPE=x;\n", 0));
         // no padding left for a longer value: refused

@@ -218,10 +218,14 @@ fn check_finite(floatimage: &[f32], c: &NonBraggConfig, g: &Geometry, grid: &Gri
         return Err(Error::setup(format!("{at}; lower the stol table's F, -fluence/-flux or the sample (-thickness, -density, -molecules, -MW)")));
     }
     let mm = |m: f64| cf("%g", m * 1000.0);
+    // Ω ≈ pixel²/distance², so both flags set it: the one named is the one further from its
+    // default (0.1 mm, 100 mm); the plane's distance is -distance's only without -close_distance/rotations
+    let far = if c.close_distance.is_nan() { "-distance" } else { "-close_distance" };
+    let (pixel_off, far_off) = ((c.pixel / 1e-4).ln().abs(), (g.close_distance / 0.1).ln().abs());
     Err(Error::flag(
-        "-pixel",
+        if far_off > pixel_off { far } else { "-pixel" },
         format!(
-            "{at}: the pixel's solid angle is {} sr (a sphere is 4π): a {} mm pixel at {} mm from the sample (-distance) cannot be; lower -pixel",
+            "{at}: the pixel's solid angle is {} sr (a sphere is 4π): a {} mm pixel with the detector plane {} mm from the sample cannot be; lower -pixel or raise {far}",
             if omega.is_nan() { "NaN".to_string() } else { cf("%g", omega) },
             mm(c.pixel),
             mm(g.close_distance)
