@@ -437,7 +437,11 @@ fn hostile_geom_files_are_refused_with_one_line_naming_the_file() {
     let far = geom("far.geom", GEOM.replace("photon_energy = 12398.419843320026", "photon_energy = 1e300"));
     refused(d, &[&["--geom", &far], &xtal[..], RUN].concat(), "far.geom line 2: photon_energy = 1e300");
     let g = geom("g.geom", GEOM.to_string());
-    refused(d, &[&["--geom", &g, "-distance", "100"], &xtal[..], RUN].concat(), "give them before --geom");
+    refused(d, &[&["--geom", &g, "-distance", "100"], &xtal[..], RUN].concat(), "which this flag cannot change: leave it out");
+    // given before it, replaced by the file's: said
+    let out = run_in(d, &[&["-distance", "100", "-Xbeam", "3", "--geom", &g, "-floatfile", "before.bin"], &xtal[..], RUN].concat());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && err.contains("-Xbeam, -distance given before --geom: replaced by the file's detector and beam"), "{err}");
     // photon_energy in keV and a byte-order mark give the image of the plain file
     ok(d, &[&["--geom", &g, "-floatfile", "ev.bin"], &xtal[..], RUN].concat());
     let kev = geom("kev.geom", format!("\u{feff}{}", GEOM.replace("photon_energy = 12398.419843320026 ; eV", "photon_energy = 12.398419843320026 keV")));

@@ -360,6 +360,8 @@ fn parse_with_warnings(args: &[String]) -> Result<(Config, Vec<String>)> {
         return Err(Error::flag(&o.typed, "chooses a panel of a detector read from a file: give --expt FILE or --geom FILE"));
     }
     let mut expt_at: Option<&str> = None;
+    // flags given before --expt/--geom that it then replaces: said, not silently dropped
+    let mut replaced: Vec<&str> = Vec::new();
     for o in &occurrences {
         let v = Vals {
             flag: &o.typed,
@@ -368,15 +370,17 @@ fn parse_with_warnings(args: &[String]) -> Result<(Config, Vec<String>)> {
         };
         if let Some(expt) = expt_at {
             if EXPT_GEOMETRY.contains(&o.flag.name) {
-                return Err(Error::flag(&o.typed, format!("the detector comes from {expt}: its geometry flags cannot follow it (give them before {expt} to have it override them)")));
+                return Err(Error::flag(&o.typed, format!("the detector comes from {expt}, which this flag cannot change: leave it out (before {expt} it would be overridden)")));
             }
         }
         (o.flag.set)(&mut c, &v)?;
         if o.flag.name == "--expt" {
             apply_expt(&mut c, experiment, image, panel, &o.typed)?;
             expt_at = Some(&o.typed);
+            replaced.extend(occurrences.iter().take_while(|p| !std::ptr::eq(*p, o)).filter(|p| EXPT_GEOMETRY.contains(&p.flag.name) || EXPT_BEAM.contains(&p.flag.name)).map(|p| p.typed.as_str()));
         }
         if o.flag.name == "--geom" {
+            replaced.extend(occurrences.iter().take_while(|p| !std::ptr::eq(*p, o)).filter(|p| EXPT_GEOMETRY.contains(&p.flag.name)).map(|p| p.typed.as_str()));
             c.params.panel = panel.map(|v| usize::try_from(v).map_err(|_| Error::flag("--panel", format!("{v} is not an index (0 or more)")))).transpose()?;
             let model = crate::run::geom::read(&v.path(0))?;
             crate::run::geom::apply(&mut c.params, &model)?;
@@ -388,6 +392,11 @@ fn parse_with_warnings(args: &[String]) -> Result<(Config, Vec<String>)> {
         return Err(Error::flag(&o.typed, "needs --observed IMAGE (the measured image the loss compares with)"));
     }
     let mut warnings = header_geometry.warnings(&c, |name| last(name).is_some());
+    if let (Some(file_flag), false) = (expt_at, replaced.is_empty()) {
+        replaced.sort_unstable();
+        replaced.dedup();
+        warnings.push(format!("nanobragg-rs: warning: {} given before {file_flag}: replaced by the file's detector and beam", replaced.join(", ")));
+    }
     warnings.extend(unused_geometry(&c, |name| last(name).map(|o| o.typed.clone())));
     Ok((c, warnings))
 }
@@ -466,6 +475,9 @@ impl HeaderGeometry {
 }
 
 /// The detector geometry flags an `--expt` detector replaces (refused after it).
+/// The beam --expt sets besides the detector (`run::expt::apply`): given before it, replaced.
+const EXPT_BEAM: &[&str] = &["-lambda", "-energy", "-beam_vector", "-polar", "-nopolar", "-polar_vector"];
+
 const EXPT_GEOMETRY: &[&str] = &[
     "-distance", "-close_distance", "-pixel", "-detsize", "-detsize_f", "-detsize_s", "-detpixels", "-detpixels_f", "-detpixels_s",
     "-Xbeam", "-Ybeam", "-Xclose", "-Yclose", "-ORGX", "-ORGY", "-pivot", "-mosflm", "-xds", "-adxv", "-denzo", "-dials",
