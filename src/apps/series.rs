@@ -930,7 +930,7 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
     let todo: Vec<usize> = frames.iter().copied().filter(|k| !done.contains_key(k)).collect();
     // every check before the first file is written: a refused run changes nothing
     let prepared = prepare(&plan, &todo)?;
-    let (workers, keep_geometry) = (prepared.workers, prepared.keep_geometry);
+    let workers = prepared.workers;
     check_output_size(sa, &plan, &prepared, todo.len(), nexus_name.is_some(), env, quiet_user, log_out)?;
     check_outputs_before_rendering(&plan, &todo, nexus_name.as_deref(), &mpath)?;
     warn_if_replacing(sa, &plan, &mpath);
@@ -967,6 +967,9 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
     write_manifest(&mpath, &manifest)?;
 
     let t0 = Instant::now();
+    // the first frame's pixel geometry, for every frame (built from the experiment `prepare` made of
+    // it, on the frames' pool: rayon's global one would start a thread per core under --threads 1)
+    let geometry = if prepared.keep_geometry { crate::run::simulate::in_pool(plan.base.run.threads, || crate::kernel::PixelGeometry::build(&prepared.exp))? } else { None };
     let (inputs, mut nexus) = setup_once(&plan, prepared, &todo, nexus_name.as_ref(), quiet_user, log_out)?;
     let first_frame = todo.first().copied().unwrap_or(1);
     let bar = crate::base::progress::Bar::start(!quiet_user && !todo.is_empty(), todo.len() as u64, "frames");
@@ -974,7 +977,7 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
     let digests = crate::io::atomic::record_digests();
     let mut result = {
         let sink = FrameSink { plan: &plan, mpath: &mpath, bar: &bar, first_frame, nexus: std::sync::Mutex::new(nexus.as_mut().map(|(w, _)| NexusInOrder { w, order: InOrder::default() })) };
-        render_and_write(&plan, &todo, (workers, keep_geometry), &inputs, &sink, &mut manifest)
+        render_and_write(&plan, &todo, (workers, geometry.as_ref()), &inputs, &sink, &mut manifest)
     };
     drop(digests);
     if let (Ok(()), Some((w, nx))) = (&result, nexus.take()) {
@@ -1191,7 +1194,7 @@ pub struct Prepared {
     cfg: Config,
     /// Frames rendered side by side ([`frame_workers`]).
     workers: usize,
-    /// Whether the first frame's pixel geometry is kept for the others ([`kept_geometry`]).
+    /// Whether the first frame's pixel geometry is kept for the others (built in `run`, counted here).
     keep_geometry: bool,
 }
 
@@ -1497,26 +1500,13 @@ impl FrameSink<'_, '_> {
 /// worker: the GPU, or memory for fewer than two frames on a machine of several cores) one after the
 /// other on every thread ([`render_then_write`]). Every frame's files are the same bytes either way
 /// (a frame's render and noise depend on nothing but the frame).
-/// `keep_geometry`: whether [`prepare`] counted the kept pixel geometry in the memory (and kept it).
-fn render_and_write(plan: &Plan, todo: &[usize], (workers, keep_geometry): (usize, bool), inputs: &Inputs, sink: &FrameSink, manifest: &mut Manifest) -> Result<()> {
+/// `geometry`: the first frame's pixel geometry, where [`prepare`] counted it in the memory.
+fn render_and_write(plan: &Plan, todo: &[usize], (workers, geometry): (usize, Option<&crate::kernel::PixelGeometry>), inputs: &Inputs, sink: &FrameSink, manifest: &mut Manifest) -> Result<()> {
     let state: ManifestState = std::sync::Mutex::new((manifest, Instant::now(), 0usize));
     let side_by_side = if workers >= 1 { todo.len() - todo.len() % workers } else { 0 };
     let (whole, rest) = todo.split_at(side_by_side);
-    let geometry = if keep_geometry { kept_geometry(plan, todo, inputs)? } else { None };
-    let geometry = geometry.as_ref();
     frames_side_by_side(plan, whole, workers, inputs, geometry, sink, &state)?;
     render_then_write(plan, rest, inputs, geometry, sink, &state)
-}
-
-/// The pixels' geometry, computed once for every frame to render where the CPU renders two or more
-/// (`kernel::PixelGeometry`: where it applies and fits; every frame whose detector, beam and sampling
-/// are the first one's reads it, any other computes its own).
-fn kept_geometry(plan: &Plan, todo: &[usize], inputs: &Inputs) -> Result<Option<crate::kernel::PixelGeometry>> {
-    let Some(&first) = todo.first() else { return Ok(None) };
-    let cfg = plan.frame_config(&plan.frame(first)?);
-    let exp = crate::run::setup::build_experiment(&cfg, inputs)?;
-    // on the frames' pool: rayon's global one would start a thread per core under --threads 1
-    crate::run::simulate::in_pool(plan.base.run.threads, || crate::kernel::PixelGeometry::build(&exp))
 }
 
 /// Whether the series keeps the first frame's pixel geometry for the others: two or more frames

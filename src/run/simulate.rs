@@ -125,18 +125,12 @@ pub fn render(exp: &Experiment, opts: &RenderOptions, threads: Option<usize>, pr
 /// [`render`], each pixel's geometry read from `geometry` where it is this experiment's (a dataset's
 /// frames: [`kernel::PixelGeometry`]).
 pub fn render_reusing(exp: &Experiment, opts: &RenderOptions, threads: Option<usize>, geometry: Option<&kernel::PixelGeometry>, progress: &(dyn Fn(usize) + Sync)) -> Result<RenderOutput> {
-    match threads {
-        Some(n) => Ok(thread_pool(n)?.install(|| kernel::render_reusing(exp, opts, geometry, progress))),
-        None => Ok(kernel::render_reusing(exp, opts, geometry, progress)),
-    }
+    in_pool(threads, || kernel::render_reusing(exp, opts, geometry, progress))
 }
 
 /// [`render`] that stops early when `stop` is set (from any thread); `Ok(None)` when it was stopped.
 pub fn render_until(exp: &Experiment, opts: &RenderOptions, threads: Option<usize>, progress: &(dyn Fn(usize) + Sync), stop: &std::sync::atomic::AtomicBool) -> Result<Option<RenderOutput>> {
-    match threads {
-        Some(n) => Ok(thread_pool(n)?.install(|| kernel::render_until(exp, opts, progress, stop))),
-        None => Ok(kernel::render_until(exp, opts, progress, stop)),
-    }
+    in_pool(threads, || kernel::render_until(exp, opts, progress, stop))
 }
 
 /// The SMV header values nanoBragg writes, from the resolved experiment.
