@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU backend's proof on a device machine, in one call (issue 38): the machine's facts, the
 # device the backend opens, parity with the CPU backend on every golden case (double and single),
-# then the benchmarks against the PyTorch port on the same GPU (scripts/gpu_bench.py). Everything
+# then the benchmarks against the PyTorch port on the same GPU (scripts/gpu_bench.py), or with
+# GPU_CHECK_LADDER=1 where the GPU pays for its start-up (scripts/gpu_auto_ladder.py). Everything
 # it needs travels in CARRY (made here by scripts/gpu_carry.sh: the release binary, the golden
 # cases' arguments and inputs, the PyTorch port's source); reports go to OUT ($OUT on the device).
 #
@@ -51,7 +52,13 @@ timeout $(( $(left) > 300 ? 240 : $(left) / 2 )) python3 scripts/gpu_parity.py "
   | tee "$OUT/parity.txt" | grep -v '^ok' || true
 tail -1 "$OUT/parity.txt"
 
-echo "== benchmarks (left: $(left) s)"
-python3 scripts/gpu_bench.py "$BIN" "$CARRY/torch" "$WORK/bench" "$OUT" --deadline-s "$(( $(left) - 15 ))" ${GPU_CHECK_SIZES:+--sizes "$GPU_CHECK_SIZES"}
+if [ "${GPU_CHECK_LADDER:-0}" = 1 ]; then
+  # where the GPU pays for its start-up (--backend auto's rule), instead of the PyTorch comparison
+  echo "== auto ladder (left: $(left) s)"
+  python3 scripts/gpu_auto_ladder.py "$BIN" "$WORK/ladder" "$OUT" --deadline-s "$(( $(left) - 30 ))"
+else
+  echo "== benchmarks (left: $(left) s)"
+  python3 scripts/gpu_bench.py "$BIN" "$CARRY/torch" "$WORK/bench" "$OUT" --deadline-s "$(( $(left) - 15 ))" ${GPU_CHECK_SIZES:+--sizes "$GPU_CHECK_SIZES"}
+fi
 echo "== done in $(( $(date +%s) - START )) s"
 rm -rf "$WORK"

@@ -223,6 +223,38 @@ fn backend_gpu_renders_through_the_cli_and_refuses_derivatives() {
     assert!(!tmp.path().join("g.bin").exists());
 }
 
+/// `--backend auto` with a device at hand renders a light image on the CPU, without opening the
+/// device (no GPU timing), and says so; `series` weighs all its frames together.
+#[test]
+fn auto_renders_light_runs_on_the_cpu_and_says_so() {
+    let Some(lib) = host_kernel() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let timing = tmp.path().join("timing.json");
+    let run = |args: &str| simulate_cmd(tmp.path(), args).env(HOST_EMULATION_ENV, lib).env("NANOBRAGG_GPU_TIMING", &timing).output().unwrap();
+    assert!(run(&format!("{SMALL} -floatfile cpu.bin")).status.success());
+    let auto = run(&format!("{SMALL} --backend auto -floatfile auto.bin"));
+    assert!(auto.status.success(), "{}", String::from_utf8_lossy(&auto.stderr));
+    let log = String::from_utf8_lossy(&auto.stdout);
+    assert!(log.contains("--backend auto: rendering on the CPU: 1.02e3 sample evaluations are fewer than"), "{log}");
+    assert!(!timing.exists(), "the device was not used");
+    assert_eq!(std::fs::read(tmp.path().join("auto.bin")).unwrap(), std::fs::read(tmp.path().join("cpu.bin")).unwrap());
+    // the same light image asked of the GPU by name is rendered there (the rule is auto's alone)
+    assert!(run(&format!("{SMALL} --backend gpu -floatfile gpu.bin")).status.success());
+    assert!(timing.exists(), "--backend gpu renders on the device");
+    let series = Command::new(BIN)
+        .arg("series")
+        .args(SMALL.split_whitespace())
+        .args(["-phi", "10", "-osc", "0.5", "--frames", "3", "--backend", "auto", "--out-dir", "s"])
+        .current_dir(tmp.path())
+        .env(HOST_EMULATION_ENV, lib)
+        .output()
+        .unwrap();
+    assert!(series.status.success(), "{}", String::from_utf8_lossy(&series.stderr));
+    let log = String::from_utf8_lossy(&series.stdout);
+    // 3 frames × 32² pixels × 2 phi steps
+    assert!(log.contains("series: --backend auto: rendering on the CPU: 6.14e3 sample evaluations") && log.contains("(the 3 frames together)"), "{log}");
+}
+
 #[test]
 fn series_renders_its_frames_on_the_gpu_backend() {
     let Some(lib) = host_kernel() else { return };

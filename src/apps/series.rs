@@ -895,7 +895,7 @@ fn refuse_unwritten_outputs(sa: &SeriesArgs) -> Result<()> {
 /// Run `nanobragg-rs series` (without `--verify`).
 pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut dyn std::io::Write) -> Result<SeriesSummary> {
     refuse_unwritten_outputs(sa)?;
-    let plan = Plan::new(sa)?;
+    let mut plan = Plan::new(sa)?;
     let shard = resolve_shard(sa.shard.as_deref(), env)?;
     if let Some(w) = &shard.warning {
         crate::base::log::warn(w.clone());
@@ -929,7 +929,10 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
     let skipped = done.len();
     let todo: Vec<usize> = frames.iter().copied().filter(|k| !done.contains_key(k)).collect();
     // every check before the first file is written: a refused run changes nothing
-    let prepared = prepare(&plan, &todo)?;
+    let prepared = prepare(&mut plan, &todo)?;
+    if let (Some(n), false) = (&prepared.auto_note, quiet_user) {
+        let _ = writeln!(log_out, "series: {n}");
+    }
     let workers = prepared.workers;
     check_output_size(sa, &plan, &prepared, todo.len(), nexus_name.is_some(), env, quiet_user, log_out)?;
     check_outputs_before_rendering(&plan, &todo, nexus_name.as_deref(), &mpath)?;
@@ -1196,13 +1199,24 @@ pub struct Prepared {
     workers: usize,
     /// Whether the first frame's pixel geometry is kept for the others (built in `run`, counted here).
     keep_geometry: bool,
+    /// Where `--backend auto` was settled on the CPU, the line that says so.
+    auto_note: Option<String>,
 }
 
 /// Before anything is written: the values and memory of a frame checked as `simulate` checks them
 /// (with every frame in flight at once: one rendering, two being written and two queued, or one per
 /// worker rendering frames side by side, whichever is more), the inputs read and the first frame's
 /// experiment built.
-fn prepare(plan: &Plan, todo: &[usize]) -> Result<Prepared> {
+/// `--backend auto` settled for the frames to render (a GPU's start-up is paid once for all of them):
+/// the CPU (frames side by side, [`frame_workers`]) where, at `first`'s samples each, they are too
+/// few ([`crate::run::config::RunOptions::settle_auto`]); the line that says so.
+fn settle_auto(plan: &mut Plan, todo: &[usize], first: &Experiment) -> Option<String> {
+    let note = plan.base.run.settle_auto(crate::kernel::gpu::image_samples(first) * todo.len() as f64)?;
+    Some(format!("{note} (the {} frames together)", todo.len()))
+}
+
+/// The first frame's set-up and every check of the run, `--backend auto` settled ([`settle_auto`]).
+fn prepare(plan: &mut Plan, todo: &[usize]) -> Result<Prepared> {
     let first = todo.first().copied().unwrap_or(1);
     let cfg = plan.frame_config(&plan.frame(first)?);
     crate::run::outputs::check_inputs(&cfg)?;
@@ -1230,6 +1244,9 @@ fn prepare(plan: &Plan, todo: &[usize]) -> Result<Prepared> {
     )?;
     let inputs = crate::run::load::load_inputs(&cfg)?;
     let exp = crate::run::setup::build_experiment(&cfg, &inputs)?;
+    let auto_note = settle_auto(plan, todo, &exp);
+    // frames side by side on the CPU only (counted so in the memory check while auto was open)
+    let workers = if plan.base.run.backend == crate::run::config::BackendChoice::Auto { 0 } else { workers };
     // the geometry is kept only beside the frames in flight within the memory limit (it is an
     // optimisation: without it every frame computes its own)
     let geometry = crate::kernel::pixel_geometry::bytes(&exp);
@@ -1245,7 +1262,7 @@ fn prepare(plan: &Plan, todo: &[usize]) -> Result<Prepared> {
         crate::run::simulate::nexus_one_sensor(&exp)?;
     }
     cfg.run.check_backend(&exp, &cfg.output)?;
-    Ok(Prepared { inputs, exp, cfg, workers, keep_geometry })
+    Ok(Prepared { inputs, exp, cfg, workers, keep_geometry, auto_note })
 }
 
 /// The bytes the frames to render will write (every output of every frame, the shard's NeXus file),
@@ -1520,7 +1537,8 @@ fn keeps_geometry(plan: &Plan, todo: &[usize], exp: &Experiment) -> bool {
 /// 32 MiB (so never more frames in memory than fit, where one after another would fit); 0 on the
 /// GPU (one device, used a frame at a time).
 fn frame_workers(plan: &Plan, frame_bytes: u64, budget: u64) -> usize {
-    if plan.base.run.backend != crate::run::config::BackendChoice::Cpu {
+    // (`auto` counts as the CPU here until `prepare` settles it: the larger count of frames in memory)
+    if plan.base.run.backend == crate::run::config::BackendChoice::Gpu {
         return 0;
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());

@@ -105,6 +105,29 @@ pub struct Tables {
     pub samples_per_pixel: f64,
 }
 
+/// Sample evaluations per CPU thread from which `--backend auto` takes the GPU, by precision: below
+/// them the CPU renders the run before a GPU process has opened its device and copied its image back
+/// (0.3–0.45 s whole process on an H200 for any of these runs, mostly the driver and the CUDA context,
+/// once per process). Measured there beside 16 Xeon threads (reports/gpu/2026-11-28-auto): the CPU's
+/// whole-process time crosses the GPU's near 1.7e9 samples in double (mosaic and divergence alike)
+/// and 2.1e9 (divergence) to 4.3e9 (mosaic) in single; divided by the threads.
+const AUTO_PER_THREAD: [(Precision, f64); 2] = [(Precision::Double, 1.1e8), (Precision::Single, 2e8)];
+
+/// The run size (sample evaluations, every frame's) from which the GPU pays for its start-up on
+/// `threads` CPU threads in `precision` ([`AUTO_PER_THREAD`]).
+pub fn auto_break_even(threads: usize, precision: Precision) -> f64 {
+    let per_thread = AUTO_PER_THREAD.iter().find(|(p, _)| *p == precision).map_or(AUTO_PER_THREAD[0].1, |&(_, n)| n);
+    per_thread * threads.max(1) as f64
+}
+
+/// The image's sample evaluations: each panel's pixels × its sensor layers, × sub-pixels × sources ×
+/// orientations (the work of the pixel kernel, for the timing report and `--backend auto`).
+pub fn image_samples(exp: &Experiment) -> f64 {
+    let layer_pixels: f64 = exp.det.panels.iter().map(|p| (p.fpixels * p.spixels) as f64 * p.sensor.thicksteps.max(0) as f64).sum();
+    let orientations = exp.crystal.orientations.len().min(exp.scan.phisteps.max(0) as usize * exp.domains());
+    layer_pixels * (exp.sampling.oversample * exp.sampling.oversample) as f64 * exp.beam.sources.len() as f64 * orientations as f64
+}
+
 /// Why an experiment (or this build) cannot be rendered by the GPU backend: the flag to name.
 pub fn unsupported(exp: &Experiment) -> Option<String> {
     let det = &exp.det;
@@ -239,11 +262,8 @@ impl Tables {
         p.oversample_omega = exp.sampling.oversample_omega as i32;
         p.oversample_thick = exp.sampling.oversample_thick as i32;
         p.oversample_polar = exp.sampling.oversample_polar as i32;
-        // each panel's own sensor layers, weighted by its pixels (the timing report's sample count)
         let pixels: f64 = exp.det.panels.iter().map(|p| (p.fpixels * p.spixels) as f64).sum();
-        let layer_pixels: f64 = exp.det.panels.iter().map(|p| (p.fpixels * p.spixels) as f64 * p.sensor.thicksteps.max(0) as f64).sum();
-        let layers = if pixels > 0.0 { layer_pixels / pixels } else { 1.0 };
-        let samples_per_pixel = (exp.sampling.oversample * exp.sampling.oversample) as f64 * layers * p.n_src as f64 * p.n_orient as f64;
+        let samples_per_pixel = if pixels > 0.0 { image_samples(exp) / pixels } else { 0.0 };
         Tables { params: p, orient, sources, panels, fgrid, fgrid_real, mask, samples_per_pixel }
     }
 }
@@ -707,6 +727,16 @@ pub fn compile_ptx(arch: &str) -> std::result::Result<String, String> {
 
 #[cfg(all(test, feature = "gpu"))]
 mod tests {
+    #[test]
+    fn auto_break_even_is_per_thread_and_by_precision() {
+        use super::{auto_break_even, Precision};
+        // the crossings measured on the H200's 16 threads lie between these (2026-11-28 ladder)
+        assert!((1.5e9..2.0e9).contains(&auto_break_even(16, Precision::Double)));
+        assert!((2.1e9..4.3e9).contains(&auto_break_even(16, Precision::Single)));
+        assert_eq!(auto_break_even(4, Precision::Double) * 4.0, auto_break_even(16, Precision::Double));
+        assert_eq!(auto_break_even(0, Precision::Single), auto_break_even(1, Precision::Single));
+    }
+
     use super::*;
 
     #[test]

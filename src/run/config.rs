@@ -220,6 +220,24 @@ impl RunOptions {
         }
     }
 
+    /// `--backend auto` settled for a run of `samples` sample evaluations (every frame's): the CPU
+    /// where they are too few for a GPU's start-up to pay ([`crate::kernel::gpu::auto_break_even`]
+    /// on this run's threads; the device is then never opened), else left to the planner (the GPU
+    /// where there is one and the experiment fits it, else the CPU). The line that says so when
+    /// it settled, `None` otherwise.
+    pub fn settle_auto(&mut self, samples: f64) -> Option<String> {
+        if self.backend != BackendChoice::Auto {
+            return None;
+        }
+        let threads = self.threads.unwrap_or_else(rayon::current_num_threads);
+        let from = crate::kernel::gpu::auto_break_even(threads, self.precision);
+        if samples >= from {
+            return None;
+        }
+        self.backend = BackendChoice::Cpu;
+        Some(format!("--backend auto: rendering on the CPU: {samples:.2e} sample evaluations are fewer than the {from:.1e} from which a GPU's start-up pays on {threads} threads"))
+    }
+
     /// Refuse `--backend gpu` where it cannot render (no device, no NVRTC, a build without the
     /// backend, an experiment or output it does not support), in one line naming the cause; `auto`
     /// falls back to the CPU there instead (the planner, `kernel::kernel_for`).
@@ -273,6 +291,25 @@ impl Default for RunOptions {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn auto_settles_on_the_cpu_below_the_gpus_break_even_only() {
+        use super::{BackendChoice, RunOptions};
+        let auto = RunOptions { backend: BackendChoice::Auto, threads: Some(2), ..Default::default() };
+        let from = crate::kernel::gpu::auto_break_even(2, auto.precision);
+        let mut light = auto.clone();
+        let note = light.settle_auto(from / 2.0).expect("settled");
+        assert_eq!(light.backend, BackendChoice::Cpu);
+        assert!(note.starts_with("--backend auto: rendering on the CPU") && note.contains("on 2 threads"), "{note}");
+        let mut heavy = auto.clone();
+        assert_eq!(heavy.settle_auto(from), None);
+        assert_eq!(heavy.backend, BackendChoice::Auto, "left to the planner: the GPU where there is one");
+        for asked in [BackendChoice::Cpu, BackendChoice::Gpu] {
+            let mut o = RunOptions { backend: asked, ..Default::default() };
+            assert_eq!(o.settle_auto(0.0), None);
+            assert_eq!(o.backend, asked);
+        }
+    }
+
     use super::*;
     use crate::experiment::params::Misset;
 

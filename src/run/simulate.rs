@@ -89,6 +89,17 @@ pub fn setup(cfg: &Config) -> Result<(Experiment, Log)> {
 }
 
 /// [`setup`], keeping the inputs (the derivative images build the setup again around them).
+/// `cfg` with `--backend auto` settled on the CPU where `samples` are too few for a GPU
+/// ([`crate::run::config::RunOptions::settle_auto`]), and the line that says so; `None` otherwise.
+fn with_auto_settled(cfg: &Config, samples: f64) -> Option<(Config, String)> {
+    if cfg.run.backend != crate::run::config::BackendChoice::Auto {
+        return None;
+    }
+    let mut c = cfg.clone();
+    let note = c.run.settle_auto(samples)?;
+    Some((c, note))
+}
+
 pub fn setup_with_inputs(cfg: &Config) -> Result<(Experiment, Log, crate::experiment::inputs::Inputs)> {
     let inputs = crate::run::load::load_inputs(cfg)?;
     let exp = crate::run::setup::build_experiment(cfg, &inputs)?;
@@ -435,6 +446,11 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
     }
     let t0 = Instant::now();
     let (exp, mut log, inputs) = setup_with_inputs(cfg)?;
+    let settled = with_auto_settled(cfg, crate::kernel::gpu::image_samples(&exp));
+    let cfg = settled.as_ref().map_or(cfg, |(c, _)| c);
+    if let Some((_, note)) = &settled {
+        log.line(note.clone());
+    }
     crate::run::gradients::check(cfg, &inputs)?;
     cfg.run.check_backend(&exp, &cfg.output)?;
     let planned = check_outputs(cfg)?;
