@@ -450,14 +450,21 @@ impl PixelGeometry {
             .zip(polar.par_chunks_mut(fp))
             .zip(omega.par_chunks_mut(fp))
             .enumerate()
-            .for_each(|(s, ((scattering, polar), omega))| geometry_row(exp, s, scattering, polar, omega));
+            .for_each(|(s, ((scattering, polar), omega))| geometry_row_widest(exp, s, scattering, polar, omega));
         Some(g)
     }
+}
+
+/// [`geometry_row`] compiled for the widest vectors the CPU has, as the row functions that read the
+/// geometry are (at the baseline it took as long as a frame's render: 5 % of a 20-frame series).
+fn geometry_row_widest(exp: &Experiment, s: usize, scattering: &mut [[f64; 3]], polar_out: &mut [f64], omega_out: &mut [f64]) {
+    crate::base::cpu::widest_call!(geometry_row(exp: &Experiment, s: usize, scattering: &mut [[f64; 3]], polar_out: &mut [f64], omega_out: &mut [f64]) -> ())
 }
 
 /// One image row of a [`PixelGeometry`] (image row `s`): each pixel's scattering vector,
 /// polarization factor and solid angle as [`render_group`] computes them for its one source and
 /// sub-pixel, in the same operations (the plain divisions; the fused ones give the same bits).
+#[inline(always)]
 fn geometry_row(exp: &Experiment, s: usize, scattering: &mut [[f64; 3]], polar_out: &mut [f64], omega_out: &mut [f64]) {
     const L: usize = 16;
     let (panel, s) = exp.det.locate(s);
