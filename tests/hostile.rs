@@ -593,8 +593,8 @@ fn detector_parameters_of_a_file_detector_are_refused() {
 }
 
 /// Flags accepted (as the C) that place nothing say so on stderr: -pix0_vector(_mm), which only
-/// switches to the CUSTOM convention, and -Xbeam/-Ybeam under -xds/-dials; a beam centre that
-/// does act says nothing.
+/// switches to the CUSTOM convention, -Xbeam/-Ybeam and -Xclose/-Yclose under -xds/-dials, and
+/// -Xclose/-Yclose/-ORGX/-ORGY under MOSFLM, DENZO and ADXV; a beam centre that does act says nothing.
 #[test]
 fn unused_geometry_flags_warn() {
     let d = tmp();
@@ -604,6 +604,12 @@ fn unused_geometry_flags_warn() {
         (&["-xds", "-Xbeam", "3", "-Ybeam", "2"][..], Some("-Xbeam/-Ybeam under -xds/-dials only fill the header")),
         (&["-dials", "-Ybeam", "2"][..], Some("-Ybeam under -xds/-dials")),
         (&["-mosflm", "-Xbeam", "3", "-Ybeam", "2"][..], None),
+        // the image is the same without them (checked against nanoBragg.c): said
+        (&["-ORGX", "20", "-ORGY", "30"][..], Some("-ORGX/-ORGY under the MOSFLM convention place nothing")),
+        (&["-denzo", "-Xclose", "2"][..], Some("-Xclose under the DENZO convention place nothing")),
+        (&["-adxv", "-Yclose", "2", "-ORGX", "3"][..], Some("-Yclose/-ORGX under the ADXV convention place nothing")),
+        (&["-xds", "-Xclose", "2", "-Yclose", "3"][..], Some("-Xclose/-Yclose under -xds/-dials only fill the header")),
+        (&["-xds", "-ORGX", "20"][..], None),
     ] {
         let o = run_small(d.path(), flags);
         assert!(o.status.success(), "{flags:?}: {}", text(&o));

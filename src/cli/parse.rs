@@ -421,8 +421,37 @@ fn unused_geometry(c: &Config, given: impl Fn(&str) -> Option<String>) -> Vec<St
                 beam.join("/")
             ));
         }
+        // L1221-L1222, L1236-L1237: Xclose only stands in for an unset Xbeam; the SAMPLE pivot places the detector by Fclose (-ORGX, L1156)
+        let close: Vec<String> = ["-Xclose", "-Yclose"].iter().filter_map(|n| given(n)).collect();
+        if !close.is_empty() {
+            out.push(format!(
+                "nanobragg-rs: warning: {} under -xds/-dials only fill the header's BEAM_CENTER_X/Y where -Xbeam/-Ybeam are not given (as in nanoBragg.c): the detector's origin follows -ORGX/-ORGY",
+                close.join("/")
+            ));
+        }
+    }
+    if let (Some(conv), false) = (beam_centred(c.params.convention), from_file) {
+        // L1172-L1217: these conventions take Fbeam/Sbeam from -Xbeam/-Ybeam and pivot on the beam
+        let close: Vec<String> = ["-Xclose", "-Yclose", "-ORGX", "-ORGY"].iter().filter_map(|n| given(n)).collect();
+        if !close.is_empty() {
+            out.push(format!(
+                "nanobragg-rs: warning: {} under the {conv} convention place nothing (as in nanoBragg.c): the beam centre is -Xbeam/-Ybeam's; -ORGX/-ORGY place the detector under -xds or -dials",
+                close.join("/")
+            ));
+        }
     }
     out
+}
+
+/// The conventions whose detector is placed by the beam centre (-Xbeam/-Ybeam, pivot BEAM), by name.
+fn beam_centred(c: crate::experiment::params::Convention) -> Option<&'static str> {
+    use crate::experiment::params::Convention;
+    match c {
+        Convention::Mosflm => Some("MOSFLM"),
+        Convention::Denzo => Some("DENZO"),
+        Convention::Adxv => Some("ADXV"),
+        _ => None,
+    }
 }
 
 /// What a `-mask`/`-img` header decided of the geometry that the flags may seem to decide, for a
