@@ -376,6 +376,24 @@ rigid_group_a = q0,q1
 rigid_group_collection_all = a
 ";
 
+/// A panel along the beam (fs = z) has no distance to the beam spot: the log says inf, as
+/// nanoBragg.c's close_distance/ratio prints it (it said 1.43815e+305, the kernel's finite stand-in).
+#[test]
+fn an_edge_on_panel_logs_an_infinite_distance() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let geom = "photon_energy = 9500\nclen = 0.12\nres = 10000\np0/min_fs = 0\np0/max_fs = 15\np0/min_ss = 0\np0/max_ss = 15\n\
+        p0/fs = z\np0/ss = y\np0/corner_x = -8\np0/corner_y = -8\n";
+    std::fs::write(d.join("edge.geom"), geom).unwrap();
+    let log = ok(d, &[&["--geom", "edge.geom", "-cell", "100", "100", "100", "90", "90", "90", "-floatfile", "e.bin"], RUN].concat());
+    assert!(log.contains("  distance=inf detsize="), "{log}");
+    assert!(floats(&d.join("e.bin")).iter().all(|v| v.is_finite()));
+    // a panel facing the beam prints its distance as before
+    std::fs::write(d.join("face.geom"), geom.replace("p0/fs = z", "p0/fs = x")).unwrap();
+    let log = ok(d, &[&["--geom", "face.geom", "-cell", "100", "100", "100", "90", "90", "90", "-floatfile", "f.bin"], RUN].concat());
+    assert!(log.contains("  distance=0.12 detsize="), "{log}");
+}
+
 #[test]
 fn a_geom_file_and_the_equivalent_expt_give_the_same_image() {
     let tmp = tempfile::tempdir().unwrap();
