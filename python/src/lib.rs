@@ -622,11 +622,31 @@ fn flag_help() -> String {
 #[pyfunction]
 fn series_frames(args: Vec<String>) -> PyResult<(Vec<String>, usize, usize, usize)> {
     let sa = nbcore::cli::series::split_args(&args).map_err(to_py)?;
+    refuse_dataset_flags(&sa)?;
     let plan = nbcore::apps::series::Plan::new(&sa).map_err(to_py)?;
     // the frames the flags choose (--shard I/N, --only K-L; made one at a time): not the Slurm/MPI
     // variables, which a library caller splitting the work itself would not expect to be read
     let frames = nbcore::apps::series::frames_of_run(&sa, &plan, &|_| None).map_err(to_py)?;
     Ok((sa.simulate, *frames.start(), *frames.end(), plan.total))
+}
+
+/// The command line's flags for the dataset on disk, which an iterator of frames in memory would
+/// ignore in silence: refused, naming the flag (each frame's files come from its own output flags,
+/// through `frame.simulation.write_outputs`).
+fn refuse_dataset_flags(sa: &nbcore::apps::series::SeriesArgs) -> PyResult<()> {
+    let given = [
+        ("--resume", sa.resume),
+        ("--verify", sa.verify),
+        ("--name", sa.name.is_some()),
+        ("--outputs", sa.outputs.is_some()),
+        ("--max-output", sa.max_output.is_some()),
+    ];
+    match given.iter().find(|(_, on)| *on) {
+        Some((flag, _)) => Err(PyValueError::new_err(format!(
+            "{flag}: Series makes the frames in memory and keeps no dataset on disk (no manifest to resume or verify, nothing written but what frame.simulation.write_outputs writes from the frame's own output flags); use the command line's `nanobragg-rs series` for a dataset"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// The `simulate` flags of frame `k` of a series (added to the series' own flags), as

@@ -33,6 +33,11 @@ def test_series_errors():
         nanobragg.Series(BASE + ["--frames", "3"])
     with pytest.raises(IndexError):
         nanobragg.Series(BASE + ["--frames", "2", "-osc", "1"]).frame_args(3)
+    # the command line's dataset flags would be ignored here: refused, naming the flag
+    sweep = BASE + ["--frames", "2", "-osc", "1"]
+    for extra in (["--resume"], ["--verify"], ["--name", "x"], ["--outputs", "float"], ["--max-output", "1G"]):
+        with pytest.raises(ValueError, match=f"^{extra[0]}: Series makes the frames in memory"):
+            nanobragg.Series(sweep + extra)
 
 
 def test_series_yields_the_frames_the_flags_choose(monkeypatch):
