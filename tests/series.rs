@@ -141,6 +141,36 @@ fn stills_equal_single_image_runs() {
     assert_eq!(std::fs::read(tmp.path().join("noiseimage_00002.img")).unwrap(), std::fs::read(single.path().join("noiseimage.img")).unwrap());
 }
 
+/// `--orientation fixed`: every still at the flags' orientation and mosaic domains (one crystal
+/// exposed again), each with its own noise seed; still k is simulate's run with `-seed S+k-1`.
+#[test]
+fn fixed_stills_keep_the_flags_orientation_and_vary_the_noise() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut a = strs(CRYSTAL);
+    a.extend(strs(&["--stills", "3", "--orientation", "fixed", "-misset", "10", "20", "30", "-floatfile", "still_#####.bin", "-noisefile", "noise_#####.img", "-seed", "5"]));
+    series(tmp.path(), &a, &[]);
+    let frames = manifest_frames(&tmp.path().join("series.shard-0-of-1.json"));
+    assert_eq!(frames.len(), 3);
+    assert!(frames.iter().all(|f| f["misset_deg"].is_null() && f["mosaic_seed"] == frames[0]["mosaic_seed"]), "{frames:?}");
+    let read = |n: &str| std::fs::read(tmp.path().join(n)).unwrap();
+    assert_eq!(read("still_00001.bin"), read("still_00003.bin"), "one orientation: the same float image");
+    assert_ne!(read("noise_00001.img"), read("noise_00003.img"), "each still its own noise");
+    let single = tempfile::tempdir().unwrap();
+    let mut s = strs(CRYSTAL);
+    s.extend(strs(&["-misset", "10", "20", "30", "-seed", "7"]));
+    let o = bin().arg("simulate").args(&s).current_dir(single.path()).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(read("still_00003.bin"), std::fs::read(single.path().join("floatimage.bin")).unwrap());
+    assert_eq!(read("noise_00003.img"), std::fs::read(single.path().join("noiseimage.img")).unwrap());
+    // a random dataset is not resumed as a fixed one (the mode is part of the parameters)
+    let mut r = a.clone();
+    let at = r.iter().position(|w| w == "fixed").unwrap();
+    r[at] = "random".into();
+    r.retain(|w| !["-misset", "10", "20", "30"].contains(&w.as_str()));
+    let o = bin().arg("series").args(&r).args(["--out-dir", tmp.path().to_str().unwrap(), "--resume"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(9), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
 /// The most negative int seed is negated in `int` as simulate does (a 64-bit negation made it
 /// +2147483648 and refused it): frame 1 of stills seeded so is simulate's run with those seeds.
 #[test]
@@ -332,7 +362,9 @@ fn bad_series_command_lines_are_one_line_errors() {
         (vec!["--frames", "3", "--stills", "2", "-osc", "1"], "--stills"),
         (vec!["--stills", "2", "--shard", "2/2"], "--shard"),
         (vec!["--stills", "x"], "--stills"),
-        (vec!["--stills", "2", "-misset", "1", "2", "3"], "-misset"),
+        (vec!["--stills", "2", "-misset", "1", "2", "3"], "--orientation fixed"),
+        (vec!["--stills", "2", "--orientation", "tilted"], "'random' or 'fixed'"),
+        (vec!["--frames", "2", "-osc", "1", "--orientation", "fixed"], "--orientation"),
         (vec![], "--frames N"),
     ] {
         let o = bin().arg("series").args(CRYSTAL).args(&extra).current_dir(tmp.path()).output().unwrap();

@@ -1,6 +1,7 @@
-//! `nanobragg-rs series`: a whole dataset from one command — a rotation sweep (`--frames N`) or a set
-//! of stills at uniformly random orientations (`--stills N --orientation random`), on one machine or
-//! split into shards over Slurm job arrays, Slurm tasks or MPI ranks.
+//! `nanobragg-rs series`: a whole dataset from one command — a rotation sweep (`--frames N`), a set
+//! of stills at uniformly random orientations (`--stills N --orientation random`) or of stills of one
+//! crystal at the flags' orientation (`--orientation fixed`), on one machine or split into shards over
+//! Slurm job arrays, Slurm tasks or MPI ranks.
 //!
 //! The structure factors are read once. Each frame is then the experiment `simulate` would build with
 //! that frame's values (phi start, or misset angles, and seeds) — so frame k is byte-identical to the
@@ -13,7 +14,8 @@
 //! * noise seed = S + k − 1, where S is `-seed` (default 1 in a series: every shard must agree);
 //! * stills: misset angles from a uniformly random rotation drawn from (M, k), M = `-misset_seed`
 //!   (default 1), see [`still_misset_deg`]; mosaic seed = `-mosaic_seed` + k − 1 (each still is a new
-//!   crystal); in a rotation series the mosaic seed and misset stay the same for every frame.
+//!   crystal); in a rotation series and in fixed stills (the same crystal exposed again, each still
+//!   its own noise) the mosaic seed and misset stay the same for every frame.
 //!
 //! Each shard writes a manifest `NAME.shard-I-of-N.json` (parameters, frames, seeds, files and their
 //! sha256); `--resume` skips frames whose files are all present with the manifest's sha256, and
@@ -45,7 +47,11 @@ const MANIFEST_FORMAT: &str = "nanobragg-rs series manifest v1";
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     Rotation,
+    /// Stills at random orientations (`--orientation random`).
     Stills,
+    /// Stills at the flags' orientation (`--orientation fixed`): one crystal exposed again and again.
+    #[serde(rename = "fixed-stills")]
+    FixedStills,
 }
 
 /// The series-only options, split from the `simulate` flags.
@@ -604,6 +610,7 @@ impl Plan {
         let (mode, total) = match (sa.frames, sa.stills) {
             (Some(_), Some(_)) => return Err(Error::flag("--stills", "give either --frames (rotation) or --stills, not both")),
             (Some(n), None) => (Mode::Rotation, n),
+            (None, Some(n)) if sa.orientation.as_deref() == Some("fixed") => (Mode::FixedStills, n),
             (None, Some(n)) => (Mode::Stills, n),
             (None, None) if scan.is_some() => (Mode::Rotation, scan.map_or(1, |s| s.2)),
             (None, None) => {
@@ -623,7 +630,7 @@ impl Plan {
             return Err(Error::flag("--frames", "a rotation series needs -osc RANGE (degrees per frame, > 0)"));
         }
         if mode == Mode::Stills && base.params.misset.is_some() {
-            return Err(Error::flag("-misset", "stills draw their own orientation (--orientation random); drop -misset"));
+            return Err(Error::flag("-misset", "random stills draw their own orientation (--orientation random): drop -misset, or give --orientation fixed for stills at this one"));
         }
         // C stores seeds negated in `int` (flags.rs); that negation undoes itself, so it gives back
         // the typed value (plain `-s` turned -2147483648 into +2147483648).
@@ -687,6 +694,8 @@ impl Plan {
                 rec.osc_deg = Some(self.osc_deg);
                 flags.extend(["-phi".to_string(), format!("{phi}"), "-osc".to_string(), format!("{}", self.osc_deg)]);
             }
+            // the flags' orientation and mosaic domains: only the noise seed changes
+            Mode::FixedStills => {}
             Mode::Stills => {
                 let m = still_misset_deg(self.misset_seed, k);
                 rec.misset_deg = Some(m);
@@ -1412,7 +1421,7 @@ fn setup_once(
     if let (Some(nx), false) = (nexus_name, todo.is_empty()) {
         // todo is the whole shard here: the file's frame 0 is this first frame (its omega start)
         let mut m = crate::run::headers::image_meta(&exp, cfg.params.exposure);
-        if plan.mode == Mode::Stills {
+        if plan.mode != Mode::Rotation {
             m.osc = 0.0; // every still at the same omega (its orientation is in the misset, not in the file)
         }
         let full = resolve_out(&cfg, nx);

@@ -6,10 +6,12 @@ use crate::apps::series::{run, verify, SeriesArgs};
 use crate::{Error, Result};
 
 /// `series --help`.
-pub const SERIES_USAGE: &str = "usage: nanobragg-rs series [simulate flags] --frames N | --stills N --orientation random \
+pub const SERIES_USAGE: &str = "usage: nanobragg-rs series [simulate flags] --frames N | --stills N [--orientation random|fixed] \
 [--outputs LIST] [--max-output SIZE] [--name NAME] [--shard I/N] [--only K|K-L] [--resume] [--verify]
   --frames N       a rotation sweep: frame k starts at -phi + (k-1)*-osc
-  --stills N       N stills, each at its own random crystal orientation (--orientation random, the only one, may be given to say so)
+  --stills N       N stills, each at its own random crystal orientation and mosaic domains (--orientation random,
+                   the default), or with --orientation fixed all at the flags' orientation (-misset, -matrix):
+                   one crystal exposed N times, each still its own noise seed
   --outputs LIST   write only these: float,int,pgm,noise,png,cbf,nexus (default: what simulate writes)
   --max-output SIZE  refuse a run whose files would take more (k, M, G, T; env NANOBRAGG_MAX_OUTPUT);
                    it is always refused when they would not fit in the output folder's free space
@@ -62,9 +64,9 @@ pub fn split_args(args: &[String]) -> Result<SeriesArgs> {
                 take = 2;
             }
             "--orientation" => {
-                let w = next.ok_or_else(|| Error::flag(a, "missing value: expects 'random'"))?;
-                if w != "random" {
-                    return Err(Error::flag(a, format!("only 'random' is supported (got '{w}')")));
+                let w = next.ok_or_else(|| Error::flag(a, "missing value: expects 'random' or 'fixed'"))?;
+                if w != "random" && w != "fixed" {
+                    return Err(Error::flag(a, format!("expects 'random' or 'fixed' (got '{w}')")));
                 }
                 s.orientation = Some(w.clone());
                 take = 2;
