@@ -174,6 +174,25 @@ fn out_dir_is_created_and_receives_the_files() {
     assert!(tmp.path().join("results/run3/p.json").is_file() && !tmp.path().join("p.json").exists());
 }
 
+/// `-default_F` with an Fdump.bin left in the folder: the cache is read (as in the C), and a note says
+/// that its F replace the uniform F asked for (new-user audit 10: the run said nothing).
+#[test]
+fn default_f_over_a_cached_fdump_is_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("f.hkl"), "0 0 0 10\n1 0 0 20\n").unwrap();
+    let out = run_in(tmp.path(), &[CRYSTAL, &["-hkl", "f.hkl", "-nonoise", "-nopgm"]].concat());
+    assert!(out.status.success() && tmp.path().join("Fdump.bin").is_file(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run_in(tmp.path(), &[CRYSTAL, &["-nonoise", "-nopgm"]].concat());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("reading Fs from Fdump.bin"), "{text}");
+    let note: Vec<&str> = text.lines().filter(|l| l.starts_with("note: -default_F 100 applies only outside")).collect();
+    assert!(note.len() == 1 && note[0].contains("Fdump.bin") && note[0].contains("-hkl FILE"), "{text}");
+    // without -default_F the cache is all there is: no note
+    let out = run_in(tmp.path(), &["-cell", "100", "100", "100", "90", "90", "90", "-N", "5", "-lambda", "1", "-detpixels", "64", "-nonoise", "-nopgm"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && !text.contains("note: -default_F"), "{text}");
+}
+
 #[test]
 fn dxtbx_smv_headers_carry_the_adc_offset() {
     // dxtbx's FormatSMVJHSim takes ADC_OFFSET as the pedestal and assumes 1 without it (#35 item 13)

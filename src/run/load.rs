@@ -48,6 +48,12 @@ pub fn load_inputs(cfg: &Config) -> Result<Inputs> {
         inp.fhkl_source = FhklSource::HklFile(hkl.clone());
     } else if inp.model.is_none() && dump_path.is_file() {
         inp.log.fhkl.line(format!("reading Fs from {}", dump_path.display()));
+        // the C reads the cache whenever no -hkl is given (nanoBragg.c L2226), -default_F or not:
+        // its F silently replaced the uniform F a -default_F run asked for
+        if p.default_f != 0.0 {
+            let (f, d) = (crate::base::c::printf::g(p.default_f), dump_path.display());
+            inp.log.fhkl.line(format!("note: -default_F {f} applies only outside the hkl range of {d}, whose F (from an earlier -hkl run) are used: give -hkl FILE, or -dump NEW_FILE, for F = {f} everywhere"));
+        }
         inp.fhkl = Some(Arc::new(read_fdump(&dump_path)?));
         inp.fhkl_source = FhklSource::Fdump(dump_path.clone());
     } else if inp.model.is_none() && dump_path.is_dir() {
