@@ -193,6 +193,23 @@ fn default_f_over_a_cached_fdump_is_named() {
     assert!(out.status.success() && !text.contains("note: -default_F"), "{text}");
 }
 
+/// An `-hkl` list that is an asymmetric unit (here h,k,l >= 0) gets one warning: no symmetry is
+/// applied, so most spots would be missing without a word (new-user audit 11); a list with the
+/// Friedel mates gets none.
+#[test]
+fn an_hkl_list_without_friedel_mates_is_warned_about() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("asu.hkl"), "0 0 0 10\n1 0 0 20\n0 1 2 30\n").unwrap();
+    std::fs::write(tmp.path().join("p1.hkl"), "0 0 0 10\n1 0 0 20\n-1 0 0 20\n").unwrap();
+    let out = run_in(tmp.path(), &[CRYSTAL, &["-hkl", "asu.hkl", "-nonoise", "-nopgm"]].concat());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let warned: Vec<&str> = err.lines().filter(|l| l.contains("Friedel mate")).collect();
+    assert!(out.status.success() && warned.len() == 1 && warned[0].contains("-hkl asu.hkl") && warned[0].contains("F = 100"), "{err}");
+    let out = run_in(tmp.path(), &[CRYSTAL, &["-hkl", "p1.hkl", "-nonoise", "-nopgm"]].concat());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && !err.contains("Friedel"), "{err}");
+}
+
 #[test]
 fn dxtbx_smv_headers_carry_the_adc_offset() {
     // dxtbx's FormatSMVJHSim takes ADC_OFFSET as the pedestal and assumes 1 without it (#35 item 13)

@@ -5,7 +5,7 @@ use crate::base::consts::RTD;
 use crate::base::image::Mask;
 use crate::experiment::inputs::{FhklSource, Inputs};
 use crate::io::fdump::read_fdump;
-use crate::io::hkl::read_hkl_with_entries;
+use crate::io::hkl::{lacks_friedel_mates, read_hkl_with_entries};
 use crate::run::config::{resolve_out, Config};
 use crate::{Error, Result};
 use std::sync::Arc;
@@ -43,6 +43,10 @@ pub fn load_inputs(cfg: &Config) -> Result<Inputs> {
     let dump_path = resolve_out(cfg, &p.dump_file);
     if let Some(hkl) = &p.hkl_file {
         let (grid, entries) = read_hkl_with_entries(hkl, p.default_f, &mut inp.log.fhkl)?;
+        if lacks_friedel_mates(&entries) {
+            let f = crate::base::c::printf::g(p.default_f);
+            crate::base::log::warn(format!("nanobragg-rs: warning: -hkl {}: no reflection has its Friedel mate (-h -k -l) listed, as in an asymmetric unit (e.g. only h,k,l >= 0); no symmetry is applied (P1), so every reflection not listed has F = {f} (-default_F) and the image shows part of the pattern only: list every h k l", hkl.display()));
+        }
         inp.fhkl = Some(Arc::new(grid));
         inp.hkl_entries = Some(Arc::new(entries));
         inp.fhkl_source = FhklSource::HklFile(hkl.clone());
