@@ -226,6 +226,22 @@ fn dxtbx_smv_headers_carry_the_adc_offset() {
     assert!(!String::from_utf8_lossy(&head[..512]).contains("ADC_OFFSET"), "the C's header has no ADC_OFFSET");
 }
 
+/// A CBF image, or an SMV image written for dxtbx, under a name with no number gets a note: dxtbx
+/// opens them only by a numbered name (new-user audit 12: "Could not determine filename template").
+#[test]
+fn images_for_dxtbx_under_unnumbered_names_get_a_note() {
+    let tmp = tempfile::tempdir().unwrap();
+    let note = |out: &Output| String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.starts_with("note: dxtbx")).map(String::from).collect::<Vec<_>>();
+    let out = run_in(tmp.path(), &[CRYSTAL, &["-seed", "1", "-dxtbx_smv", "-nopgm", "-cbffile", "a.cbf"]].concat());
+    let n = note(&out);
+    assert!(out.status.success() && n.len() == 1 && n[0].ends_with("cannot open intimage.img, noiseimage.img, a.cbf"), "{n:?}");
+    let out = run_in(tmp.path(), &[CRYSTAL, &["-seed", "1", "-dxtbx_smv", "-nopgm", "-intfile", "i_001.img", "-noisefile", "n_001.img", "-cbffile", "c_001.cbf"]].concat());
+    assert!(out.status.success() && note(&out).is_empty(), "{:?}", note(&out));
+    // plain SMV is the C's file, for any program: no note
+    let out = run_in(tmp.path(), &[CRYSTAL, &["-seed", "1", "-nopgm"]].concat());
+    assert!(out.status.success() && note(&out).is_empty(), "{:?}", note(&out));
+}
+
 /// The PNG preview of a still on a water ring shows the spots (#35 item 10): at least 80 % of the spot
 /// pixels (Bragg intensity above the water's at that pixel) are darker than 99 % of the background
 /// pixels (Bragg below 1 % of the water), the floor and ceiling are in tEXt chunks, and

@@ -105,6 +105,16 @@ pub fn whole_image<'a>(exp: &Experiment, float: &'a [f32]) -> crate::base::image
     }
 }
 
+/// The note for CBF images, and SMV images written for dxtbx (`-dxtbx_smv`), whose file names hold no
+/// digit: dxtbx opens those formats only by a numbered name, its image template, and fails on
+/// `a.cbf` or `intimage.img` with "Could not determine filename template". `None` when all have one.
+pub fn unnumbered_for_dxtbx(planned: &[Planned], cfg: &Config) -> Option<String> {
+    let for_dxtbx = |role: &str| role == "CBF" || (cfg.output.smv_dxtbx && (role == "int" || role == "noise"));
+    let numbered = |p: &Path| p.file_name().is_some_and(|n| n.as_encoded_bytes().iter().any(u8::is_ascii_digit));
+    let names: Vec<String> = planned.iter().filter(|p| for_dxtbx(p.writer.role()) && !numbered(&p.given)).map(|p| p.given.display().to_string()).collect();
+    (!names.is_empty()).then(|| format!("note: dxtbx (DIALS) opens SMV and CBF images only by a numbered name such as image_001.cbf: it cannot open {}", names.join(", ")))
+}
+
 /// The writers that describe one panel (SMV, PGM, PNG, noise SMV, CBF): with more than one panel the
 /// ones written by default are left out with a note, the ones named on the command line refused.
 /// Returns the outputs to write and the notes.
