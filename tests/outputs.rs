@@ -210,6 +210,28 @@ fn an_hkl_list_without_friedel_mates_is_warned_about() {
     assert!(out.status.success() && !err.contains("Friedel"), "{err}");
 }
 
+/// Every file a run writes has its "writing" line, with the `--out-dir` folder in its name (new-user
+/// audit 16: --png and the gradient files had none, and the lines left the folder out).
+#[test]
+fn every_written_file_has_a_writing_line_with_its_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run_in(tmp.path(), &[CRYSTAL, &["--out-dir", "r", "-seed", "1", "--png", "p.png"]].concat());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for f in ["floatimage.bin as 4096 4-byte floats", "intimage.img as 2-byte", "image.pgm as 1-byte", "noiseimage.img as 2-byte", "p.png as an 8-bit PNG"] {
+        assert!(text.lines().any(|l| l == format!("writing r/{f}") || l.starts_with(&format!("writing r/{f}"))), "no line for r/{f}: {text}");
+    }
+    std::fs::write(tmp.path().join("f.hkl"), "0 0 0 10\n1 0 0 20\n-1 0 0 20\n").unwrap();
+    let grads = ["-hkl", "f.hkl", "--observed", "r/floatimage.bin", "--gradients", "distance", "--gradient-prefix", "g_", "--loss-out", "L.json", "--dfhkl-out", "d.hkl"];
+    let out = run_in(tmp.path(), &[CRYSTAL, &["--out-dir", "r", "-nonoise", "-nopgm", "-floatfile", "mu.bin"], &grads].concat());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for f in ["r/g_distance.bin as 4096 4-byte floats", "r/L.json", "r/d.hkl"] {
+        assert!(text.lines().any(|l| l.starts_with(&format!("writing {f}"))), "no line for {f}: {text}");
+        assert!(tmp.path().join(f.split(' ').next().unwrap()).is_file(), "{f}");
+    }
+}
+
 #[test]
 fn dxtbx_smv_headers_carry_the_adc_offset() {
     // dxtbx's FormatSMVJHSim takes ADC_OFFSET as the pedestal and assumes 1 without it (#35 item 13)
