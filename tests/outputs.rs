@@ -174,6 +174,64 @@ fn out_dir_is_created_and_receives_the_files() {
     assert!(tmp.path().join("results/run3/p.json").is_file() && !tmp.path().join("p.json").exists());
 }
 
+/// `-default_F` with an Fdump.bin left in the folder: the cache is read (as in the C), and a note says
+/// that its F replace the uniform F asked for (new-user audit 10: the run said nothing).
+#[test]
+fn default_f_over_a_cached_fdump_is_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("f.hkl"), "0 0 0 10\n1 0 0 20\n").unwrap();
+    let out = run_in(tmp.path(), &[CRYSTAL, &["-hkl", "f.hkl", "-nonoise", "-nopgm"]].concat());
+    assert!(out.status.success() && tmp.path().join("Fdump.bin").is_file(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run_in(tmp.path(), &[CRYSTAL, &["-nonoise", "-nopgm"]].concat());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("reading Fs from Fdump.bin"), "{text}");
+    let note: Vec<&str> = text.lines().filter(|l| l.starts_with("note: -default_F 100 applies only outside")).collect();
+    assert!(note.len() == 1 && note[0].contains("Fdump.bin") && note[0].contains("-hkl FILE"), "{text}");
+    // without -default_F the cache is all there is: no note
+    let out = run_in(tmp.path(), &["-cell", "100", "100", "100", "90", "90", "90", "-N", "5", "-lambda", "1", "-detpixels", "64", "-nonoise", "-nopgm"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && !text.contains("note: -default_F"), "{text}");
+}
+
+/// An `-hkl` list that is an asymmetric unit (here h,k,l >= 0) gets one warning: no symmetry is
+/// applied, so most spots would be missing without a word (new-user audit 11); a list with the
+/// Friedel mates gets none.
+#[test]
+fn an_hkl_list_without_friedel_mates_is_warned_about() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("asu.hkl"), "0 0 0 10\n1 0 0 20\n0 1 2 30\n").unwrap();
+    std::fs::write(tmp.path().join("p1.hkl"), "0 0 0 10\n1 0 0 20\n-1 0 0 20\n").unwrap();
+    let out = run_in(tmp.path(), &[CRYSTAL, &["-hkl", "asu.hkl", "-nonoise", "-nopgm"]].concat());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let warned: Vec<&str> = err.lines().filter(|l| l.contains("Friedel mate")).collect();
+    assert!(out.status.success() && warned.len() == 1 && warned[0].contains("-hkl asu.hkl") && warned[0].contains("F = 100"), "{err}");
+    let out = run_in(tmp.path(), &[CRYSTAL, &["-hkl", "p1.hkl", "-nonoise", "-nopgm"]].concat());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && !err.contains("Friedel"), "{err}");
+}
+
+/// Every file a run writes has its "writing" line, with the `--out-dir` folder in its name (new-user
+/// audit 16: --png and the gradient files had none, and the lines left the folder out).
+#[test]
+fn every_written_file_has_a_writing_line_with_its_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = run_in(tmp.path(), &[CRYSTAL, &["--out-dir", "r", "-seed", "1", "--png", "p.png"]].concat());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for f in ["floatimage.bin as 4096 4-byte floats", "intimage.img as 2-byte", "image.pgm as 1-byte", "noiseimage.img as 2-byte", "p.png as an 8-bit PNG"] {
+        assert!(text.lines().any(|l| l == format!("writing r/{f}") || l.starts_with(&format!("writing r/{f}"))), "no line for r/{f}: {text}");
+    }
+    std::fs::write(tmp.path().join("f.hkl"), "0 0 0 10\n1 0 0 20\n-1 0 0 20\n").unwrap();
+    let grads = ["-hkl", "f.hkl", "--observed", "r/floatimage.bin", "--gradients", "distance", "--gradient-prefix", "g_", "--loss-out", "L.json", "--dfhkl-out", "d.hkl"];
+    let out = run_in(tmp.path(), &[CRYSTAL, &["--out-dir", "r", "-nonoise", "-nopgm", "-floatfile", "mu.bin"], &grads].concat());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for f in ["r/g_distance.bin as 4096 4-byte floats", "r/L.json", "r/d.hkl"] {
+        assert!(text.lines().any(|l| l.starts_with(&format!("writing {f}"))), "no line for {f}: {text}");
+        assert!(tmp.path().join(f.split(' ').next().unwrap()).is_file(), "{f}");
+    }
+}
+
 #[test]
 fn dxtbx_smv_headers_carry_the_adc_offset() {
     // dxtbx's FormatSMVJHSim takes ADC_OFFSET as the pedestal and assumes 1 without it (#35 item 13)
@@ -188,6 +246,22 @@ fn dxtbx_smv_headers_carry_the_adc_offset() {
     assert!(out.status.success());
     let head = std::fs::read(tmp.path().join("plain.img")).unwrap();
     assert!(!String::from_utf8_lossy(&head[..512]).contains("ADC_OFFSET"), "the C's header has no ADC_OFFSET");
+}
+
+/// A CBF image, or an SMV image written for dxtbx, under a name with no number gets a note: dxtbx
+/// opens them only by a numbered name (new-user audit 12: "Could not determine filename template").
+#[test]
+fn images_for_dxtbx_under_unnumbered_names_get_a_note() {
+    let tmp = tempfile::tempdir().unwrap();
+    let note = |out: &Output| String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.starts_with("note: dxtbx")).map(String::from).collect::<Vec<_>>();
+    let out = run_in(tmp.path(), &[CRYSTAL, &["-seed", "1", "-dxtbx_smv", "-nopgm", "-cbffile", "a.cbf"]].concat());
+    let n = note(&out);
+    assert!(out.status.success() && n.len() == 1 && n[0].ends_with("cannot open intimage.img, noiseimage.img, a.cbf"), "{n:?}");
+    let out = run_in(tmp.path(), &[CRYSTAL, &["-seed", "1", "-dxtbx_smv", "-nopgm", "-intfile", "i_001.img", "-noisefile", "n_001.img", "-cbffile", "c_001.cbf"]].concat());
+    assert!(out.status.success() && note(&out).is_empty(), "{:?}", note(&out));
+    // plain SMV is the C's file, for any program: no note
+    let out = run_in(tmp.path(), &[CRYSTAL, &["-seed", "1", "-nopgm"]].concat());
+    assert!(out.status.success() && note(&out).is_empty(), "{:?}", note(&out));
 }
 
 /// The PNG preview of a still on a water ring shows the spots (#35 item 10): at least 80 % of the spot

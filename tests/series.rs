@@ -610,6 +610,23 @@ fn series_adds_add_float_to_every_frame() {
     assert_eq!(std::fs::read(d.join("floatimage_00001.bin")).unwrap(), std::fs::read(d.join("single.bin")).unwrap());
 }
 
+/// The size line counts the structure-factor cache once, and not at all on a resume that renders no
+/// frame and so writes none (new-user audit 8: it counted "the dump 579 KiB once" for 0 frames).
+#[test]
+fn the_size_line_counts_the_dump_only_when_frames_are_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("f.hkl"), "0 0 0 10\n1 0 0 20\n-1 0 0 20\n").unwrap();
+    let mut a = strs(CRYSTAL);
+    a.extend(strs(&["-hkl", tmp.path().join("f.hkl").to_str().unwrap(), "-phi", "10", "-osc", "0.1", "--frames", "2", "-seed", "42", "-floatfile", "f_#####.bin"]));
+    let dir = tmp.path().join("out");
+    let size_line = |out: &Output| String::from_utf8_lossy(&out.stdout).lines().find(|l| l.starts_with("series: the outputs take")).map(String::from).unwrap_or_default();
+    let first = size_line(&series(&dir, &a, &[]));
+    assert!(first.contains("2 frames x") && first.contains("and the dump"), "{first}");
+    assert!(dir.join("Fdump.bin").is_file());
+    let again = size_line(&series(&dir, &a, &["--resume"]));
+    assert!(again.contains("0 frames x") && !again.contains("dump"), "{again}");
+}
+
 /// `--outputs` writes only the listed files (noise draws still make the CBF counts without the SMV
 /// noise file), the size of the outputs is printed before rendering, and a run over `--max-output` (or
 /// NANOBRAGG_MAX_OUTPUT) is refused before anything is written, with the estimate in the message.

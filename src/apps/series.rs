@@ -1294,8 +1294,9 @@ fn check_output_size(
     if nexus {
         per_frame.push(("NeXus", crate::run::outputs::COMPRESSED_BYTES_PER_PIXEL * pixels));
     }
-    // the structure-factor cache is one file of the grid's size, not a per-frame image
-    let dump = per_frame.iter().any(|(r, _)| *r == "dump").then(|| prepared.exp.structure_factors.fhkl.as_ref().map_or(0, |g| crate::io::fdump::fdump_len(g)));
+    // the structure-factor cache is one file of the grid's size, not a per-frame image, written with
+    // the frames: a resume with none to render writes none
+    let dump = (frames > 0 && per_frame.iter().any(|(r, _)| *r == "dump")).then(|| prepared.exp.structure_factors.fhkl.as_ref().map_or(0, |g| crate::io::fdump::fdump_len(g)));
     per_frame.retain(|(r, _)| *r != "dump");
     let frame_total: u64 = per_frame.iter().map(|(_, b)| b).fold(0, |a, b| a.saturating_add(*b));
     let total = frame_total.saturating_mul(frames as u64).saturating_add(dump.unwrap_or(0));

@@ -68,6 +68,16 @@ pub fn read_hkl_entries(path: &Path) -> Result<Vec<(i32, i32, i32, f64)>> {
     Ok(entries)
 }
 
+/// True when the list has a reflection other than 0 0 0 and none of them has its Friedel mate
+/// (-h -k -l) listed: an asymmetric unit, e.g. only h,k,l >= 0. The C applies no symmetry (every
+/// reflection not listed takes -default_F, nanoBragg.c L2101-L2200), so such a list lights spots in
+/// part of the image only.
+pub fn lacks_friedel_mates(entries: &[(i32, i32, i32, f64)]) -> bool {
+    let listed: std::collections::HashSet<(i32, i32, i32)> = entries.iter().map(|&(h, k, l, _)| (h, k, l)).collect();
+    let mut acentric = listed.iter().filter(|&&hkl| hkl != (0, 0, 0)).peekable();
+    acentric.peek().is_some() && acentric.all(|&(h, k, l)| !listed.contains(&(-h, -k, -l)))
+}
+
 /// `h k l |F|` lines (the format `-hkl` reads).
 pub fn hkl_text(entries: &[(i32, i32, i32, f64)]) -> String {
     let mut s = String::with_capacity(entries.len() * 24);
@@ -94,5 +104,14 @@ mod tests {
         std::fs::write(&p, "h k l F\n1 2 3 4\n").unwrap();
         let e = read_hkl(&p, 0.0, &mut Log::default()).unwrap_err().to_string();
         assert!(e.contains("line 1"), "{e}");
+    }
+
+    #[test]
+    fn an_asymmetric_unit_lacks_friedel_mates() {
+        let e = |v: &[(i32, i32, i32)]| v.iter().map(|&(h, k, l)| (h, k, l, 1.0)).collect::<Vec<_>>();
+        assert!(lacks_friedel_mates(&e(&[(0, 0, 0), (1, 0, 0), (1, 2, 3), (0, 1, 1)])));
+        assert!(lacks_friedel_mates(&e(&[(-1, 2, 0), (0, 0, 1), (-2, 0, -3)])));
+        assert!(!lacks_friedel_mates(&e(&[(1, 0, 0), (1, 2, 3), (-1, -2, -3)])));
+        assert!(!lacks_friedel_mates(&e(&[(0, 0, 0)])));
     }
 }

@@ -121,9 +121,10 @@ pub fn derivative_outputs(cfg: &Config, inputs: &Inputs, exp: &Experiment, float
         _ => Some(derivative_images(cfg, inputs, exp, &names, fgrad.as_mut())?),
     };
     if let Some(images) = &images {
-        for ((_, path), img) in paths.iter().zip(&images.grads) {
+        for ((n, path), img) in paths.iter().zip(&images.grads) {
             let f32s: Vec<f32> = img.iter().map(|&v| v as f32).collect();
             out.files.add(path, |f| crate::io::write_le(f, &f32s))?;
+            out.lines.push(format!("writing {} as {} 4-byte floats (d image / d {} per {})", path.display(), f32s.len(), n.name(), n.unit()));
         }
     }
     if let Some((value, w)) = &loss {
@@ -140,11 +141,13 @@ pub fn derivative_outputs(cfg: &Config, inputs: &Inputs, exp: &Experiment, float
             let j = serde_json::json!({"loss": l.kind.name(), "value": value, "gradient": grad});
             let text = serde_json::to_string_pretty(&j).map_err(|e| Error::flag("--loss-out", e.to_string()))? + "\n";
             out.files.add_bytes(&resolve_out(cfg, p), text.as_bytes())?;
+            out.lines.push(format!("writing {} (the loss and its gradient, JSON)", resolve_out(cfg, p).display()));
         }
     }
     if let (Some(p), Some(f), Some(hkl)) = (&l.dfhkl_out, &fgrad, &inputs.hkl_entries) {
         let text = dfhkl_text(hkl, exp, &f.grid_grad)?;
         out.files.add_bytes(&resolve_out(cfg, p), text.as_bytes())?;
+        out.lines.push(format!("writing {} (h k l dL/dF)", resolve_out(cfg, p).display()));
     }
     Ok(out)
 }

@@ -105,6 +105,16 @@ pub fn whole_image<'a>(exp: &Experiment, float: &'a [f32]) -> crate::base::image
     }
 }
 
+/// The note for CBF images, and SMV images written for dxtbx (`-dxtbx_smv`), whose file names hold no
+/// digit: dxtbx opens those formats only by a numbered name, its image template, and fails on
+/// `a.cbf` or `intimage.img` with "Could not determine filename template". `None` when all have one.
+pub fn unnumbered_for_dxtbx(planned: &[Planned], cfg: &Config) -> Option<String> {
+    let for_dxtbx = |role: &str| role == "CBF" || (cfg.output.smv_dxtbx && (role == "int" || role == "noise"));
+    let numbered = |p: &Path| p.file_name().is_some_and(|n| n.as_encoded_bytes().iter().any(u8::is_ascii_digit));
+    let names: Vec<String> = planned.iter().filter(|p| for_dxtbx(p.writer.role()) && !numbered(&p.given)).map(|p| p.given.display().to_string()).collect();
+    (!names.is_empty()).then(|| format!("note: dxtbx (DIALS) opens SMV and CBF images only by a numbered name such as image_001.cbf: it cannot open {}", names.join(", ")))
+}
+
 /// The writers that describe one panel (SMV, PGM, PNG, noise SMV, CBF): with more than one panel the
 /// ones written by default are left out with a note, the ones named on the command line refused.
 /// Returns the outputs to write and the notes.
@@ -245,7 +255,7 @@ impl OutputWriter for FloatWriter {
 
 /// What the float writer prints for an image of `pixels`.
 pub fn float_lines(cfg: &Config, pixels: usize) -> Vec<String> {
-    vec![format!("writing {} as {} 4-byte floats", cfg.output.floatfile.display(), pixels)]
+    vec![format!("writing {} as {} 4-byte floats", resolve_out(cfg, &cfg.output.floatfile).display(), pixels)]
 }
 
 /// What the noise writer prints after drawing `photons` in all with `overloads` capped pixels.
@@ -254,7 +264,7 @@ pub fn noise_lines(cfg: &Config, photons: f64, overloads: u64) -> Vec<String> {
     if cfg.output.noise_mode == crate::noise::NoiseMode::Fast {
         lines.push("noise image by the fast generator (--noise fast: ChaCha8 per row; not the C's pixels)".to_string());
     }
-    lines.extend([format!("{} photons on noise image ({} overloads)", cf("%.0f", photons), overloads), format!("writing {} as 2-byte integers", cfg.output.noisefile.display())]);
+    lines.extend([format!("{} photons on noise image ({} overloads)", cf("%.0f", photons), overloads), format!("writing {} as 2-byte integers", resolve_out(cfg, &cfg.output.noisefile).display())]);
     lines
 }
 
@@ -283,7 +293,7 @@ impl OutputWriter for IntWriter {
             }
             None => write_int_pixels(w, &image, ctx.intfile_scale, adc).map_err(io_err(path))?,
         }
-        Ok(vec![format!("writing {} as 2-byte integers", ctx.cfg.output.intfile.display())])
+        Ok(vec![format!("writing {} as 2-byte integers", resolve_out(ctx.cfg, &ctx.cfg.output.intfile).display())])
     }
     fn memory(&self, pixels: u64) -> u64 {
         streamed(pixels, 2)
@@ -306,7 +316,7 @@ impl OutputWriter for PgmWriter {
         let d = &ctx.exp.det;
         w.write_all(crate::io::pgm::pgm_header(d.panel().fpixels, d.panel().spixels, ctx.pgm_scale).as_bytes()).map_err(io_err(path))?;
         crate::io::pgm::write_pgm_pixels(w, &d.panel().image(ctx.float), ctx.pgm_scale).map_err(io_err(path))?;
-        Ok(vec![format!("pgm_scale = {}", g(ctx.pgm_scale)), format!("writing {} as 1-byte integers", ctx.cfg.output.pgmfile.display())])
+        Ok(vec![format!("pgm_scale = {}", g(ctx.pgm_scale)), format!("writing {} as 1-byte integers", resolve_out(ctx.cfg, &ctx.cfg.output.pgmfile).display())])
     }
     fn memory(&self, pixels: u64) -> u64 {
         streamed(pixels, 1)
@@ -329,7 +339,7 @@ impl OutputWriter for PngWriter {
         let d = &ctx.exp.det;
         let bytes = crate::io::png::png_bytes(ctx.float, d.panel().fpixels, d.panel().spixels, ctx.cfg.output.png_legend).map_err(|e| with_path(e, path))?;
         w.write_all(&bytes).map_err(io_err(path))?;
-        Ok(vec![])
+        Ok(vec![format!("writing {} as an 8-bit PNG preview", resolve_out(ctx.cfg, &self.requested(ctx.cfg).unwrap_or_default()).display())])
     }
     fn memory(&self, pixels: u64) -> u64 {
         pixels * 3
@@ -396,7 +406,7 @@ impl OutputWriter for CbfWriter {
         let m = crate::run::headers::image_meta(ctx.exp, ctx.cfg.params.exposure);
         let what = ctx.counts_description();
         w.write_all(&crate::io::cbf::cbf_bytes(&m, ctx.counts(), &what)).map_err(io_err(path))?;
-        Ok(vec![format!("writing {} as 4-byte integers (CBF, byte-offset): {what}", self.requested(ctx.cfg).unwrap_or_default().display())])
+        Ok(vec![format!("writing {} as 4-byte integers (CBF, byte-offset): {what}", resolve_out(ctx.cfg, &self.requested(ctx.cfg).unwrap_or_default()).display())])
     }
     fn own_thread(&self) -> bool {
         true
@@ -422,7 +432,7 @@ impl OutputWriter for NexusWriter {
         let m = crate::run::headers::image_meta(ctx.exp, ctx.cfg.params.exposure);
         let what = ctx.counts_description();
         w.write_all(&crate::io::nexus::nexus_bytes(&m, ctx.counts()).map_err(|e| with_path(e, path))?).map_err(io_err(path))?;
-        Ok(vec![format!("writing {} as 4-byte integers (NeXus/NXmx, deflate): {what}", self.requested(ctx.cfg).unwrap_or_default().display())])
+        Ok(vec![format!("writing {} as 4-byte integers (NeXus/NXmx, deflate): {what}", resolve_out(ctx.cfg, &self.requested(ctx.cfg).unwrap_or_default()).display())])
     }
     fn own_thread(&self) -> bool {
         true
@@ -449,7 +459,7 @@ impl OutputWriter for ExptWriter {
             std::path::absolute(&p).unwrap_or(p)
         });
         w.write_all(crate::io::expt::expt_json(&m, image.as_deref(), ctx.cfg.params.exposure).as_bytes()).map_err(io_err(path))?;
-        Ok(vec![format!("writing {} (DIALS experiment list of the simulated experiment)", self.requested(ctx.cfg).unwrap_or_default().display())])
+        Ok(vec![format!("writing {} (DIALS experiment list of the simulated experiment)", resolve_out(ctx.cfg, &self.requested(ctx.cfg).unwrap_or_default()).display())])
     }
     fn disk_bytes(&self, _pixels: u64) -> u64 {
         16 << 10 // a few kB of JSON

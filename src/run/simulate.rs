@@ -455,7 +455,8 @@ pub fn run(cfg: &Config, out: &mut dyn Write) -> Result<RunSummary> {
     cfg.run.check_backend(&exp, &cfg.output)?;
     let planned = check_outputs(cfg)?;
     let _ = if cfg.run.quiet { log.flush_warnings_to(out) } else { log.flush_to(out) };
-    let (planned, notes) = outputs::for_panels(planned, cfg, exp.det.panels.len())?;
+    let (planned, mut notes) = outputs::for_panels(planned, cfg, exp.det.panels.len())?;
+    notes.extend(outputs::unnumbered_for_dxtbx(&planned, cfg));
     check_geometry_outputs(cfg, &exp)?;
     if !cfg.run.quiet {
         for n in notes {
