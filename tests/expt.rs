@@ -376,8 +376,9 @@ rigid_group_a = q0,q1
 rigid_group_collection_all = a
 ";
 
-/// A panel along the beam (fs = z) has no distance to the beam spot: the log says inf, as
-/// nanoBragg.c's close_distance/ratio prints it (it said 1.43815e+305, the kernel's finite stand-in).
+/// A geometry file's panel along the beam (fs = z) has no distance to the beam spot: the log says inf
+/// (it said 1.43815e+305, nanoBragg.c's close_distance/DBL_MIN, which detectors built from the C's
+/// flags keep printing: tests/hostile.rs).
 #[test]
 fn an_edge_on_panel_logs_an_infinite_distance() {
     let tmp = tempfile::tempdir().unwrap();
@@ -392,6 +393,11 @@ fn an_edge_on_panel_logs_an_infinite_distance() {
     std::fs::write(d.join("face.geom"), geom.replace("p0/fs = z", "p0/fs = x")).unwrap();
     let log = ok(d, &[&["--geom", "face.geom", "-cell", "100", "100", "100", "90", "90", "90", "-floatfile", "f.bin"], RUN].concat());
     assert!(log.contains("  distance=0.12 detsize="), "{log}");
+    // the C's own flags edge-on to the beam print what nanoBragg.c prints (close_distance/DBL_MIN
+    // with close_distance = DBL_MIN·distance: the distance itself)
+    let flags = ["-odet_vector", "0", "1", "0", "-fdet_vector", "0", "0", "1", "-sdet_vector", "1", "0", "0", "-pivot", "sample", "-detpixels", "16"];
+    let log = ok(d, &[&flags[..], &["-cell", "100", "100", "100", "90", "90", "90", "-lambda", "1", "-floatfile", "c.bin"], RUN].concat());
+    assert!(log.contains("  distance=0.1 detsize="), "{log}");
 }
 
 #[test]

@@ -252,7 +252,7 @@ fn auto_renders_light_runs_on_the_cpu_and_says_so() {
     assert!(series.status.success(), "{}", String::from_utf8_lossy(&series.stderr));
     let log = String::from_utf8_lossy(&series.stdout);
     // 3 frames × 32² pixels × 2 phi steps
-    assert!(log.contains("series: --backend auto: rendering on the CPU: 6.14e3 sample evaluations") && log.contains("(the 3 frames together)"), "{log}");
+    assert!(log.contains("series: --backend auto: rendering on the CPU: 6.14e3 sample evaluations") && log.contains("(the dataset's 3 frames together)"), "{log}");
 }
 
 #[test]

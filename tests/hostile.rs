@@ -606,7 +606,7 @@ fn unused_geometry_flags_warn() {
         (&["-mosflm", "-Xbeam", "3", "-Ybeam", "2"][..], None),
         // the image is the same without them (checked against nanoBragg.c): said
         (&["-ORGX", "20", "-ORGY", "30"][..], Some("-ORGX/-ORGY under the MOSFLM convention place nothing")),
-        (&["-denzo", "-Xclose", "2"][..], Some("-Xclose under the DENZO convention place nothing")),
+        (&["-denzo", "-Xclose", "2"][..], Some("-Xclose under the DENZO convention places nothing")),
         (&["-adxv", "-Yclose", "2", "-ORGX", "3"][..], Some("-Yclose/-ORGX under the ADXV convention place nothing")),
         (&["-xds", "-Xclose", "2", "-Yclose", "3"][..], Some("-Xclose/-Yclose under -xds/-dials only fill the header")),
         (&["-xds", "-ORGX", "20"][..], None),

@@ -183,14 +183,15 @@ fn default_f_over_a_cached_fdump_is_named() {
     let out = run_in(tmp.path(), &[CRYSTAL, &["-hkl", "f.hkl", "-nonoise", "-nopgm"]].concat());
     assert!(out.status.success() && tmp.path().join("Fdump.bin").is_file(), "{}", String::from_utf8_lossy(&out.stderr));
     let out = run_in(tmp.path(), &[CRYSTAL, &["-nonoise", "-nopgm"]].concat());
-    let text = String::from_utf8_lossy(&out.stdout);
+    let (text, err) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success() && text.contains("reading Fs from Fdump.bin"), "{text}");
-    let note: Vec<&str> = text.lines().filter(|l| l.starts_with("note: -default_F 100 applies only outside")).collect();
-    assert!(note.len() == 1 && note[0].contains("Fdump.bin") && note[0].contains("-hkl FILE"), "{text}");
+    // on stderr: stdout stays the C's
+    assert!(!text.contains("note: -default_F"), "{text}");
+    let note: Vec<&str> = err.lines().filter(|l| l.starts_with("nanobragg-rs: note: -default_F 100 applies only outside")).collect();
+    assert!(note.len() == 1 && note[0].contains("Fdump.bin") && note[0].contains("-dump NEW_FILE"), "{err}");
     // without -default_F the cache is all there is: no note
     let out = run_in(tmp.path(), &["-cell", "100", "100", "100", "90", "90", "90", "-N", "5", "-lambda", "1", "-detpixels", "64", "-nonoise", "-nopgm"]);
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success() && !text.contains("note: -default_F"), "{text}");
+    assert!(out.status.success() && !String::from_utf8_lossy(&out.stderr).contains("note: -default_F"), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 /// An `-hkl` list that is an asymmetric unit (here h,k,l >= 0) gets one warning: no symmetry is

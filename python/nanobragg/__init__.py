@@ -781,6 +781,7 @@ class Series:
         for frame in nanobragg.Series(flags + ["--frames", "90", "-osc", "1"]):       # rotation sweep
             frame.image                                                              # float32 (slow, fast)
         nanobragg.Series(flags + ["--stills", "100", "--orientation", "random"])      # random stills
+        nanobragg.Series(flags + ["--stills", "20", "--orientation", "fixed"])        # one crystal, 20 noise draws
 
     Frame k is byte-identical to the command line's frame k (same phi or misset, seeds and file names:
     ``frame.simulation.write_outputs(frame.image)`` writes the files the series would). ``--only K-L``

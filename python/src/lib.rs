@@ -616,7 +616,7 @@ fn flag_help() -> String {
 }
 
 /// The frames of a `nanobragg-rs series` command line (`--frames N` rotation or `--stills N
-/// --orientation random`): the `simulate` flags, the first and last frame the flags choose (`--shard`,
+/// [--orientation random|fixed]`): the `simulate` flags, the first and last frame the flags choose (`--shard`,
 /// `--only`; last < first: none) and the series' number of frames. [`series_frame`] gives each frame's
 /// own flags, which make the single-image run byte-identical to the series' frame k.
 #[pyfunction]
@@ -630,17 +630,12 @@ fn series_frames(args: Vec<String>) -> PyResult<(Vec<String>, usize, usize, usiz
     Ok((sa.simulate, *frames.start(), *frames.end(), plan.total))
 }
 
-/// The command line's flags for the dataset on disk, which an iterator of frames in memory would
-/// ignore in silence: refused, naming the flag (each frame's files come from its own output flags,
-/// through `frame.simulation.write_outputs`).
+/// The command line's flags for the dataset on disk whose meaning an iterator of frames in memory
+/// would drop in silence: refused, naming the flag (each frame's files come from its own output
+/// flags, through `frame.simulation.write_outputs`, which `--outputs` does not narrow). `--name` and
+/// `--max-output`, which change no frame, pass.
 fn refuse_dataset_flags(sa: &nbcore::apps::series::SeriesArgs) -> PyResult<()> {
-    let given = [
-        ("--resume", sa.resume),
-        ("--verify", sa.verify),
-        ("--name", sa.name.is_some()),
-        ("--outputs", sa.outputs.is_some()),
-        ("--max-output", sa.max_output.is_some()),
-    ];
+    let given = [("--resume", sa.resume), ("--verify", sa.verify), ("--outputs", sa.outputs.is_some())];
     match given.iter().find(|(_, on)| *on) {
         Some((flag, _)) => Err(PyValueError::new_err(format!(
             "{flag}: Series makes the frames in memory and keeps no dataset on disk (no manifest to resume or verify, nothing written but what frame.simulation.write_outputs writes from the frame's own output flags); use the command line's `nanobragg-rs series` for a dataset"

@@ -657,6 +657,11 @@ impl Plan {
         for (_, p) in outputs.iter_mut() {
             *p = template_name(p, total);
         }
+        let mut notes = notes;
+        if mode == Mode::FixedStills && !(base.output.calculate_noise && (nexus.is_some() || outputs.iter().any(|(r, _)| matches!(*r, "noise" | "CBF" | "NeXus")))) {
+            // only the noise differs from one fixed still to the next
+            notes.push(format!("--orientation fixed: no output written here depends on the noise seed (the noise image, CBF or NeXus counts with noise on): the {total} stills' files will be the same"));
+        }
         if outputs.is_empty() && nexus.is_none() {
             return Err(Error::flag("--outputs", "leaves no file to write: name at least one output"));
         }
@@ -1212,19 +1217,24 @@ pub struct Prepared {
     auto_note: Option<String>,
 }
 
+/// `--backend auto` settled for the whole dataset (a GPU's start-up is paid once for its frames): the
+/// CPU (frames side by side, [`frame_workers`]) where its frames, at `first`'s samples each, are too
+/// few ([`crate::run::config::RunOptions::settle_auto`]); the line that says so. The dataset's size,
+/// not the frames left: every shard, `--only` and `--resume` of it takes the same backend (the GPU's
+/// images differ from the CPU's in the last bits). Nothing to render: nothing said.
+fn settle_auto(plan: &mut Plan, todo: &[usize], first: &Experiment) -> Option<String> {
+    if todo.is_empty() {
+        return None;
+    }
+    let note = plan.base.run.settle_auto(crate::kernel::gpu::image_samples(first) * plan.total as f64)?;
+    Some(format!("{note} (the dataset's {} frames together)", plan.total))
+}
+
 /// Before anything is written: the values and memory of a frame checked as `simulate` checks them
 /// (with every frame in flight at once: one rendering, two being written and two queued, or one per
 /// worker rendering frames side by side, whichever is more), the inputs read and the first frame's
 /// experiment built.
-/// `--backend auto` settled for the frames to render (a GPU's start-up is paid once for all of them):
-/// the CPU (frames side by side, [`frame_workers`]) where, at `first`'s samples each, they are too
-/// few ([`crate::run::config::RunOptions::settle_auto`]); the line that says so.
-fn settle_auto(plan: &mut Plan, todo: &[usize], first: &Experiment) -> Option<String> {
-    let note = plan.base.run.settle_auto(crate::kernel::gpu::image_samples(first) * todo.len() as f64)?;
-    Some(format!("{note} (the {} frames together)", todo.len()))
-}
-
-/// The first frame's set-up and every check of the run, `--backend auto` settled ([`settle_auto`]).
+/// `--backend auto` is settled there ([`settle_auto`]).
 fn prepare(plan: &mut Plan, todo: &[usize]) -> Result<Prepared> {
     let first = todo.first().copied().unwrap_or(1);
     let cfg = plan.frame_config(&plan.frame(first)?);

@@ -826,7 +826,7 @@ pub static FLAGS: &[Flag] = &[
         category: Port, help: "Arithmetic of the pixel kernel (double matches the C).", set: set_precision },
     Flag { name: "--backend", aliases: &[], arity: Word, values: "cpu|gpu|auto", units: "", default: "cpu",
         category: Port,
-        help: "Where the pixel kernel runs. cpu: the SIMD kernel. gpu: the CUDA kernel on device 0 (the driver and NVRTC are loaded at run time; refused in one line where there is none). auto: the GPU where there is one and the run has enough sample evaluations to pay for its start-up (1.1e8 per CPU thread in double, 2e8 in single; a series counts all its frames), else the CPU.",
+        help: "Where the pixel kernel runs. cpu: the SIMD kernel. gpu: the CUDA kernel on device 0 (the driver and NVRTC are loaded at run time; refused in one line where there is none). auto: the GPU where there is one and the run has enough sample evaluations to pay for its start-up (1.1e8 per CPU thread in double, 2e8 in single; a series counts all the dataset's frames), else the CPU.",
         set: |c, v| match crate::run::config::BackendChoice::parse(v.word(0)) {
             Some(b) => { c.run.backend = b; Ok(()) }
             None => Err(v.err(format!("expects 'cpu', 'gpu' or 'auto' (got '{}')", v.word(0)))),

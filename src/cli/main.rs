@@ -17,7 +17,7 @@ fn usage() -> String {
         "{}\nA Rust port of nanoBragg (James Holton), the nanocrystal X-ray diffraction image simulator.\n\n\
          USAGE:\n  nanobragg-rs simulate [FLAGS]   render an image (nanoBragg's flags, verbatim)\n  \
          nanobragg-rs simulate --help    list every flag with units and defaults\n  \
-         nanobragg-rs series [FLAGS] --frames N | --stills N --orientation random   a dataset (see README)\n  \
+         nanobragg-rs series [FLAGS] --frames N | --stills N [--orientation random|fixed]   a dataset (see README)\n  \
          nanobragg-rs refine [FLAGS] --observed OBS --refine NAME,.. --params-out FIT.json   fit parameters to an image\n  \
          nanobragg-rs noisify [FLAGS]    noisify.c: detector noise and PSF on a float image\n  \
          nanobragg-rs nonbragg [FLAGS]   nonBragg.c: water/air background from a stol table\n  \

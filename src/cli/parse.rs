@@ -417,16 +417,18 @@ fn unused_geometry(c: &Config, given: impl Fn(&str) -> Option<String>) -> Vec<St
         let beam: Vec<String> = ["-Xbeam", "-Ybeam"].iter().filter_map(|n| given(n)).collect();
         if !beam.is_empty() {
             out.push(format!(
-                "nanobragg-rs: warning: {} under -xds/-dials only fill the header's BEAM_CENTER_X/Y (as in nanoBragg.c): the beam spot follows -ORGX/-ORGY",
-                beam.join("/")
+                "nanobragg-rs: warning: {} under -xds/-dials only {} the header's BEAM_CENTER_X/Y (as in nanoBragg.c): the beam spot follows -ORGX/-ORGY",
+                beam.join("/"),
+                if beam.len() == 1 { "fills" } else { "fill" }
             ));
         }
         // L1221-L1222, L1236-L1237: Xclose only stands in for an unset Xbeam; the SAMPLE pivot places the detector by Fclose (-ORGX, L1156)
         let close: Vec<String> = ["-Xclose", "-Yclose"].iter().filter_map(|n| given(n)).collect();
         if !close.is_empty() {
             out.push(format!(
-                "nanobragg-rs: warning: {} under -xds/-dials only fill the header's BEAM_CENTER_X/Y where -Xbeam/-Ybeam are not given (as in nanoBragg.c): the detector's origin follows -ORGX/-ORGY",
-                close.join("/")
+                "nanobragg-rs: warning: {} under -xds/-dials only {} the header's BEAM_CENTER_X/Y where -Xbeam/-Ybeam are not given (as in nanoBragg.c): the detector's origin follows -ORGX/-ORGY",
+                close.join("/"),
+                if close.len() == 1 { "fills" } else { "fill" }
             ));
         }
     }
@@ -435,8 +437,9 @@ fn unused_geometry(c: &Config, given: impl Fn(&str) -> Option<String>) -> Vec<St
         let close: Vec<String> = ["-Xclose", "-Yclose", "-ORGX", "-ORGY"].iter().filter_map(|n| given(n)).collect();
         if !close.is_empty() {
             out.push(format!(
-                "nanobragg-rs: warning: {} under the {conv} convention place nothing (as in nanoBragg.c): the beam centre is -Xbeam/-Ybeam's; -ORGX/-ORGY place the detector under -xds or -dials",
-                close.join("/")
+                "nanobragg-rs: warning: {} under the {conv} convention {} nothing (as in nanoBragg.c): the beam centre is -Xbeam/-Ybeam's; -ORGX/-ORGY place the detector under -xds or -dials",
+                close.join("/"),
+                if close.len() == 1 { "places" } else { "place" }
             ));
         }
     }

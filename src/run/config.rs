@@ -229,13 +229,16 @@ impl RunOptions {
         if self.backend != BackendChoice::Auto {
             return None;
         }
-        let threads = self.threads.unwrap_or_else(rayon::current_num_threads);
+        // threads beyond the cores render no faster
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let threads = self.threads.unwrap_or_else(rayon::current_num_threads).min(cores);
         let from = crate::kernel::gpu::auto_break_even(threads, self.precision);
         if samples >= from {
             return None;
         }
         self.backend = BackendChoice::Cpu;
-        Some(format!("--backend auto: rendering on the CPU: {samples:.2e} sample evaluations are fewer than the {from:.1e} from which a GPU's start-up pays on {threads} threads"))
+        let on = if threads == 1 { "1 thread".to_string() } else { format!("{threads} threads") };
+        Some(format!("--backend auto: rendering on the CPU: {samples:.2e} sample evaluations are fewer than the {from:.1e} from which a GPU's start-up pays on {on}"))
     }
 
     /// Refuse `--backend gpu` where it cannot render (no device, no NVRTC, a build without the
@@ -294,12 +297,16 @@ mod tests {
     #[test]
     fn auto_settles_on_the_cpu_below_the_gpus_break_even_only() {
         use super::{BackendChoice, RunOptions};
-        let auto = RunOptions { backend: BackendChoice::Auto, threads: Some(2), ..Default::default() };
-        let from = crate::kernel::gpu::auto_break_even(2, auto.precision);
+        let auto = RunOptions { backend: BackendChoice::Auto, threads: Some(1), ..Default::default() };
+        let from = crate::kernel::gpu::auto_break_even(1, auto.precision);
         let mut light = auto.clone();
         let note = light.settle_auto(from / 2.0).expect("settled");
         assert_eq!(light.backend, BackendChoice::Cpu);
-        assert!(note.starts_with("--backend auto: rendering on the CPU") && note.contains("on 2 threads"), "{note}");
+        assert!(note.starts_with("--backend auto: rendering on the CPU") && note.ends_with("pays on 1 thread"), "{note}");
+        // threads beyond the cores count as the cores
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let mut many = RunOptions { threads: Some(cores * 64), ..auto.clone() };
+        assert_eq!(many.settle_auto(crate::kernel::gpu::auto_break_even(cores * 2, auto.precision)), None);
         let mut heavy = auto.clone();
         assert_eq!(heavy.settle_auto(from), None);
         assert_eq!(heavy.backend, BackendChoice::Auto, "left to the planner: the GPU where there is one");

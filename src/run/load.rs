@@ -45,18 +45,19 @@ pub fn load_inputs(cfg: &Config) -> Result<Inputs> {
         let (grid, entries) = read_hkl_with_entries(hkl, p.default_f, &mut inp.log.fhkl)?;
         if lacks_friedel_mates(&entries) {
             let f = crate::base::c::printf::g(p.default_f);
-            crate::base::log::warn(format!("nanobragg-rs: warning: -hkl {}: no reflection has its Friedel mate (-h -k -l) listed, as in an asymmetric unit (e.g. only h,k,l >= 0); no symmetry is applied (P1), so every reflection not listed has F = {f} (-default_F) and the image shows part of the pattern only: list every h k l", hkl.display()));
+            crate::base::log::warn(format!("nanobragg-rs: warning: -hkl {}: no reflection has its Friedel mate (-h -k -l) listed, as in an asymmetric unit (e.g. only h,k,l >= 0); no symmetry is applied (P1), so every reflection not listed, their mates among them, has F = {f} (-default_F): list every h k l", hkl.display()));
         }
         inp.fhkl = Some(Arc::new(grid));
         inp.hkl_entries = Some(Arc::new(entries));
         inp.fhkl_source = FhklSource::HklFile(hkl.clone());
     } else if inp.model.is_none() && dump_path.is_file() {
         inp.log.fhkl.line(format!("reading Fs from {}", dump_path.display()));
-        // the C reads the cache whenever no -hkl is given (nanoBragg.c L2226), -default_F or not:
-        // its F silently replaced the uniform F a -default_F run asked for
+        // the C reads the cache whenever no -hkl is given (nanoBragg.c L1276-L1281, L2104-L2127),
+        // -default_F or not: its F silently replaced the uniform F a -default_F run asked for. On
+        // stderr: stdout stays the C's.
         if p.default_f != 0.0 {
             let (f, d) = (crate::base::c::printf::g(p.default_f), dump_path.display());
-            inp.log.fhkl.line(format!("note: -default_F {f} applies only outside the hkl range of {d}, whose F (from an earlier -hkl run) are used: give -hkl FILE, or -dump NEW_FILE, for F = {f} everywhere"));
+            crate::base::log::warn(format!("nanobragg-rs: note: -default_F {f} applies only outside the hkl range of the cached {d} (F from an earlier -hkl, -pdb or -cif run), whose F are used: remove it, or give -dump NEW_FILE, for F = {f} everywhere"));
         }
         inp.fhkl = Some(Arc::new(read_fdump(&dump_path)?));
         inp.fhkl_source = FhklSource::Fdump(dump_path.clone());

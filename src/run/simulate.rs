@@ -88,7 +88,6 @@ pub fn setup(cfg: &Config) -> Result<(Experiment, Log)> {
     setup_with_inputs(cfg).map(|(e, l, _)| (e, l))
 }
 
-/// [`setup`], keeping the inputs (the derivative images build the setup again around them).
 /// `cfg` with `--backend auto` settled on the CPU where `samples` are too few for a GPU
 /// ([`crate::run::config::RunOptions::settle_auto`]), and the line that says so; `None` otherwise.
 fn with_auto_settled(cfg: &Config, samples: f64) -> Option<(Config, String)> {
@@ -100,6 +99,7 @@ fn with_auto_settled(cfg: &Config, samples: f64) -> Option<(Config, String)> {
     Some((c, note))
 }
 
+/// [`setup`], keeping the inputs (the derivative images build the setup again around them).
 pub fn setup_with_inputs(cfg: &Config) -> Result<(Experiment, Log, crate::experiment::inputs::Inputs)> {
     let inputs = crate::run::load::load_inputs(cfg)?;
     let exp = crate::run::setup::build_experiment(cfg, &inputs)?;

@@ -80,9 +80,10 @@ pub fn summary_block(cfg: &Config, exp: &Experiment) -> Vec<String> {
     v.push(format!("  incident fluence: {} photons/m^2", g(exp.beam.fluence)));
     v.push(format!(
         "  distance={} detsize={}x{}  pixel={} meters ({}x{} pixels)",
-        // a panel edge-on to the beam (a geometry file's) has none: inf, as nanoBragg.c's
-        // close_distance/ratio prints it (L1745); the panel keeps a finite stand-in for the kernel
-        g(if crate::base::vec3::dot(&exp.beam.beam_vector, &panel.odet_vector) == 0.0 { f64::INFINITY } else { panel.distance }),
+        // a geometry file's panel edge-on to the beam has no distance along it: inf, not the
+        // close_distance/DBL_MIN nanoBragg.c's arithmetic gives (L1712-L1714), which the flags'
+        // detectors keep printing as the C does
+        g(if (cfg.params.geom.is_some() || cfg.params.expt.is_some()) && crate::base::vec3::dot(&exp.beam.beam_vector, &panel.odet_vector) == 0.0 { f64::INFINITY } else { panel.distance }),
         g(det.detsize_f),
         g(det.detsize_s),
         g(panel.pixel_size),
