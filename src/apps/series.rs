@@ -1226,8 +1226,7 @@ fn settle_auto(plan: &mut Plan, todo: &[usize], first: &Experiment) -> Option<St
     if todo.is_empty() {
         return None;
     }
-    let note = plan.base.run.settle_auto(crate::kernel::gpu::image_samples(first) * plan.total as f64)?;
-    Some(format!("{note} (the dataset's {} frames together)", plan.total))
+    plan.base.run.settle_auto(crate::kernel::gpu::image_samples(first) * plan.total as f64, &format!(" (the dataset's {} frames together)", plan.total))
 }
 
 /// Before anything is written: the values and memory of a frame checked as `simulate` checks them

@@ -222,10 +222,11 @@ impl RunOptions {
 
     /// `--backend auto` settled for a run of `samples` sample evaluations (every frame's): the CPU
     /// where they are too few for a GPU's start-up to pay ([`crate::kernel::gpu::auto_break_even`]
-    /// on this run's threads; the device is then never opened), else left to the planner (the GPU
-    /// where there is one and the experiment fits it, else the CPU). The line that says so when
-    /// it settled, `None` otherwise.
-    pub fn settle_auto(&mut self, samples: f64) -> Option<String> {
+    /// on this run's threads; the device is then never opened) or where there is no device (a
+    /// series then renders its frames side by side), else left to the planner (the GPU where the
+    /// experiment fits it, else the CPU). The line that says so when it settled (`counted` after
+    /// the samples: what they are of), `None` otherwise.
+    pub fn settle_auto(&mut self, samples: f64, counted: &str) -> Option<String> {
         if self.backend != BackendChoice::Auto {
             return None;
         }
@@ -234,11 +235,13 @@ impl RunOptions {
         let threads = self.threads.unwrap_or_else(rayon::current_num_threads).min(cores);
         let from = crate::kernel::gpu::auto_break_even(threads, self.precision);
         if samples >= from {
-            return None;
+            let why = crate::kernel::gpu::device().err()?;
+            self.backend = BackendChoice::Cpu;
+            return Some(format!("--backend auto: rendering on the CPU: no GPU ({why})"));
         }
         self.backend = BackendChoice::Cpu;
         let on = if threads == 1 { "1 thread".to_string() } else { format!("{threads} threads") };
-        Some(format!("--backend auto: rendering on the CPU: {samples:.2e} sample evaluations are fewer than the {from:.1e} from which a GPU's start-up pays on {on}"))
+        Some(format!("--backend auto: rendering on the CPU: {samples:.2e} sample evaluations are fewer than the {from:.1e} from which a GPU's start-up pays on {on}{counted}"))
     }
 
     /// Refuse `--backend gpu` where it cannot render (no device, no NVRTC, a build without the
@@ -300,19 +303,28 @@ mod tests {
         let auto = RunOptions { backend: BackendChoice::Auto, threads: Some(1), ..Default::default() };
         let from = crate::kernel::gpu::auto_break_even(1, auto.precision);
         let mut light = auto.clone();
-        let note = light.settle_auto(from / 2.0).expect("settled");
+        let note = light.settle_auto(from / 2.0, "").expect("settled");
         assert_eq!(light.backend, BackendChoice::Cpu);
         assert!(note.starts_with("--backend auto: rendering on the CPU") && note.ends_with("pays on 1 thread"), "{note}");
         // threads beyond the cores count as the cores
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let mut many = RunOptions { threads: Some(cores * 64), ..auto.clone() };
-        assert_eq!(many.settle_auto(crate::kernel::gpu::auto_break_even(cores * 2, auto.precision)), None);
+        let note = many.settle_auto(crate::kernel::gpu::auto_break_even(cores * 2, auto.precision), "");
+        assert!(note.as_ref().is_none_or(|n| n.contains("no GPU")), "{note:?}");
         let mut heavy = auto.clone();
-        assert_eq!(heavy.settle_auto(from), None);
-        assert_eq!(heavy.backend, BackendChoice::Auto, "left to the planner: the GPU where there is one");
+        match crate::kernel::gpu::device() {
+            Ok(_) => {
+                assert_eq!(heavy.settle_auto(from, ""), None);
+                assert_eq!(heavy.backend, BackendChoice::Auto, "left to the planner: the GPU");
+            }
+            Err(why) => {
+                assert_eq!(heavy.settle_auto(from, ""), Some(format!("--backend auto: rendering on the CPU: no GPU ({why})")));
+                assert_eq!(heavy.backend, BackendChoice::Cpu);
+            }
+        }
         for asked in [BackendChoice::Cpu, BackendChoice::Gpu] {
             let mut o = RunOptions { backend: asked, ..Default::default() };
-            assert_eq!(o.settle_auto(0.0), None);
+            assert_eq!(o.settle_auto(0.0, ""), None);
             assert_eq!(o.backend, asked);
         }
     }

@@ -95,7 +95,7 @@ fn with_auto_settled(cfg: &Config, samples: f64) -> Option<(Config, String)> {
         return None;
     }
     let mut c = cfg.clone();
-    let note = c.run.settle_auto(samples)?;
+    let note = c.run.settle_auto(samples, "")?;
     Some((c, note))
 }
 
