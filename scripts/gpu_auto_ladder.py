@@ -9,13 +9,13 @@ usage: gpu_auto_ladder.py BINARY WORK_DIR OUT_DIR [--deadline-s S]
 Writes OUT_DIR/ladder.json and OUT_DIR/ladder.md; prints the table.
 """
 import json
-import math
 import os
 import statistics
 import subprocess
 import sys
 import time
-from array import array
+
+from gpu_parity import compare, read_floats  # beside this script
 
 binary, work, out = (os.path.abspath(a) for a in sys.argv[1:4])
 deadline = time.time() + (float(sys.argv[sys.argv.index("--deadline-s") + 1]) if "--deadline-s" in sys.argv else 300.0)
@@ -79,22 +79,6 @@ def ladder():
     return rows
 
 
-def floats(path):
-    a = array("f")
-    with open(path, "rb") as f:
-        a.frombytes(f.read())
-    return a
-
-
-def corr(x, y):
-    n = len(x)
-    mx, my = math.fsum(x) / n, math.fsum(y) / n
-    sxy = math.fsum((a - mx) * (b - my) for a, b in zip(x, y))
-    sxx = math.fsum((a - mx) ** 2 for a in x)
-    syy = math.fsum((b - my) ** 2 for b in y)
-    return sxy / math.sqrt(sxx * syy) if sxx > 0 and syy > 0 else float("nan")
-
-
 def series_check():
     """Four frames of the 100-domain mosaic at 512² on each backend: the same frames; times."""
     args, _ = mosaic(100, 512)
@@ -112,9 +96,7 @@ def series_check():
         if not os.path.exists(os.path.join(gpu_dir, name)):
             frames.append({"file": name, "error": "no GPU frame"})
             continue
-        c, g = floats(os.path.join(cpu_dir, name)), floats(os.path.join(gpu_dir, name))
-        sc, sg = math.fsum(c), math.fsum(g)
-        frames.append({"file": name, "corr": corr(c, g), "sum_rel": abs(sc - sg) / max(abs(sc), 1e-300)})
+        frames.append({"file": name, **compare(read_floats(os.path.join(cpu_dir, name)), read_floats(os.path.join(gpu_dir, name)))})
     res["frames"] = frames
     print(json.dumps(res), flush=True)
     return res
