@@ -643,7 +643,7 @@ impl Plan {
             select_outputs(&mut base, kinds, &sa.simulate)?;
         }
         let panels = crate::run::load::detector_panels(&base.params)?.map_or(1, |p| p.len());
-        let notes = one_panel_outputs_off(&mut base, sa.outputs.as_deref(), panels)?;
+        let mut notes = one_panel_outputs_off(&mut base, sa.outputs.as_deref(), panels)?;
         let nexus = base.output.nexusfile.take();
         if let Some(p) = &nexus {
             if p.file_name().is_some_and(|f| f.to_string_lossy().contains('#')) {
@@ -657,7 +657,6 @@ impl Plan {
         for (_, p) in outputs.iter_mut() {
             *p = template_name(p, total);
         }
-        let mut notes = notes;
         if mode == Mode::FixedStills && !(base.output.calculate_noise && (nexus.is_some() || outputs.iter().any(|(r, _)| matches!(*r, "noise" | "CBF" | "NeXus")))) {
             // only the noise differs from one fixed still to the next
             notes.push(format!("--orientation fixed: no output written here depends on the noise seed (the noise image, CBF or NeXus counts with noise on): the {total} stills' files will be the same"));

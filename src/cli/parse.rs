@@ -414,36 +414,34 @@ fn unused_geometry(c: &Config, given: impl Fn(&str) -> Option<String>) -> Vec<St
         ));
     }
     if matches!(c.params.convention, Convention::Xds | Convention::Dials) && !from_file {
-        let beam: Vec<String> = ["-Xbeam", "-Ybeam"].iter().filter_map(|n| given(n)).collect();
-        if !beam.is_empty() {
+        if let Some((beam, fill)) = named(&["-Xbeam", "-Ybeam"], &given, "fills", "fill") {
             out.push(format!(
-                "nanobragg-rs: warning: {} under -xds/-dials only {} the header's BEAM_CENTER_X/Y (as in nanoBragg.c): the beam spot follows -ORGX/-ORGY",
-                beam.join("/"),
-                if beam.len() == 1 { "fills" } else { "fill" }
+                "nanobragg-rs: warning: {beam} under -xds/-dials only {fill} the header's BEAM_CENTER_X/Y (as in nanoBragg.c): the beam spot follows -ORGX/-ORGY"
             ));
         }
         // L1221-L1222, L1236-L1237: Xclose only stands in for an unset Xbeam; the SAMPLE pivot places the detector by Fclose (-ORGX, L1156)
-        let close: Vec<String> = ["-Xclose", "-Yclose"].iter().filter_map(|n| given(n)).collect();
-        if !close.is_empty() {
+        if let Some((close, fill)) = named(&["-Xclose", "-Yclose"], &given, "fills", "fill") {
             out.push(format!(
-                "nanobragg-rs: warning: {} under -xds/-dials only {} the header's BEAM_CENTER_X/Y where -Xbeam/-Ybeam are not given (as in nanoBragg.c): the detector's origin follows -ORGX/-ORGY",
-                close.join("/"),
-                if close.len() == 1 { "fills" } else { "fill" }
+                "nanobragg-rs: warning: {close} under -xds/-dials only {fill} the header's BEAM_CENTER_X/Y where -Xbeam/-Ybeam are not given (as in nanoBragg.c): the detector's origin follows -ORGX/-ORGY"
             ));
         }
     }
     if let (Some(conv), false) = (beam_centred(c.params.convention), from_file) {
         // L1172-L1217: these conventions take Fbeam/Sbeam from -Xbeam/-Ybeam and pivot on the beam
-        let close: Vec<String> = ["-Xclose", "-Yclose", "-ORGX", "-ORGY"].iter().filter_map(|n| given(n)).collect();
-        if !close.is_empty() {
+        if let Some((close, place)) = named(&["-Xclose", "-Yclose", "-ORGX", "-ORGY"], &given, "places", "place") {
             out.push(format!(
-                "nanobragg-rs: warning: {} under the {conv} convention {} nothing (as in nanoBragg.c): the beam centre is -Xbeam/-Ybeam's; -ORGX/-ORGY place the detector under -xds or -dials",
-                close.join("/"),
-                if close.len() == 1 { "places" } else { "place" }
+                "nanobragg-rs: warning: {close} under the {conv} convention {place} nothing (as in nanoBragg.c): the beam centre is -Xbeam/-Ybeam's; -ORGX/-ORGY place the detector under -xds or -dials"
             ));
         }
     }
     out
+}
+
+/// Those of `names` given (as typed), joined by '/', with the verb agreeing with their number
+/// (`one` for a single flag, else `many`); `None` when none was given.
+fn named(names: &[&str], given: &impl Fn(&str) -> Option<String>, one: &'static str, many: &'static str) -> Option<(String, &'static str)> {
+    let typed: Vec<String> = names.iter().filter_map(|n| given(n)).collect();
+    (!typed.is_empty()).then(|| (typed.join("/"), if typed.len() == 1 { one } else { many }))
 }
 
 /// The conventions whose detector is placed by the beam centre (-Xbeam/-Ybeam, pivot BEAM), by name.

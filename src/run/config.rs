@@ -234,14 +234,14 @@ impl RunOptions {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let threads = self.threads.unwrap_or_else(rayon::current_num_threads).min(cores);
         let from = crate::kernel::gpu::auto_break_even(threads, self.precision);
-        if samples >= from {
-            let why = crate::kernel::gpu::device().err()?;
-            self.backend = BackendChoice::Cpu;
-            return Some(format!("--backend auto: rendering on the CPU: no GPU ({why})"));
-        }
+        let why = if samples >= from {
+            format!("no GPU ({})", crate::kernel::gpu::device().err()?)
+        } else {
+            let on = if threads == 1 { "1 thread".to_string() } else { format!("{threads} threads") };
+            format!("{samples:.2e} sample evaluations are fewer than the {from:.1e} from which a GPU's start-up pays on {on}{counted}")
+        };
         self.backend = BackendChoice::Cpu;
-        let on = if threads == 1 { "1 thread".to_string() } else { format!("{threads} threads") };
-        Some(format!("--backend auto: rendering on the CPU: {samples:.2e} sample evaluations are fewer than the {from:.1e} from which a GPU's start-up pays on {on}{counted}"))
+        Some(format!("--backend auto: rendering on the CPU: {why}"))
     }
 
     /// Refuse `--backend gpu` where it cannot render (no device, no NVRTC, a build without the

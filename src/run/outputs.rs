@@ -293,7 +293,7 @@ impl OutputWriter for IntWriter {
             }
             None => write_int_pixels(w, &image, ctx.intfile_scale, adc).map_err(io_err(path))?,
         }
-        Ok(vec![format!("writing {} as 2-byte integers", resolve_out(ctx.cfg, &ctx.cfg.output.intfile).display())])
+        Ok(vec![format!("writing {} as 2-byte integers", path.display())])
     }
     fn memory(&self, pixels: u64) -> u64 {
         streamed(pixels, 2)
@@ -316,7 +316,7 @@ impl OutputWriter for PgmWriter {
         let d = &ctx.exp.det;
         w.write_all(crate::io::pgm::pgm_header(d.panel().fpixels, d.panel().spixels, ctx.pgm_scale).as_bytes()).map_err(io_err(path))?;
         crate::io::pgm::write_pgm_pixels(w, &d.panel().image(ctx.float), ctx.pgm_scale).map_err(io_err(path))?;
-        Ok(vec![format!("pgm_scale = {}", g(ctx.pgm_scale)), format!("writing {} as 1-byte integers", resolve_out(ctx.cfg, &ctx.cfg.output.pgmfile).display())])
+        Ok(vec![format!("pgm_scale = {}", g(ctx.pgm_scale)), format!("writing {} as 1-byte integers", path.display())])
     }
     fn memory(&self, pixels: u64) -> u64 {
         streamed(pixels, 1)
@@ -339,7 +339,7 @@ impl OutputWriter for PngWriter {
         let d = &ctx.exp.det;
         let bytes = crate::io::png::png_bytes(ctx.float, d.panel().fpixels, d.panel().spixels, ctx.cfg.output.png_legend).map_err(|e| with_path(e, path))?;
         w.write_all(&bytes).map_err(io_err(path))?;
-        Ok(vec![format!("writing {} as an 8-bit PNG preview", resolve_out(ctx.cfg, &self.requested(ctx.cfg).unwrap_or_default()).display())])
+        Ok(vec![format!("writing {} as an 8-bit PNG preview", path.display())])
     }
     fn memory(&self, pixels: u64) -> u64 {
         pixels * 3
@@ -406,7 +406,7 @@ impl OutputWriter for CbfWriter {
         let m = crate::run::headers::image_meta(ctx.exp, ctx.cfg.params.exposure);
         let what = ctx.counts_description();
         w.write_all(&crate::io::cbf::cbf_bytes(&m, ctx.counts(), &what)).map_err(io_err(path))?;
-        Ok(vec![format!("writing {} as 4-byte integers (CBF, byte-offset): {what}", resolve_out(ctx.cfg, &self.requested(ctx.cfg).unwrap_or_default()).display())])
+        Ok(vec![format!("writing {} as 4-byte integers (CBF, byte-offset): {what}", path.display())])
     }
     fn own_thread(&self) -> bool {
         true
@@ -432,7 +432,7 @@ impl OutputWriter for NexusWriter {
         let m = crate::run::headers::image_meta(ctx.exp, ctx.cfg.params.exposure);
         let what = ctx.counts_description();
         w.write_all(&crate::io::nexus::nexus_bytes(&m, ctx.counts()).map_err(|e| with_path(e, path))?).map_err(io_err(path))?;
-        Ok(vec![format!("writing {} as 4-byte integers (NeXus/NXmx, deflate): {what}", resolve_out(ctx.cfg, &self.requested(ctx.cfg).unwrap_or_default()).display())])
+        Ok(vec![format!("writing {} as 4-byte integers (NeXus/NXmx, deflate): {what}", path.display())])
     }
     fn own_thread(&self) -> bool {
         true
@@ -459,7 +459,7 @@ impl OutputWriter for ExptWriter {
             std::path::absolute(&p).unwrap_or(p)
         });
         w.write_all(crate::io::expt::expt_json(&m, image.as_deref(), ctx.cfg.params.exposure).as_bytes()).map_err(io_err(path))?;
-        Ok(vec![format!("writing {} (DIALS experiment list of the simulated experiment)", resolve_out(ctx.cfg, &self.requested(ctx.cfg).unwrap_or_default()).display())])
+        Ok(vec![format!("writing {} (DIALS experiment list of the simulated experiment)", path.display())])
     }
     fn disk_bytes(&self, _pixels: u64) -> u64 {
         16 << 10 // a few kB of JSON
