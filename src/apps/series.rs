@@ -444,13 +444,18 @@ pub fn file_sha256(path: &Path) -> std::io::Result<(String, u64)> {
     Ok((hex(&h.finalize()), n))
 }
 
-/// sha256 and size of an output just written: hashed on its way to the file while the series records
-/// digests ([`crate::io::atomic::record_digests`]), else read back.
-fn written_sha256(full: &Path) -> Result<(String, u64)> {
-    match crate::io::atomic::take_digest(full) {
-        Some(d) => Ok((hex(&d.sha256), d.bytes)),
-        None => file_sha256(full).map_err(|e| Error::Output { path: full.to_path_buf(), reason: format!("cannot read back: {e}") }),
-    }
+/// sha256 and size of each output just written: the files kept while the series records digests
+/// ([`crate::io::atomic::record_digests`]) hashed together from the page cache, any other read back.
+fn written_sha256s(full: &[PathBuf]) -> Result<Vec<(String, u64)>> {
+    let paths: Vec<&Path> = full.iter().map(PathBuf::as_path).collect();
+    let kept = crate::io::atomic::take_digests(&paths);
+    full.iter()
+        .zip(kept)
+        .map(|(p, d)| match d {
+            Some(d) => Ok((hex(&d.sha256), d.bytes)),
+            None => file_sha256(p).map_err(|e| Error::Output { path: p.clone(), reason: format!("cannot read back: {e}") }),
+        })
+        .collect()
 }
 
 /// The outputs a single-image run writes, by role, as named (before `--out-dir`), in
@@ -1505,11 +1510,10 @@ impl FrameSink<'_, '_> {
         let mut sink = std::io::sink();
         crate::run::simulate::write_outputs(&job.cfg, &mut job.exp, &job.out, &mut sink)?;
         let mut rec = job.rec;
-        for (role, p) in &self.plan.outputs {
-            let named = PathBuf::from(frame_name(&p.to_string_lossy(), rec.frame));
-            let full = resolve_out(&job.cfg, &named);
-            let (sha, bytes) = written_sha256(&full)?;
-            rec.files.push(FileRecord { role: role.to_string(), path: named, bytes, sha256: sha });
+        let named: Vec<PathBuf> = self.plan.outputs.iter().map(|(_, p)| PathBuf::from(frame_name(&p.to_string_lossy(), rec.frame))).collect();
+        let full: Vec<PathBuf> = named.iter().map(|n| resolve_out(&job.cfg, n)).collect();
+        for (((role, _), path), (sha, bytes)) in self.plan.outputs.iter().zip(named).zip(written_sha256s(&full)?) {
+            rec.files.push(FileRecord { role: role.to_string(), path, bytes, sha256: sha });
         }
         let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
         let (m, last_save, written) = &mut *st;

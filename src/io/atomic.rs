@@ -24,7 +24,6 @@ use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
-use sha2::{Digest, Sha256};
 use tempfile::TempPath;
 
 /// Temporary files of this process that exist right now. Creating, renaming and removing a temp
@@ -216,20 +215,28 @@ pub struct WrittenDigest {
     pub bytes: u64,
 }
 
-/// While `.0` > 0 (callers holding a [`DigestRecording`]): the digests of the regular files finished
-/// since, by their path as given to [`AtomicFile::create`].
-static DIGESTS: Mutex<(usize, BTreeMap<PathBuf, WrittenDigest>)> = Mutex::new((0, BTreeMap::new()));
+/// A file finished while digests are recorded, kept open until its digest is taken: hashed then,
+/// from its pages in the cache, together with the other files taken at once ([`take_digests`]).
+struct Written {
+    file: File,
+    bytes: u64,
+}
 
-fn digests() -> MutexGuard<'static, (usize, BTreeMap<PathBuf, WrittenDigest>)> {
+/// While `.0` > 0 (callers holding a [`DigestRecording`]): the regular files finished since, by their
+/// path as given to [`AtomicFile::create`] (a path finished again replaces its earlier file).
+static DIGESTS: Mutex<(usize, BTreeMap<PathBuf, Written>)> = Mutex::new((0, BTreeMap::new()));
+
+fn digests() -> MutexGuard<'static, (usize, BTreeMap<PathBuf, Written>)> {
     DIGESTS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Held while files written through [`AtomicFile`] should be hashed as they are written
-/// ([`take_digest`]); when the last one is dropped, the digests not taken are forgotten.
+/// Held while files written through [`AtomicFile`] should have their digests kept ([`take_digest`]);
+/// when the last one is dropped, the files not taken are forgotten.
 pub struct DigestRecording(());
 
-/// Start hashing every regular file written through [`AtomicFile`] (each write feeds a sha256 on its
-/// way to the file: the bytes are hashed while still in the cache, never read back).
+/// Start keeping every regular file written through [`AtomicFile`] for its digest: the file stays
+/// open after it is finished, and is read back from the page cache and hashed when taken, two files
+/// at a time ([`crate::io::sha256::sha256_each`]: twice the speed of hashing each write as it goes).
 pub fn record_digests() -> DigestRecording {
     digests().0 += 1;
     DigestRecording(())
@@ -248,7 +255,25 @@ impl Drop for DigestRecording {
 /// The digest of the file last finished at `path` while recording, once (None: not recorded, e.g.
 /// written by name through [`AtomicFile::temp_path`], or already taken).
 pub fn take_digest(path: &Path) -> Option<WrittenDigest> {
-    digests().1.remove(path)
+    take_digests(&[path]).pop().flatten()
+}
+
+/// [`take_digest`] of each path, the files hashed together (two at a time where the CPU has the SHA
+/// extensions); None for a path with no file recorded, or where a file could not be read back.
+pub fn take_digests(paths: &[&Path]) -> Vec<Option<WrittenDigest>> {
+    use std::io::{Seek, SeekFrom};
+    let written: Vec<Option<Written>> = {
+        let mut d = digests();
+        paths.iter().map(|p| d.1.remove(*p)).collect()
+    };
+    let mut files: Vec<(&File, u64)> = written.iter().flatten().map(|w| (&w.file, w.bytes)).collect();
+    let rewound = files.iter_mut().try_for_each(|(f, _)| f.seek(SeekFrom::Start(0)).map(drop));
+    let mut messages: Vec<crate::io::sha256::Message> = files.iter_mut().map(|(f, len)| crate::io::sha256::Message { len: *len, bytes: f }).collect();
+    let Ok(Ok(sums)) = rewound.map(|()| crate::io::sha256::sha256_each(&mut messages)) else {
+        return vec![None; paths.len()];
+    };
+    let mut sums = sums.into_iter();
+    written.iter().map(|w| w.as_ref().map(|w| WrittenDigest { sha256: sums.next().expect("one digest per file"), bytes: w.bytes })).collect()
 }
 
 /// Write `bytes` to `path` atomically (in place for a device, FIFO or socket).
@@ -403,8 +428,8 @@ pub struct AtomicFile {
     /// None once committed or abandoned, and for a special file.
     tmp: Option<TempPath>,
     file: Option<BufWriter<File>>,
-    /// While digests are recorded ([`record_digests`]): sha256 and count of the bytes written so far.
-    hash: Option<(Sha256, u64)>,
+    /// While digests are recorded ([`record_digests`]): the count of the bytes written so far.
+    counted: Option<u64>,
 }
 
 /// A completely written temporary file waiting for its rename (see [`commit_all`]). Dropping it
@@ -518,12 +543,12 @@ impl AtomicFile {
             TargetKind::Special => {
                 // as the C's fopen(...,"wb"): a device or FIFO is written where it is
                 let f = OpenOptions::new().write(true).open(path).map_err(|e| out_err(path, e))?;
-                Ok(AtomicFile { path: path.to_path_buf(), target: path.to_path_buf(), tmp: None, file: Some(BufWriter::with_capacity(1 << 16, f)), hash: None })
+                Ok(AtomicFile { path: path.to_path_buf(), target: path.to_path_buf(), tmp: None, file: Some(BufWriter::with_capacity(1 << 16, f)), counted: None })
             }
             TargetKind::Regular(target) => {
                 let (tmp, f) = create_temp(&target)?;
-                let hash = (digests().0 > 0).then(|| (Sha256::new(), 0));
-                Ok(AtomicFile { path: path.to_path_buf(), target, tmp: Some(tmp), file: Some(BufWriter::with_capacity(1 << 16, f)), hash })
+                let counted = (digests().0 > 0).then_some(0);
+                Ok(AtomicFile { path: path.to_path_buf(), target, tmp: Some(tmp), file: Some(BufWriter::with_capacity(1 << 16, f)), counted })
             }
         }
     }
@@ -539,10 +564,11 @@ impl AtomicFile {
         self.tmp.as_deref()
     }
 
-    /// Flush and close, keeping the temporary name; the rename happens in [`commit_all`].
+    /// Flush and close (or keep open for its digest, [`record_digests`]), keeping the temporary name;
+    /// the rename happens in [`commit_all`].
     pub fn finish(mut self) -> Result<Finished> {
         let file = self.file.take().expect("AtomicFile used after commit");
-        let res = file.into_inner().map_err(|e| e.into_error()).map(|f| self.record_digest(&f)); // close before the rename
+        let res = file.into_inner().map_err(|e| e.into_error()).map(|f| self.record_written(f));
         let tmp = self.tmp.take();
         let fin = Finished { path: self.path.clone(), target: self.target.clone(), tmp };
         match res {
@@ -551,12 +577,15 @@ impl AtomicFile {
         }
     }
 
-    /// Keep the digest of what went through [`Write`] when it is the whole file: a file written by
-    /// name ([`AtomicFile::temp_path`]: libhdf5) holds other bytes, and gets none.
-    fn record_digest(&mut self, f: &File) {
-        if let Some((h, n)) = self.hash.take() {
-            if f.metadata().is_ok_and(|m| m.len() == n) {
-                digests().1.insert(self.path.clone(), WrittenDigest { sha256: h.finalize().into(), bytes: n });
+    /// Keep the file for its digest when what went through [`Write`] is the whole file: a file
+    /// written by name ([`AtomicFile::temp_path`]: libhdf5) holds other bytes, and gets none.
+    fn record_written(&mut self, file: File) {
+        if let Some(bytes) = self.counted.take() {
+            if file.metadata().is_ok_and(|m| m.len() == bytes) {
+                let mut d = digests();
+                if d.0 > 0 {
+                    d.1.insert(self.path.clone(), Written { file, bytes });
+                }
             }
         }
     }
@@ -569,10 +598,9 @@ impl AtomicFile {
 }
 
 impl AtomicFile {
-    /// Feed bytes just written to the digest, when one is recorded.
-    fn hash_written(&mut self, buf: &[u8]) {
-        if let Some((h, n)) = self.hash.as_mut() {
-            h.update(buf);
+    /// Count bytes just written, when the file is kept for its digest.
+    fn count_written(&mut self, buf: &[u8]) {
+        if let Some(n) = self.counted.as_mut() {
             *n += buf.len() as u64;
         }
     }
@@ -584,7 +612,7 @@ impl Write for AtomicFile {
             Some(f) => f.write(buf)?,
             None => return Err(io::Error::other("AtomicFile already committed")),
         };
-        self.hash_written(&buf[..n]);
+        self.count_written(&buf[..n]);
         Ok(n)
     }
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
@@ -592,7 +620,7 @@ impl Write for AtomicFile {
             Some(f) => f.write_all(buf)?,
             None => return Err(io::Error::other("AtomicFile already committed")),
         }
-        self.hash_written(buf);
+        self.count_written(buf);
         Ok(())
     }
     fn flush(&mut self) -> io::Result<()> {
@@ -680,6 +708,7 @@ pub fn sweep_stale_temps(dir: &Path) {
 
 #[cfg(test)]
 mod tests {
+    use sha2::{Digest, Sha256};
     use super::*;
 
     fn entries(dir: &Path) -> Vec<String> {
@@ -720,6 +749,19 @@ mod tests {
         f.commit().unwrap();
         assert_eq!(take_digest(&b), None);
         write_atomic(&c, b"c").unwrap();
+        // several taken at once (hashed together), one never written, one written twice (the last)
+        let many: Vec<PathBuf> = (0..5).map(|i| d.path().join(format!("m{i}.bin"))).collect();
+        for (i, p) in many.iter().enumerate().take(4) {
+            write_atomic(p, &vec![i as u8; 70_000 * i + 3]).unwrap();
+        }
+        write_atomic(&many[2], b"rewritten").unwrap();
+        let paths: Vec<&Path> = many.iter().map(PathBuf::as_path).collect();
+        let got = take_digests(&paths);
+        for (p, g) in many.iter().zip(&got).take(4) {
+            let on_disk = fs::read(p).unwrap();
+            assert_eq!(g.as_ref().map(|g| (g.sha256, g.bytes)), Some((<[u8; 32]>::from(Sha256::digest(&on_disk)), on_disk.len() as u64)));
+        }
+        assert_eq!(got[4], None);
         drop(rec);
         assert_eq!(take_digest(&c), None, "forgotten when recording stops");
         write_atomic(&c, b"c").unwrap();

@@ -13,6 +13,7 @@ pub mod hkl;
 pub mod matrix;
 pub mod sourcefile;
 pub mod pgm;
+pub mod sha256;
 pub mod png;
 pub mod smv;
 pub mod text;
