@@ -463,4 +463,9 @@ ATOM      1  C   ALA A   1       1.000   2.000   3.000  1.00 10.00           C\n
     let out = run_in(d, &["-pdb", "m.pdb", "-dmin", "4", "-detpixels", "64", "-hklout", "h.hkl", "-floatfile", "f.bin", "-nonoise", "-nopgm", "-intfile", "i.img"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(std::fs::read_to_string(d.join("h.hkl")).unwrap().lines().count() > 10);
+    // under --out-dir the log names the file where it is written
+    let out = run_in(d, &["-pdb", "m.pdb", "-dmin", "4", "-detpixels", "64", "-hklout", "h2.hkl", "-nonoise", "-nopgm", "--out-dir", "o"]);
+    let log = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && log.contains(&format!(" reflections to {}", Path::new("o").join("h2.hkl").display())), "{log}");
+    assert!(d.join("o/h2.hkl").exists());
 }

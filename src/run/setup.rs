@@ -8,8 +8,16 @@ use crate::Result;
 
 /// Build the experiment from `cfg`'s parameters and `inputs` (no file I/O). The run options that
 /// concern the kernel are `cfg.run.render_options()`.
+/// `-hklout` is named in the setup's log as it will be written, under `--out-dir`.
 pub fn build_experiment(cfg: &Config, inputs: &Inputs) -> Result<Experiment> {
-    Experiment::build(&cfg.params, inputs)
+    match &cfg.params.model.hklout {
+        Some(out) if cfg.output.out_dir.is_some() && out.is_relative() => {
+            let mut params = cfg.params.clone();
+            params.model.hklout = Some(crate::run::config::resolve_out(cfg, out));
+            Experiment::build(&params, inputs)
+        }
+        _ => Experiment::build(&cfg.params, inputs),
+    }
 }
 
 /// The `-hklout` file (the list computed from a `-pdb`/`-cif` model) to write, if any: its path under
