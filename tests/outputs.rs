@@ -209,6 +209,16 @@ fn an_hkl_list_without_friedel_mates_is_warned_about() {
     let out = run_in(tmp.path(), &[CRYSTAL, &["-hkl", "p1.hkl", "-nonoise", "-nopgm"]].concat());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && !err.contains("Friedel"), "{err}");
+    // a hemisphere (l >= 0): the l = 0 plane has its mates, the rest not
+    std::fs::write(tmp.path().join("half.hkl"), "1 0 0 20
+-1 0 0 20
+1 0 1 20
+0 1 1 20
+1 1 2 20
+").unwrap();
+    let out = run_in(tmp.path(), &[CRYSTAL, &["-hkl", "half.hkl", "-nonoise", "-nopgm"]].concat());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && err.contains("3 of the 5 reflections have no Friedel mate"), "{err}");
 }
 
 /// Every file a run writes has its "writing" line, with the `--out-dir` folder in its name (new-user

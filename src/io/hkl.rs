@@ -68,14 +68,16 @@ pub fn read_hkl_entries(path: &Path) -> Result<Vec<(i32, i32, i32, f64)>> {
     Ok(entries)
 }
 
-/// True when the list has a reflection other than 0 0 0 and none of them has its Friedel mate
-/// (-h -k -l) listed: an asymmetric unit, e.g. only h,k,l >= 0. The C applies no symmetry (every
+/// The reflections listed (other than 0 0 0) whose Friedel mate (-h -k -l) is not listed, and how
+/// many are listed, when that is more than half of them: an asymmetric unit (only h,k,l >= 0), or a
+/// hemisphere (only l >= 0, whose l = 0 plane has its mates). The C applies no symmetry (every
 /// reflection not listed takes -default_F, nanoBragg.c L2101-L2200), so such a list lights spots in
-/// part of the image only.
-pub fn lacks_friedel_mates(entries: &[(i32, i32, i32, f64)]) -> bool {
+/// part of the image only. A whole list, or one cut at a resolution edge, has (nearly) every mate.
+pub fn lacks_friedel_mates(entries: &[(i32, i32, i32, f64)]) -> Option<(usize, usize)> {
     let listed: std::collections::HashSet<(i32, i32, i32)> = entries.iter().map(|&(h, k, l, _)| (h, k, l)).collect();
-    let mut acentric = listed.iter().filter(|&&hkl| hkl != (0, 0, 0)).peekable();
-    acentric.peek().is_some() && acentric.all(|&(h, k, l)| !listed.contains(&(-h, -k, -l)))
+    let acentric = listed.iter().filter(|&&hkl| hkl != (0, 0, 0));
+    let (n, missing) = acentric.fold((0, 0), |(n, m), &(h, k, l)| (n + 1, m + usize::from(!listed.contains(&(-h, -k, -l)))));
+    (2 * missing > n).then_some((missing, n))
 }
 
 /// `h k l |F|` lines (the format `-hkl` reads).
@@ -109,9 +111,22 @@ mod tests {
     #[test]
     fn an_asymmetric_unit_lacks_friedel_mates() {
         let e = |v: &[(i32, i32, i32)]| v.iter().map(|&(h, k, l)| (h, k, l, 1.0)).collect::<Vec<_>>();
-        assert!(lacks_friedel_mates(&e(&[(0, 0, 0), (1, 0, 0), (1, 2, 3), (0, 1, 1)])));
-        assert!(lacks_friedel_mates(&e(&[(-1, 2, 0), (0, 0, 1), (-2, 0, -3)])));
-        assert!(!lacks_friedel_mates(&e(&[(1, 0, 0), (1, 2, 3), (-1, -2, -3)])));
-        assert!(!lacks_friedel_mates(&e(&[(0, 0, 0)])));
+        assert_eq!(lacks_friedel_mates(&e(&[(0, 0, 0), (1, 0, 0), (1, 2, 3), (0, 1, 1)])), Some((3, 3)));
+        assert_eq!(lacks_friedel_mates(&e(&[(-1, 2, 0), (0, 0, 1), (-2, 0, -3)])), Some((3, 3)));
+        assert_eq!(lacks_friedel_mates(&e(&[(1, 0, 0), (1, 2, 3), (-1, -2, -3)])), None, "2 of 3 have their mate");
+        assert_eq!(lacks_friedel_mates(&e(&[(0, 0, 0)])), None);
+        // a hemisphere l >= 0 with its whole l = 0 plane: the plane's mates are there, the rest not
+        let mut half = Vec::new();
+        for h in -3..=3 {
+            for k in -3..=3 {
+                for l in 0..=3 {
+                    half.push((h, k, l));
+                }
+            }
+        }
+        assert_eq!(lacks_friedel_mates(&e(&half)), Some((147, 195)));
+        // the whole sphere cut at a resolution edge (|hkl|² <= 10): every mate listed
+        let sphere: Vec<_> = (-3..=3).flat_map(|h| (-3..=3).flat_map(move |k| (-3..=3).map(move |l| (h, k, l)))).filter(|&(h, k, l)| h * h + k * k + l * l <= 10).collect();
+        assert_eq!(lacks_friedel_mates(&e(&sphere)), None);
     }
 }
