@@ -815,9 +815,14 @@ class Series:
         return Simulation(self.frame_args(k))
 
     def __iter__(self) -> Iterator[Frame]:
-        for k in self.frames:
-            sim = self.simulation(k)
-            yield Frame(k, sim, sim.render(threads=self._threads))
+        # each frame reads the inputs again: their warnings once per iteration, as the command line's
+        _nanobragg.warnings_once(True)
+        try:
+            for k in self.frames:
+                sim = self.simulation(k)
+                yield Frame(k, sim, sim.render(threads=self._threads))
+        finally:
+            _nanobragg.warnings_once(False)
 
 
 def _render_one(args: Sequence[str], threads: Optional[int] = None) -> np.ndarray:

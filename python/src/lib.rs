@@ -765,10 +765,43 @@ fn apply_psf<'py>(py: Python<'py>, image: PyReadonlyArray2<'py, f32>, psf: &str,
     Array2::from_shape_vec((s, f), out).map(|a| a.into_pyarray(py)).map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }
 
+/// While `.0` > 0 (a `Series` being iterated): the warnings shown so far, each shown once: every
+/// frame loads the inputs again (the command line's series loads them once, and warns once).
+static WARNINGS_SEEN: std::sync::Mutex<(usize, Option<std::collections::HashSet<String>>)> = std::sync::Mutex::new((0, None));
+
+/// Show each library warning once from now until the matching `warnings_once(False)` (nested
+/// iterations count; the last one to end forgets what was shown).
+#[pyfunction]
+fn warnings_once(on: bool) {
+    let mut seen = WARNINGS_SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    if on {
+        seen.0 += 1;
+        seen.1.get_or_insert_with(Default::default);
+    } else {
+        seen.0 = seen.0.saturating_sub(1);
+        if seen.0 == 0 {
+            seen.1 = None;
+        }
+    }
+}
+
+/// A warning to show now: not one already shown during a `Series` iteration.
+fn first_time(w: &str) -> bool {
+    match WARNINGS_SEEN.lock().unwrap_or_else(|e| e.into_inner()).1.as_mut() {
+        Some(seen) => seen.insert(w.to_string()),
+        None => true,
+    }
+}
+
 #[pymodule]
 fn _nanobragg(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // the library's warnings (non-finite pixels, a cache not written) on stderr, as the CLI shows them
-    nbcore::base::log::set_warning_sink(|w| eprintln!("{w}"));
+    nbcore::base::log::set_warning_sink(|w| {
+        if first_time(w) {
+            eprintln!("{w}")
+        }
+    });
+    m.add_function(wrap_pyfunction!(warnings_once, m)?)?;
     m.add_class::<Core>()?;
     m.add_function(wrap_pyfunction!(flag_names, m)?)?;
     m.add_function(wrap_pyfunction!(flag_help, m)?)?;

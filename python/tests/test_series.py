@@ -66,3 +66,15 @@ def test_stills_must_be_lists_of_flags():
         nanobragg.render_stills(["-cell 50 50 50 90 90 90"])
     with pytest.raises(ValueError, match="a list of flags"):
         next(nanobragg.iter_renders(["-cell"]))
+
+
+def test_series_warns_once_per_iteration(tmp_path, capfd):
+    # every frame reads the -hkl list again; its warning is shown once, as the command line's series does
+    (tmp_path / "asu.hkl").write_text("0 0 0 10\n1 0 0 20\n0 1 2 30\n")
+    args = BASE + ["-hkl", str(tmp_path / "asu.hkl"), "-detpixels", "32", "--frames", "3", "-osc", "0.1"]
+    capfd.readouterr()
+    assert [f.index for f in nanobragg.Series(args)] == [1, 2, 3]
+    assert capfd.readouterr().err.count("Friedel mate") == 1
+    # after the iteration each new simulation warns again
+    nanobragg.Series(args).simulation(1)
+    assert capfd.readouterr().err.count("Friedel mate") == 1
