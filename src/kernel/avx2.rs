@@ -804,14 +804,16 @@ pub mod f64x8 {
     /// weight, one N on every axis, default_F): for each register of eight pixels the scattering
     /// vectors loaded straight from the geometry, every orientation's (F·F_latt)² in
     /// [`plain_chunk`]'s operations ([`plain_sum`]), the pixel's value in `fast::pixel_values`'
-    /// ((r_e²·fluence·I)/steps·polar)·omega, converted to f32 and stored, and the omega sum in
+    /// ((r_e²·fluence·I)/steps·polar)·omega (its capture factor, 1 without sensor layers, left out:
+    /// x·1 is x), converted to f32 and stored, and the omega sum in
     /// `fast::kept_group`'s order (pixel by pixel, `0.0 + omega`): the same bits as the group loop
     /// (`fast::kept_group` → [`sample_chunk`] → [`plain_chunk`] for every 32-pixel group). What
     /// it saves is that loop's traffic through the stack: each group's scattering vectors, factors
     /// and sums copied into arrays, [`plain_chunk`]'s constants broadcast and spilled again at every
     /// call, the values converted lane by lane (the light 512² series of 60 frames, 2026-11-28, two
-    /// threads on Zen 4: the render's CPU about 10.5 -> 4.5 ns a pixel, perf samples). nanoBragg.c
-    /// L3033-L3039 (`test`, the corrections, `floatimage[imgidx]`) and L2729 (`omega_sum`).
+    /// threads on Zen 4: the render's CPU about 11.7 -> 3.8 ns a pixel with [`KEPT_PREFETCH`], perf
+    /// samples). nanoBragg.c L3033-L3039 (`test`, the corrections, `floatimage[imgidx]`) and
+    /// L2729 (`omega_sum`).
     ///
     /// # Safety
     /// The CPU must support AVX-512 F/DQ/VL, AVX2 and FMA.
@@ -822,6 +824,11 @@ pub mod f64x8 {
         assert!(n % 8 == 0 && [sx.len(), sy.len(), sz.len(), polar.len(), omega.len()].iter().all(|&m| m == n));
         let (f, bg, scale_v, steps_v) = (set1(default_f), set1(i_bg), set1(scale), set1(steps));
         for at in (0..n).step_by(8) {
+            // the five streams' lines KEPT_PREFETCH pixels ahead (a hint: never faults, and the
+            // address is only computed, wrapping, past the slices' end)
+            for c in [sx, sy, sz, polar, omega] {
+                _mm_prefetch::<_MM_HINT_T0>(c.as_ptr().wrapping_add(at + KEPT_PREFETCH) as *const i8);
+            }
             // SAFETY: at + 8 ≤ n, every slice's length (asserted above)
             let s = [load_ptr(sx.as_ptr().add(at)), load_ptr(sy.as_ptr().add(at)), load_ptr(sz.as_ptr().add(at))];
             let i = plain_sum(hand, s, f, bg);
@@ -837,6 +844,12 @@ pub mod f64x8 {
         }
         omega_row
     }
+
+    /// How far ahead [`kept_row`] prefetches its geometry (pixels): 40 bytes a pixel in five
+    /// streams, most of whose loads waited on memory while the writer threads (noise, SHA-256, the
+    /// files) shared the caches. The light 512² series, 2026-11-28, six alternated pairs: the
+    /// render's perf samples 800 -> 670 (median) with 64; 192 measured the same as 64.
+    const KEPT_PREFETCH: usize = 64;
 
     /// `a` plus every orientation's (F·F_latt)² for one register of scattering vectors `s`: the
     /// operations of [`plain_chunk`] with [`HandIndices::Scattering`] and no grid (the C's a·s as
