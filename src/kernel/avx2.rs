@@ -28,7 +28,7 @@
 //!
 //! Both element types come from one body ([`hand_kernel!`]) over a few per-type wrappers.
 
-use super::hand::{FloatIndex, HandAxis, HandConsts, HandGrid, HandGroups, HandIndices, HandKernel, HandLattice, Wide, HAND_GROUPS_MAX};
+use super::hand::{FloatIndex, HandAxis, HandConsts, HandGrid, HandGroups, HandIndices, HandKernel, HandLattice, KeptRow, Wide, HAND_GROUPS_MAX};
 use std::arch::x86_64::*;
 
 /// The sample loop for element type `$t` in registers `$v` of `$w` lanes, 2cos(πδ) from a polynomial
@@ -341,6 +341,11 @@ impl HandKernel for f64 {
         }
         f64x4::sample_chunk::<C>(hand, default_f, idx, live, weight, acc);
         true
+    }
+
+    #[inline(always)]
+    unsafe fn kept_row<const W512: bool>(hand: &HandLattice<f64>, row: KeptRow<'_, f64>) -> Option<f64> {
+        (W512 && hand.uniform && hand.grid.is_none()).then(|| f64x8::kept_row(hand, row))
     }
 }
 
@@ -794,6 +799,73 @@ pub mod f64x8 {
     }
 
     hand_kernel!(f64, __m512d, 8, 6, 7, "avx512f,avx512dq,avx512vl,avx2,fma");
+
+    /// A row's pixels from a kept geometry (one source, one sub-pixel, every lane live, unit
+    /// weight, one N on every axis, default_F): for each register of eight pixels the scattering
+    /// vectors loaded straight from the geometry, every orientation's (F·F_latt)² in
+    /// [`plain_chunk`]'s operations ([`plain_sum`]), the pixel's value in `fast::pixel_values`'
+    /// ((r_e²·fluence·I)/steps·polar)·omega (its capture factor, 1 without sensor layers, left out:
+    /// x·1 is x), converted to f32 and stored, and the omega sum in
+    /// `fast::kept_group`'s order (pixel by pixel, `0.0 + omega`): the same bits as the group loop
+    /// (`fast::kept_group` → [`sample_chunk`] → [`plain_chunk`] for every 32-pixel group). What
+    /// it saves is that loop's traffic through the stack: each group's scattering vectors, factors
+    /// and sums copied into arrays, [`plain_chunk`]'s constants broadcast and spilled again at every
+    /// call, the values converted lane by lane (the light 512² series of 60 frames, 2026-11-28, two
+    /// threads on Zen 4: the render's CPU about 11.7 -> 3.8 ns a pixel with [`KEPT_PREFETCH`], perf
+    /// samples). nanoBragg.c L3033-L3039 (`test`, the corrections, `floatimage[imgidx]`) and
+    /// L2729 (`omega_sum`).
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512 F/DQ/VL, AVX2 and FMA.
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    pub(super) unsafe fn kept_row(hand: &HandLattice<f64>, row: KeptRow<'_, f64>) -> f64 {
+        let KeptRow { scattering: [sx, sy, sz], polar, omega, out, i_bg, default_f, scale, steps, mut omega_row } = row;
+        let n = out.len();
+        assert!(n % 8 == 0 && [sx.len(), sy.len(), sz.len(), polar.len(), omega.len()].iter().all(|&m| m == n));
+        let (f, bg, scale_v, steps_v) = (set1(default_f), set1(i_bg), set1(scale), set1(steps));
+        for at in (0..n).step_by(8) {
+            // the five streams' lines KEPT_PREFETCH pixels ahead (a hint: never faults, and the
+            // address is only computed, wrapping, past the slices' end)
+            for c in [sx, sy, sz, polar, omega] {
+                _mm_prefetch::<_MM_HINT_T0>(c.as_ptr().wrapping_add(at + KEPT_PREFETCH) as *const i8);
+            }
+            // SAFETY: at + 8 ≤ n, every slice's length (asserted above)
+            let s = [load_ptr(sx.as_ptr().add(at)), load_ptr(sy.as_ptr().add(at)), load_ptr(sz.as_ptr().add(at))];
+            let i = plain_sum(hand, s, f, bg);
+            let mut test = _mul(scale_v, i);
+            if steps != 1.0 {
+                test = _mm512_div_pd(test, steps_v);
+            }
+            test = _mul(_mul(test, load_ptr(polar.as_ptr().add(at))), load_ptr(omega.as_ptr().add(at)));
+            _mm256_storeu_ps(out.as_mut_ptr().add(at), _mm512_cvtpd_ps(test));
+            for &o in &omega[at..at + 8] {
+                omega_row += 0.0 + o;
+            }
+        }
+        omega_row
+    }
+
+    /// How far ahead [`kept_row`] prefetches its geometry (pixels): 40 bytes a pixel in five
+    /// streams, most of whose loads waited on memory while the writer threads (noise, SHA-256, the
+    /// files) shared the caches. The light 512² series, 2026-11-28, six alternated pairs: the
+    /// render's perf samples 800 -> 670 (median) with 64; 192 measured the same as 64.
+    const KEPT_PREFETCH: usize = 64;
+
+    /// `a` plus every orientation's (F·F_latt)² for one register of scattering vectors `s`: the
+    /// operations of [`plain_chunk`] with [`HandIndices::Scattering`] and no grid (the C's a·s as
+    /// two fused multiply-adds, [`nearest`], [`cheb_u_uniform`], (F·U_h·U_k·U_l)²).
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,fma")]
+    unsafe fn plain_sum(hand: &HandLattice<f64>, s: [V; 3], f: V, mut a: V) -> V {
+        let (c, axis) = (&hand.consts, &hand.axes[0]);
+        for o in &hand.orient {
+            let (_, y) = nearest(c, o.map(|v| _fmadd(wide(&v[2]), s[2], _fmadd(wide(&v[1]), s[1], _mul(wide(&v[0]), s[0])))));
+            let u = cheb_u_uniform(c, axis, y);
+            let x = _mul(f, _mul(_mul(u[0], u[1]), u[2]));
+            a = _add(a, _mul(x, x));
+        }
+        a
+    }
 }
 
 /// Sixteen f32 lanes per `__m512` (`-precision single`): as [`f64x8`] for [`f32x8`].

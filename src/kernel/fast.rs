@@ -218,6 +218,12 @@ pub fn render_row<T: HandKernel, const L: usize, const C: usize, const HAND: boo
     // the geometry computed once for the dataset, where the hoisted loop does not take its own
     let kept = prep.geometry.filter(|_| hoist.is_none());
     let mut f0 = 0;
+    if let (true, Some(g)) = (HAND && W512 && !interpolate, kept) {
+        let live = live_prefix(row_in_roi, &cols, mask_row, fpixels);
+        if let Some(om) = kept_row::<T, W512>(exp, prep, g, row_at, live, omega_row, &mut out[..live]) {
+            (omega_row, f0) = (om, live);
+        }
+    }
     while f0 < fpixels {
         // a group inside the ROI's columns (most of them) without building the lanes' booleans one
         // by one: LLVM made that a long chain of mask-register shuffles per group
@@ -251,10 +257,46 @@ pub fn render_row<T: HandKernel, const L: usize, const C: usize, const HAND: boo
             px[l] = if active[l] { vals[l] as f32 } else { 0.0 };
         }
         let n = L.min(fpixels - f0);
-        out[f0..f0 + n].copy_from_slice(&px[..n]);
+        match out.get_mut(f0..f0 + L) {
+            // a whole group: a copy of fixed size, in registers (of `n` values it was a call to memcpy)
+            Some(whole) => whole.copy_from_slice(&px),
+            None => out[f0..f0 + n].copy_from_slice(&px[..n]),
+        }
         f0 += L;
     }
     RowResult { omega: omega_row, end: RowEnd::Complete }
+}
+
+/// How many of a row's first pixels are all live (in the ROI, not masked), rounded down to a
+/// multiple of eight: what [`kept_row`] may render.
+fn live_prefix(row_in_roi: bool, cols: &std::ops::Range<usize>, mask_row: Option<&[u16]>, fpixels: usize) -> usize {
+    let end = if row_in_roi && cols.start == 0 { cols.end.min(fpixels) } else { 0 };
+    let end = mask_row.map_or(end, |m| m[..end].iter().position(|&x| x == 0).unwrap_or(end));
+    end / 8 * 8
+}
+
+/// The first `out.len()` pixels of a row (a multiple of eight, every one live) from image pixel
+/// `at` of the kept geometry `g` in the hand loop's fused row function ([`HandKernel::kept_row`]),
+/// where it has one for this crystal (one N on every axis, no F grid) and element type: the same
+/// bits as [`kept_group`] group by group, the row's omega sum (`omega_row` before) returned.
+/// `None` where it has none; the group loop then renders them.
+#[inline(always)]
+fn kept_row<T: HandKernel, const W512: bool>(exp: &Experiment, prep: &Prepared<T>, g: &PixelGeometry, at: usize, n: usize, omega_row: f64, out: &mut [f32]) -> Option<f64> {
+    let hand = prep.hand.as_ref().filter(|_| n > 0 && !prep.f.has_grid())?;
+    let row = KeptRow {
+        scattering: [0, 1, 2].map(|a| &g.scattering[a][at..at + n]),
+        polar: &g.polar[at..at + n],
+        omega: &g.omega[at..at + n],
+        out,
+        i_bg: T::from_f64(exp.background.i_bg),
+        default_f: prep.f.default_f(),
+        // as pixel_values: r_e²·fluence, the steps divisor
+        scale: R_E_SQR * exp.beam.fluence,
+        steps: exp.sampling.steps as f64,
+        omega_row,
+    };
+    // SAFETY: W512 is set only by the AVX-512 row function (simd.rs)
+    unsafe { T::kept_row::<W512>(hand, row) }
 }
 
 #[inline(always)]
@@ -415,15 +457,7 @@ fn kept_group<T: HandKernel, const L: usize, const C: usize, const HAND: bool, c
     let mut polar = [if exp.beam.nopolar { 1.0 } else { 0.0 }; L];
     let mut omega = [0.0f64; L];
     let mut scat = [[T::ZERO; L]; 3];
-    for l in 0..n {
-        let sv = g.scattering[at + l];
-        for ax in 0..3 {
-            scat[ax][l] = T::from_f64(sv[ax]);
-        }
-        // (render_group leaves an inactive lane's factor unset; its value is never used)
-        polar[l] = if active[l] { g.polar[at + l] } else { polar[l] };
-        omega[l] = g.omega[at + l];
-    }
+    kept_lanes::<T, L>(g, at, n, active, &mut scat, &mut polar, &mut omega);
     if !samples::<T, L, C, HAND, W512>(exp, prep, &scat, active, &[T::ONE; L], interpolate, &mut i_sum) {
         return None;
     }
@@ -436,6 +470,39 @@ fn kept_group<T: HandKernel, const L: usize, const C: usize, const HAND: bool, c
     Some(omega_total)
 }
 
+/// The scattering vectors (in T), polarization factors (active lanes only) and solid angles of `n`
+/// pixels of `g` from image pixel `at` into the group's lanes (the lanes past `n` left as they
+/// are, as [`render_group`] leaves them). A whole group is read as fixed-size slices, so that each
+/// component is a few vector loads with one bounds check (a loop over the lanes with a check per
+/// read and a scalar load and store per lane and component was most of the light series' render).
+/// Out-parameters: returned by value, the arrays were copied once more through `memcpy`.
+#[inline(always)]
+fn kept_lanes<T: HandKernel, const L: usize>(g: &PixelGeometry, at: usize, n: usize, active: &[bool; L], scat: &mut [[T; L]; 3], polar: &mut [f64; L], omega: &mut [f64; L]) {
+    let whole = |v: &[f64]| -> Option<[f64; L]> { v.get(at..at + L).map(|s| s.try_into().unwrap()) };
+    if let (true, Some(sx), Some(sy), Some(sz), Some(p), Some(o)) =
+        (n == L, whole(&g.scattering[0]), whole(&g.scattering[1]), whole(&g.scattering[2]), whole(&g.polar), whole(&g.omega))
+    {
+        for (ax, sv) in [sx, sy, sz].iter().enumerate() {
+            for l in 0..L {
+                scat[ax][l] = T::from_f64(sv[l]);
+            }
+        }
+        for l in 0..L {
+            // (render_group leaves an inactive lane's factor unset; its value is never used)
+            polar[l] = if active[l] { p[l] } else { polar[l] };
+        }
+        *omega = o;
+    } else {
+        for l in 0..n {
+            for ax in 0..3 {
+                scat[ax][l] = T::from_f64(g.scattering[ax][at + l]);
+            }
+            polar[l] = if active[l] { g.polar[at + l] } else { polar[l] };
+            omega[l] = g.omega[at + l];
+        }
+    }
+}
+
 impl PixelGeometry {
     /// The geometry of `exp`'s pixels, where the SIMD kernel renders it and a kept geometry applies
     /// ([`super::pixel_geometry::applies`]) and fits the memory allowed; `None` otherwise (the kernel
@@ -444,28 +511,29 @@ impl PixelGeometry {
         use rayon::prelude::*;
         let mut g = PixelGeometry::allocate(exp).filter(|_| supports(exp))?;
         let fp = exp.det.fpixels();
-        let PixelGeometry { scattering, polar, omega, .. } = &mut g;
-        scattering
-            .par_chunks_mut(fp)
+        let PixelGeometry { scattering: [sx, sy, sz], polar, omega, .. } = &mut g;
+        sx.par_chunks_mut(fp)
+            .zip(sy.par_chunks_mut(fp))
+            .zip(sz.par_chunks_mut(fp))
             .zip(polar.par_chunks_mut(fp))
             .zip(omega.par_chunks_mut(fp))
             .enumerate()
-            .for_each(|(s, ((scattering, polar), omega))| geometry_row_widest(exp, s, scattering, polar, omega));
+            .for_each(|(s, ((((sx, sy), sz), polar), omega))| geometry_row_widest(exp, s, [sx, sy, sz], polar, omega));
         Some(g)
     }
 }
 
 /// [`geometry_row`] compiled for the widest vectors the CPU has, as the row functions that read the
 /// geometry are (at the baseline it took 2.0 % of a 20-frame 512² series' CPU, 1.2 % so).
-fn geometry_row_widest(exp: &Experiment, s: usize, scattering: &mut [[f64; 3]], polar_out: &mut [f64], omega_out: &mut [f64]) {
-    crate::base::cpu::widest_call!(geometry_row(exp: &Experiment, s: usize, scattering: &mut [[f64; 3]], polar_out: &mut [f64], omega_out: &mut [f64]) -> ())
+fn geometry_row_widest(exp: &Experiment, s: usize, scattering: [&mut [f64]; 3], polar_out: &mut [f64], omega_out: &mut [f64]) {
+    crate::base::cpu::widest_call!(geometry_row(exp: &Experiment, s: usize, scattering: [&mut [f64]; 3], polar_out: &mut [f64], omega_out: &mut [f64]) -> ())
 }
 
 /// One image row of a [`PixelGeometry`] (image row `s`): each pixel's scattering vector,
 /// polarization factor and solid angle as [`render_group`] computes them for its one source and
 /// sub-pixel, in the same operations (the plain divisions; the fused ones give the same bits).
 #[inline(always)]
-fn geometry_row(exp: &Experiment, s: usize, scattering: &mut [[f64; 3]], polar_out: &mut [f64], omega_out: &mut [f64]) {
+fn geometry_row(exp: &Experiment, s: usize, scattering: [&mut [f64]; 3], polar_out: &mut [f64], omega_out: &mut [f64]) {
     const L: usize = 16;
     let (panel, s) = exp.det.locate(s);
     let sub = exp.sampling.subpixel_size;
@@ -485,7 +553,9 @@ fn geometry_row(exp: &Experiment, s: usize, scattering: &mut [[f64; 3]], polar_o
         let mut polar = [if exp.beam.nopolar { 1.0 } else { 0.0 }; L];
         update_polarization(exp, &inc, &pol, [&dx, &dy, &dz], &mut polar, &all);
         for l in 0..L.min(panel.fpixels - f0) {
-            scattering[f0 + l] = [sv[0][l], sv[1][l], sv[2][l]];
+            scattering[0][f0 + l] = sv[0][l];
+            scattering[1][f0 + l] = sv[1][l];
+            scattering[2][f0 + l] = sv[2][l];
             polar_out[f0 + l] = polar[l];
             omega_out[f0 + l] = omega[l];
         }

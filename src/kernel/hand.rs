@@ -24,6 +24,36 @@ pub trait HandKernel: Real {
         weight: &[Self; C],
         acc: &mut [Self; C],
     ) -> bool;
+
+    /// A whole row's prefix of pixels from a kept geometry ([`KeptRow`]) in the fused loop of
+    /// `kernel::avx2` where this type has one at this width (f64 in 512-bit registers): the values
+    /// into `row.out`, the omega sum returned; `None` where it has none (the group loop renders).
+    ///
+    /// # Safety
+    /// As [`HandKernel::hand_chunk`].
+    unsafe fn kept_row<const W512: bool>(_hand: &HandLattice<Self>, _row: KeptRow<'_, Self>) -> Option<f64> {
+        None
+    }
+}
+
+/// One row's pixels with every lane live and unit weight, their geometry read from a kept
+/// `PixelGeometry` (`fast::render_row`'s fused path): the slices all of one length, a multiple of
+/// eight; the C's `test` = r_e²·fluence·I/steps·polar·omega per pixel.
+pub struct KeptRow<'a, T> {
+    /// (d − i)/λ per component, polar and omega of the pixels (the kept geometry's).
+    pub scattering: [&'a [f64]; 3],
+    pub polar: &'a [f64],
+    pub omega: &'a [f64],
+    /// The float image's pixels.
+    pub out: &'a mut [f32],
+    /// I before the first sample (the background, in T), F (default_F: no grid), r_e²·fluence,
+    /// the steps divisor.
+    pub i_bg: T,
+    pub default_f: T,
+    pub scale: f64,
+    pub steps: f64,
+    /// The row's omega sum before these pixels.
+    pub omega_row: f64,
 }
 
 /// Without x86-64 there is no hand-written loop: the generic one always runs.

@@ -21,8 +21,10 @@ const MAX_BYTES: u64 = 64 << 20;
 /// One value per image pixel (row-major over every panel's rows, as the float image).
 pub struct PixelGeometry {
     key: Vec<u64>,
-    /// (d − i)/λ, the C's `scattering` (metres⁻¹).
-    pub(super) scattering: Vec<[f64; 3]>,
+    /// (d − i)/λ, the C's `scattering` (metres⁻¹), one array per component: a group of pixels
+    /// reads each component with vector loads (as `[f64; 3]` per pixel it was a scalar load and
+    /// store per lane and component, most of the light series' render, `fast::kept_group`).
+    pub(super) scattering: [Vec<f64>; 3],
     /// The Kahn factor (1 with `-nopolar`), the C's `polar`.
     pub(super) polar: Vec<f64>,
     /// The pixel's solid angle, the C's `omega_pixel`.
@@ -38,7 +40,7 @@ impl PixelGeometry {
         if !applies(exp) || pixels == 0 || pixels as u64 * BYTES_PER_PIXEL > allowed {
             return None;
         }
-        Some(PixelGeometry { key: key(exp), scattering: vec![[0.0; 3]; pixels], polar: vec![0.0; pixels], omega: vec![0.0; pixels] })
+        Some(PixelGeometry { key: key(exp), scattering: std::array::from_fn(|_| vec![0.0; pixels]), polar: vec![0.0; pixels], omega: vec![0.0; pixels] })
     }
 
     /// Whether this is `exp`'s geometry (the same detector, beam and sampling, bit for bit).
