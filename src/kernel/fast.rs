@@ -494,8 +494,8 @@ fn kept_lanes<T: HandKernel, const L: usize>(g: &PixelGeometry, at: usize, n: us
         *omega = o;
     } else {
         for l in 0..n {
-            for ax in 0..3 {
-                scat[ax][l] = T::from_f64(g.scattering[ax][at + l]);
+            for (s, from) in scat.iter_mut().zip(&g.scattering) {
+                s[l] = T::from_f64(from[at + l]);
             }
             polar[l] = if active[l] { g.polar[at + l] } else { polar[l] };
             omega[l] = g.omega[at + l];
