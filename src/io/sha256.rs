@@ -29,7 +29,8 @@ pub struct Message<'r> {
 pub fn sha256_each(messages: &mut [Message]) -> io::Result<Vec<[u8; 32]>> {
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("sha") && std::is_x86_feature_detected!("sse4.1") && std::is_x86_feature_detected!("ssse3") {
-        return in_two_lanes(messages);
+        // SAFETY: the CPU has the extensions `in_two_lanes` is compiled for (tested just above)
+        return unsafe { in_two_lanes(messages) };
     }
     messages.iter_mut().map(one_by_one).collect()
 }
@@ -52,39 +53,39 @@ struct Lane<'m, 'r> {
     state: [u32; 8],
     message: &'m mut Message<'r>,
     unread: u64,
-    chunk: Vec<u8>,
+    buf: Vec<u8>,
+    filled: usize,
 }
 
 #[cfg(target_arch = "x86_64")]
 impl<'m, 'r> Lane<'m, 'r> {
     fn new(index: usize, message: &'m mut Message<'r>) -> Self {
         let unread = message.len;
-        Lane { index, state: H0, message, unread, chunk: Vec::with_capacity(CHUNK) }
+        Lane { index, state: H0, message, unread, buf: vec![0; CHUNK], filled: 0 }
     }
 
-    /// Read the next chunk (empty once the message is read); into the buffer's spare capacity,
-    /// which `read_to_end` does not zero first.
+    /// Read the next chunk (empty once the message is read), in one `read_exact`.
     fn read_chunk(&mut self) -> io::Result<()> {
-        let n = self.unread.min(CHUNK as u64);
-        self.chunk.clear();
-        if (&mut *self.message.bytes).take(n).read_to_end(&mut self.chunk)? as u64 != n {
-            return Err(io::ErrorKind::UnexpectedEof.into());
-        }
-        self.unread -= n;
+        let n = self.unread.min(CHUNK as u64) as usize;
+        self.message.bytes.read_exact(&mut self.buf[..n])?;
+        (self.filled, self.unread) = (n, self.unread - n as u64);
         Ok(())
     }
 
-    /// The last chunk's whole blocks.
-    fn blocks(&self) -> &[[u8; 64]] {
-        self.chunk.as_chunks::<64>().0
+    /// The last chunk's whole blocks and the bytes after them.
+    fn chunk(&self) -> (&[[u8; 64]], &[u8]) {
+        self.buf[..self.filled].as_chunks::<64>()
     }
 }
 
 /// Two messages read chunk by chunk and compressed in step (the blocks one chunk has beyond the
 /// other's, at a message's end, one at a time); a message finished ([`finish`]) gives its lane to
 /// the next, longest first, so that both lanes stay busy to the end of the set.
+///
+/// # Safety
+/// The CPU must have the SHA extensions, SSE4.1 and SSSE3.
 #[cfg(target_arch = "x86_64")]
-fn in_two_lanes(messages: &mut [Message]) -> io::Result<Vec<[u8; 32]>> {
+unsafe fn in_two_lanes(messages: &mut [Message]) -> io::Result<Vec<[u8; 32]>> {
     let mut order: Vec<(usize, &mut Message)> = messages.iter_mut().enumerate().collect();
     order.sort_by_key(|(_, m)| std::cmp::Reverse(m.len));
     let mut queue = order.into_iter().map(|(i, m)| Lane::new(i, m));
@@ -93,15 +94,17 @@ fn in_two_lanes(messages: &mut [Message]) -> io::Result<Vec<[u8; 32]>> {
     while let (Some(x), Some(y)) = (a.as_mut(), b.as_mut()) {
         x.read_chunk()?;
         y.read_chunk()?;
-        let n = x.blocks().len().min(y.blocks().len());
+        let n = x.chunk().0.len().min(y.chunk().0.len());
         // SAFETY: the caller checked SHA, SSE4.1 and SSSE3 at run time
-        unsafe { two_lanes::compress(&mut x.state, &x.chunk.as_chunks::<64>().0[..n], &mut y.state, &y.chunk.as_chunks::<64>().0[..n]) };
+        unsafe { two_lanes::compress(&mut x.state, &x.buf[..n * 64].as_chunks::<64>().0, &mut y.state, &y.buf[..n * 64].as_chunks::<64>().0) };
         for lane in [&mut a, &mut b] {
             let l = lane.as_mut().expect("both lanes are busy in the loop");
-            compress_one(&mut l.state, &l.chunk.as_chunks::<64>().0[n..]);
+            let mut state = l.state;
+            compress_one(&mut state, &l.chunk().0[n..]);
+            l.state = state;
             if l.unread == 0 {
                 let done = lane.take().expect("tested just above");
-                out[done.index] = finish(done.state, done.message.len, done.chunk.as_chunks::<64>().1);
+                out[done.index] = finish(done.state, done.message.len, done.chunk().1);
                 *lane = queue.next();
             }
         }
@@ -109,9 +112,11 @@ fn in_two_lanes(messages: &mut [Message]) -> io::Result<Vec<[u8; 32]>> {
     for mut lane in a.into_iter().chain(b) {
         while lane.unread > 0 {
             lane.read_chunk()?;
-            compress_one(&mut lane.state, lane.chunk.as_chunks::<64>().0);
+            let mut state = lane.state;
+            compress_one(&mut state, lane.chunk().0);
+            lane.state = state;
         }
-        out[lane.index] = finish(lane.state, lane.message.len, lane.chunk.as_chunks::<64>().1);
+        out[lane.index] = finish(lane.state, lane.message.len, lane.chunk().1);
     }
     Ok(out)
 }

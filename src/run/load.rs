@@ -45,7 +45,7 @@ pub fn load_inputs(cfg: &Config) -> Result<Inputs> {
         let (grid, entries) = read_hkl_with_entries(hkl, p.default_f, &mut inp.log.fhkl)?;
         if let Some((missing, listed)) = lacks_friedel_mates(&entries) {
             let f = crate::base::c::printf::g(p.default_f);
-            let which = if missing == listed { "no reflection has".to_string() } else { format!("{missing} of the {listed} reflections have no") };
+            let which = if missing == listed { "no reflection has its".to_string() } else { format!("{missing} of the {listed} reflections have no") };
             crate::base::log::warn(format!("nanobragg-rs: warning: -hkl {}: {which} Friedel mate (-h -k -l) listed, as in an asymmetric unit (e.g. only h,k,l >= 0, or only l >= 0); no symmetry is applied (P1), so every reflection not listed, their mates among them, has F = {f} (-default_F): list every h k l", hkl.display()));
         }
         inp.fhkl = Some(Arc::new(grid));
