@@ -230,7 +230,7 @@ fn digests() -> MutexGuard<'static, (usize, BTreeMap<PathBuf, Written>)> {
     DIGESTS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Held while files written through [`AtomicFile`] should have their digests kept ([`take_digest`]);
+/// Held while files written through [`AtomicFile`] should have their digests kept ([`take_digests`]);
 /// when the last one is dropped, the files not taken are forgotten.
 pub struct DigestRecording(());
 
@@ -252,14 +252,10 @@ impl Drop for DigestRecording {
     }
 }
 
-/// The digest of the file last finished at `path` while recording, once (None: not recorded, e.g.
-/// written by name through [`AtomicFile::temp_path`], or already taken).
-pub fn take_digest(path: &Path) -> Option<WrittenDigest> {
-    take_digests(&[path]).pop().flatten()
-}
-
-/// [`take_digest`] of each path, the files hashed together (two at a time where the CPU has the SHA
-/// extensions); None for a path with no file recorded, or where a file could not be read back.
+/// The digest of the file last finished at each path while recording, once, the files hashed
+/// together (two at a time where the CPU has the SHA extensions); None for a path with no file
+/// recorded (written by name through [`AtomicFile::temp_path`], or already taken), or where a file
+/// could not be read back.
 pub fn take_digests(paths: &[&Path]) -> Vec<Option<WrittenDigest>> {
     use std::io::{Seek, SeekFrom};
     let written: Vec<Option<Written>> = {
@@ -709,6 +705,11 @@ pub fn sweep_stale_temps(dir: &Path) {
 #[cfg(test)]
 mod tests {
     use sha2::{Digest, Sha256};
+
+    /// [`take_digests`] of one path.
+    fn take_digest(path: &Path) -> Option<WrittenDigest> {
+        take_digests(&[path]).pop().flatten()
+    }
     use super::*;
 
     fn entries(dir: &Path) -> Vec<String> {

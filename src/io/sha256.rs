@@ -99,9 +99,7 @@ unsafe fn in_two_lanes(messages: &mut [Message]) -> io::Result<Vec<[u8; 32]>> {
         unsafe { two_lanes::compress(&mut x.state, &x.buf[..n * 64].as_chunks::<64>().0, &mut y.state, &y.buf[..n * 64].as_chunks::<64>().0) };
         for lane in [&mut a, &mut b] {
             let l = lane.as_mut().expect("both lanes are busy in the loop");
-            let mut state = l.state;
-            compress_one(&mut state, &l.chunk().0[n..]);
-            l.state = state;
+            compress_one(&mut l.state, &l.buf[..l.filled].as_chunks::<64>().0[n..]);
             if l.unread == 0 {
                 let done = lane.take().expect("tested just above");
                 out[done.index] = finish(done.state, done.message.len, done.chunk().1);
@@ -112,9 +110,7 @@ unsafe fn in_two_lanes(messages: &mut [Message]) -> io::Result<Vec<[u8; 32]>> {
     for mut lane in a.into_iter().chain(b) {
         while lane.unread > 0 {
             lane.read_chunk()?;
-            let mut state = lane.state;
-            compress_one(&mut state, lane.chunk().0);
-            lane.state = state;
+            compress_one(&mut lane.state, lane.buf[..lane.filled].as_chunks::<64>().0);
         }
         out[lane.index] = finish(lane.state, lane.message.len, lane.chunk().1);
     }
