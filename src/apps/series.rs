@@ -994,7 +994,8 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
     let (inputs, mut nexus) = setup_once(&plan, prepared, &todo, nexus_name.as_ref(), quiet_user, log_out)?;
     let first_frame = todo.first().copied().unwrap_or(1);
     let bar = crate::base::progress::Bar::start(!quiet_user && !todo.is_empty(), todo.len() as u64, "frames");
-    // every frame's files kept open for their digests, hashed together when the frame is done
+    // every frame's digests: hashed as written, or the files kept open and hashed together when the
+    // frame is done (`io::atomic::record_digests`)
     let digests = crate::io::atomic::record_digests();
     let mut result = {
         let sink = FrameSink { plan: &plan, mpath: &mpath, bar: &bar, first_frame, nexus: std::sync::Mutex::new(nexus.as_mut().map(|(w, _)| NexusInOrder { w, order: InOrder::default() })) };

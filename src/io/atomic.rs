@@ -215,18 +215,26 @@ pub struct WrittenDigest {
     pub bytes: u64,
 }
 
-/// A file finished while digests are recorded, kept open until its digest is taken: hashed then,
-/// from its pages in the cache, together with the other files taken at once ([`take_digests`]).
-struct Written {
-    file: File,
-    bytes: u64,
+/// A file finished while digests are recorded: hashed as it was written ([`record_digests`]'s
+/// streamed mode), or kept open until its digest is taken, then hashed from its pages in the cache
+/// together with the other files taken at once ([`take_digests`]).
+enum Written {
+    Open { file: File, bytes: u64 },
+    Hashed(WrittenDigest),
 }
 
-/// While `.0` > 0 (callers holding a [`DigestRecording`]): the regular files finished since, by their
-/// path as given to [`AtomicFile::create`] (a path finished again replaces its earlier file).
-static DIGESTS: Mutex<(usize, BTreeMap<PathBuf, Written>)> = Mutex::new((0, BTreeMap::new()));
+/// The files finished while `holders` > 0 (callers holding a [`DigestRecording`]), by their path as
+/// given to [`AtomicFile::create`] (a path finished again replaces its earlier file); `streamed`:
+/// each file hashed as it is written rather than read back when taken.
+struct Recording {
+    holders: usize,
+    streamed: bool,
+    files: BTreeMap<PathBuf, Written>,
+}
 
-fn digests() -> MutexGuard<'static, (usize, BTreeMap<PathBuf, Written>)> {
+static DIGESTS: Mutex<Recording> = Mutex::new(Recording { holders: 0, streamed: false, files: BTreeMap::new() });
+
+fn digests() -> MutexGuard<'static, Recording> {
     DIGESTS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -234,20 +242,31 @@ fn digests() -> MutexGuard<'static, (usize, BTreeMap<PathBuf, Written>)> {
 /// when the last one is dropped, the files not taken are forgotten.
 pub struct DigestRecording(());
 
-/// Start keeping every regular file written through [`AtomicFile`] for its digest: the file stays
-/// open after it is finished, and is read back from the page cache and hashed when taken, two files
-/// at a time ([`crate::io::sha256::sha256_each`]: twice the speed of hashing each write as it goes).
+/// Start keeping the digest of every regular file written through [`AtomicFile`]. Where two messages
+/// hash in step faster than one ([`crate::io::sha256::two_lanes_pay`]) each file stays open once
+/// finished and is read back from the page cache when taken, two files at a time; elsewhere each
+/// file is hashed as its bytes are written (no read-back, no file kept open).
 pub fn record_digests() -> DigestRecording {
-    digests().0 += 1;
+    record_digests_streamed(!crate::io::sha256::two_lanes_pay())
+}
+
+/// [`record_digests`] in the given mode (`streamed`: hashed while written), for a first holder;
+/// later holders join the mode already chosen.
+pub fn record_digests_streamed(streamed: bool) -> DigestRecording {
+    let mut d = digests();
+    if d.holders == 0 {
+        d.streamed = streamed;
+    }
+    d.holders += 1;
     DigestRecording(())
 }
 
 impl Drop for DigestRecording {
     fn drop(&mut self) {
         let mut d = digests();
-        d.0 = d.0.saturating_sub(1);
-        if d.0 == 0 {
-            d.1.clear();
+        d.holders = d.holders.saturating_sub(1);
+        if d.holders == 0 {
+            d.files.clear();
         }
     }
 }
@@ -260,16 +279,31 @@ pub fn take_digests(paths: &[&Path]) -> Vec<Option<WrittenDigest>> {
     use std::io::{Seek, SeekFrom};
     let written: Vec<Option<Written>> = {
         let mut d = digests();
-        paths.iter().map(|p| d.1.remove(*p)).collect()
+        paths.iter().map(|p| d.files.remove(*p)).collect()
     };
-    let mut files: Vec<(&File, u64)> = written.iter().flatten().map(|w| (&w.file, w.bytes)).collect();
+    let mut files: Vec<(&File, u64)> = written
+        .iter()
+        .flatten()
+        .filter_map(|w| match w {
+            Written::Open { file, bytes } => Some((file, *bytes)),
+            Written::Hashed(_) => None,
+        })
+        .collect();
     let rewound = files.iter_mut().try_for_each(|(f, _)| f.seek(SeekFrom::Start(0)).map(drop));
     let mut messages: Vec<crate::io::sha256::Message> = files.iter_mut().map(|(f, len)| crate::io::sha256::Message { len: *len, bytes: f }).collect();
     let Ok(Ok(sums)) = rewound.map(|()| crate::io::sha256::sha256_each(&mut messages)) else {
         return vec![None; paths.len()];
     };
     let mut sums = sums.into_iter();
-    written.iter().map(|w| w.as_ref().map(|w| WrittenDigest { sha256: sums.next().expect("one digest per file"), bytes: w.bytes })).collect()
+    written
+        .iter()
+        .map(|w| {
+            w.as_ref().map(|w| match w {
+                Written::Open { bytes, .. } => WrittenDigest { sha256: sums.next().expect("one digest per file"), bytes: *bytes },
+                Written::Hashed(d) => d.clone(),
+            })
+        })
+        .collect()
 }
 
 /// Write `bytes` to `path` atomically (in place for a device, FIFO or socket).
@@ -424,8 +458,12 @@ pub struct AtomicFile {
     /// None once committed or abandoned, and for a special file.
     tmp: Option<TempPath>,
     file: Option<BufWriter<File>>,
-    /// While digests are recorded ([`record_digests`]): the count of the bytes written so far.
-    counted: Option<u64>,
+    /// While digests are recorded ([`record_digests`]): the count of the bytes written so far, and
+    /// in the streamed mode their sha256 so far.
+    counted: Option<(u64, Option<sha2::Sha256>)>,
+    /// Whether its temporary path was handed out ([`AtomicFile::temp_path`]): bytes written by name
+    /// may have replaced those hashed on their way through [`Write`].
+    by_name: std::cell::Cell<bool>,
 }
 
 /// A completely written temporary file waiting for its rename (see [`commit_all`]). Dropping it
@@ -539,12 +577,15 @@ impl AtomicFile {
             TargetKind::Special => {
                 // as the C's fopen(...,"wb"): a device or FIFO is written where it is
                 let f = OpenOptions::new().write(true).open(path).map_err(|e| out_err(path, e))?;
-                Ok(AtomicFile { path: path.to_path_buf(), target: path.to_path_buf(), tmp: None, file: Some(BufWriter::with_capacity(1 << 16, f)), counted: None })
+                Ok(AtomicFile { path: path.to_path_buf(), target: path.to_path_buf(), tmp: None, file: Some(BufWriter::with_capacity(1 << 16, f)), counted: None, by_name: Default::default() })
             }
             TargetKind::Regular(target) => {
                 let (tmp, f) = create_temp(&target)?;
-                let counted = (digests().0 > 0).then_some(0);
-                Ok(AtomicFile { path: path.to_path_buf(), target, tmp: Some(tmp), file: Some(BufWriter::with_capacity(1 << 16, f)), counted })
+                let counted = {
+                    let d = digests();
+                    (d.holders > 0).then(|| (0, d.streamed.then(<sha2::Sha256 as sha2::Digest>::new)))
+                };
+                Ok(AtomicFile { path: path.to_path_buf(), target, tmp: Some(tmp), file: Some(BufWriter::with_capacity(1 << 16, f)), counted, by_name: Default::default() })
             }
         }
     }
@@ -557,6 +598,7 @@ impl AtomicFile {
     /// The temporary file (registered for cleanup), for a writer that must write it by name (libhdf5);
     /// `None` for a special file, written in place.
     pub fn temp_path(&self) -> Option<&Path> {
+        self.by_name.set(true);
         self.tmp.as_deref()
     }
 
@@ -573,14 +615,19 @@ impl AtomicFile {
         }
     }
 
-    /// Keep the file for its digest when what went through [`Write`] is the whole file: a file
-    /// written by name ([`AtomicFile::temp_path`]: libhdf5) holds other bytes, and gets none.
+    /// Keep the file's digest (or the file, to hash when taken) when what went through [`Write`] is
+    /// the whole file: a file written by name ([`AtomicFile::temp_path`]: libhdf5) holds other bytes,
+    /// and gets none.
     fn record_written(&mut self, file: File) {
-        if let Some(bytes) = self.counted.take() {
-            if file.metadata().is_ok_and(|m| m.len() == bytes) {
+        if let Some((bytes, hasher)) = self.counted.take() {
+            if !self.by_name.get() && file.metadata().is_ok_and(|m| m.len() == bytes) {
                 let mut d = digests();
-                if d.0 > 0 {
-                    d.1.insert(self.path.clone(), Written { file, bytes });
+                if d.holders > 0 {
+                    let w = match hasher {
+                        Some(h) => Written::Hashed(WrittenDigest { sha256: sha2::Digest::finalize(h).into(), bytes }),
+                        None => Written::Open { file, bytes },
+                    };
+                    d.files.insert(self.path.clone(), w);
                 }
             }
         }
@@ -596,8 +643,11 @@ impl AtomicFile {
 impl AtomicFile {
     /// Count bytes just written, when the file is kept for its digest.
     fn count_written(&mut self, buf: &[u8]) {
-        if let Some(n) = self.counted.as_mut() {
+        if let Some((n, h)) = self.counted.as_mut() {
             *n += buf.len() as u64;
+            if let Some(h) = h {
+                sha2::Digest::update(h, buf);
+            }
         }
     }
 }
@@ -730,13 +780,21 @@ mod tests {
         assert_eq!(entries(d.path()), vec!["a.bin"]);
     }
 
-    /// While recorded, a file's digest is the sha256 of its bytes on disk; a file written by name
-    /// behind the writer's back gets none, and nothing is kept once recording stops.
+    /// While recorded, a file's digest is the sha256 of its bytes on disk, in either mode (hashed
+    /// while written, or read back when taken); a file written by name behind the writer's back gets
+    /// none, and nothing is kept once recording stops.
     #[test]
     fn digests_are_of_the_bytes_on_disk() {
+        for streamed in [false, true] {
+            digests_of_the_bytes_on_disk(streamed);
+        }
+    }
+
+    fn digests_of_the_bytes_on_disk(streamed: bool) {
         let d = tempfile::tempdir().unwrap();
         let (a, b, c) = (d.path().join("a.bin"), d.path().join("b.bin"), d.path().join("c.bin"));
-        let rec = record_digests();
+        let rec = record_digests_streamed(streamed);
+        assert_eq!(digests().streamed, streamed);
         let mut f = AtomicFile::create(&a).unwrap();
         f.write_all(b"header ").unwrap();
         assert_eq!(f.write(b"and body").unwrap(), 8);
