@@ -312,8 +312,8 @@ mod tests {
 /// SHA extensions and is AMD's. On Zen 3/4 `sha256rnds2` issues every 2 cycles with 4 of latency, so
 /// a second message fills the gaps (`cargo bench --bench digest`: 1.76× the bytes per second of one
 /// message, which pays for reading the files back); on Intel's (measured on an Emerald Rapids Xeon:
-/// 1.00×, the unit busy with one message) reading back is all the difference, and a file is better
-/// hashed from the bytes just written, still in the cache.
+/// 1.00–1.09×, the unit busy with one message) reading the files back costs more than the lanes save,
+/// and a file is better hashed from the bytes just written, still in the cache.
 pub fn two_lanes_pay() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
