@@ -247,15 +247,24 @@ pub struct DigestRecording(());
 /// finished and is read back from the page cache when taken, two files at a time; elsewhere each
 /// file is hashed as its bytes are written (no read-back, no file kept open).
 pub fn record_digests() -> DigestRecording {
-    record_digests_streamed(!crate::io::sha256::two_lanes_pay())
+    record_digests_by(if crate::io::sha256::two_lanes_pay() { Digesting::ReadBackInPairs } else { Digesting::AsWritten })
 }
 
-/// [`record_digests`] in the given mode (`streamed`: hashed while written), for a first holder;
-/// later holders join the mode already chosen.
-pub fn record_digests_streamed(streamed: bool) -> DigestRecording {
+/// How [`record_digests`] hashes the files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Digesting {
+    /// Each file as its bytes pass through [`AtomicFile`]'s [`Write`].
+    AsWritten,
+    /// Each file kept open once finished, read back when taken, two at a time.
+    ReadBackInPairs,
+}
+
+/// [`record_digests`] in the given mode, for a first holder; later holders join the mode already
+/// chosen.
+pub fn record_digests_by(how: Digesting) -> DigestRecording {
     let mut d = digests();
     if d.holders == 0 {
-        d.streamed = streamed;
+        d.streamed = how == Digesting::AsWritten;
     }
     d.holders += 1;
     DigestRecording(())
@@ -785,16 +794,16 @@ mod tests {
     /// none, and nothing is kept once recording stops.
     #[test]
     fn digests_are_of_the_bytes_on_disk() {
-        for streamed in [false, true] {
-            digests_of_the_bytes_on_disk(streamed);
+        for how in [Digesting::ReadBackInPairs, Digesting::AsWritten] {
+            digests_of_the_bytes_on_disk(how);
         }
     }
 
-    fn digests_of_the_bytes_on_disk(streamed: bool) {
+    fn digests_of_the_bytes_on_disk(how: Digesting) {
         let d = tempfile::tempdir().unwrap();
         let (a, b, c) = (d.path().join("a.bin"), d.path().join("b.bin"), d.path().join("c.bin"));
-        let rec = record_digests_streamed(streamed);
-        assert_eq!(digests().streamed, streamed);
+        let rec = record_digests_by(how);
+        assert_eq!(digests().streamed, how == Digesting::AsWritten);
         let mut f = AtomicFile::create(&a).unwrap();
         f.write_all(b"header ").unwrap();
         assert_eq!(f.write(b"and body").unwrap(), 8);
