@@ -444,8 +444,8 @@ pub fn file_sha256(path: &Path) -> std::io::Result<(String, u64)> {
     Ok((hex(&h.finalize()), n))
 }
 
-/// sha256 and size of each output just written: the files kept while the series records digests
-/// ([`crate::io::atomic::record_digests`]) hashed together from the page cache, any other read back.
+/// sha256 and size of each output just written: the digests recorded while the series writes
+/// ([`crate::io::atomic::record_digests`]), any other file read back by name.
 fn written_sha256s(full: &[PathBuf]) -> Result<Vec<(String, u64)>> {
     let paths: Vec<&Path> = full.iter().map(PathBuf::as_path).collect();
     let kept = crate::io::atomic::take_digests(&paths);

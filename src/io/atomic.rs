@@ -215,24 +215,24 @@ pub struct WrittenDigest {
     pub bytes: u64,
 }
 
-/// A file finished while digests are recorded: hashed as it was written ([`record_digests`]'s
-/// streamed mode), or kept open until its digest is taken, then hashed from its pages in the cache
-/// together with the other files taken at once ([`take_digests`]).
+/// A file finished while digests are recorded: hashed as it was written ([`Digesting::AsWritten`]),
+/// or kept open until its digest is taken, then hashed from its pages in the cache together with
+/// the other files taken at once ([`Digesting::ReadBackInPairs`], [`take_digests`]).
 enum Written {
     Open { file: File, bytes: u64 },
     Hashed(WrittenDigest),
 }
 
 /// The files finished while `holders` > 0 (callers holding a [`DigestRecording`]), by their path as
-/// given to [`AtomicFile::create`] (a path finished again replaces its earlier file); `streamed`:
-/// each file hashed as it is written rather than read back when taken.
+/// given to [`AtomicFile::create`] (a path finished again replaces its earlier file), and how the
+/// files created from now on are hashed.
 struct Recording {
     holders: usize,
-    streamed: bool,
+    how: Digesting,
     files: BTreeMap<PathBuf, Written>,
 }
 
-static DIGESTS: Mutex<Recording> = Mutex::new(Recording { holders: 0, streamed: false, files: BTreeMap::new() });
+static DIGESTS: Mutex<Recording> = Mutex::new(Recording { holders: 0, how: Digesting::AsWritten, files: BTreeMap::new() });
 
 fn digests() -> MutexGuard<'static, Recording> {
     DIGESTS.lock().unwrap_or_else(|e| e.into_inner())
@@ -264,7 +264,7 @@ pub enum Digesting {
 pub fn record_digests_by(how: Digesting) -> DigestRecording {
     let mut d = digests();
     if d.holders == 0 {
-        d.streamed = how == Digesting::AsWritten;
+        d.how = how;
     }
     d.holders += 1;
     DigestRecording(())
@@ -280,10 +280,10 @@ impl Drop for DigestRecording {
     }
 }
 
-/// The digest of the file last finished at each path while recording, once, the files hashed
-/// together (two at a time where the CPU has the SHA extensions); None for a path with no file
-/// recorded (written by name through [`AtomicFile::temp_path`], or already taken), or where a file
-/// could not be read back.
+/// The digest of the file last finished at each path while recording, once: hashed as it was
+/// written, or now, the files kept open read back together (two at a time where the CPU has the SHA
+/// extensions); None for a path with no file recorded (written by name through
+/// [`AtomicFile::temp_path`], or already taken), or where a kept file could not be read back.
 pub fn take_digests(paths: &[&Path]) -> Vec<Option<WrittenDigest>> {
     use std::io::{Seek, SeekFrom};
     let written: Vec<Option<Written>> = {
@@ -300,17 +300,18 @@ pub fn take_digests(paths: &[&Path]) -> Vec<Option<WrittenDigest>> {
         .collect();
     let rewound = files.iter_mut().try_for_each(|(f, _)| f.seek(SeekFrom::Start(0)).map(drop));
     let mut messages: Vec<crate::io::sha256::Message> = files.iter_mut().map(|(f, len)| crate::io::sha256::Message { len: *len, bytes: f }).collect();
-    let Ok(Ok(sums)) = rewound.map(|()| crate::io::sha256::sha256_each(&mut messages)) else {
-        return vec![None; paths.len()];
-    };
-    let mut sums = sums.into_iter();
+    // a kept file that cannot be read back gets None with the other kept ones (the caller reads them
+    // again by name); those hashed as written keep theirs
+    let mut sums = match rewound.map(|()| crate::io::sha256::sha256_each(&mut messages)) {
+        Ok(Ok(sums)) => sums.into_iter().map(Some).collect(),
+        _ => vec![None; messages.len()],
+    }
+    .into_iter();
     written
         .iter()
-        .map(|w| {
-            w.as_ref().map(|w| match w {
-                Written::Open { bytes, .. } => WrittenDigest { sha256: sums.next().expect("one digest per file"), bytes: *bytes },
-                Written::Hashed(d) => d.clone(),
-            })
+        .map(|w| match w.as_ref()? {
+            Written::Open { bytes, .. } => sums.next().expect("one digest per kept file").map(|sha256| WrittenDigest { sha256, bytes: *bytes }),
+            Written::Hashed(d) => Some(d.clone()),
         })
         .collect()
 }
@@ -468,11 +469,11 @@ pub struct AtomicFile {
     tmp: Option<TempPath>,
     file: Option<BufWriter<File>>,
     /// While digests are recorded ([`record_digests`]): the count of the bytes written so far, and
-    /// in the streamed mode their sha256 so far.
+    /// their sha256 so far where they are hashed as written ([`Digesting::AsWritten`]).
     counted: Option<(u64, Option<sha2::Sha256>)>,
     /// Whether its temporary path was handed out ([`AtomicFile::temp_path`]): bytes written by name
     /// may have replaced those hashed on their way through [`Write`].
-    by_name: std::cell::Cell<bool>,
+    by_name: std::sync::atomic::AtomicBool,
 }
 
 /// A completely written temporary file waiting for its rename (see [`commit_all`]). Dropping it
@@ -592,7 +593,7 @@ impl AtomicFile {
                 let (tmp, f) = create_temp(&target)?;
                 let counted = {
                     let d = digests();
-                    (d.holders > 0).then(|| (0, d.streamed.then(<sha2::Sha256 as sha2::Digest>::new)))
+                    (d.holders > 0).then(|| (0, (d.how == Digesting::AsWritten).then(<sha2::Sha256 as sha2::Digest>::new)))
                 };
                 Ok(AtomicFile { path: path.to_path_buf(), target, tmp: Some(tmp), file: Some(BufWriter::with_capacity(1 << 16, f)), counted, by_name: Default::default() })
             }
@@ -607,11 +608,12 @@ impl AtomicFile {
     /// The temporary file (registered for cleanup), for a writer that must write it by name (libhdf5);
     /// `None` for a special file, written in place.
     pub fn temp_path(&self) -> Option<&Path> {
-        self.by_name.set(true);
+        self.by_name.store(true, std::sync::atomic::Ordering::Relaxed);
         self.tmp.as_deref()
     }
 
-    /// Flush and close (or keep open for its digest, [`record_digests`]), keeping the temporary name;
+    /// Flush and close (or, read back in pairs, keep open for its digest: [`record_digests`]), keeping
+    /// the temporary name;
     /// the rename happens in [`commit_all`].
     pub fn finish(mut self) -> Result<Finished> {
         let file = self.file.take().expect("AtomicFile used after commit");
@@ -629,7 +631,7 @@ impl AtomicFile {
     /// and gets none.
     fn record_written(&mut self, file: File) {
         if let Some((bytes, hasher)) = self.counted.take() {
-            if !self.by_name.get() && file.metadata().is_ok_and(|m| m.len() == bytes) {
+            if !self.by_name.load(std::sync::atomic::Ordering::Relaxed) && file.metadata().is_ok_and(|m| m.len() == bytes) {
                 let mut d = digests();
                 if d.holders > 0 {
                     let w = match hasher {
@@ -803,7 +805,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let (a, b, c) = (d.path().join("a.bin"), d.path().join("b.bin"), d.path().join("c.bin"));
         let rec = record_digests_by(how);
-        assert_eq!(digests().streamed, how == Digesting::AsWritten);
+        assert_eq!(digests().how, how);
         let mut f = AtomicFile::create(&a).unwrap();
         f.write_all(b"header ").unwrap();
         assert_eq!(f.write(b"and body").unwrap(), 8);
@@ -817,7 +819,8 @@ mod tests {
         f.commit().unwrap();
         assert_eq!(take_digest(&b), None);
         write_atomic(&c, b"c").unwrap();
-        // several taken at once (hashed together), one never written, one written twice (the last)
+        // several taken at once (read back together, or hashed as written), one never written, one
+        // written twice (the last)
         let many: Vec<PathBuf> = (0..5).map(|i| d.path().join(format!("m{i}.bin"))).collect();
         for (i, p) in many.iter().enumerate().take(4) {
             write_atomic(p, &vec![i as u8; 70_000 * i + 3]).unwrap();

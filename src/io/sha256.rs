@@ -309,11 +309,11 @@ mod tests {
 }
 
 /// Whether hashing two messages in step beats hashing each as it is written: where the CPU has the
-/// SHA extensions and is AMD's. On Zen 3/4 `sha256rnds2` issues every 2 cycles with 4 of latency, so
-/// a second message fills the gaps (`cargo bench --bench digest`: 1.76× the bytes per second of one
-/// message, which pays for reading the files back); on Intel's (measured on an Emerald Rapids Xeon:
-/// 1.00–1.09×, the unit busy with one message) reading the files back costs more than the lanes save,
-/// and a file is better hashed from the bytes just written, still in the cache.
+/// SHA extensions and is AMD's (or Hygon's). On Zen 3/4 `sha256rnds2` issues every 2 cycles with 4 of
+/// latency, so a second message fills the gaps (`cargo bench --bench digest`: 1.76× the bytes per
+/// second of one message, which pays for reading the files back); on Intel's (measured on an Emerald
+/// Rapids Xeon: 1.00–1.09×, the unit busy with one message) reading the files back costs more than
+/// the lanes save, and a file is better hashed from the bytes just written, still in the cache.
 pub fn two_lanes_pay() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
@@ -321,7 +321,8 @@ pub fn two_lanes_pay() -> bool {
         *PAYS.get_or_init(|| {
             let v = std::arch::x86_64::__cpuid(0);
             let vendor: Vec<u8> = [v.ebx, v.edx, v.ecx].iter().flat_map(|r| r.to_le_bytes()).collect();
-            vendor == b"AuthenticAMD" && std::is_x86_feature_detected!("sha") && std::is_x86_feature_detected!("sse4.1") && std::is_x86_feature_detected!("ssse3")
+            // Hygon's Dhyana is AMD's Zen 1, with its SHA unit
+            (vendor == b"AuthenticAMD" || vendor == b"HygonGenuine") && std::is_x86_feature_detected!("sha") && std::is_x86_feature_detected!("sse4.1") && std::is_x86_feature_detected!("ssse3")
         })
     }
     #[cfg(not(target_arch = "x86_64"))]
