@@ -28,7 +28,7 @@ pub struct Message<'r> {
 /// The sha256 of each message, in order; an error where a message gives fewer bytes than its length.
 pub fn sha256_each(messages: &mut [Message]) -> io::Result<Vec<[u8; 32]>> {
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("sha") && std::is_x86_feature_detected!("sse4.1") && std::is_x86_feature_detected!("ssse3") {
+    if has_sha_extensions() {
         // SAFETY: the CPU has the extensions `in_two_lanes` is compiled for (tested just above)
         return unsafe { in_two_lanes(messages) };
     }
@@ -247,6 +247,33 @@ mod two_lanes {
     }
 }
 
+/// Whether hashing two messages in step beats hashing each as it is written: where the CPU has the
+/// SHA extensions and is AMD's (or Hygon's). On Zen 3/4 `sha256rnds2` issues every 2 cycles with 4 of
+/// latency, so a second message fills the gaps (`cargo bench --bench digest`: 1.76× the bytes per
+/// second of one message, which pays for reading the files back); on Intel's (measured on an Emerald
+/// Rapids Xeon: 1.00–1.09×, the unit busy with one message) reading the files back costs more than
+/// the lanes save, and a file is better hashed from the bytes just written, still in the cache.
+pub fn two_lanes_pay() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        static PAYS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *PAYS.get_or_init(|| {
+            let v = std::arch::x86_64::__cpuid(0);
+            let vendor: Vec<u8> = [v.ebx, v.edx, v.ecx].iter().flat_map(|r| r.to_le_bytes()).collect();
+            // Hygon's Dhyana is AMD's Zen 1, with its SHA unit
+            (vendor == b"AuthenticAMD" || vendor == b"HygonGenuine") && has_sha_extensions()
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// The SHA extensions and what [`two_lanes`] is compiled with besides (SSE4.1, SSSE3).
+#[cfg(target_arch = "x86_64")]
+fn has_sha_extensions() -> bool {
+    std::is_x86_feature_detected!("sha") && std::is_x86_feature_detected!("sse4.1") && std::is_x86_feature_detected!("ssse3")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -306,25 +333,4 @@ mod tests {
         assert_eq!(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
         assert_eq!(d[0], d[1]);
     }
-}
-
-/// Whether hashing two messages in step beats hashing each as it is written: where the CPU has the
-/// SHA extensions and is AMD's (or Hygon's). On Zen 3/4 `sha256rnds2` issues every 2 cycles with 4 of
-/// latency, so a second message fills the gaps (`cargo bench --bench digest`: 1.76× the bytes per
-/// second of one message, which pays for reading the files back); on Intel's (measured on an Emerald
-/// Rapids Xeon: 1.00–1.09×, the unit busy with one message) reading the files back costs more than
-/// the lanes save, and a file is better hashed from the bytes just written, still in the cache.
-pub fn two_lanes_pay() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        static PAYS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        *PAYS.get_or_init(|| {
-            let v = std::arch::x86_64::__cpuid(0);
-            let vendor: Vec<u8> = [v.ebx, v.edx, v.ecx].iter().flat_map(|r| r.to_le_bytes()).collect();
-            // Hygon's Dhyana is AMD's Zen 1, with its SHA unit
-            (vendor == b"AuthenticAMD" || vendor == b"HygonGenuine") && std::is_x86_feature_detected!("sha") && std::is_x86_feature_detected!("sse4.1") && std::is_x86_feature_detected!("ssse3")
-        })
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    false
 }
