@@ -361,6 +361,32 @@ fn resume_after_a_killed_run_completes_the_set() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("other parameters"));
 }
 
+/// Frames are recorded several at a time where their files are hashed together (32 files, then the
+/// last frame but one, then the last): every frame of a longer series is recorded once, each file
+/// with the sha256 of its bytes on disk, on one worker and on several.
+#[test]
+fn frames_recorded_together_carry_their_files_sha256() {
+    let mut args = strs(CRYSTAL);
+    args.extend(strs(&["-phi", "0", "-osc", "0.1", "--frames", "13", "-seed", "3"]));
+    for threads in ["1", "2"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = series(tmp.path(), &args, &["--threads", threads]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let frames = manifest_frames(&tmp.path().join("series.shard-0-of-1.json"));
+        let numbers: Vec<u64> = frames.iter().map(|f| f["frame"].as_u64().unwrap()).collect();
+        assert_eq!(numbers, (1..=13).collect::<Vec<u64>>());
+        let mut files = 0;
+        for f in frames.iter().flat_map(|f| f["files"].as_array().unwrap()) {
+            let path = tmp.path().join(f["path"].as_str().unwrap());
+            let (sha, bytes) = nanobragg::apps::series::file_sha256(&path).unwrap();
+            assert_eq!((f["sha256"].as_str().unwrap(), f["bytes"].as_u64().unwrap()), (sha.as_str(), bytes), "{}", path.display());
+            files += 1;
+        }
+        assert_eq!(files, 13 * 4);
+        assert!(verify(tmp.path()).status.success());
+    }
+}
+
 #[test]
 fn bad_series_command_lines_are_one_line_errors() {
     let tmp = tempfile::tempdir().unwrap();

@@ -872,11 +872,10 @@ pub struct SeriesSummary {
 /// Test hook: `NANOBRAGG_SERIES_KILL_AFTER=n` sends SIGKILL to this process after n frames are written
 /// and recorded (to test `--resume` after a killed run).
 fn kill_hook(done: usize) {
-    if let Ok(v) = std::env::var("NANOBRAGG_SERIES_KILL_AFTER") {
-        if v.parse::<usize>().ok() == Some(done) {
-            unsafe {
-                libc::kill(libc::getpid(), libc::SIGKILL);
-            }
+    if kill_after() == Some(done) {
+        // SAFETY: a signal to this process; no memory is involved
+        unsafe {
+            libc::kill(libc::getpid(), libc::SIGKILL);
         }
     }
 }
@@ -998,7 +997,7 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
     // frame is done (`io::atomic::record_digests`)
     let digests = crate::io::atomic::record_digests();
     let mut result = {
-        let sink = FrameSink { plan: &plan, mpath: &mpath, bar: &bar, first_frame, nexus: std::sync::Mutex::new(nexus.as_mut().map(|(w, _)| NexusInOrder { w, order: InOrder::default() })) };
+        let sink = FrameSink { plan: &plan, mpath: &mpath, bar: &bar, first_frame, frames: todo.len(), nexus: std::sync::Mutex::new(nexus.as_mut().map(|(w, _)| NexusInOrder { w, order: InOrder::default() })) };
         render_and_write(&plan, &todo, (workers, geometry.as_ref()), &inputs, &sink, &mut manifest)
     };
     drop(digests);
@@ -1453,6 +1452,8 @@ struct FrameSink<'a, 'w> {
     mpath: &'a Path,
     bar: &'a Option<crate::base::progress::Bar>,
     first_frame: usize,
+    /// Frames this run writes.
+    frames: usize,
     nexus: std::sync::Mutex<Option<NexusInOrder<'w>>>,
 }
 
@@ -1494,12 +1495,44 @@ impl<T> InOrder<T> {
     }
 }
 
-/// The manifest, when it was last saved, and how many frames were written.
-type ManifestState<'m> = std::sync::Mutex<(&'m mut Manifest, Instant, usize)>;
+/// The manifest, when it was last saved, how many frames are recorded in it, and the frames written
+/// but not yet recorded (their files not yet hashed).
+struct Progress<'m> {
+    manifest: &'m mut Manifest,
+    last_save: Instant,
+    recorded: usize,
+    unhashed: Vec<Unhashed>,
+}
+
+type ManifestState<'m> = std::sync::Mutex<Progress<'m>>;
+
+/// A frame written, its record without the files' checksums: the files as named in the manifest
+/// and as written.
+struct Unhashed {
+    rec: FrameRecord,
+    named: Vec<PathBuf>,
+    full: Vec<PathBuf>,
+    pixels: usize,
+}
+
+/// Where files are hashed together ([`crate::io::sha256::hashing_together_pays`]), the frames written
+/// are recorded once they have this many files between them (two sets of sixteen lanes: the longest
+/// files first, the lanes stay full to near the end), or this many pixels (their files kept in the
+/// page cache), or when the manifest is due to be saved, or from the last frame but one on (so that
+/// the last set is hashed while the last frame renders, and only the last frame's files after it);
+/// elsewhere each frame as it is written.
+const FILES_HASHED_TOGETHER: usize = 32;
+const PIXELS_HASHED_TOGETHER: usize = 1 << 24;
+
+/// `NANOBRAGG_SERIES_KILL_AFTER`'s frame count ([`kill_hook`]).
+fn kill_after() -> Option<usize> {
+    std::env::var("NANOBRAGG_SERIES_KILL_AFTER").ok().and_then(|v| v.parse::<usize>().ok())
+}
 
 impl FrameSink<'_, '_> {
-    /// Write one rendered frame's outputs, record their checksums in the manifest (saved at most
-    /// every half second, and at the end by the caller).
+    /// Write one rendered frame's outputs and hand its record to [`FrameSink::record`] with the other
+    /// frames written and not yet recorded, once there are enough of them to hash together
+    /// ([`FILES_HASHED_TOGETHER`]), the manifest is due to be saved, or a kill is due (test hook).
     fn write(&self, mut job: Rendered, state: &ManifestState) -> Result<()> {
         if self.nexus.lock().unwrap_or_else(|e| e.into_inner()).is_some() {
             // the counts `simulate -nexusfile` writes for this frame (same noise stream)
@@ -1510,25 +1543,54 @@ impl FrameSink<'_, '_> {
         }
         let mut sink = std::io::sink();
         crate::run::simulate::write_outputs(&job.cfg, &mut job.exp, &job.out, &mut sink)?;
-        let mut rec = job.rec;
-        let named: Vec<PathBuf> = self.plan.outputs.iter().map(|(_, p)| PathBuf::from(frame_name(&p.to_string_lossy(), rec.frame))).collect();
+        let named: Vec<PathBuf> = self.plan.outputs.iter().map(|(_, p)| PathBuf::from(frame_name(&p.to_string_lossy(), job.rec.frame))).collect();
         let full: Vec<PathBuf> = named.iter().map(|n| resolve_out(&job.cfg, n)).collect();
-        for (((role, _), path), (sha, bytes)) in self.plan.outputs.iter().zip(named).zip(written_sha256s(&full)?) {
-            rec.files.push(FileRecord { role: role.to_string(), path, bytes, sha256: sha });
-        }
-        let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
-        let (m, last_save, written) = &mut *st;
-        m.frames.push(rec);
-        *written += 1;
-        let kill_now = std::env::var("NANOBRAGG_SERIES_KILL_AFTER").ok().and_then(|v| v.parse::<usize>().ok()) == Some(*written);
-        if kill_now || last_save.elapsed() > Duration::from_millis(500) {
-            m.frames.sort_by_key(|r| r.frame);
-            write_manifest(self.mpath, m)?;
-            *last_save = Instant::now();
-        }
-        kill_hook(*written);
+        let batch = {
+            let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
+            st.unhashed.push(Unhashed { rec: job.rec, named, full, pixels: job.out.float.len() });
+            let files: usize = st.unhashed.iter().map(|u| u.full.len()).sum();
+            let pixels: usize = st.unhashed.iter().map(|u| u.pixels).sum();
+            let written = st.recorded + st.unhashed.len();
+            let due = !crate::io::sha256::hashing_together_pays()
+                || files >= FILES_HASHED_TOGETHER
+                || written + 1 >= self.frames
+                || pixels >= PIXELS_HASHED_TOGETHER
+                || st.last_save.elapsed() > Duration::from_millis(500)
+                || kill_after() == Some(written);
+            if due { std::mem::take(&mut st.unhashed) } else { Vec::new() }
+        };
         if let Some(b) = self.bar {
             b.inc(1);
+        }
+        self.record(batch, state)
+    }
+
+    /// Hash the files of frames written (together: [`written_sha256s`]) and record the frames in the
+    /// manifest, saved at most every half second (and at the end by the caller).
+    fn record(&self, batch: Vec<Unhashed>, state: &ManifestState) -> Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let full: Vec<PathBuf> = batch.iter().flat_map(|u| u.full.iter().cloned()).collect();
+        let mut sums = written_sha256s(&full)?.into_iter();
+        let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
+        let before = st.recorded;
+        for Unhashed { mut rec, named, .. } in batch {
+            for ((role, _), path) in self.plan.outputs.iter().zip(named) {
+                let (sha256, bytes) = sums.next().expect("one checksum per file");
+                rec.files.push(FileRecord { role: role.to_string(), path, bytes, sha256 });
+            }
+            st.manifest.frames.push(rec);
+            st.recorded += 1;
+        }
+        let kill_now = kill_after().is_some_and(|n| before < n && n <= st.recorded);
+        if kill_now || st.last_save.elapsed() > Duration::from_millis(500) {
+            st.manifest.frames.sort_by_key(|r| r.frame);
+            write_manifest(self.mpath, st.manifest)?;
+            st.last_save = Instant::now();
+        }
+        for k in before + 1..=st.recorded {
+            kill_hook(k);
         }
         Ok(())
     }
@@ -1542,11 +1604,13 @@ impl FrameSink<'_, '_> {
 /// (a frame's render and noise depend on nothing but the frame).
 /// `geometry`: the first frame's pixel geometry, where [`prepare`] counted it in the memory.
 fn render_and_write(plan: &Plan, todo: &[usize], (workers, geometry): (usize, Option<&crate::kernel::PixelGeometry>), inputs: &Inputs, sink: &FrameSink, manifest: &mut Manifest) -> Result<()> {
-    let state: ManifestState = std::sync::Mutex::new((manifest, Instant::now(), 0usize));
+    let state: ManifestState = std::sync::Mutex::new(Progress { manifest, last_save: Instant::now(), recorded: 0, unhashed: Vec::new() });
     let side_by_side = if workers >= 1 { todo.len() - todo.len() % workers } else { 0 };
     let (whole, rest) = todo.split_at(side_by_side);
-    frames_side_by_side(plan, whole, workers, inputs, geometry, sink, &state)?;
-    render_then_write(plan, rest, inputs, geometry, sink, &state)
+    let rendered = frames_side_by_side(plan, whole, workers, inputs, geometry, sink, &state).and_then(|()| render_then_write(plan, rest, inputs, geometry, sink, &state));
+    // the frames written before an error too: a resumed run keeps them
+    let last = std::mem::take(&mut state.lock().unwrap_or_else(|e| e.into_inner()).unhashed);
+    rendered.and(sink.record(last, &state))
 }
 
 /// Whether the series keeps the first frame's pixel geometry for the others: two or more frames

@@ -217,7 +217,7 @@ pub struct WrittenDigest {
 
 /// A file finished while digests are recorded: hashed as it was written ([`Digesting::AsWritten`]),
 /// or kept open until its digest is taken, then hashed from its pages in the cache together with
-/// the other files taken at once ([`Digesting::ReadBackInPairs`], [`take_digests`]).
+/// the other files taken at once ([`Digesting::ReadBack`], [`take_digests`]).
 enum Written {
     Open { file: File, bytes: u64 },
     Hashed(WrittenDigest),
@@ -242,12 +242,14 @@ fn digests() -> MutexGuard<'static, Recording> {
 /// when the last one is dropped, the files not taken are forgotten.
 pub struct DigestRecording(());
 
-/// Start keeping the digest of every regular file written through [`AtomicFile`]. Where two messages
-/// hash in step faster than one ([`crate::io::sha256::two_lanes_pay`]) each file stays open once
-/// finished and is read back from the page cache when taken, two files at a time; elsewhere each
-/// file is hashed as its bytes are written (no read-back, no file kept open).
+/// Start keeping the digest of every regular file written through [`AtomicFile`]. Where messages hash
+/// together faster than one by one ([`crate::io::sha256::hashing_together_pays`]: two in step through
+/// AMD's SHA unit, sixteen in AVX-512's lanes) each file stays open once finished and is read back
+/// from the page cache when taken, with the others taken at once (the caller takes several frames'
+/// files together); elsewhere each file is hashed as its bytes are written (no read-back, no file
+/// kept open).
 pub fn record_digests() -> DigestRecording {
-    record_digests_by(if crate::io::sha256::two_lanes_pay() { Digesting::ReadBackInPairs } else { Digesting::AsWritten })
+    record_digests_by(if crate::io::sha256::hashing_together_pays() { Digesting::ReadBack } else { Digesting::AsWritten })
 }
 
 /// How [`record_digests`] hashes the files.
@@ -255,8 +257,9 @@ pub fn record_digests() -> DigestRecording {
 pub enum Digesting {
     /// Each file as its bytes pass through [`AtomicFile`]'s [`Write`].
     AsWritten,
-    /// Each file kept open once finished, read back when taken, two at a time.
-    ReadBackInPairs,
+    /// Each file kept open once finished, read back when taken, hashed together with the others taken
+    /// at once ([`crate::io::sha256::sha256_each`]).
+    ReadBack,
 }
 
 /// [`record_digests`] in the given mode, for a first holder; later holders join the mode already
@@ -281,8 +284,8 @@ impl Drop for DigestRecording {
 }
 
 /// The digest of the file last finished at each path while recording, once: hashed as it was
-/// written, or now, the files kept open read back together (two at a time where the CPU has the SHA
-/// extensions); None for a path with no file recorded (written by name through
+/// written, or now, the files kept open read back together ([`crate::io::sha256::sha256_each`]: two
+/// or sixteen at a time where the CPU has the means); None for a path with no file recorded (written by name through
 /// [`AtomicFile::temp_path`], or already taken), or where a kept file could not be read back.
 pub fn take_digests(paths: &[&Path]) -> Vec<Option<WrittenDigest>> {
     use std::io::{Seek, SeekFrom};
@@ -612,7 +615,7 @@ impl AtomicFile {
         self.tmp.as_deref()
     }
 
-    /// Flush and close (or, read back in pairs, keep open for its digest: [`record_digests`]), keeping
+    /// Flush and close (or, read back together, keep open for its digest: [`record_digests`]), keeping
     /// the temporary name;
     /// the rename happens in [`commit_all`].
     pub fn finish(mut self) -> Result<Finished> {
@@ -796,7 +799,7 @@ mod tests {
     /// none, and nothing is kept once recording stops.
     #[test]
     fn digests_are_of_the_bytes_on_disk() {
-        for how in [Digesting::ReadBackInPairs, Digesting::AsWritten] {
+        for how in [Digesting::ReadBack, Digesting::AsWritten] {
             digests_of_the_bytes_on_disk(how);
         }
     }

@@ -8,6 +8,8 @@
 //! hashes two messages together, hence the two-lane block function here; everything else (the
 //! one-message blocks, the fallback without the extensions) is the crate's, and the tests check
 //! every digest against it. Not every SHA unit has the gaps: [`two_lanes_pay`] says where it does.
+//! Where it has none but the CPU has AVX-512, a set of eight messages or more goes through the vector
+//! units sixteen at a time instead ([`sixteen_lanes`]).
 
 use sha2::{Digest, Sha256};
 use std::io::{self, Read};
@@ -25,8 +27,16 @@ pub struct Message<'r> {
     pub bytes: &'r mut dyn Read,
 }
 
+#[cfg(target_arch = "x86_64")]
+pub mod sixteen_lanes;
+
 /// The sha256 of each message, in order; an error where a message gives fewer bytes than its length.
 pub fn sha256_each(messages: &mut [Message]) -> io::Result<Vec<[u8; 32]>> {
+    #[cfg(target_arch = "x86_64")]
+    if messages.len() >= sixteen_lanes::MIN_BUSY && sixteen_lanes::pays() {
+        // SAFETY: `pays` checked AVX-512F
+        return unsafe { sixteen_lanes::sha256_each(messages) };
+    }
     #[cfg(target_arch = "x86_64")]
     if has_sha_extensions() {
         // SAFETY: the CPU has the extensions `in_two_lanes` is compiled for (tested just above)
@@ -257,15 +267,28 @@ pub fn two_lanes_pay() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         static PAYS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        *PAYS.get_or_init(|| {
-            let v = std::arch::x86_64::__cpuid(0);
-            let vendor: Vec<u8> = [v.ebx, v.edx, v.ecx].iter().flat_map(|r| r.to_le_bytes()).collect();
-            // Hygon's Dhyana is AMD's Zen 1, with its SHA unit
-            (vendor == b"AuthenticAMD" || vendor == b"HygonGenuine") && has_sha_extensions()
-        })
+        *PAYS.get_or_init(|| amd_or_hygon() && has_sha_extensions())
     }
     #[cfg(not(target_arch = "x86_64"))]
     false
+}
+
+/// Whether files read back and hashed together beat files hashed as they are written: two in step
+/// through the SHA unit where [`two_lanes_pay`], or sets of [`sixteen_lanes::MIN_BUSY`] files or more
+/// in AVX-512's lanes where [`sixteen_lanes::pays`] (the caller gathers sets that large).
+pub fn hashing_together_pays() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return two_lanes_pay() || sixteen_lanes::pays();
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// Whether the CPU is AMD's (or Hygon's: its Dhyana is AMD's Zen 1).
+#[cfg(target_arch = "x86_64")]
+fn amd_or_hygon() -> bool {
+    let v = std::arch::x86_64::__cpuid(0);
+    let vendor: Vec<u8> = [v.ebx, v.edx, v.ecx].iter().flat_map(|r| r.to_le_bytes()).collect();
+    vendor == b"AuthenticAMD" || vendor == b"HygonGenuine"
 }
 
 /// The SHA extensions and what [`two_lanes`] is compiled with besides (SSE4.1, SSSE3).
@@ -323,6 +346,38 @@ mod tests {
             let mut r: &[u8] = &data[..n];
             assert_eq!(one_by_one(&mut Message { len: n as u64, bytes: &mut r }).unwrap(), digests(&[&data[..n]])[0]);
         }
+    }
+
+    /// Sixteen lanes give the `sha2` crate's digests: sets of eight to forty messages (lanes refilled
+    /// often, empty messages, lengths at the padding's and the chunks' edges, a set ending with fewer
+    /// busy lanes than [`sixteen_lanes::MIN_BUSY`]); a message shorter than its length is an error.
+    #[test]
+    fn sixteen_lanes_give_sha2s() {
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx512f") {
+            let data = bytes(700_000, 11);
+            let edges = [0usize, 1, 55, 56, 63, 64, 65, 119, 128, 1000, CHUNK - 1, CHUNK, CHUNK + 1, CHUNK + 64, 3 * CHUNK + 56, 262_656, 524_288 + 15];
+            let mut sets: Vec<Vec<usize>> = vec![edges.to_vec(), vec![64; 8], vec![0; 9], vec![100_000; 16], vec![5; 40]];
+            sets.push((0..40).map(|i| edges[(i * 7) % edges.len()]).collect());
+            sets.push([vec![600_000], vec![1_000; 15]].concat());
+            for set in sets {
+                let msgs: Vec<&[u8]> = set.iter().enumerate().map(|(i, &n)| &data[i * 3..i * 3 + n]).collect();
+                let mut readers: Vec<&[u8]> = msgs.clone();
+                let mut m: Vec<Message> = readers.iter_mut().map(|r| Message { len: r.len() as u64, bytes: r }).collect();
+                // SAFETY: AVX-512F checked above
+                let got = unsafe { sixteen_lanes::sha256_each(&mut m) }.unwrap();
+                for (m, g) in msgs.iter().zip(&got) {
+                    assert_eq!(*g, <[u8; 32]>::from(Sha256::digest(m)), "length {}", m.len());
+                }
+            }
+            let mut readers: Vec<&[u8]> = vec![&data[..1000]; 9];
+            let mut m: Vec<Message> = readers.iter_mut().map(|r| Message { len: 1000, bytes: r }).collect();
+            m[4].len = 1001;
+            // SAFETY: AVX-512F checked above
+            assert!(unsafe { sixteen_lanes::sha256_each(&mut m) }.is_err());
+            return;
+        }
+        eprintln!("SKIPPED sixteen_lanes_give_sha2s: this CPU has no AVX-512F");
     }
 
     /// FIPS 180-4's example "abc" (Appendix B.1), so the test does not rest on the crate alone.
