@@ -445,10 +445,11 @@ pub fn file_sha256(path: &Path) -> std::io::Result<(String, u64)> {
 }
 
 /// sha256 and size of each output just written: the digests recorded while the series writes
-/// ([`crate::io::atomic::record_digests`]), any other file read back by name.
-fn written_sha256s(full: &[PathBuf]) -> Result<Vec<(String, u64)>> {
+/// ([`crate::io::atomic::record_digests`], hashed on up to `threads` threads), any other file read
+/// back by name.
+fn written_sha256s(full: &[PathBuf], threads: usize) -> Result<Vec<(String, u64)>> {
     let paths: Vec<&Path> = full.iter().map(PathBuf::as_path).collect();
-    let kept = crate::io::atomic::take_digests(&paths);
+    let kept = crate::io::atomic::take_digests_on(&paths, threads);
     full.iter()
         .zip(kept)
         .map(|(p, d)| match d {
@@ -1518,9 +1519,9 @@ struct Unhashed {
 /// Where files are hashed together ([`crate::io::sha256::hashing_together_pays`]), the frames written
 /// are recorded once they have this many files between them (two sets of sixteen lanes: the longest
 /// files first, the lanes stay full to near the end), or this many pixels (their files kept in the
-/// page cache), or when the manifest is due to be saved, or from the last frame but one on (so that
-/// the last set is hashed while the last frame renders, and only the last frame's files after it);
-/// elsewhere each frame as it is written.
+/// page cache), or when the manifest is due to be saved, or at the last frame but one (so that the
+/// last set is hashed while the last frame renders; the last frame's files are hashed after the
+/// workers stop, on all their threads); elsewhere each frame as it is written.
 const FILES_HASHED_TOGETHER: usize = 32;
 const PIXELS_HASHED_TOGETHER: usize = 1 << 24;
 
@@ -1553,7 +1554,7 @@ impl FrameSink<'_, '_> {
             let written = st.recorded + st.unhashed.len();
             let due = !crate::io::sha256::hashing_together_pays()
                 || files >= FILES_HASHED_TOGETHER
-                || written + 1 >= self.frames
+                || written + 1 == self.frames
                 || pixels >= PIXELS_HASHED_TOGETHER
                 || st.last_save.elapsed() > Duration::from_millis(500)
                 || kill_after() == Some(written);
@@ -1562,17 +1563,18 @@ impl FrameSink<'_, '_> {
         if let Some(b) = self.bar {
             b.inc(1);
         }
-        self.record(batch, state)
+        self.record(batch, state, 1)
     }
 
-    /// Hash the files of frames written (together: [`written_sha256s`]) and record the frames in the
-    /// manifest, saved at most every half second (and at the end by the caller).
-    fn record(&self, batch: Vec<Unhashed>, state: &ManifestState) -> Result<()> {
+    /// Hash the files of frames written (together, on up to `threads` threads: [`written_sha256s`])
+    /// and record the frames in the manifest, saved at most every half second (and at the end by the
+    /// caller).
+    fn record(&self, batch: Vec<Unhashed>, state: &ManifestState, threads: usize) -> Result<()> {
         if batch.is_empty() {
             return Ok(());
         }
         let full: Vec<PathBuf> = batch.iter().flat_map(|u| u.full.iter().cloned()).collect();
-        let mut sums = written_sha256s(&full)?.into_iter();
+        let mut sums = written_sha256s(&full, threads)?.into_iter();
         let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
         let before = st.recorded;
         for Unhashed { mut rec, named, .. } in batch {
@@ -1608,9 +1610,10 @@ fn render_and_write(plan: &Plan, todo: &[usize], (workers, geometry): (usize, Op
     let side_by_side = if workers >= 1 { todo.len() - todo.len() % workers } else { 0 };
     let (whole, rest) = todo.split_at(side_by_side);
     let rendered = frames_side_by_side(plan, whole, workers, inputs, geometry, sink, &state).and_then(|()| render_then_write(plan, rest, inputs, geometry, sink, &state));
-    // the frames written before an error too: a resumed run keeps them
+    // the frames written before an error too: a resumed run keeps them; hashed on every worker's
+    // thread, now idle (the last frame's files)
     let last = std::mem::take(&mut state.lock().unwrap_or_else(|e| e.into_inner()).unhashed);
-    rendered.and(sink.record(last, &state))
+    rendered.and(sink.record(last, &state, workers.max(1)))
 }
 
 /// Whether the series keeps the first frame's pixel geometry for the others: two or more frames

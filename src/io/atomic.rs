@@ -288,6 +288,12 @@ impl Drop for DigestRecording {
 /// or sixteen at a time where the CPU has the means); None for a path with no file recorded (written by name through
 /// [`AtomicFile::temp_path`], or already taken), or where a kept file could not be read back.
 pub fn take_digests(paths: &[&Path]) -> Vec<Option<WrittenDigest>> {
+    take_digests_on(paths, 1)
+}
+
+/// [`take_digests`], the kept files hashed on up to `threads` threads
+/// ([`crate::io::sha256::sha256_each_on`]).
+pub fn take_digests_on(paths: &[&Path], threads: usize) -> Vec<Option<WrittenDigest>> {
     use std::io::{Seek, SeekFrom};
     let written: Vec<Option<Written>> = {
         let mut d = digests();
@@ -305,7 +311,7 @@ pub fn take_digests(paths: &[&Path]) -> Vec<Option<WrittenDigest>> {
     let mut messages: Vec<crate::io::sha256::Message> = files.iter_mut().map(|(f, len)| crate::io::sha256::Message { len: *len, bytes: f }).collect();
     // a kept file that cannot be read back gets None with the other kept ones (the caller reads them
     // again by name); those hashed as written keep theirs
-    let mut sums = match rewound.map(|()| crate::io::sha256::sha256_each(&mut messages)) {
+    let mut sums = match rewound.map(|()| crate::io::sha256::sha256_each_on(&mut messages, threads)) {
         Ok(Ok(sums)) => sums.into_iter().map(Some).collect(),
         _ => vec![None; messages.len()],
     }

@@ -24,7 +24,7 @@ const CHUNK: usize = 1 << 16;
 /// A message to hash: its length and where its bytes come from (exactly `len` of them).
 pub struct Message<'r> {
     pub len: u64,
-    pub bytes: &'r mut dyn Read,
+    pub bytes: &'r mut (dyn Read + Send),
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -43,6 +43,46 @@ pub fn sha256_each(messages: &mut [Message]) -> io::Result<Vec<[u8; 32]>> {
         return unsafe { in_two_lanes(messages) };
     }
     messages.iter_mut().map(one_by_one).collect()
+}
+
+/// [`sha256_each`] on up to `threads` threads: the messages dealt out longest first, each to the
+/// thread with the fewest bytes so far. For a set too small to keep one thread's lanes busy when
+/// other cores are idle (a series' last frame, after every frame is rendered).
+pub fn sha256_each_on(messages: &mut [Message], threads: usize) -> io::Result<Vec<[u8; 32]>> {
+    let n = messages.len();
+    let threads = threads.clamp(1, n.max(1));
+    if threads == 1 {
+        return sha256_each(messages);
+    }
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(messages[i].len));
+    let mut shares: Vec<(u64, Vec<usize>)> = vec![(0, Vec::new()); threads];
+    for i in order {
+        let share = shares.iter_mut().min_by_key(|s| s.0).expect("at least two threads");
+        share.0 += messages[i].len;
+        share.1.push(i);
+    }
+    let mut slots: Vec<Option<&mut Message>> = messages.iter_mut().map(Some).collect();
+    let mut groups = shares.into_iter().map(|(_, which)| {
+        let group: Vec<Message> = which.iter().map(|&i| slots[i].take().map(|m| Message { len: m.len, bytes: &mut *m.bytes }).expect("each message dealt once")).collect();
+        (which, group)
+    });
+    let (first, mut mine) = groups.next().expect("at least two threads");
+    let rest: Vec<_> = groups.collect();
+    let done = std::thread::scope(|scope| {
+        let handles: Vec<_> = rest.into_iter().map(|(which, mut group)| scope.spawn(move || sha256_each(&mut group).map(|d| (which, d)))).collect();
+        let mut done = vec![sha256_each(&mut mine).map(|d| (first, d))];
+        done.extend(handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(io::Error::other("a hashing thread panicked")))));
+        done
+    });
+    let mut out = vec![[0u8; 32]; n];
+    for share in done {
+        let (which, digests) = share?;
+        for (i, d) in which.into_iter().zip(digests) {
+            out[i] = d;
+        }
+    }
+    Ok(out)
 }
 
 /// One message through the `sha2` crate.
@@ -378,6 +418,24 @@ mod tests {
             return;
         }
         eprintln!("SKIPPED sixteen_lanes_give_sha2s: this CPU has no AVX-512F");
+    }
+
+    /// Messages dealt to several threads give the digests of one thread, in order; a short message
+    /// is an error there too.
+    #[test]
+    fn threads_give_the_same_digests() {
+        let data = bytes(300_000, 5);
+        let lens = [262_656usize, 524_800, 1_048_576 / 4, 0, 65, 200_000, 3];
+        for threads in [1, 2, 3, 8] {
+            let mut readers: Vec<&[u8]> = lens.iter().enumerate().map(|(i, &n)| &data[i..i + n.min(299_000)]).collect();
+            let want: Vec<[u8; 32]> = readers.iter().map(|r| Sha256::digest(r).into()).collect();
+            let mut m: Vec<Message> = readers.iter_mut().map(|r| Message { len: r.len() as u64, bytes: r }).collect();
+            assert_eq!(sha256_each_on(&mut m, threads).unwrap(), want, "{threads} threads");
+        }
+        let mut readers: Vec<&[u8]> = vec![&data[..100]; 4];
+        let mut m: Vec<Message> = readers.iter_mut().map(|r| Message { len: 100, bytes: r }).collect();
+        m[3].len = 101;
+        assert!(sha256_each_on(&mut m, 2).is_err());
     }
 
     /// FIPS 180-4's example "abc" (Appendix B.1), so the test does not rest on the crate alone.
