@@ -11,21 +11,12 @@
 //! Where it has none but the CPU has AVX-512, a set of eight messages or more goes through the vector
 //! units sixteen at a time instead ([`sixteen_lanes`]).
 
+mod blocks;
+#[cfg(target_arch = "x86_64")]
+use blocks::{compress_one, finish, Lane};
+pub use blocks::Message;
 use sha2::{Digest, Sha256};
 use std::io::{self, Read};
-
-/// The initial hash value (FIPS 180-4 §5.3.3).
-const H0: [u32; 8] = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19];
-
-/// Bytes read from a message at a time: a multiple of the block, small enough to stay in L2 for
-/// two lanes, large enough that a read costs little beside its hashing.
-const CHUNK: usize = 1 << 16;
-
-/// A message to hash: its length and where its bytes come from (exactly `len` of them).
-pub struct Message<'r> {
-    pub len: u64,
-    pub bytes: &'r mut (dyn Read + Send),
-}
 
 #[cfg(target_arch = "x86_64")]
 pub mod sixteen_lanes;
@@ -33,7 +24,7 @@ pub mod sixteen_lanes;
 /// The sha256 of each message, in order; an error where a message gives fewer bytes than its length.
 pub fn sha256_each(messages: &mut [Message]) -> io::Result<Vec<[u8; 32]>> {
     #[cfg(target_arch = "x86_64")]
-    if messages.len() >= sixteen_lanes::MIN_BUSY && sixteen_lanes::pays() {
+    if messages.len() >= sixteen_lanes::MIN_BUSY && sixteen_lanes_pay() {
         // SAFETY: `pays` checked AVX-512F
         return unsafe { sixteen_lanes::sha256_each(messages) };
     }
@@ -95,39 +86,6 @@ fn one_by_one(m: &mut Message) -> io::Result<[u8; 32]> {
     Ok(h.finalize().into())
 }
 
-/// A message being hashed: its index, chaining state, the bytes not yet read, and the chunk read
-/// last (its whole blocks are compressed at once; a shorter tail only ever at the message's end).
-#[cfg(target_arch = "x86_64")]
-struct Lane<'m, 'r> {
-    index: usize,
-    state: [u32; 8],
-    message: &'m mut Message<'r>,
-    unread: u64,
-    buf: Vec<u8>,
-    filled: usize,
-}
-
-#[cfg(target_arch = "x86_64")]
-impl<'m, 'r> Lane<'m, 'r> {
-    fn new(index: usize, message: &'m mut Message<'r>) -> Self {
-        let unread = message.len;
-        Lane { index, state: H0, message, unread, buf: vec![0; CHUNK], filled: 0 }
-    }
-
-    /// Read the next chunk (empty once the message is read), in one `read_exact`.
-    fn read_chunk(&mut self) -> io::Result<()> {
-        let n = self.unread.min(CHUNK as u64) as usize;
-        self.message.bytes.read_exact(&mut self.buf[..n])?;
-        (self.filled, self.unread) = (n, self.unread - n as u64);
-        Ok(())
-    }
-
-    /// The last chunk's whole blocks and the bytes after them.
-    fn chunk(&self) -> (&[[u8; 64]], &[u8]) {
-        self.buf[..self.filled].as_chunks::<64>()
-    }
-}
-
 /// Two messages read chunk by chunk and compressed in step (the blocks one chunk has beyond the
 /// other's, at a message's end, one at a time); a message finished ([`finish`]) gives its lane to
 /// the next, longest first, so that both lanes stay busy to the end of the set.
@@ -165,35 +123,6 @@ unsafe fn in_two_lanes(messages: &mut [Message]) -> io::Result<Vec<[u8; 32]>> {
         out[lane.index] = finish(lane.state, lane.message.len, lane.chunk().1);
     }
     Ok(out)
-}
-
-/// The digest from the state after every whole block, the message's length and its last bytes
-/// (fewer than a block): those padded as FIPS 180-4 §5.1.1 asks (0x80, zeros, the length in bits
-/// as a big-endian u64) and compressed.
-#[cfg(target_arch = "x86_64")]
-fn finish(mut state: [u32; 8], len: u64, rest: &[u8]) -> [u8; 32] {
-    let mut tail = [0u8; 128];
-    tail[..rest.len()].copy_from_slice(rest);
-    tail[rest.len()] = 0x80;
-    let end = if rest.len() < 56 { 64 } else { 128 };
-    tail[end - 8..end].copy_from_slice(&(len * 8).to_be_bytes());
-    compress_one(&mut state, tail[..end].as_chunks::<64>().0);
-    let mut digest = [0u8; 32];
-    for (d, s) in digest.chunks_exact_mut(4).zip(state) {
-        d.copy_from_slice(&s.to_be_bytes());
-    }
-    digest
-}
-
-/// One message's blocks through the `sha2` crate's block function.
-#[cfg(target_arch = "x86_64")]
-fn compress_one(state: &mut [u32; 8], blocks: &[[u8; 64]]) {
-    use sha2::digest::{consts::U64, generic_array::GenericArray};
-    const _: () = assert!(size_of::<GenericArray<u8, U64>>() == 64 && align_of::<GenericArray<u8, U64>>() == 1);
-    // SAFETY: GenericArray<u8, U64> is a transparent wrapper of 64 bytes with alignment 1 (checked
-    // above), so a slice of [u8; 64] is a slice of as many of them
-    let blocks = unsafe { std::slice::from_raw_parts(blocks.as_ptr() as *const GenericArray<u8, U64>, blocks.len()) };
-    sha2::compress256(state, blocks);
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -313,12 +242,21 @@ pub fn two_lanes_pay() -> bool {
     false
 }
 
+/// Whether [`sixteen_lanes`] pay: AVX-512F on a CPU that is not AMD's (Zen 4 splits each 512-bit
+/// operation in two, and its SHA unit hashes two messages in step at 1.8× one:
+/// [`two_lanes_pay`]).
+#[cfg(target_arch = "x86_64")]
+pub fn sixteen_lanes_pay() -> bool {
+    static PAYS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *PAYS.get_or_init(|| std::is_x86_feature_detected!("avx512f") && !amd_or_hygon())
+}
+
 /// Whether files read back and hashed together beat files hashed as they are written: two in step
 /// through the SHA unit where [`two_lanes_pay`], or sets of [`sixteen_lanes::MIN_BUSY`] files or more
-/// in AVX-512's lanes where [`sixteen_lanes::pays`] (the caller gathers sets that large).
+/// in AVX-512's lanes where [`sixteen_lanes_pay`] (the caller gathers sets that large).
 pub fn hashing_together_pays() -> bool {
     #[cfg(target_arch = "x86_64")]
-    return two_lanes_pay() || sixteen_lanes::pays();
+    return two_lanes_pay() || sixteen_lanes_pay();
     #[cfg(not(target_arch = "x86_64"))]
     false
 }
@@ -339,6 +277,7 @@ fn has_sha_extensions() -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::blocks::CHUNK;
     use super::*;
 
     fn digests(msgs: &[&[u8]]) -> Vec<[u8; 32]> {

@@ -6,11 +6,11 @@
 //! Σ, Ch, Maj) and additions, the same for every lane, so sixteen independent messages take barely
 //! longer than one takes through the vector units (measured on that Xeon: 2.9 GB/s over sixteen
 //! lanes against 1.4 GB/s through the SHA extensions). A `series` gives its files to
-//! [`super::sha256_each`] several frames at a time; they are sorted longest first and a lane whose
+//! `sha256_each` several frames at a time; they are sorted longest first and a lane whose
 //! message ends takes the next at once, so the lanes stay full to near the end; once fewer than
 //! [`MIN_BUSY`] are busy, the rest finish one at a time through the SHA extensions.
 
-use super::{compress_one, finish, Lane, Message, H0};
+use super::blocks::{compress_one, finish, Lane, Message, CHUNK, H0};
 use std::arch::x86_64::*;
 use std::io;
 
@@ -29,14 +29,6 @@ const K: [u32; 64] = [
     0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
     0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
 ];
-
-/// Whether sixteen lanes pay: AVX-512F on a CPU that is not AMD's (Zen 4 splits each 512-bit
-/// operation in two, and its SHA unit hashes two messages in step at 1.8× one:
-/// [`super::two_lanes_pay`]).
-pub fn pays() -> bool {
-    static PAYS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *PAYS.get_or_init(|| std::is_x86_feature_detected!("avx512f") && !super::amd_or_hygon())
-}
 
 /// A lane's message and how far into its last chunk the blocks are compressed.
 struct Busy<'m, 'r> {
@@ -64,7 +56,7 @@ pub unsafe fn sha256_each(messages: &mut [Message]) -> io::Result<Vec<[u8; 32]>>
     let mut lanes: [Option<Busy>; LANES] = Default::default();
     let mut state = [[0u32; LANES]; 8];
     // what an idle lane hashes (its state is thrown away)
-    let idle = vec![0u8; super::CHUNK];
+    let idle = vec![0u8; CHUNK];
     loop {
         for (l, slot) in lanes.iter_mut().enumerate() {
             make_ready(slot, &mut queue, &mut state, l, &mut out)?;
