@@ -50,8 +50,8 @@ pub fn row_stats(roi: &crate::base::image::Roi, s: usize, row: &[f32], mask_row:
 }
 
 /// [`row_stats`], inlined into each instruction-set level. The sums keep four accumulators (the
-/// order every earlier release used, so the printed numbers stay the same); the maximum runs in 16
-/// lanes, which gives the serial scan's value exactly: the largest of 0 and the pixels, NaN never
+/// order every earlier release used, so the printed numbers stay the same); the maximum runs in four
+/// lanes ([`sums_and_largest`]), which gives the serial scan's value exactly: the largest of 0 and the pixels, NaN never
 /// taken (`v > a` is false for it), and no value ≤ 0 ever replacing the starting +0.
 #[inline(always)]
 fn row_stats_lanes(roi: &crate::base::image::Roi, s: usize, row: &[f32], mask_row: Option<&[u16]>) -> RowStats {

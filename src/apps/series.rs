@@ -994,8 +994,8 @@ pub fn run(sa: &SeriesArgs, env: &dyn Fn(&str) -> Option<String>, log_out: &mut 
     let (inputs, mut nexus) = setup_once(&plan, prepared, &todo, nexus_name.as_ref(), quiet_user, log_out)?;
     let first_frame = todo.first().copied().unwrap_or(1);
     let bar = crate::base::progress::Bar::start(!quiet_user && !todo.is_empty(), todo.len() as u64, "frames");
-    // every frame's digests: hashed as written, or the files kept open and hashed together when the
-    // frame is done (`io::atomic::record_digests`)
+    // every frame's digests: hashed as written, or the files kept open and hashed together when
+    // several frames are done (`io::atomic::record_digests`, `FrameSink::write`)
     let digests = crate::io::atomic::record_digests();
     let mut result = {
         let sink = FrameSink { plan: &plan, mpath: &mpath, bar: &bar, first_frame, frames: todo.len(), nexus: std::sync::Mutex::new(nexus.as_mut().map(|(w, _)| NexusInOrder { w, order: InOrder::default() })) };
@@ -1496,13 +1496,27 @@ impl<T> InOrder<T> {
     }
 }
 
-/// The manifest, when it was last saved, how many frames are recorded in it, and the frames written
-/// but not yet recorded (their files not yet hashed).
+/// The manifest, when it was last saved, how many frames are recorded in it, how many are being
+/// hashed (taken from `unhashed`, not yet recorded), and the frames written but not yet taken.
 struct Progress<'m> {
     manifest: &'m mut Manifest,
     last_save: Instant,
     recorded: usize,
+    hashing: usize,
     unhashed: Vec<Unhashed>,
+}
+
+impl Progress<'_> {
+    /// Frames written so far: recorded, being hashed, or waiting.
+    fn written(&self) -> usize {
+        self.recorded + self.hashing + self.unhashed.len()
+    }
+
+    /// The frames waiting, now counted as being hashed.
+    fn take_unhashed(&mut self) -> Vec<Unhashed> {
+        self.hashing += self.unhashed.len();
+        std::mem::take(&mut self.unhashed)
+    }
 }
 
 type ManifestState<'m> = std::sync::Mutex<Progress<'m>>;
@@ -1519,10 +1533,13 @@ struct Unhashed {
 /// Where files are hashed together ([`crate::io::sha256::hashing_together_pays`]), the frames written
 /// are recorded once they have this many files between them (two sets of sixteen lanes: the longest
 /// files first, the lanes stay full to near the end), or this many pixels (their files kept in the
-/// page cache), or when the manifest is due to be saved, or at the last frame but one (so that the
-/// last set is hashed while the last frame renders; the last frame's files are hashed after the
-/// workers stop, on all their threads); elsewhere each frame as it is written.
+/// page cache: [`PIXELS_HASHED_TOGETHER`]), or when the manifest is due to be saved, or at the last
+/// frame but one (so that the last set is hashed while the last frame renders; the last frame's
+/// files are hashed after the workers stop, on as many threads as there were workers); elsewhere
+/// each frame as it is written.
 const FILES_HASHED_TOGETHER: usize = 32;
+/// The most pixels of frames waiting to be hashed ([`FILES_HASHED_TOGETHER`]): 16 Mi pixels, about
+/// 150 MiB of a series' default files kept for their digests.
 const PIXELS_HASHED_TOGETHER: usize = 1 << 24;
 
 /// `NANOBRAGG_SERIES_KILL_AFTER`'s frame count ([`kill_hook`]).
@@ -1532,8 +1549,8 @@ fn kill_after() -> Option<usize> {
 
 impl FrameSink<'_, '_> {
     /// Write one rendered frame's outputs and hand its record to [`FrameSink::record`] with the other
-    /// frames written and not yet recorded, once there are enough of them to hash together
-    /// ([`FILES_HASHED_TOGETHER`]), the manifest is due to be saved, or a kill is due (test hook).
+    /// frames written and not yet recorded when they are due ([`FILES_HASHED_TOGETHER`] says when),
+    /// or a kill is (test hook).
     fn write(&self, mut job: Rendered, state: &ManifestState) -> Result<()> {
         if self.nexus.lock().unwrap_or_else(|e| e.into_inner()).is_some() {
             // the counts `simulate -nexusfile` writes for this frame (same noise stream)
@@ -1551,14 +1568,14 @@ impl FrameSink<'_, '_> {
             st.unhashed.push(Unhashed { rec: job.rec, named, full, pixels: job.out.float.len() });
             let files: usize = st.unhashed.iter().map(|u| u.full.len()).sum();
             let pixels: usize = st.unhashed.iter().map(|u| u.pixels).sum();
-            let written = st.recorded + st.unhashed.len();
+            let written = st.written();
             let due = !crate::io::sha256::hashing_together_pays()
                 || files >= FILES_HASHED_TOGETHER
                 || written + 1 == self.frames
                 || pixels >= PIXELS_HASHED_TOGETHER
                 || st.last_save.elapsed() > Duration::from_millis(500)
                 || kill_after() == Some(written);
-            if due { std::mem::take(&mut st.unhashed) } else { Vec::new() }
+            if due { st.take_unhashed() } else { Vec::new() }
         };
         if let Some(b) = self.bar {
             b.inc(1);
@@ -1574,9 +1591,12 @@ impl FrameSink<'_, '_> {
             return Ok(());
         }
         let full: Vec<PathBuf> = batch.iter().flat_map(|u| u.full.iter().cloned()).collect();
+        // a file that cannot be read even by name fails the set: none of its frames is recorded (a
+        // resumed run renders them again), and the run stops with that error
         let mut sums = written_sha256s(&full, threads)?.into_iter();
         let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
         let before = st.recorded;
+        st.hashing = st.hashing.saturating_sub(batch.len());
         for Unhashed { mut rec, named, .. } in batch {
             for ((role, _), path) in self.plan.outputs.iter().zip(named) {
                 let (sha256, bytes) = sums.next().expect("one checksum per file");
@@ -1606,13 +1626,13 @@ impl FrameSink<'_, '_> {
 /// (a frame's render and noise depend on nothing but the frame).
 /// `geometry`: the first frame's pixel geometry, where [`prepare`] counted it in the memory.
 fn render_and_write(plan: &Plan, todo: &[usize], (workers, geometry): (usize, Option<&crate::kernel::PixelGeometry>), inputs: &Inputs, sink: &FrameSink, manifest: &mut Manifest) -> Result<()> {
-    let state: ManifestState = std::sync::Mutex::new(Progress { manifest, last_save: Instant::now(), recorded: 0, unhashed: Vec::new() });
+    let state: ManifestState = std::sync::Mutex::new(Progress { manifest, last_save: Instant::now(), recorded: 0, hashing: 0, unhashed: Vec::new() });
     let side_by_side = if workers >= 1 { todo.len() - todo.len() % workers } else { 0 };
     let (whole, rest) = todo.split_at(side_by_side);
     let rendered = frames_side_by_side(plan, whole, workers, inputs, geometry, sink, &state).and_then(|()| render_then_write(plan, rest, inputs, geometry, sink, &state));
     // the frames written before an error too: a resumed run keeps them; hashed on every worker's
     // thread, now idle (the last frame's files)
-    let last = std::mem::take(&mut state.lock().unwrap_or_else(|e| e.into_inner()).unhashed);
+    let last = state.lock().unwrap_or_else(|e| e.into_inner()).take_unhashed();
     rendered.and(sink.record(last, &state, workers.max(1)))
 }
 

@@ -13,7 +13,7 @@
 
 mod blocks;
 #[cfg(target_arch = "x86_64")]
-use blocks::{compress_one, finish, Lane};
+use blocks::{compress_one, finish, has_sha_extensions, Lane};
 pub use blocks::Message;
 use sha2::{Digest, Sha256};
 use std::io::{self, Read};
@@ -24,8 +24,8 @@ pub mod sixteen_lanes;
 /// The sha256 of each message, in order; an error where a message gives fewer bytes than its length.
 pub fn sha256_each(messages: &mut [Message]) -> io::Result<Vec<[u8; 32]>> {
     #[cfg(target_arch = "x86_64")]
-    if messages.len() >= sixteen_lanes::MIN_BUSY && sixteen_lanes_pay() {
-        // SAFETY: `pays` checked AVX-512F
+    if messages.len() >= sixteen_lanes::min_busy() && sixteen_lanes_pay() {
+        // SAFETY: `sixteen_lanes_pay` checked AVX-512F and BW
         return unsafe { sixteen_lanes::sha256_each(messages) };
     }
     #[cfg(target_arch = "x86_64")]
@@ -115,12 +115,10 @@ unsafe fn in_two_lanes(messages: &mut [Message]) -> io::Result<Vec<[u8; 32]>> {
             }
         }
     }
-    for mut lane in a.into_iter().chain(b) {
-        while lane.unread > 0 {
-            lane.read_chunk()?;
-            compress_one(&mut lane.state, lane.buf[..lane.filled].as_chunks::<64>().0);
-        }
-        out[lane.index] = finish(lane.state, lane.message.len, lane.chunk().1);
+    for lane in a.into_iter().chain(b) {
+        // its last chunk compressed whole (or none read yet)
+        let (index, state, at) = (lane.index, lane.state, lane.filled);
+        out[index] = lane.finish_alone(state, at)?;
     }
     Ok(out)
 }
@@ -133,13 +131,7 @@ mod two_lanes {
     use std::arch::x86_64::*;
 
     /// FIPS 180-4 §4.2.2's round constants, four per 128-bit load.
-    const K32: [u32; 64] = [
-        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74,
-        0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d,
-        0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e,
-        0x92722c85, 0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5,
-        0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
-    ];
+    use super::blocks::K as K32;
 
     /// The next four message schedule words from the previous sixteen.
     #[inline(always)]
@@ -242,17 +234,17 @@ pub fn two_lanes_pay() -> bool {
     false
 }
 
-/// Whether [`sixteen_lanes`] pay: AVX-512F on a CPU that is not AMD's (Zen 4 splits each 512-bit
+/// Whether [`sixteen_lanes`] pay: AVX-512F and BW on a CPU that is not AMD's (Zen 4 splits each 512-bit
 /// operation in two, and its SHA unit hashes two messages in step at 1.8× one:
 /// [`two_lanes_pay`]).
 #[cfg(target_arch = "x86_64")]
 pub fn sixteen_lanes_pay() -> bool {
     static PAYS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *PAYS.get_or_init(|| std::is_x86_feature_detected!("avx512f") && !amd_or_hygon())
+    *PAYS.get_or_init(|| std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512bw") && !amd_or_hygon())
 }
 
 /// Whether files read back and hashed together beat files hashed as they are written: two in step
-/// through the SHA unit where [`two_lanes_pay`], or sets of [`sixteen_lanes::MIN_BUSY`] files or more
+/// through the SHA unit where [`two_lanes_pay`], or sets of [`sixteen_lanes::min_busy`] files or more
 /// in AVX-512's lanes where [`sixteen_lanes_pay`] (the caller gathers sets that large).
 pub fn hashing_together_pays() -> bool {
     #[cfg(target_arch = "x86_64")]
@@ -267,12 +259,6 @@ fn amd_or_hygon() -> bool {
     let v = std::arch::x86_64::__cpuid(0);
     let vendor: Vec<u8> = [v.ebx, v.edx, v.ecx].iter().flat_map(|r| r.to_le_bytes()).collect();
     vendor == b"AuthenticAMD" || vendor == b"HygonGenuine"
-}
-
-/// The SHA extensions and what [`two_lanes`] is compiled with besides (SSE4.1, SSSE3).
-#[cfg(target_arch = "x86_64")]
-fn has_sha_extensions() -> bool {
-    std::is_x86_feature_detected!("sha") && std::is_x86_feature_detected!("sse4.1") && std::is_x86_feature_detected!("ssse3")
 }
 
 #[cfg(test)]
@@ -329,11 +315,11 @@ mod tests {
 
     /// Sixteen lanes give the `sha2` crate's digests: sets of eight to forty messages (lanes refilled
     /// often, empty messages, lengths at the padding's and the chunks' edges, a set ending with fewer
-    /// busy lanes than [`sixteen_lanes::MIN_BUSY`]); a message shorter than its length is an error.
+    /// busy lanes than [`sixteen_lanes::min_busy`]); a message shorter than its length is an error.
     #[test]
     fn sixteen_lanes_give_sha2s() {
         #[cfg(target_arch = "x86_64")]
-        if std::is_x86_feature_detected!("avx512f") {
+        if std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512bw") {
             let data = bytes(700_000, 11);
             let edges = [0usize, 1, 55, 56, 63, 64, 65, 119, 128, 1000, CHUNK - 1, CHUNK, CHUNK + 1, CHUNK + 64, 3 * CHUNK + 56, 262_656, 524_288 + 15];
             let mut sets: Vec<Vec<usize>> = vec![edges.to_vec(), vec![64; 8], vec![0; 9], vec![100_000; 16], vec![5; 40]];
@@ -343,7 +329,7 @@ mod tests {
                 let msgs: Vec<&[u8]> = set.iter().enumerate().map(|(i, &n)| &data[i * 3..i * 3 + n]).collect();
                 let mut readers: Vec<&[u8]> = msgs.clone();
                 let mut m: Vec<Message> = readers.iter_mut().map(|r| Message { len: r.len() as u64, bytes: r }).collect();
-                // SAFETY: AVX-512F checked above
+                // SAFETY: AVX-512F and BW checked above
                 let got = unsafe { sixteen_lanes::sha256_each(&mut m) }.unwrap();
                 for (m, g) in msgs.iter().zip(&got) {
                     assert_eq!(*g, <[u8; 32]>::from(Sha256::digest(m)), "length {}", m.len());
@@ -352,11 +338,11 @@ mod tests {
             let mut readers: Vec<&[u8]> = vec![&data[..1000]; 9];
             let mut m: Vec<Message> = readers.iter_mut().map(|r| Message { len: 1000, bytes: r }).collect();
             m[4].len = 1001;
-            // SAFETY: AVX-512F checked above
+            // SAFETY: AVX-512F and BW checked above
             assert!(unsafe { sixteen_lanes::sha256_each(&mut m) }.is_err());
             return;
         }
-        eprintln!("SKIPPED sixteen_lanes_give_sha2s: this CPU has no AVX-512F");
+        eprintln!("SKIPPED sixteen_lanes_give_sha2s: this CPU has no AVX-512F and BW");
     }
 
     /// Messages dealt to several threads give the digests of one thread, in order; a short message

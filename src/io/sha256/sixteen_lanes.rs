@@ -8,27 +8,26 @@
 //! lanes against 1.4 GB/s through the SHA extensions). A `series` gives its files to
 //! `sha256_each` several frames at a time; they are sorted longest first and a lane whose
 //! message ends takes the next at once, so the lanes stay full to near the end; once fewer than
-//! [`MIN_BUSY`] are busy, the rest finish one at a time through the SHA extensions.
+//! [`min_busy`] are busy, the rest finish one at a time (the `sha2` crate's block function, through
+//! the SHA extensions where the CPU has them).
 
-use super::blocks::{compress_one, finish, Lane, Message, CHUNK, H0};
+use super::blocks::{finish, Lane, Message, CHUNK, H0, K};
 use std::arch::x86_64::*;
 use std::io;
 
 /// Messages hashed in step.
 const LANES: usize = 16;
 
-/// Busy lanes below which a step of all sixteen costs more than hashing the busy ones alone
-/// (a step of sixteen blocks took as long as ~7.7 blocks through the SHA extensions).
-pub const MIN_BUSY: usize = 8;
-
-/// FIPS 180-4 §4.2.2's round constants.
-const K: [u32; 64] = [
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
-    0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
-    0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
-    0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
-];
+/// Busy lanes below which a step of all sixteen costs more than hashing the busy ones alone: with
+/// the SHA extensions (a step of sixteen blocks took as long as ~7.7 blocks through them), and
+/// without (the `sha2` crate's portable rounds: about one block a step's time).
+pub fn min_busy() -> usize {
+    if super::blocks::has_sha_extensions() {
+        8
+    } else {
+        2
+    }
+}
 
 /// A lane's message and how far into its last chunk the blocks are compressed.
 struct Busy<'m, 'r> {
@@ -46,8 +45,8 @@ impl Busy<'_, '_> {
 /// The sha256 of each message, in order (see the module's text).
 ///
 /// # Safety
-/// The CPU must have AVX-512F.
-#[target_feature(enable = "avx512f")]
+/// The CPU must have AVX-512F and AVX-512BW.
+#[target_feature(enable = "avx512f,avx512bw")]
 pub unsafe fn sha256_each(messages: &mut [Message]) -> io::Result<Vec<[u8; 32]>> {
     let mut order: Vec<(usize, &mut Message)> = messages.iter_mut().enumerate().collect();
     order.sort_by_key(|(_, m)| std::cmp::Reverse(m.len));
@@ -62,12 +61,12 @@ pub unsafe fn sha256_each(messages: &mut [Message]) -> io::Result<Vec<[u8; 32]>>
             make_ready(slot, &mut queue, &mut state, l, &mut out)?;
         }
         let busy = lanes.iter().flatten().count();
-        if busy < MIN_BUSY {
+        if busy < min_busy() {
             break;
         }
         let steps = lanes.iter().flatten().map(Busy::blocks_left).min().unwrap_or(0);
         let from: [*const u8; LANES] = std::array::from_fn(|l| lanes[l].as_ref().map_or(idle.as_ptr(), |b| b.lane.buf[b.at..].as_ptr()));
-        // SAFETY: AVX-512F (this function's); every busy lane has `steps` whole blocks from its
+        // SAFETY: AVX-512F and BW (this function's); every busy lane has `steps` whole blocks from its
         // pointer, the idle buffer CHUNK / 64 >= steps
         unsafe { compress(&mut state, &from, steps) };
         for b in lanes.iter_mut().flatten() {
@@ -75,14 +74,9 @@ pub unsafe fn sha256_each(messages: &mut [Message]) -> io::Result<Vec<[u8; 32]>>
         }
     }
     for (l, slot) in lanes.iter_mut().enumerate() {
-        if let Some(Busy { mut lane, at }) = slot.take() {
-            let mut s: [u32; 8] = std::array::from_fn(|i| state[i][l]);
-            compress_one(&mut s, lane.buf[at..lane.filled].as_chunks::<64>().0);
-            while lane.unread > 0 {
-                lane.read_chunk()?;
-                compress_one(&mut s, lane.chunk().0);
-            }
-            out[lane.index] = finish(s, lane.message.len, lane.chunk().1);
+        if let Some(Busy { lane, at }) = slot.take() {
+            let index = lane.index;
+            out[index] = lane.finish_alone(std::array::from_fn(|i| state[i][l]), at)?;
         }
     }
     Ok(out)
@@ -126,8 +120,8 @@ fn make_ready<'m, 'r>(
 /// is word i of lane l).
 ///
 /// # Safety
-/// AVX-512F; `steps * 64` bytes readable from every pointer.
-#[target_feature(enable = "avx512f")]
+/// AVX-512F and BW (`vpshufb` on 512 bits); `steps * 64` bytes readable from every pointer.
+#[target_feature(enable = "avx512f,avx512bw")]
 unsafe fn compress(state: &mut [[u32; LANES]; 8], from: &[*const u8; LANES], steps: usize) {
     let big_endian = _mm512_broadcast_i32x4(_mm_setr_epi8(3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12));
     let word = |i: usize, s: &[[u32; LANES]; 8]| _mm512_loadu_si512(s[i].as_ptr() as *const _);
@@ -186,10 +180,10 @@ unsafe fn compress(state: &mut [[u32; LANES]; 8], from: &[*const u8; LANES], ste
     }
 }
 
-#[inline(always)]
+#[inline]
+#[target_feature(enable = "avx512f")]
 fn xor3(a: __m512i, b: __m512i, c: __m512i) -> __m512i {
-    // SAFETY: inlined only into `compress`, compiled for AVX-512F
-    unsafe { _mm512_ternarylogic_epi32::<0x96>(a, b, c) }
+    _mm512_ternarylogic_epi32::<0x96>(a, b, c)
 }
 
 /// The block at `offset` of each lane as sixteen vectors, vector t holding word t of every lane
@@ -197,7 +191,8 @@ fn xor3(a: __m512i, b: __m512i, c: __m512i) -> __m512i {
 ///
 /// # Safety
 /// AVX-512F; 64 bytes readable at `from[l] + offset` for every lane.
-#[inline(always)]
+#[inline]
+#[target_feature(enable = "avx512f")]
 unsafe fn transpose(from: &[*const u8; LANES], offset: usize) -> [__m512i; 16] {
     // SAFETY: the caller's bound
     let r: [__m512i; 16] = std::array::from_fn(|l| unsafe { _mm512_loadu_si512(from[l].add(offset) as *const _) });
