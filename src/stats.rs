@@ -51,8 +51,9 @@ pub fn row_stats(roi: &crate::base::image::Roi, s: usize, row: &[f32], mask_row:
 
 /// [`row_stats`], inlined into each instruction-set level. The sums keep four accumulators (the
 /// order every earlier release used, so the printed numbers stay the same); the maximum runs in four
-/// lanes ([`sums_and_largest`]), which gives the serial scan's value exactly: the largest of 0 and the pixels, NaN never
-/// taken (`v > a` is false for it), and no value ≤ 0 ever replacing the starting +0.
+/// lanes ([`sums_and_largest`]), which gives the serial scan's value exactly: the largest of 0 and
+/// the pixels, NaN never taken (`v > a` is false for it), and no value ≤ 0 ever replacing the
+/// starting +0.
 #[inline(always)]
 fn row_stats_lanes(roi: &crate::base::image::Roi, s: usize, row: &[f32], mask_row: Option<&[u16]>) -> RowStats {
     // counted in u32 lanes (a row is far shorter than 2^32 pixels): eight to a vector, not four
@@ -81,7 +82,6 @@ fn row_stats_lanes(roi: &crate::base::image::Roi, s: usize, row: &[f32], mask_ro
     let seg = &row[cols];
     let whole = seg.len() - seg.len() % 4;
     let (mut sum, mut sq, mut m) = sums_and_largest(&seg[..whole]);
-    let larger = |a: f32, v: f32| if v > a { v } else { a };
     for &v in &seg[whole..] {
         sum[0] += v as f64;
         sq[0] += (v * v) as f64;
@@ -95,6 +95,17 @@ fn row_stats_lanes(roi: &crate::base::image::Roi, s: usize, row: &[f32], mask_ro
         r.max_f = col_lo + first_equal(seg, m);
     }
     r
+}
+
+/// The C's scan for the largest pixel, one step: `v` replaces `a` only when larger (never a NaN, and
+/// no value ≤ 0 replaces a starting +0).
+#[inline(always)]
+fn larger(a: f32, v: f32) -> f32 {
+    if v > a {
+        v
+    } else {
+        a
+    }
 }
 
 /// The four accumulators of [`row_stats`]' sums (pixel j into j mod 4: Σv and Σ(v·v), the square in
@@ -116,7 +127,6 @@ fn sums_and_largest(seg: &[f32]) -> ([f64; 4], [f64; 4], f32) {
 #[inline(always)]
 fn sums_and_largest_portable(seg: &[f32]) -> ([f64; 4], [f64; 4], f32) {
     let (mut sum, mut sq) = ([0.0f64; 4], [0.0f64; 4]);
-    let larger = |a: f32, v: f32| if v > a { v } else { a };
     let mut lanes = [0.0f32; 4];
     for c in seg.chunks_exact(4) {
         for i in 0..4 {
@@ -152,7 +162,7 @@ unsafe fn sums_and_largest_avx(seg: &[f32]) -> ([f64; 4], [f64; 4], f32) {
         _mm256_storeu_pd(sq.as_mut_ptr(), q);
         _mm_storeu_ps(lanes.as_mut_ptr(), a);
     }
-    (sum, sq, lanes.iter().fold(0.0f32, |m, &v| if v > m { v } else { m }))
+    (sum, sq, lanes.iter().fold(0.0f32, |m, &v| larger(m, v)))
 }
 
 /// The index of the first pixel equal to `m` (which `seg` holds): 16 at a time without early exit

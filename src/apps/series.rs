@@ -449,7 +449,7 @@ pub fn file_sha256(path: &Path) -> std::io::Result<(String, u64)> {
 /// back by name.
 fn written_sha256s(full: &[PathBuf], threads: usize) -> Result<Vec<(String, u64)>> {
     let paths: Vec<&Path> = full.iter().map(PathBuf::as_path).collect();
-    let kept = crate::io::atomic::take_digests_on(&paths, threads);
+    let kept = crate::io::atomic::take_digests(&paths, threads);
     full.iter()
         .zip(kept)
         .map(|(p, d)| match d {

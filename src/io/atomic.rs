@@ -285,15 +285,10 @@ impl Drop for DigestRecording {
 
 /// The digest of the file last finished at each path while recording, once: hashed as it was
 /// written, or now, the files kept open read back together ([`crate::io::sha256::sha256_each`]: two
-/// or sixteen at a time where the CPU has the means); None for a path with no file recorded (written by name through
-/// [`AtomicFile::temp_path`], or already taken), or where a kept file could not be read back.
-pub fn take_digests(paths: &[&Path]) -> Vec<Option<WrittenDigest>> {
-    take_digests_on(paths, 1)
-}
-
-/// [`take_digests`], the kept files hashed on up to `threads` threads
-/// ([`crate::io::sha256::sha256_each_on`]).
-pub fn take_digests_on(paths: &[&Path], threads: usize) -> Vec<Option<WrittenDigest>> {
+/// or sixteen at a time where the CPU has the means); None for a path with no file recorded
+/// (written by name through [`AtomicFile::temp_path`], or already taken), or where a kept file could not be read back. The
+/// kept files are hashed on up to `threads` threads ([`crate::io::sha256::sha256_each_on`]).
+pub fn take_digests(paths: &[&Path], threads: usize) -> Vec<Option<WrittenDigest>> {
     use std::io::{Seek, SeekFrom};
     let written: Vec<Option<Written>> = {
         let mut d = digests();
@@ -778,7 +773,7 @@ mod tests {
 
     /// [`take_digests`] of one path.
     fn take_digest(path: &Path) -> Option<WrittenDigest> {
-        take_digests(&[path]).pop().flatten()
+        take_digests(&[path], 1).pop().flatten()
     }
     use super::*;
 
@@ -836,7 +831,7 @@ mod tests {
         }
         write_atomic(&many[2], b"rewritten").unwrap();
         let paths: Vec<&Path> = many.iter().map(PathBuf::as_path).collect();
-        let got = take_digests(&paths);
+        let got = take_digests(&paths, 1);
         for (p, g) in many.iter().zip(&got).take(4) {
             let on_disk = fs::read(p).unwrap();
             assert_eq!(g.as_ref().map(|g| (g.sha256, g.bytes)), Some((<[u8; 32]>::from(Sha256::digest(&on_disk)), on_disk.len() as u64)));
