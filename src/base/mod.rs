@@ -9,6 +9,7 @@ pub mod cpu;
 pub mod disk;
 pub mod dual;
 pub mod error;
+pub mod huge_pages;
 pub mod image;
 pub mod lane_math;
 pub mod log;

@@ -9,6 +9,7 @@
 //! `-dmin`, no `-oversample_*` factor): there the geometry is most of the SIMD kernel's work per pixel,
 //! and one value per pixel is all it needs. Built by the kernel that reads it (`fast`).
 
+use crate::base::huge_pages::HugeF64s;
 use crate::experiment::Experiment;
 
 /// Bytes kept per pixel: the scattering vector, the polarization factor, the solid angle (f64 each).
@@ -18,17 +19,18 @@ pub const BYTES_PER_PIXEL: u64 = 5 * 8;
 /// pixel, so a detector above about 1.68 M pixels (1296² and up) renders without it.
 const MAX_BYTES: u64 = 64 << 20;
 
-/// One value per image pixel (row-major over every panel's rows, as the float image).
+/// One value per image pixel (row-major over every panel's rows, as the float image), each array on
+/// huge pages where the kernel gives them ([`HugeF64s`]: read whole every frame).
 pub struct PixelGeometry {
     key: Vec<u64>,
     /// (d − i)/λ, the C's `scattering` (metres⁻¹), one array per component: a group of pixels
     /// reads each component with vector loads (as `[f64; 3]` per pixel it was a scalar load and
     /// store per lane and component, most of the light series' render, `fast::kept_group`).
-    pub(super) scattering: [Vec<f64>; 3],
+    pub(super) scattering: [HugeF64s; 3],
     /// The Kahn factor (1 with `-nopolar`), the C's `polar`.
-    pub(super) polar: Vec<f64>,
+    pub(super) polar: HugeF64s,
     /// The pixel's solid angle, the C's `omega_pixel`.
-    pub(super) omega: Vec<f64>,
+    pub(super) omega: HugeF64s,
 }
 
 impl PixelGeometry {
@@ -40,7 +42,7 @@ impl PixelGeometry {
         if !applies(exp) || pixels == 0 || pixels as u64 * BYTES_PER_PIXEL > allowed {
             return None;
         }
-        Some(PixelGeometry { key: key(exp), scattering: std::array::from_fn(|_| vec![0.0; pixels]), polar: vec![0.0; pixels], omega: vec![0.0; pixels] })
+        Some(PixelGeometry { key: key(exp), scattering: std::array::from_fn(|_| HugeF64s::zeroed(pixels)), polar: HugeF64s::zeroed(pixels), omega: HugeF64s::zeroed(pixels) })
     }
 
     /// Whether this is `exp`'s geometry (the same detector, beam and sampling, bit for bit).
