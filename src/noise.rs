@@ -423,10 +423,22 @@ fn noise_rows(
 }
 
 /// [`poisson_g_fast_row`] compiled 8 lanes wide where the CPU has AVX-512, 4 where it has AVX2 (a
-/// closure under `with_widest` is not reliably inlined into it); the same bits at every width (no
-/// fused operations but the explicit ones).
+/// closure under `with_widest` is not reliably inlined into it), with fused multiply-adds there;
+/// without them (below AVX2, where they would be library calls) the plain loop. Either vouches
+/// only for libm's float (see [`poisson_g_fast`]).
 fn poisson_g_fast_dispatch(g: &mut [f32], xm: &[f32]) {
-    crate::base::cpu::widest_call!(poisson_g_fast_row(g: &mut [f32], xm: &[f32]) -> ())
+    if crate::base::c::rng::fma_is_fast() {
+        crate::base::cpu::widest_call!(poisson_g_fast_row_fused(g: &mut [f32], xm: &[f32]) -> ())
+    } else {
+        poisson_g_fast_row::<false>(g, xm)
+    }
+}
+
+/// [`poisson_g_fast_row`] with fused multiply-adds, for [`poisson_g_fast_dispatch`]'s AVX2 and
+/// AVX-512 builds.
+#[inline(always)]
+fn poisson_g_fast_row_fused(g: &mut [f32], xm: &[f32]) {
+    poisson_g_fast_row::<true>(g, xm)
 }
 
 /// poidev's `g=exp(-xm)` for means below 12 (float negation, exp in double, stored as float), 0 for
@@ -460,59 +472,45 @@ fn poisson_g_row(g: &mut [f32], xm: &[f32], large: &mut Vec<(u32, [f32; 3])>) {
 
 /// [`poisson_g_fast`] of every mean (NaN where it cannot vouch for the float).
 #[inline(always)]
-fn poisson_g_fast_row(g: &mut [f32], xm: &[f32]) {
+fn poisson_g_fast_row<const FMA: bool>(g: &mut [f32], xm: &[f32]) {
     for (g, &xm) in g.iter_mut().zip(xm) {
-        *g = poisson_g_fast(xm);
+        *g = poisson_g_fast::<FMA>(xm);
     }
 }
 
 /// `exp(-xm)` rounded to float as the C's `g=exp(-xm)` stores it, for 0 <= xm < 12, without a libm
-/// call; NaN where it cannot vouch for the float (outside that range, or within 2^-46 of a float
-/// rounding boundary, about one mean in 2^22).
+/// call; NaN where it cannot vouch for the float (outside that range, or within 2^-36 of a float
+/// rounding boundary, about one mean in 3000).
 ///
-/// exp(x) = 2^k·exp(r) with k = round(x/ln 2) and r = x − k·ln 2 (ln 2 in two parts, k·LN2_HI exact), |r| <=
-/// ln 2/2, and exp(r) by its Taylor series to r^13/13! (truncation below 5e-18; evaluated by Estrin's
-/// scheme, four levels of multiply-add instead of Horner's thirteen): within a few units of 2^-53 of
-/// exp(x). libm's exp is within one unit, so both round to the same float unless a
-/// rounding boundary lies within 2^-46 of the value: that is tested, and such means return NaN
-/// (libm's exp is then used). Every float mean in 0..12 was checked against glibc's exp.
+/// exp(x) = 2^k·exp(r) with k = round(x/ln 2) and r = x − k·ln 2 (ln 2 in two parts, k·LN2_HI exact),
+/// |r| <= ln 2/2, and exp(r) by its Taylor series to r^9/9! (Estrin's scheme: three levels of
+/// multiply-add instead of Horner's nine), fused (`FMA`) or not: the truncation is below 7.3e-12
+/// (|r|^10/10!, and the rest), a relative 1.03e-11 of exp(r) >= 0.707, with the roundings a few units
+/// of 2^-53 more. libm's exp is within one unit of 2^-52, so both are within 2^-36 (1.46e-11) of
+/// the value computed here, and round to the same float unless a rounding boundary lies that close:
+/// that is tested, and such means return NaN (libm's exp is then used). Every float mean in 0..12
+/// was checked against glibc's exp, fused and not (`poisson_g_is_libms_exhaustive`).
 #[inline(always)]
-fn poisson_g_fast(xm: f32) -> f32 {
+fn poisson_g_fast<const FMA: bool>(xm: f32) -> f32 {
     const LN2_HI: f64 = f64::from_bits(0x3FE6_2E42_FEE0_0000);
     const LN2_LO: f64 = f64::from_bits(0x3DEA_39EF_3579_3C76);
     // 1.5·2^52: adding it rounds to an integer held in the low bits of the sum
     const SHIFT: f64 = 6_755_399_441_055_744.0;
-    // 1/0!, 1/1!, …, 1/13!
-    const C: [f64; 14] = [
-        1.0,
-        1.0,
-        0.5,
-        1.0 / 6.0,
-        1.0 / 24.0,
-        1.0 / 120.0,
-        1.0 / 720.0,
-        1.0 / 5_040.0,
-        1.0 / 40_320.0,
-        1.0 / 362_880.0,
-        1.0 / 3_628_800.0,
-        1.0 / 39_916_800.0,
-        1.0 / 479_001_600.0,
-        1.0 / 6_227_020_800.0,
-    ];
+    // 1/0!, 1/1!, …, 1/9!
+    const C: [f64; 10] = [1.0, 1.0, 0.5, 1.0 / 6.0, 1.0 / 24.0, 1.0 / 120.0, 1.0 / 720.0, 1.0 / 5_040.0, 1.0 / 40_320.0, 1.0 / 362_880.0];
+    let madd = |a: f64, b: f64, c: f64| if FMA { a.mul_add(b, c) } else { a * b + c };
     let ok = xm >= 0.0 && (xm as f64) < 12.0;
     let x = if ok { (-xm) as f64 } else { 0.0 };
-    let kd = x * std::f64::consts::LOG2_E + SHIFT;
+    let kd = madd(x, std::f64::consts::LOG2_E, SHIFT);
     let kf = kd - SHIFT; // k in -18..=0
     let k = kd.to_bits().wrapping_sub(SHIFT.to_bits()) as i64;
-    let r = (x - kf * LN2_HI) - kf * LN2_LO;
-    let (r2, a) = (r * r, |i: usize| C[i] + r * C[i + 1]);
+    let r = madd(-kf, LN2_LO, madd(-kf, LN2_HI, x));
+    let (r2, a) = (r * r, |i: usize| madd(r, C[i + 1], C[i]));
     let r4 = r2 * r2;
-    let lo = (a(0) + r2 * a(2)) + r4 * (a(4) + r2 * a(6));
-    let hi = (a(8) + r2 * a(10)) + r4 * a(12);
-    let p = lo + (r4 * r4) * hi;
+    let p = madd(r4 * r4, a(8), madd(r4, madd(r2, a(6), a(4)), madd(r2, a(2), a(0))));
     let e = p * f64::from_bits(((1023 + k) as u64) << 52);
     let g = e as f32;
-    let d = e * (1.0 / 70_368_744_177_664.0); // 2^-46 of the value
+    let d = e * (1.0 / 68_719_476_736.0); // 2^-36 of the value
     if ok && crate::base::lane_math::rounds_to_one_float(e, d) {
         g
     } else {
@@ -783,7 +781,11 @@ mod tests {
         let mut vouched = 0;
         for (&xm, &g) in means.iter().zip(&g) {
             assert_eq!(g.to_bits(), g_libm(xm).to_bits(), "mean {xm:e}");
-            vouched += poisson_g_fast(xm).is_nan() as u64;
+            // both forms, wherever they vouch for a float (the fused one through libm's fma here)
+            for fast in [poisson_g_fast::<false>(xm), poisson_g_fast::<true>(xm)] {
+                assert!(fast.is_nan() || fast.to_bits() == g.to_bits(), "mean {xm:e}: {fast:e}");
+            }
+            vouched += poisson_g_fast::<false>(xm).is_nan() as u64;
         }
         vouched
     }

@@ -78,7 +78,7 @@ fn tan_pi_fast(u: &[f32; TAN_LANES]) -> [f32; TAN_LANES] {
 
 /// Whether `f64::mul_add` is an instruction here (x86-64: with AVX2 and FMA, as `tan_pi_fast`
 /// is compiled there; other targets: assumed, as on AArch64).
-fn fma_is_fast() -> bool {
+pub(crate) fn fma_is_fast() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         crate::base::cpu::detected_level() >= crate::base::cpu::SimdLevel::Avx2
