@@ -291,7 +291,9 @@ fn draw_one(src: &mut Ran1Ahead, cache: &mut DeviateCache, at: &mut DrawAt, mean
     if m < 12.0 {
         let u = src.next_at(&mut at.pos);
         if u > gi {
-            others.push((i as u32, more_draws(src, &mut at.pos, u, gi)));
+            src.set_position(at.pos);
+            others.push((i as u32, more_draws(src, u, gi)));
+            at.pos = src.position();
         }
         at.last = i;
     } else {
@@ -311,32 +313,14 @@ fn draw_one(src: &mut Ran1Ahead, cache: &mut DeviateCache, at: &mut DrawAt, mean
 }
 
 /// The rest of poidev's product-of-uniforms loop after a first uniform `t` above `g`: `em` counts the
-/// further draws until the float product `t *= ran1()` is at most g. The stream's position `pos`
-/// ([`Ran1Ahead::next_at`]) stays in a register: through `self` it was a store and a load per draw,
-/// a longer chain than the product's.
-///
-/// Most pixels that get here stop after one or two further draws (a mean of 1: 58 % and 29 %), at
-/// random: the two products are made and the count and position chosen without a branch between
-/// them, where a loop mispredicted its exit about every other time. Only then the loop.
+/// further draws until the float product `t *= ran1()` is at most g.
 #[inline(never)]
-fn more_draws(src: &mut Ran1Ahead, pos: &mut usize, mut t: f32, g: f32) -> f32 {
-    let mut at = *pos;
+fn more_draws(src: &mut Ran1Ahead, mut t: f32, g: f32) -> f32 {
     let mut em = 0.0f32;
-    if let Some(&[u1, u2]) = src.ahead_at(at, 2) {
-        let (t1, t2) = (t * u1, t * u1 * u2);
-        // draws beyond the first while the product is above g: 0, 1 or 2 (t2 <= t1, as u2 < 1)
-        let above = (t1 > g) as usize + (t2 > g) as usize;
-        if above < 2 {
-            *pos = at + 1 + above;
-            return std::hint::select_unpredictable(above == 0, 1.0, 2.0);
-        }
-        (t, at, em) = (t2, at + 2, 2.0);
-    }
     loop {
         em += 1.0;
-        t *= src.next_at(&mut at);
+        t *= src.next();
         if t <= g {
-            *pos = at;
             return em;
         }
     }
