@@ -6,7 +6,7 @@
 //! 4600 -> 2050, wall 105.1 -> 100.8 ms and CPU 189.9 -> 183.9 ms (medians).
 //!
 //! The tail short of a whole 2 MiB stays in small pages (no memory beyond the array's is touched), and
-//! where there is no mapping (not Unix, or `mmap` refused) the array is an ordinary `Vec`.
+//! where there is no mapping (`mmap` refused) the array is an ordinary `Vec`.
 
 use std::ptr::NonNull;
 
@@ -22,9 +22,8 @@ pub struct HugeF64s {
 
 /// What frees the array.
 enum Owner {
-    /// A mapping of this many bytes at `ptr` (whole base pages).
-    #[cfg_attr(not(unix), allow(dead_code))]
-    Mapped(usize),
+    /// An anonymous mapping holding the array at a 2 MiB boundary (`ptr` points into it).
+    Mapped(#[allow(dead_code)] memmap2::MmapMut),
     /// The fallback's buffer (`ptr` is its pointer; never touched through the Vec).
     Heap(#[allow(dead_code)] Vec<f64>),
 }
@@ -47,48 +46,22 @@ impl HugeF64s {
         matches!(self.owner, Owner::Mapped(_))
     }
 
-    /// A private anonymous mapping with the array at a 2 MiB boundary: mapped with 2 MiB to spare,
-    /// the spare head and tail unmapped again. `None` where mapping fails (or for no bytes).
-    #[cfg(unix)]
+    /// An anonymous mapping (`memmap2`, as the project's other mappings) 2 MiB longer than the
+    /// array, the array from its first 2 MiB boundary on: the spare bytes before and after are never
+    /// touched, so they take address space, not memory. `None` where mapping fails (or for no bytes).
     fn mapped(len: usize) -> Option<HugeF64s> {
-        // SAFETY: sysconf reads a constant of the system
-        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).ok().filter(|&p| p > 0 && HUGE % p == 0)?;
-        let bytes = len.checked_mul(8)?.checked_next_multiple_of(page)?;
-        if bytes == 0 {
-            return None;
-        }
-        let map_len = bytes.checked_add(HUGE)?;
-        // SAFETY: an anonymous private mapping at an address of the kernel's choosing; checked below
-        let map = unsafe { libc::mmap(std::ptr::null_mut(), map_len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
-        if map == libc::MAP_FAILED {
-            return None;
-        }
-        let head = (map as usize).next_multiple_of(HUGE) - map as usize;
-        let tail = map_len - head - bytes; // > 0: head < HUGE
-        // SAFETY: head + bytes + tail = map_len; [map, map + head) and the tail after the array are
-        // whole pages (map, HUGE and bytes are multiples of the page) of the mapping just made, which
-        // nothing else refers to
-        let start = unsafe {
-            let start = (map as *mut u8).add(head);
-            if head > 0 {
-                libc::munmap(map, head);
-            }
-            libc::munmap(start.add(bytes) as *mut libc::c_void, tail);
-            start
-        };
+        let bytes = len.checked_mul(8).filter(|&b| b > 0)?;
+        let mut map = memmap2::MmapMut::map_anon(bytes.checked_add(HUGE)?).ok()?;
+        let at = map.as_ptr() as usize;
+        let head = at.next_multiple_of(HUGE) - at;
         #[cfg(target_os = "linux")]
         if bytes >= HUGE {
-            // advice only (ignored where THP is off): the whole 2 MiB ranges, not the tail
-            // SAFETY: [start, start + bytes / HUGE * HUGE) lies within the array's pages
-            unsafe { libc::madvise(start as *mut libc::c_void, bytes / HUGE * HUGE, libc::MADV_HUGEPAGE) };
+            // advice only (refused or ignored where THP is off): the whole 2 MiB ranges, not the tail
+            let _ = map.advise_range(memmap2::Advice::HugePage, head, bytes / HUGE * HUGE);
         }
-        // not null: within a mapping the kernel made
-        Some(HugeF64s { ptr: NonNull::new(start as *mut f64).expect("a mapping is not at address 0"), len, owner: Owner::Mapped(bytes) })
-    }
-
-    #[cfg(not(unix))]
-    fn mapped(_len: usize) -> Option<HugeF64s> {
-        None
+        // not null, and aligned for f64: a 2 MiB boundary within the mapping
+        let ptr = NonNull::new(map[head..head + bytes].as_mut_ptr() as *mut f64)?;
+        Some(HugeF64s { ptr, len, owner: Owner::Mapped(map) })
     }
 }
 
@@ -110,16 +83,6 @@ impl std::ops::DerefMut for HugeF64s {
     }
 }
 
-impl Drop for HugeF64s {
-    fn drop(&mut self) {
-        #[cfg(unix)]
-        if let Owner::Mapped(bytes) = self.owner {
-            // SAFETY: the mapping `mapped` made (its spare head and tail already unmapped), unmapped once
-            unsafe { libc::munmap(self.ptr.as_ptr() as *mut libc::c_void, bytes) };
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,13 +94,11 @@ mod tests {
             let mut a = HugeF64s::zeroed(len);
             assert_eq!(a.len(), len);
             assert!(a.iter().all(|&x| x.to_bits() == 0), "len {len}");
-            #[cfg(unix)]
             assert!(a.is_mapped());
             for (i, x) in a.iter_mut().enumerate() {
                 *x = i as f64 * 0.5;
             }
             assert!(a.iter().enumerate().all(|(i, &x)| x == i as f64 * 0.5), "len {len}");
-            #[cfg(unix)]
             assert_eq!(a.as_ptr() as usize % HUGE, 0, "len {len}");
         }
     }
