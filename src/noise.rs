@@ -427,7 +427,7 @@ fn noise_rows(
 /// without them (below AVX2, where they would be library calls) the plain loop. Either vouches
 /// only for libm's float (see [`poisson_g_fast`]).
 fn poisson_g_fast_dispatch(g: &mut [f32], xm: &[f32]) {
-    if crate::base::c::rng::fma_is_fast() {
+    if crate::base::cpu::fma_is_fast() {
         crate::base::cpu::widest_call!(poisson_g_fast_row_fused(g: &mut [f32], xm: &[f32]) -> ())
     } else {
         poisson_g_fast_row::<false>(g, xm)

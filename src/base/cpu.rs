@@ -125,6 +125,20 @@ impl SimdLevel {
     }
 }
 
+/// Whether `f64::mul_add` is an instruction here, as the row functions [`avx2_call`] and
+/// [`widest_call`] compile are (x86-64: AVX2 and FMA; other targets: assumed, as on AArch64), and not
+/// a library call.
+pub fn fma_is_fast() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        detected_level() >= SimdLevel::Avx2
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        true
+    }
+}
+
 /// The best level this CPU supports.
 pub fn detected_level() -> SimdLevel {
     #[cfg(target_arch = "x86_64")]

@@ -76,19 +76,6 @@ fn tan_pi_fast(u: &[f32; TAN_LANES]) -> [f32; TAN_LANES] {
     crate::base::cpu::widest_call!(tan_pi_fast_lanes(u: &[f32; TAN_LANES]) -> [f32; TAN_LANES])
 }
 
-/// Whether `f64::mul_add` is an instruction here (x86-64: with AVX2 and FMA, as `tan_pi_fast`
-/// is compiled there; other targets: assumed, as on AArch64).
-pub(crate) fn fma_is_fast() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        crate::base::cpu::detected_level() >= crate::base::cpu::SimdLevel::Avx2
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        true
-    }
-}
-
 /// poidev's `em=floor(em)` (double, stored as float) of a count `em >= 0` without a libm call, and
 /// the count as an index (usize::MAX from 2²³ on): below 2²³ truncation through an integer, from
 /// 2²³ on `em` itself (a float that large is whole).
@@ -661,7 +648,7 @@ impl Ran1Ahead {
         self.tan_passes += 1;
         let n = if self.tan_passes > TAN_LONG_AFTER { TAN_LONG } else { TAN_LANES };
         let end = (self.pos + n).min(self.len);
-        if !fma_is_fast() {
+        if !crate::base::cpu::fma_is_fast() {
             // sincos1's fused multiply-adds would be library calls: libm's tan is faster
             self.tan[self.pos..end].fill(f32::NAN);
         } else {
